@@ -1,0 +1,1 @@
+"""Code that runs inside YARN: the ApplicationMaster and the per-container agent."""

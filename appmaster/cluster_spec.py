@@ -1,0 +1,76 @@
+"""The TensorFlow cluster as every task sees it: addresses, flags and TF_CONFIG.
+
+Roles follow Slider's TensorFlow package: ``ps``, ``chiefworker`` and ``worker``.
+Legacy scripts get ``--ps_hosts/--worker_hosts/--job_name/--task_index``, where
+``worker_hosts`` lists the chief first and the chief runs as ``worker`` task 0.
+TF2 scripts read ``TF_CONFIG``, where the chief is its own ``chief`` task type and
+plain workers are numbered from 0.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+ROLES = ("ps", "chiefworker", "worker")
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """``host:port`` of every task, by role and task index."""
+
+    ps: tuple[str, ...] = ()
+    chief: tuple[str, ...] = ()
+    workers: tuple[str, ...] = field(default=())
+
+    def addresses(self, role: str) -> tuple[str, ...]:
+        return {"ps": self.ps, "chiefworker": self.chief, "worker": self.workers}[role]
+
+    def flags(self, role: str, index: int, work_dir: str | None = None) -> list[str]:
+        """The command-line flags of Slider's convention for one task."""
+        if role == "ps":
+            job_name, task_index = "ps", index
+        elif role == "chiefworker":
+            job_name, task_index = "worker", index
+        elif role == "worker":
+            job_name, task_index = "worker", len(self.chief) + index
+        else:
+            raise ValueError(f"unknown role {role!r}")
+        flags = [
+            f"--ps_hosts={','.join(self.ps)}",
+            f"--worker_hosts={','.join(self.chief + self.workers)}",
+            f"--job_name={job_name}",
+            f"--task_index={task_index}",
+        ]
+        if work_dir is not None:
+            flags.append(f"--work_dir={work_dir}")
+        return flags
+
+    def tf_config(self, role: str, index: int) -> dict:
+        """TF_CONFIG for one task: the chief is type ``chief``, workers count from 0."""
+        by_type = (("chief", self.chief), ("worker", self.workers), ("ps", self.ps))
+        cluster = {name: list(addresses) for name, addresses in by_type if addresses}
+        task_type = {"ps": "ps", "chiefworker": "chief", "worker": "worker"}[role]
+        return {"cluster": cluster, "task": {"type": task_type, "index": index}}
+
+    def to_json(self) -> str:
+        return json.dumps({"ps": self.ps, "chiefworker": self.chief, "worker": self.workers})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ClusterSpec:
+        data = json.loads(text)
+        return cls(
+            ps=tuple(data.get("ps", ())),
+            chief=tuple(data.get("chiefworker", ())),
+            workers=tuple(data.get("worker", ())),
+        )
+
+    @classmethod
+    def from_exports(cls, exports: dict[str, dict[int, str]]) -> ClusterSpec:
+        """Build from ``{role: {task_index: "host:port"}}``, ordered by task index."""
+
+        def ordered(role: str) -> tuple[str, ...]:
+            by_index = exports.get(role, {})
+            return tuple(by_index[i] for i in sorted(by_index))
+
+        return cls(ps=ordered("ps"), chief=ordered("chiefworker"), workers=ordered("worker"))

@@ -1,0 +1,642 @@
+"""Unit tests for tfyarn.jobconfig: reading and checking resources.json and appConfig.json."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tfyarn.jobconfig import (
+    FAILURE_THRESHOLD_MEANING,
+    AppConfig,
+    Component,
+    JobConfig,
+    JobConfigError,
+    Problem,
+    describe_problems,
+    load_job,
+)
+
+# Apache Slider's TensorFlow package files, verbatim.
+SLIDER_RESOURCES = """{"schema":"http://example.org/specification/v2.0.0","metadata":{},"global":{},"components":{"slider-appmaster":{},"ps":{"yarn.role.priority":"1","yarn.component.instances":"2","yarn.memory":"2048","yarn.vcores":"1","yarn.container.failure.threshold":"0"},"chiefworker":{"yarn.role.priority":"2","yarn.component.instances":"1","yarn.memory":"4096","yarn.vcores":"1","yarn.container.failure.threshold":"0"},"worker":{"yarn.role.priority":"3","yarn.component.instances":"5","yarn.memory":"2048","yarn.vcores":"1","yarn.container.failure.threshold":"0"},"tensorboard":{"yarn.role.priority":"4","yarn.component.instances":"1","yarn.memory":"4096","yarn.vcores":"1"}}}"""  # noqa: E501
+SLIDER_APP_CONFIG = """{"schema":"http://example.org/specification/v2.0.0","metadata":{},"global":{"site.global.hadoop.conf":"/etc/hadoop/conf","site.global.yarn.cgroup.root":"/hadoop-yarn","site.global.user.scripts.entry":"ymnist.py","site.global.user.checkpoint.prefix":"hdfs://hdpdev/user/${USER_NAME}/.slider/cluster","site.global.user.name":"${USER_NAME}","site.global.zookeeper.quorum":"${ZK_HOST}","site.global.docker.image":"ytensorflow:0.2.1","site.global.ps.port":"${ps.ALLOCATED_PORT}{PER_CONTAINER}","site.global.chiefworker.port":"${chiefworker.ALLOCATED_PORT}{PER_CONTAINER}","site.global.worker.port":"${worker.ALLOCATED_PORT}{PER_CONTAINER}","site.global.tensorboard.port":"${tensorboard.ALLOCATED_PORT}{PER_CONTAINER}"}}"""  # noqa: E501
+
+MEMORY = 'components.worker."yarn.memory"'
+ENTRY = 'global."site.global.user.scripts.entry"'
+
+
+def slider_resources() -> dict[str, Any]:
+    return json.loads(SLIDER_RESOURCES)
+
+
+def slider_app() -> dict[str, Any]:
+    return json.loads(SLIDER_APP_CONFIG)
+
+
+def write(path: Path, doc: Any) -> Path:
+    """Writes a document: text as is, anything else as JSON or YAML by the suffix."""
+    if isinstance(doc, str):
+        path.write_text(doc)
+    elif path.suffix in (".yaml", ".yml"):
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    else:
+        path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture
+def job_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # Run in the job directory so that messages name "resources.json", as a user would type it.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ymnist.py").write_text("print('training')\n")
+    return tmp_path
+
+
+def load(job_dir: Path, resources: Any = None, app: Any = None, **kw: Any) -> JobConfig:
+    """Loads the Slider files, or the given replacements for them."""
+    write(job_dir / "resources.json", SLIDER_RESOURCES if resources is None else resources)
+    write(job_dir / "appConfig.json", SLIDER_APP_CONFIG if app is None else app)
+    return load_job("resources.json", "appConfig.json", **kw)
+
+
+def errors(job_dir: Path, resources: Any = None, app: Any = None) -> str:
+    with pytest.raises(JobConfigError) as info:
+        load(job_dir, resources, app)
+    return str(info.value)
+
+
+def assert_problem(text: str, file: str, key: str | None, *fragments: str) -> None:
+    """Some line names the file and key, has a fix, and contains every fragment."""
+    head = file if key is None else f"{file}: {key}"
+    lines = [line for line in text.splitlines() if line.startswith(head)]
+    assert any("Fix: " in line and all(f in line for f in fragments) for line in lines), (
+        f"no line starting {head!r} with {fragments} in:\n{text}"
+    )
+
+
+def resources_with(component: str, **settings: Any) -> dict[str, Any]:
+    doc = slider_resources()
+    doc["components"][component].update(settings)
+    return doc
+
+
+def app_with(**settings: Any) -> dict[str, Any]:
+    doc = slider_app()
+    doc["global"].update({"site.global." + k: v for k, v in settings.items()})
+    return doc
+
+
+def comp(job: JobConfig, name: str) -> Component:
+    component = job.component(name)
+    assert component is not None
+    return component
+
+
+def resource_error(job_dir: Path, component: str, key: str, value: Any) -> str:
+    return errors(job_dir, resources_with(component, **{key: value}))
+
+
+# ---- the Slider documents ----
+
+
+def test_slider_documents_load(job_dir: Path) -> None:
+    job = load(job_dir)
+    assert [c.name for c in job.components] == ["ps", "chiefworker", "worker", "tensorboard"]
+    assert job.component("ps") == Component(
+        name="ps",
+        priority=1,
+        instances=2,
+        memory_mb=2048,
+        vcores=1,
+        failure_threshold=0,
+        label=None,
+        gpus=0,
+    )
+    assert comp(job, "tensorboard").failure_threshold == 0
+    assert job.component("slider-appmaster") is None
+    assert [c.name for c in job.tasks()] == ["ps", "chiefworker", "worker"]
+    assert job.total_tasks() == 8
+    assert (job.am_memory_mb, job.am_vcores) == (512, 1)
+    assert job.resources_path == Path("resources.json")  # as given
+    app = job.app
+    assert app == AppConfig(
+        entry="ymnist.py",
+        scripts_dir=job_dir,
+        entry_path=job_dir / "ymnist.py",
+        script_args=(),
+        env={},
+        queue="default",
+        name="tfyarn-ymnist",
+        work_dir=None,
+        registration_timeout_s=300.0,
+        python=None,
+        ignored=(
+            "site.global.hadoop.conf",
+            "site.global.yarn.cgroup.root",
+            "site.global.user.checkpoint.prefix",
+            "site.global.user.name",
+            "site.global.zookeeper.quorum",
+            "site.global.ps.port",
+            "site.global.chiefworker.port",
+            "site.global.worker.port",
+            "site.global.tensorboard.port",
+        ),
+        docker_image="ytensorflow:0.2.1",
+    )
+    assert app.scripts_dir.is_absolute() and app.entry_path.is_absolute()
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml"])
+def test_yaml_equals_json(job_dir: Path, suffix: str) -> None:
+    from_json = load(job_dir)
+    res = write(job_dir / f"resources{suffix}", slider_resources())
+    cfg = write(job_dir / f"appConfig{suffix}", slider_app())
+    from_yaml = load_job(res, cfg)
+    assert from_yaml == dataclasses.replace(from_json, resources_path=res, app_config_path=cfg)
+
+
+def test_yaml_plain_numbers_and_empty_sections(job_dir: Path) -> None:
+    res = job_dir / "resources.yaml"
+    res.write_text(
+        "global:\ncomponents:\n  slider-appmaster:\n"
+        "  chiefworker:\n    yarn.role.priority: 2\n    yarn.memory: 4096\n"
+    )
+    cfg = write(
+        job_dir / "appConfig.yml", {"global": {"site.global.user.scripts.entry": "ymnist.py"}}
+    )
+    job = load_job(res, cfg)
+    assert job.components == (Component("chiefworker", 2, 1, 4096, 1, 0, None),)
+
+
+def test_global_values_are_defaults_for_every_component(job_dir: Path) -> None:
+    doc = slider_resources()
+    doc["global"] = {"yarn.memory": "3000", "yarn.vcores": "2", "yarn.label.expression": "cpu"}
+    for settings in doc["components"].values():
+        settings.pop("yarn.memory", None)
+        settings.pop("yarn.vcores", None)
+    doc["components"]["worker"]["yarn.memory"] = "8192"
+    job = load(job_dir, doc)
+    assert comp(job, "ps").memory_mb == 3000
+    assert comp(job, "worker").memory_mb == 8192
+    assert {c.vcores for c in job.components} == {2}
+    assert {c.label for c in job.components} == {"cpu"}
+    assert (job.am_memory_mb, job.am_vcores) == (3000, 2)  # the AppMaster inherits too
+
+
+def test_global_value_error_points_at_global_once(job_dir: Path) -> None:
+    doc = slider_resources()
+    doc["global"] = {"yarn.gpus": "two"}
+    text = errors(job_dir, doc)
+    assert_problem(text, "resources.json", 'global."yarn.gpus"', '= "two"', "not a whole number")
+    assert len(text.splitlines()) == 1
+
+
+def test_numbers_may_be_strings_or_ints(job_dir: Path) -> None:
+    doc = slider_resources()
+    for settings in doc["components"].values():
+        for key, value in settings.items():
+            settings[key] = int(value)
+    assert load(job_dir, doc).components == load(job_dir).components
+
+
+def test_missing_memory_and_vcores_default(job_dir: Path) -> None:
+    doc = slider_resources()
+    del doc["components"]["worker"]["yarn.memory"], doc["components"]["worker"]["yarn.vcores"]
+    del doc["components"]["worker"]["yarn.container.failure.threshold"]
+    worker = load(job_dir, doc).component("worker")
+    assert worker is not None
+    assert (worker.memory_mb, worker.vcores, worker.failure_threshold) == (1024, 1, 0)
+
+
+def test_appmaster_size(job_dir: Path) -> None:
+    job = load(job_dir, resources_with("slider-appmaster", **{"yarn.memory": "1024"}))
+    assert (job.am_memory_mb, job.am_vcores) == (1024, 1)
+    text = resource_error(job_dir, "slider-appmaster", "yarn.vcores", "0")
+    assert_problem(text, "resources.json", 'components.slider-appmaster."yarn.vcores"', "1024")
+
+
+# ---- resources.json rules ----
+
+
+def test_message_format(job_dir: Path) -> None:
+    text = resource_error(job_dir, "worker", "yarn.memory", "lots")
+    assert text == (
+        'resources.json: components.worker."yarn.memory" = "lots": not a whole number. '
+        'Fix: give megabytes as a whole number, e.g. "2048".'
+    )
+
+
+def test_unknown_top_level_key(job_dir: Path) -> None:
+    doc = slider_resources()
+    doc["componets"] = doc.pop("components")
+    text = errors(job_dir, doc)
+    assert_problem(text, "resources.json", "componets", "unknown top-level key", '"components"')
+
+
+def test_unknown_component(job_dir: Path) -> None:
+    doc = slider_resources()
+    doc["components"]["workers"] = {"yarn.role.priority": "5"}
+    text = errors(job_dir, doc)
+    assert_problem(text, "resources.json", "components.workers", "unknown component", '"worker"')
+
+
+def test_unknown_component_key(job_dir: Path) -> None:
+    text = resource_error(job_dir, "worker", "yarn.memroy", "2048")
+    assert_problem(
+        text, "resources.json", 'components.worker."yarn.memroy"', "unknown key", '"yarn.memory"'
+    )
+
+
+def test_unknown_global_key(job_dir: Path) -> None:
+    doc = slider_resources()
+    doc["global"]["yarn.vcore"] = "1"
+    text = errors(job_dir, doc)
+    assert_problem(text, "resources.json", 'global."yarn.vcore"', "unknown key", '"yarn.vcores"')
+
+
+def test_component_must_be_object(job_dir: Path) -> None:
+    doc = slider_resources()
+    doc["components"]["worker"] = ["x"]
+    text = errors(job_dir, doc)
+    assert_problem(text, "resources.json", "components.worker", "must be an object")
+
+
+@pytest.mark.parametrize("value", [True, "1.5", 1.5, None, "two"])
+def test_numbers_reject_booleans_floats_and_text(job_dir: Path, value: Any) -> None:
+    text = resource_error(job_dir, "ps", "yarn.component.instances", value)
+    assert_problem(
+        text, "resources.json", 'components.ps."yarn.component.instances"', "not a whole number"
+    )
+
+
+def test_numbers_may_have_blanks_around(job_dir: Path) -> None:
+    job = load(job_dir, resources_with("ps", **{"yarn.component.instances": " 3 "}))
+    assert comp(job, "ps").instances == 3
+
+
+def test_priority_missing(job_dir: Path) -> None:
+    doc = slider_resources()
+    del doc["components"]["worker"]["yarn.role.priority"]
+    text = errors(job_dir, doc)
+    assert_problem(text, "resources.json", 'components.worker."yarn.role.priority"', "missing")
+
+
+def test_priority_at_least_one(job_dir: Path) -> None:
+    text = resource_error(job_dir, "worker", "yarn.role.priority", "0")
+    assert_problem(text, "resources.json", 'components.worker."yarn.role.priority"', "at least 1")
+
+
+def test_priority_unique(job_dir: Path) -> None:
+    text = resource_error(job_dir, "worker", "yarn.role.priority", "2")
+    assert_problem(
+        text,
+        "resources.json",
+        'components.worker."yarn.role.priority"',
+        "chiefworker and worker both have priority 2",
+        "its own priority",
+    )
+
+
+def test_instances_not_negative(job_dir: Path) -> None:
+    text = resource_error(job_dir, "ps", "yarn.component.instances", "-1")
+    assert_problem(text, "resources.json", 'components.ps."yarn.component.instances"', "at least 0")
+
+
+def test_zero_ps_and_workers_allowed(job_dir: Path) -> None:
+    doc = slider_resources()
+    doc["components"]["ps"]["yarn.component.instances"] = "0"
+    doc["components"]["worker"]["yarn.component.instances"] = 0
+    job = load(job_dir, doc)
+    assert [c.name for c in job.tasks()] == ["chiefworker"]
+    assert job.total_tasks() == 1
+    assert job.component("ps") is not None  # still listed, with no containers
+
+
+def test_chief_missing(job_dir: Path) -> None:
+    doc = slider_resources()
+    del doc["components"]["chiefworker"]
+    text = errors(job_dir, doc)
+    assert_problem(text, "resources.json", "components.chiefworker", "missing", 'add "chiefworker"')
+
+
+@pytest.mark.parametrize("count", ["0", "2"])
+def test_exactly_one_chief(job_dir: Path, count: str) -> None:
+    text = resource_error(job_dir, "chiefworker", "yarn.component.instances", count)
+    assert_problem(
+        text,
+        "resources.json",
+        'components.chiefworker."yarn.component.instances"',
+        "exactly 1 chief",
+        'set it to "1"',
+    )
+
+
+@pytest.mark.parametrize("value", ["31", "1048577"])
+def test_memory_range(job_dir: Path, value: str) -> None:
+    text = resource_error(job_dir, "worker", "yarn.memory", value)
+    assert_problem(text, "resources.json", MEMORY, "between 32 and 1048576 MB", "from 32 to")
+
+
+@pytest.mark.parametrize("value", ["0", "1025"])
+def test_vcores_range(job_dir: Path, value: str) -> None:
+    text = resource_error(job_dir, "worker", "yarn.vcores", value)
+    assert_problem(text, "resources.json", 'components.worker."yarn.vcores"', "1 and 1024")
+
+
+def test_gpus(job_dir: Path) -> None:
+    job = load(job_dir, resources_with("worker", **{"yarn.gpus": "2"}))
+    assert comp(job, "worker").gpus == 2
+    assert comp(job, "ps").gpus == 0
+    text = resource_error(job_dir, "worker", "yarn.gpus", "65")
+    assert_problem(text, "resources.json", 'components.worker."yarn.gpus"', "0 and 64")
+
+
+@pytest.mark.parametrize("value, expected", [("-1", -1), ("0", 0), ("3", 3)])
+def test_failure_threshold_values(job_dir: Path, value: str, expected: int) -> None:
+    job = load(job_dir, resources_with("worker", **{"yarn.container.failure.threshold": value}))
+    assert comp(job, "worker").failure_threshold == expected
+
+
+def test_failure_threshold_below_minus_one(job_dir: Path) -> None:
+    text = resource_error(job_dir, "worker", "yarn.container.failure.threshold", "-2")
+    assert_problem(
+        text,
+        "resources.json",
+        'components.worker."yarn.container.failure.threshold"',
+        "at least -1",
+        "-1 = unlimited",
+    )
+    assert "Slider treated 0 as unlimited" in FAILURE_THRESHOLD_MEANING
+
+
+@pytest.mark.parametrize(
+    "value, expected", [("", None), ("gpu", "gpu"), (" gpu.v100 ", "gpu.v100")]
+)
+def test_label(job_dir: Path, value: str, expected: str | None) -> None:
+    job = load(job_dir, resources_with("worker", **{"yarn.label.expression": value}))
+    assert comp(job, "worker").label == expected
+
+
+@pytest.mark.parametrize("value", ["gpu && fast", "gpu||fast", "gpu,fast", "gpu fast"])
+def test_label_one_only(job_dir: Path, value: str) -> None:
+    text = resource_error(job_dir, "worker", "yarn.label.expression", value)
+    assert_problem(
+        text,
+        "resources.json",
+        'components.worker."yarn.label.expression"',
+        "one node label per request",
+    )
+
+
+@pytest.mark.parametrize("value", ["-gpu", "gpu!", 3])
+def test_label_bad_name(job_dir: Path, value: Any) -> None:
+    text = resource_error(job_dir, "worker", "yarn.label.expression", value)
+    assert_problem(text, "resources.json", 'components.worker."yarn.label.expression"', "label")
+
+
+def test_tensorboard_is_optional(job_dir: Path) -> None:
+    doc = slider_resources()
+    del doc["components"]["tensorboard"], doc["components"]["slider-appmaster"]
+    job = load(job_dir, doc)
+    assert job.component("tensorboard") is None
+    assert job.total_tasks() == 8
+
+
+def test_all_problems_of_both_files_at_once(job_dir: Path) -> None:
+    doc = resources_with("worker", **{"yarn.memory": "lots", "yarn.vcores": "0"})
+    doc["components"]["ps"]["yarn.gpus"] = "x"
+    with pytest.raises(JobConfigError) as info:
+        load(job_dir, doc, app_with(queue=""))
+    keys = [p.key for p in info.value.problems]
+    assert keys == [
+        'components.ps."yarn.gpus"',
+        MEMORY,
+        'components.worker."yarn.vcores"',
+        'global."site.global.queue"',
+    ]
+    assert str(info.value) == describe_problems(info.value.problems)
+    assert isinstance(info.value, ValueError)
+
+
+def test_problem_without_key_or_value() -> None:
+    problem = Problem("a.json", None, None, "no such file", "check the path.")
+    assert str(problem) == "a.json: no such file. Fix: check the path."
+
+
+# ---- appConfig.json rules ----
+
+
+def test_entry_missing(job_dir: Path) -> None:
+    doc = slider_app()
+    del doc["global"]["site.global.user.scripts.entry"]
+    text = errors(job_dir, app=doc)
+    assert_problem(text, "appConfig.json", ENTRY, "missing", "train.py")
+
+
+def test_entry_must_exist(job_dir: Path) -> None:
+    text = errors(job_dir, app=app_with(**{"user.scripts.entry": "train.py"}))
+    assert_problem(text, "appConfig.json", ENTRY, '= "train.py"', "no such file", "create it")
+
+
+@pytest.mark.parametrize("entry", ["../ymnist.py", "/etc/passwd", "sub/../../x.py"])
+def test_entry_stays_in_scripts_dir(job_dir: Path, entry: str) -> None:
+    text = errors(job_dir, app=app_with(**{"user.scripts.entry": entry}))
+    assert_problem(text, "appConfig.json", ENTRY, "outside the scripts directory")
+
+
+def test_entry_in_subdirectory(job_dir: Path) -> None:
+    (job_dir / "pkg").mkdir()
+    (job_dir / "pkg" / "train.py").write_text("")
+    app = load(job_dir, app=app_with(**{"user.scripts.entry": "pkg/train.py"})).app
+    assert app.entry == "pkg/train.py"
+    assert app.entry_path == job_dir / "pkg" / "train.py"
+    assert app.name == "tfyarn-train"
+
+
+def test_scripts_dir_relative_to_app_config(job_dir: Path, monkeypatch: Any) -> None:
+    (job_dir / "src").mkdir()
+    (job_dir / "src" / "ymnist.py").write_text("")
+    write(job_dir / "resources.json", slider_resources())
+    cfg = write(job_dir / "appConfig.json", app_with(**{"user.scripts.dir": "src"}))
+    monkeypatch.chdir("/")  # relative to appConfig.json, not the working directory
+    app = load_job(job_dir / "resources.json", cfg).app
+    assert app.scripts_dir == job_dir / "src"
+    assert app.entry_path == job_dir / "src" / "ymnist.py"
+
+
+def test_scripts_dir_must_exist(job_dir: Path) -> None:
+    text = errors(job_dir, app=app_with(**{"user.scripts.dir": "nowhere"}))
+    key = 'global."site.global.user.scripts.dir"'
+    assert_problem(text, "appConfig.json", key, "no such directory", str(job_dir))
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--epochs", "5"], ("--epochs", "5")),
+        ("--epochs 5 --name 'a b'", ("--epochs", "5", "--name", "a b")),
+    ],
+)
+def test_script_args(job_dir: Path, args: Any, expected: tuple[str, ...]) -> None:
+    assert load(job_dir, app=app_with(**{"user.scripts.args": args})).app.script_args == expected
+
+
+@pytest.mark.parametrize("args", ["--name 'unclosed", ["--epochs", 5], {"a": "b"}])
+def test_script_args_errors(job_dir: Path, args: Any) -> None:
+    text = errors(job_dir, app=app_with(**{"user.scripts.args": args}))
+    assert_problem(text, "appConfig.json", 'global."site.global.user.scripts.args"')
+
+
+def test_env(job_dir: Path) -> None:
+    env = {"DATA_DIR": "/data", "_X1": ""}
+    assert load(job_dir, app=app_with(**{"user.env": env})).app.env == env
+
+
+@pytest.mark.parametrize(
+    "name, value, fragment",
+    [
+        ("1BAD", "x", "not a valid environment variable name"),
+        ("A-B", "x", "not a valid environment variable name"),
+        ("TFYARN_ROLE", "x", "reserved"),
+        ("TF_CONFIG", "{}", "reserved"),
+        ("EPOCHS", 5, "must be a string"),
+    ],
+)
+def test_env_errors(job_dir: Path, name: str, value: Any, fragment: str) -> None:
+    text = errors(job_dir, app=app_with(**{"user.env": {name: value}}))
+    key = f'global."site.global.user.env".{name}'
+    assert_problem(text, "appConfig.json", key, fragment)
+
+
+def test_env_must_be_object(job_dir: Path) -> None:
+    text = errors(job_dir, app=app_with(**{"user.env": ["A=b"]}))
+    assert_problem(text, "appConfig.json", 'global."site.global.user.env"', "must be an object")
+
+
+def test_queue_name_python_docker(job_dir: Path) -> None:
+    app = load(
+        job_dir,
+        app=app_with(queue="research", **{"app.name": "mnist", "python": "/opt/py/bin/python3"}),
+    ).app
+    assert (app.queue, app.name, app.python) == ("research", "mnist", "/opt/py/bin/python3")
+    assert app.docker_image == "ytensorflow:0.2.1"
+    assert "site.global.docker.image" not in app.ignored
+
+
+@pytest.mark.parametrize("key", ["queue", "app.name", "python", "docker.image"])
+@pytest.mark.parametrize("value", ["", "  ", 7])
+def test_text_settings_not_empty(job_dir: Path, key: str, value: Any) -> None:
+    text = errors(job_dir, app=app_with(**{key: value}))
+    assert_problem(text, "appConfig.json", f'global."site.global.{key}"', "must")
+
+
+def test_app_name_length(job_dir: Path) -> None:
+    assert load(job_dir, app=app_with(**{"app.name": "n" * 256})).app.name == "n" * 256
+    text = errors(job_dir, app=app_with(**{"app.name": "n" * 257}))
+    assert_problem(text, "appConfig.json", 'global."site.global.app.name"', "256 characters")
+
+
+def test_work_dir_placeholders(job_dir: Path) -> None:
+    work_dir = "hdfs:///user/${USER_NAME}/jobs/${APP_ID}"
+    app = load(job_dir, app=app_with(**{"user.work.dir": work_dir}), user="alice").app
+    assert app.work_dir == "hdfs:///user/alice/jobs/${APP_ID}"
+
+
+def test_work_dir_unknown_placeholder(job_dir: Path) -> None:
+    text = errors(job_dir, app=app_with(**{"user.work.dir": "/x/${ZK_HOST}"}))
+    key = 'global."site.global.user.work.dir"'
+    assert_problem(text, "appConfig.json", key, "${ZK_HOST}", "${USER_NAME}")
+
+
+@pytest.mark.parametrize("value, expected", [("60", 60.0), (2.5, 2.5), (10, 10.0)])
+def test_registration_timeout(job_dir: Path, value: Any, expected: float) -> None:
+    app = load(job_dir, app=app_with(**{"registration.timeout": value})).app
+    assert app.registration_timeout_s == expected
+
+
+@pytest.mark.parametrize("value", ["0", -5, "soon", True, "nan", "inf"])
+def test_registration_timeout_positive(job_dir: Path, value: Any) -> None:
+    text = errors(job_dir, app=app_with(**{"registration.timeout": value}))
+    key = 'global."site.global.registration.timeout"'
+    assert_problem(text, "appConfig.json", key, "positive number of seconds")
+
+
+def test_port_keys_ignored_for_any_component(job_dir: Path) -> None:
+    app = load(job_dir, app=app_with(**{"evaluator.port": "1234"})).app
+    assert "site.global.evaluator.port" in app.ignored
+
+
+def test_unknown_app_key(job_dir: Path) -> None:
+    text = errors(job_dir, app=app_with(**{"user.scripts.entri": "ymnist.py"}))
+    key = 'global."site.global.user.scripts.entri"'
+    assert_problem(text, "appConfig.json", key, "unknown key", '"site.global.user.scripts.entry"')
+
+
+def test_app_components(job_dir: Path) -> None:
+    doc = slider_app()
+    doc["components"] = {}
+    assert load(job_dir, app=doc)
+    doc["components"] = {"worker": {"site.global.x": "1"}}
+    text = errors(job_dir, app=doc)
+    assert_problem(text, "appConfig.json", "components", "not supported", '"global"')
+
+
+# ---- reading the files ----
+
+
+def test_bad_json_has_line_and_column(job_dir: Path) -> None:
+    text = errors(job_dir, '{\n  "components": {\n    "ps": {,}\n  }\n}')
+    assert_problem(text, "resources.json", None, "not valid JSON", "line 3, column 12")
+
+
+def test_bad_yaml_has_line_and_column(job_dir: Path) -> None:
+    res = write(job_dir / "resources.yaml", "components:\n  ps: {a: 1\n  worker: 2\n")
+    cfg = write(job_dir / "appConfig.json", SLIDER_APP_CONFIG)
+    with pytest.raises(JobConfigError) as info:
+        load_job(res, cfg)
+    (problem,) = info.value.problems
+    assert problem.file == str(res)
+    assert "not valid YAML" in problem.message and "line 3, column 9" in problem.message
+    assert "line 3, column 9" in problem.fix
+
+
+@pytest.mark.parametrize("doc", ["[1, 2]", '"text"', "null"])
+def test_document_must_be_object(job_dir: Path, doc: str) -> None:
+    text = errors(job_dir, app=doc)
+    assert_problem(text, "appConfig.json", None, "must be an object")
+
+
+def test_empty_yaml_document(job_dir: Path) -> None:
+    res = write(job_dir / "resources.yml", "")
+    with pytest.raises(JobConfigError) as info:
+        load_job(res, write(job_dir / "appConfig.json", SLIDER_APP_CONFIG))
+    assert "must be an object, not null" in str(info.value)
+
+
+def test_missing_file_and_paths_as_given(job_dir: Path) -> None:
+    write(job_dir / "resources.json", slider_resources())
+    bad_app = copy.deepcopy(slider_app())
+    bad_app["global"]["site.global.queue"] = 1
+    with pytest.raises(JobConfigError) as info:
+        load_job("nope/resources.json", "nope/appConfig.json")
+    text = str(info.value)
+    assert_problem(text, "nope/resources.json", None, "no such file", "check the path")
+    assert_problem(text, "nope/appConfig.json", None, str(job_dir / "nope" / "appConfig.json"))
+    write(job_dir / "appConfig.json", bad_app)
+    with pytest.raises(JobConfigError) as info:
+        load_job("resources.json", "./appConfig.json")
+    assert str(info.value).startswith('./appConfig.json: global."site.global.queue" = 1:')
+
+
+def test_app_config_path_with_dot_dot(job_dir: Path) -> None:
+    (job_dir / "other").mkdir()
+    write(job_dir / "resources.json", slider_resources())
+    write(job_dir / "appConfig.json", slider_app())
+    app = load_job("resources.json", "other/../appConfig.json").app
+    assert app.scripts_dir == job_dir
+    assert app.entry_path == job_dir / "ymnist.py"

@@ -1,0 +1,88 @@
+"""`tfyarn cluster ...`: a real single-machine YARN for trying tfyarn and for its tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tfyarn.localyarn import cluster
+from tfyarn.localyarn.layout import Layout, default_state_dir
+from tfyarn.localyarn.provision import ClusterError
+
+state_dir_option = click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the cluster keeps configuration, logs and pid files "
+    "[default: $TFYARN_CLUSTER_DIR or ~/.local/state/tfyarn/cluster].",
+)
+
+
+def _layout(state_dir: str | None) -> Layout:
+    return Layout(default_state_dir() if state_dir is None else Path(state_dir).resolve())
+
+
+@click.group("cluster")
+def cluster_group() -> None:
+    """A local YARN: one ResourceManager and two NodeManagers on 127.0.0.1.
+
+    NodeManager 2 is in the exclusive `gpu` node-label partition and advertises
+    2 yarn.io/gpu, so label and GPU requests schedule as on a real cluster.
+    """
+
+
+@cluster_group.command("up")
+@state_dir_option
+def up_command(state_dir: str | None) -> None:
+    """Fetch the Hadoop jars (first run), then start the cluster and wait until it schedules."""
+    layout = _layout(state_dir)
+    try:
+        result = cluster.up(layout, echo=lambda line: click.echo(line, err=True))
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if result.already_running:
+        click.echo(f"The local YARN cluster is already running: {result.webapp_url} (unchanged).")
+        return
+    click.echo(f"Local YARN cluster up in {result.seconds:.1f} s. Web UI: {result.webapp_url}")
+    click.echo('Point `yarn` and tfyarn at it with: eval "$(tfyarn cluster env)"')
+
+
+@cluster_group.command("down")
+@state_dir_option
+def down_command(state_dir: str | None) -> None:
+    """Stop the daemons `up` started (by pid). Logs stay; safe to run twice."""
+    layout = _layout(state_dir)
+    stopped = cluster.down(layout)
+    if stopped:
+        click.echo(f"Stopped {', '.join(stopped)}. Logs kept in {layout.log_dir}.")
+    else:
+        click.echo("The local YARN cluster is not running; nothing to stop.")
+
+
+@cluster_group.command("status")
+@state_dir_option
+def status_command(state_dir: str | None) -> None:
+    """Nodes, labels, resources and running applications. Exit code 3 when down."""
+    layout = _layout(state_dir)
+    if not cluster.is_running(layout):
+        click.echo(f"The local YARN cluster is not running (state dir {layout.state_dir}). "
+                   "Start it with `tfyarn cluster up`.")
+        sys.exit(3)
+    for line in cluster.status_lines(layout):
+        click.echo(line)
+
+
+@cluster_group.command("env")
+@state_dir_option
+def env_command(state_dir: str | None) -> None:
+    """Shell lines that point `yarn`, skein and tfyarn at this cluster.
+
+    Use as: eval "$(tfyarn cluster env)"
+    """
+    try:
+        lines = cluster.env_lines(_layout(state_dir))
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo("\n".join(lines))

@@ -1,0 +1,271 @@
+"""`tfyarn cluster up | down | status | env`: the local single-machine YARN."""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import requests
+
+from tfyarn.localyarn import daemons
+from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
+from tfyarn.localyarn.layout import GPU_LABEL, NODE_MANAGERS, RM_PORTS, Layout
+from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
+from tfyarn.localyarn.siteconf import write_configuration
+
+RM_HEAP_MB = 320
+NM_HEAP_MB = 192
+START_TIMEOUT_S = 120.0
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class UpResult:
+    already_running: bool
+    webapp_url: str
+    seconds: float
+
+
+def daemons_of(layout: Layout) -> list[Daemon]:
+    rm = Daemon("rm", RM_CLASS, layout.conf_dir, RM_HEAP_MB)
+    nms = [Daemon(nm.name, NM_CLASS, layout.node_conf_dir(nm), NM_HEAP_MB) for nm in NODE_MANAGERS]
+    return [rm, *nms]
+
+
+def is_running(layout: Layout) -> bool:
+    return daemons.running_pid(layout, "rm") is not None
+
+
+def up(layout: Layout, echo: Echo = print) -> UpResult:
+    if is_running(layout):
+        return UpResult(True, layout.webapp_url, 0.0)
+    started_at = time.monotonic()
+    java_home = find_java_home()
+    ensure_hadoop_jars(layout, echo)
+    down(layout)  # a half-started earlier attempt (one daemon alive, say) is cleared first
+    _check_ports_free()
+    write_configuration(layout)
+    write_launcher(layout, java_home)
+    rm, *nms = daemons_of(layout)
+    try:
+        daemons.start(layout, java_home, rm)
+        _wait(layout, [rm], "the ResourceManager to start", lambda: _rm_started(layout))
+        _ensure_gpu_label(layout)
+        for nm in nms:
+            daemons.start(layout, java_home, nm)
+        _wait(layout, [rm, *nms], "both NodeManagers to register", lambda: _nodes_ready(layout))
+    except BaseException:
+        down(layout)
+        raise
+    return UpResult(False, layout.webapp_url, time.monotonic() - started_at)
+
+
+def down(layout: Layout) -> list[str]:
+    """Stop what `up` started, NodeManagers first; logs and state stay. Safe to repeat."""
+    stopped = [d.name for d in reversed(daemons_of(layout)) if daemons.stop(layout, d.name)]
+    daemons.kill_leftover_containers(layout)
+    return stopped
+
+
+def write_launcher(layout: Layout, java_home: Path) -> Path:
+    template = resources.files("tfyarn.localyarn").joinpath("yarn.sh").read_text()
+    script = (
+        template.replace("@JAVA_HOME@", str(java_home))
+        .replace("@CONF_DIR@", str(layout.conf_dir))
+        .replace("@LIB_DIR@", str(layout.lib_dir))
+        .replace("@STATE_DIR@", str(layout.state_dir))
+        .replace("@JDK17_OPTIONS@", " ".join(daemons.JDK17_OPTIONS))
+    )
+    layout.bin_dir.mkdir(parents=True, exist_ok=True)
+    launcher = layout.bin_dir / "yarn"
+    launcher.write_text(script)
+    launcher.chmod(0o755)
+    return launcher
+
+
+def env_lines(layout: Layout) -> list[str]:
+    """Shell lines that point `yarn` and skein at this cluster."""
+    java_home = find_java_home()
+    return [
+        f"export HADOOP_CONF_DIR={shlex.quote(str(layout.conf_dir))}",
+        f"export JAVA_HOME={shlex.quote(str(java_home))}",
+        f'export PATH={shlex.quote(str(layout.bin_dir))}:"$PATH"',
+        # skein's driver talks gRPC on loopback; a proxy must not intercept it.
+        'export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"',
+        'export NO_PROXY="$no_proxy"',
+    ]
+
+
+def client_environment(layout: Layout) -> dict[str, str]:
+    """os.environ as `eval "$(tfyarn cluster env)"` would leave it (for tests and scripts)."""
+    out = subprocess.run(
+        ["bash", "-c", "\n".join([*env_lines(layout), "env -0"])],
+        capture_output=True, check=True,
+    ).stdout
+    pairs = (item.split(b"=", 1) for item in out.split(b"\0") if b"=" in item)
+    return {key.decode(): value.decode() for key, value in pairs}
+
+
+# ---------------------------------------------------------------- status
+
+def rest(layout: Layout, path: str, timeout: float = 5.0) -> dict:
+    response = requests.get(f"{layout.webapp_url}/ws/v1/cluster/{path}", timeout=timeout,
+                            headers={"Accept": "application/json"})
+    response.raise_for_status()
+    return response.json()
+
+
+def nodes(layout: Layout) -> list[dict]:
+    return (rest(layout, "nodes").get("nodes") or {}).get("node") or []
+
+
+def running_apps(layout: Layout) -> list[dict]:
+    return (rest(layout, "apps?states=NEW,SUBMITTED,ACCEPTED,RUNNING").get("apps") or {}).get(
+        "app"
+    ) or []
+
+
+def node_gpus(node: dict) -> tuple[int, int]:
+    """(used, total) yarn.io/gpu of one node from the RM's REST answer."""
+    total = used = 0
+    for info in (node.get("totalResource") or {}).get("resourceInformations", {}).get(
+        "resourceInformation", []
+    ):
+        if info.get("name") == "yarn.io/gpu":
+            total = int(info.get("value", 0))
+    for info in (node.get("usedResource") or {}).get("resourceInformations", {}).get(
+        "resourceInformation", []
+    ):
+        if info.get("name") == "yarn.io/gpu":
+            used = int(info.get("value", 0))
+    return used, total
+
+
+def status_lines(layout: Layout) -> list[str]:
+    lines = [f"ResourceManager: {layout.webapp_url} (state dir {layout.state_dir})", "Nodes:"]
+    for node in nodes(layout):
+        used_gpus, total_gpus = node_gpus(node)
+        labels = ",".join(node.get("nodeLabels") or []) or "<default partition>"
+        lines.append(
+            f"  {node['id']:<18} {node['state']:<9} label={labels:<20} "
+            f"memory {node.get('usedMemoryMB', 0)}/"
+            f"{node.get('usedMemoryMB', 0) + node.get('availMemoryMB', 0)} MB  "
+            f"vcores {node.get('usedVirtualCores', 0)}/"
+            f"{node.get('usedVirtualCores', 0) + node.get('availableVirtualCores', 0)}  "
+            f"gpus {used_gpus}/{total_gpus}  containers {node.get('numContainers', 0)}"
+        )
+    labels = [f"{label['name']}(exclusive={str(label.get('exclusivity', True)).lower()})"
+              for label in _cluster_labels(layout)]
+    lines.append(f"Node labels: {', '.join(labels) or 'none'}")
+    apps = running_apps(layout)
+    lines.append(f"Running applications: {len(apps)}")
+    lines += [f"  {app['id']}  {app['state']:<9} {app['name']}  ({app['user']})" for app in apps]
+    return lines
+
+
+# ---------------------------------------------------------------- start-up steps
+
+def _check_ports_free() -> None:
+    wanted = {f"ResourceManager {key}": port for key, port in RM_PORTS.items()}
+    for nm in NODE_MANAGERS:
+        wanted.update({
+            f"NodeManager {nm.name} RPC": nm.rpc_port,
+            f"NodeManager {nm.name} localizer": nm.localizer_port,
+            f"NodeManager {nm.name} web UI": nm.webapp_port,
+            f"NodeManager {nm.name} collector": nm.collector_port,
+        })
+    busy = [f"{port} ({what})" for what, port in wanted.items() if _port_in_use(port)]
+    if busy:
+        raise ClusterError(
+            f"Port(s) in use on 127.0.0.1: {', '.join(busy)}. The local cluster needs them. "
+            "Fix: stop whatever listens there (`ss -ltnp` shows it), or if it is another "
+            "tfyarn cluster, run `tfyarn cluster down` with its TFYARN_CLUSTER_DIR."
+        )
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _wait(layout: Layout, watched: list[Daemon], what: str, ready: Callable[[], bool]) -> None:
+    """Wait until ``ready()``; a watched daemon dying fails at once with its last log lines."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        for daemon in watched:
+            if daemons.running_pid(layout, daemon.name) is None:
+                raise ClusterError(
+                    f"The {daemon.name} daemon died while waiting for {what}.\n"
+                    f"{daemons.log_tail(layout, daemon.name)}\n"
+                    f"Fix: see the log above; all logs are in {layout.log_dir}."
+                )
+        try:
+            if ready():
+                return
+        except requests.RequestException:
+            pass  # the web server is not up yet
+        if time.monotonic() > deadline:
+            tails = "\n".join(daemons.log_tail(layout, d.name) for d in watched)
+            raise ClusterError(
+                f"Timed out after {START_TIMEOUT_S:.0f} s waiting for {what}.\n{tails}\n"
+                f"Fix: see the logs in {layout.log_dir}."
+            )
+        time.sleep(0.2)
+
+
+def _rm_started(layout: Layout) -> bool:
+    return rest(layout, "info", timeout=2)["clusterInfo"]["state"] == "STARTED"
+
+
+def _cluster_labels(layout: Layout) -> list[dict]:
+    found = rest(layout, "get-node-labels").get("nodeLabelInfo") or []
+    return [found] if isinstance(found, dict) else found
+
+
+def _ensure_gpu_label(layout: Layout) -> None:
+    """The label store persists in the state dir, so this runs only on the first `up`."""
+    if any(label["name"] == GPU_LABEL for label in _cluster_labels(layout)):
+        return
+    yarn = str(layout.bin_dir / "yarn")
+    for args in (["-addToClusterNodeLabels", f"{GPU_LABEL}(exclusive=true)"], ["-refreshQueues"]):
+        result = subprocess.run([yarn, "rmadmin", *args], capture_output=True, text=True,
+                                env=client_environment(layout))
+        if result.returncode != 0:
+            raise ClusterError(
+                f"`yarn rmadmin {' '.join(args)}` failed:\n{result.stderr.strip()[-2000:]}\n"
+                f"Fix: see {layout.daemon_log('rm')}."
+            )
+
+
+def _nodes_ready(layout: Layout) -> bool:
+    """Both NMs RUNNING, the gpu NM in its partition with its GPUs, free room on both."""
+    # The RM names nodes by the NM's canonical host name (localhost here): match on the port.
+    by_port = {int(node["id"].rsplit(":", 1)[1]): node for node in nodes(layout)}
+    for spec in NODE_MANAGERS:
+        node = by_port.get(spec.rpc_port)
+        if node is None or node["state"] != "RUNNING" or node.get("availMemoryMB", 0) <= 0:
+            return False
+        if (node.get("nodeLabels") or []) != ([spec.partition] if spec.partition else []):
+            return False
+        if node_gpus(node)[1] != spec.gpus:
+            return False
+    return True
+
+
+def default_layout() -> Layout:
+    from tfyarn.localyarn.layout import default_state_dir
+
+    return Layout(default_state_dir())
+

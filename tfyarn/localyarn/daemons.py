@@ -1,0 +1,163 @@
+"""Start and stop the Hadoop daemons as plain JVM processes, tracked by pid files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfyarn.localyarn.layout import Layout
+
+RM_CLASS = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
+NM_CLASS = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+
+# What Hadoop's own scripts pass on JDK 17: its reflection needs these packages opened.
+ADD_OPENS = [
+    f"--add-opens=java.base/{package}=ALL-UNNAMED"
+    for package in (
+        "java.io", "java.lang", "java.lang.reflect", "java.math", "java.net", "java.nio",
+        "java.text", "java.util", "java.util.concurrent", "java.util.concurrent.atomic",
+        "java.util.regex", "java.util.zip", "sun.nio.ch", "sun.security.util",
+        "sun.security.x509",
+    )
+]
+JDK17_OPTIONS = ["-XX:+IgnoreUnrecognizedVMOptions", *ADD_OPENS]
+
+
+@dataclass(frozen=True)
+class Daemon:
+    name: str  # "rm", "nm1", ...
+    main_class: str
+    conf_dir: Path
+    heap_mb: int
+
+
+def java_command(layout: Layout, java_home: Path, daemon: Daemon) -> list[str]:
+    return [
+        str(java_home / "bin" / "java"),
+        f"-Xmx{daemon.heap_mb}m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",  # short-lived dev cluster: faster start, less JIT memory
+        "-Xss512k",
+        *JDK17_OPTIONS,
+        f"-Dlog4j.configuration=file:{layout.conf_dir / 'log4j-daemon.properties'}",
+        f"-Dhadoop.log.dir={layout.log_dir}",
+        f"-Dyarn.log.dir={layout.log_dir}",
+        f"-Dhadoop.log.file={layout.daemon_log(daemon.name)}",
+        "-cp",
+        f"{daemon.conf_dir}:{layout.lib_dir}/*",
+        daemon.main_class,
+    ]
+
+
+def daemon_environment(layout: Layout, java_home: Path) -> dict[str, str]:
+    """NodeManagers pass JAVA_HOME, PATH and HADOOP_CONF_DIR on to containers (env-whitelist)."""
+    env = dict(os.environ)
+    env.pop("CLASSPATH", None)
+    env["JAVA_HOME"] = str(java_home)
+    env["HADOOP_CONF_DIR"] = str(layout.conf_dir)
+    env["PATH"] = f"{java_home / 'bin'}:{layout.bin_dir}:{env.get('PATH', '/usr/bin:/bin')}"
+    return env
+
+
+def start(layout: Layout, java_home: Path, daemon: Daemon) -> int:
+    layout.log_dir.mkdir(parents=True, exist_ok=True)
+    layout.run_dir.mkdir(parents=True, exist_ok=True)
+    layout.daemon_log(daemon.name).unlink(missing_ok=True)
+    with open(layout.daemon_out(daemon.name), "wb") as out:
+        process = subprocess.Popen(
+            java_command(layout, java_home, daemon),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=daemon_environment(layout, java_home),
+            cwd=layout.state_dir,
+            start_new_session=True,  # survives the CLI that started it
+        )
+    # The start time tells our process from a later one that reuses the pid.
+    layout.pid_file(daemon.name).write_text(f"{process.pid} {_start_time(process.pid)}\n")
+    return process.pid
+
+
+def running_pid(layout: Layout, name: str) -> int | None:
+    """The daemon's pid if that process is alive and really is ours (pids get reused)."""
+    try:
+        pid_text, started = layout.pid_file(name).read_text().split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid) and _start_time(pid) == started else None
+
+
+def _start_time(pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def stop(layout: Layout, name: str, grace_s: float = 15.0) -> bool:
+    """SIGTERM, then SIGKILL after ``grace_s``. Returns whether a process was stopped."""
+    pid = running_pid(layout, name)
+    layout.pid_file(name).unlink(missing_ok=True)
+    if pid is None:
+        return False
+    _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(pid):
+        _signal(pid, signal.SIGKILL)
+    return True
+
+
+def kill_leftover_containers(layout: Layout) -> int:
+    """Container processes run in their own sessions; kill any still working under our dirs."""
+    killed = 0
+    state = str(layout.state_dir) + "/"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(state) and "/local/" in cwd:
+            _signal(int(entry.name), signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def log_tail(layout: Layout, name: str, lines: int = 20) -> str:
+    chunks = []
+    for path in (layout.daemon_out(name), layout.daemon_log(name)):
+        if path.is_file():
+            text = path.read_text(errors="replace").strip().splitlines()
+            if text:
+                chunks.append(f"--- {path} (last lines) ---\n" + "\n".join(text[-lines:]))
+    return "\n".join(chunks) or f"(no log written by {name})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours counts as gone.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)

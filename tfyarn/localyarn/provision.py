@@ -1,0 +1,120 @@
+"""Find JDK 17 and Maven, and fetch the pinned Hadoop jars from Maven Central once."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from tfyarn.localyarn.layout import Layout
+
+
+class ClusterError(RuntimeError):
+    """A local-cluster failure with what went wrong and how to fix it."""
+
+
+# Each artifact brings its runtime dependencies; the RM/NM poms declare hadoop-common
+# `provided`, so it is listed itself. mapreduce-client-core: skein's driver imports TokenCache.
+ARTIFACTS = (
+    "hadoop-common",
+    "hadoop-yarn-server-resourcemanager",
+    "hadoop-yarn-server-nodemanager",
+    "hadoop-yarn-client",
+    "hadoop-mapreduce-client-core",
+    # The RM's web app binds timeline-collector classes even with the timeline service off.
+    "hadoop-yarn-server-timelineservice",
+)
+
+POM_TEMPLATE = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>tfyarn.localyarn</groupId>
+  <artifactId>hadoop-jars</artifactId>
+  <version>{version}</version>
+  <packaging>pom</packaging>
+  <dependencies>
+{dependencies}
+  </dependencies>
+</project>
+"""
+
+
+def find_java_home() -> Path:
+    """JDK 17: Hadoop 3.5 needs >= 17, and on 23+ UserGroupInformation breaks (HADOOP-19212)."""
+    candidates: list[Path] = []
+    if os.environ.get("TFYARN_JAVA_HOME"):
+        candidates.append(Path(os.environ["TFYARN_JAVA_HOME"]))
+    if os.environ.get("JAVA_HOME"):
+        candidates.append(Path(os.environ["JAVA_HOME"]))
+    candidates.extend(sorted(Path("/usr/lib/jvm").glob("*17*")))
+    java_on_path = shutil.which("java")
+    if java_on_path:
+        candidates.append(Path(java_on_path).resolve().parent.parent)
+    for home in candidates:
+        if java_major_version(home) == 17:
+            return home
+    raise ClusterError(
+        "No Java 17 found (looked at $TFYARN_JAVA_HOME, $JAVA_HOME, /usr/lib/jvm/*17*, java on "
+        "PATH). Hadoop 3.5 needs JDK 17. Fix: install it (Debian: apt-get install "
+        "openjdk-17-jdk-headless) or point TFYARN_JAVA_HOME at a JDK 17."
+    )
+
+
+def java_major_version(home: Path) -> int | None:
+    java = home / "bin" / "java"
+    if not java.is_file():
+        return None
+    try:
+        out = subprocess.run(
+            [str(java), "-version"], capture_output=True, text=True, timeout=30
+        ).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)', out)
+    return int(match.group(1)) if match else None
+
+
+def ensure_hadoop_jars(layout: Layout, echo=print) -> Path:
+    """Resolve the Hadoop jars into the cache once; later calls return at once."""
+    # The marker holds the pom that was resolved: a changed artifact list resolves again.
+    marker = layout.hadoop_home / ".complete"
+    pom_text = _pom(layout.hadoop_version)
+    if marker.is_file() and marker.read_text() == pom_text:
+        return layout.lib_dir
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ClusterError(
+            "Maven (mvn) is not on PATH; it fetches the Hadoop jars from Maven Central. "
+            "Fix: install it (Debian: apt-get install maven)."
+        )
+    layout.hadoop_home.mkdir(parents=True, exist_ok=True)
+    pom = layout.hadoop_home / "pom.xml"
+    pom.write_text(pom_text)
+    if layout.lib_dir.exists():
+        shutil.rmtree(layout.lib_dir)  # a half-finished earlier attempt
+    echo(f"Fetching Apache Hadoop {layout.hadoop_version} jars with Maven (first run only)...")
+    env = dict(os.environ, JAVA_HOME=str(find_java_home()))
+    result = subprocess.run(
+        [mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
+         "-DincludeScope=runtime", f"-DoutputDirectory={layout.lib_dir}"],
+        capture_output=True, text=True, env=env,
+    )
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise ClusterError(
+            f"Maven could not fetch the Hadoop {layout.hadoop_version} jars:\n{tail}\n"
+            "Fix: check that Maven Central is reachable (proxy settings in ~/.m2/settings.xml) "
+            "and that the version exists."
+        )
+    marker.write_text(pom_text)
+    return layout.lib_dir
+
+
+def _pom(version: str) -> str:
+    dependencies = "\n".join(
+        "    <dependency><groupId>org.apache.hadoop</groupId>"
+        f"<artifactId>{artifact}</artifactId><version>{version}</version></dependency>"
+        for artifact in ARTIFACTS
+    )
+    return POM_TEMPLATE.format(version=version, dependencies=dependencies)

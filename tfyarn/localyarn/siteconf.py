@@ -1,0 +1,173 @@
+"""The Hadoop configuration files of the local cluster: one client/RM dir, one per NodeManager."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from tfyarn.localyarn.layout import GPU_LABEL, NODE_MANAGERS, RM_PORTS, Layout, NodeManagerSpec
+
+MAX_GPUS_PER_CONTAINER = max(nm.gpus for nm in NODE_MANAGERS)
+
+DAEMON_LOG4J = """log4j.rootLogger=INFO,RFA
+log4j.appender.RFA=org.apache.log4j.FileAppender
+log4j.appender.RFA.File=${hadoop.log.file}
+log4j.appender.RFA.layout=org.apache.log4j.PatternLayout
+log4j.appender.RFA.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+log4j.logger.org.apache.hadoop.yarn.server.nodemanager.containermanager.monitor=WARN
+"""
+
+# Command-line tools (yarn logs, yarn application, skein's driver) log to stderr, warnings only.
+CLIENT_LOG4J = """log4j.rootLogger=WARN,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+"""
+
+
+def xml_document(properties: dict[str, object]) -> str:
+    rows = "\n".join(
+        f"  <property><name>{escape(name)}</name><value>{escape(str(value))}</value></property>"
+        for name, value in properties.items()
+    )
+    return f'<?xml version="1.0"?>\n<configuration>\n{rows}\n</configuration>\n'
+
+
+def core_site(layout: Layout, tmp_dir: Path) -> dict[str, object]:
+    return {
+        # The local disk seen through ViewFs: skein 0.8.2's driver fails with a
+        # NullPointerException when the default filesystem is plain file:/// (its
+        # same-filesystem check reads the URI's host, which file:/// lacks).
+        "fs.defaultFS": "viewfs://local/",
+        "fs.viewfs.mounttable.local.linkFallback": "file:///",
+        "hadoop.tmp.dir": tmp_dir,
+        "hadoop.security.authentication": "simple",
+    }
+
+
+def yarn_site(layout: Layout) -> dict[str, object]:
+    """Settings every daemon and client shares."""
+    props: dict[str, object] = {
+        "yarn.resourcemanager.hostname": "127.0.0.1",
+        **{f"yarn.resourcemanager.{key}": f"127.0.0.1:{port}" for key, port in RM_PORTS.items()},
+        # Allocation happens on NodeManager heartbeats: 250 ms instead of 1 s.
+        "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": 250,
+        # Fail fast when the RM is down instead of retrying for 15 minutes.
+        "yarn.resourcemanager.connect.max-wait.ms": 10000,
+        "yarn.resourcemanager.connect.retry-interval.ms": 500,
+        "yarn.resourcemanager.am.max-attempts": 4,
+        "yarn.resourcemanager.recovery.enabled": "false",
+        "yarn.scheduler.minimum-allocation-mb": 128,
+        "yarn.scheduler.maximum-allocation-mb": 8192,
+        "yarn.scheduler.minimum-allocation-vcores": 1,
+        "yarn.scheduler.maximum-allocation-vcores": 8,
+        "yarn.application.classpath": f"{layout.conf_dir},{layout.lib_dir}/*",
+        # A TensorFlow process maps ~2.8 GB of virtual memory; memory is nominal here.
+        "yarn.nodemanager.vmem-check-enabled": "false",
+        "yarn.nodemanager.pmem-check-enabled": "false",
+        # A nearly full CI disk must not mark the nodes UNHEALTHY.
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": 99.9,
+        "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb": 0,
+        "yarn.nodemanager.env-whitelist": (
+            "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,"
+            "CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ"
+        ),
+        "yarn.nodemanager.delete.debug-delay-sec": 0,
+        # `yarn logs -applicationId` reads containers' output after the app ends.
+        "yarn.log-aggregation-enable": "true",
+        "yarn.nodemanager.remote-app-log-dir": f"file://{layout.app_log_dir}",
+        "yarn.log-aggregation.retain-seconds": 7 * 24 * 3600,
+        "yarn.node-labels.enabled": "true",
+        "yarn.node-labels.fs-store.root-dir": f"file://{layout.label_store_dir}",
+        # Each NodeManager declares its own partition (the gpu NM in its config).
+        "yarn.node-labels.configuration-type": "distributed",
+        "yarn.webapp.ui2.enable": "false",
+        "yarn.timeline-service.enabled": "false",
+    }
+    return props
+
+
+def node_manager_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
+    node_dir = layout.node_dir(nm)
+    props = yarn_site(layout)
+    props.update({
+        "yarn.nodemanager.hostname": "127.0.0.1",
+        "yarn.nodemanager.address": f"127.0.0.1:{nm.rpc_port}",
+        "yarn.nodemanager.localizer.address": f"127.0.0.1:{nm.localizer_port}",
+        "yarn.nodemanager.webapp.address": f"127.0.0.1:{nm.webapp_port}",
+        "yarn.nodemanager.collector-service.address": f"127.0.0.1:{nm.collector_port}",
+        "yarn.nodemanager.local-dirs": node_dir / "local",
+        "yarn.nodemanager.log-dirs": node_dir / "containers",
+        "yarn.nodemanager.resource.memory-mb": nm.memory_mb,
+        "yarn.nodemanager.resource.cpu-vcores": nm.vcores,
+        "yarn.nodemanager.recovery.enabled": "false",
+    })
+    if nm.partition:
+        props["yarn.nodemanager.node-labels.provider"] = "config"
+        props["yarn.nodemanager.node-labels.provider.configured-node-partition"] = nm.partition
+    return props
+
+
+def resource_types() -> dict[str, object]:
+    """Declare yarn.io/gpu; the cap makes YARN reject (not queue forever) oversized asks."""
+    return {
+        "yarn.resource-types": "yarn.io/gpu",
+        "yarn.resource-types.yarn.io/gpu.maximum-allocation": MAX_GPUS_PER_CONTAINER,
+    }
+
+
+def capacity_scheduler() -> dict[str, object]:
+    return {
+        "yarn.scheduler.capacity.root.queues": "default",
+        "yarn.scheduler.capacity.root.default.capacity": 100,
+        "yarn.scheduler.capacity.root.default.maximum-capacity": 100,
+        "yarn.scheduler.capacity.root.default.user-limit-factor": 1,
+        "yarn.scheduler.capacity.root.default.state": "RUNNING",
+        "yarn.scheduler.capacity.maximum-am-resource-percent": 0.5,
+        # GPUs and vcores count, not only memory.
+        "yarn.scheduler.capacity.resource-calculator":
+            "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator",
+        # Label requests are off-switch: by default one per node per heartbeat.
+        "yarn.scheduler.capacity.per-node-heartbeat.multiple-assignments-enabled": "true",
+        "yarn.scheduler.capacity.per-node-heartbeat.maximum-offswitch-assignments": 100,
+        "yarn.scheduler.capacity.node-locality-delay": -1,
+        # The default queue may use the whole gpu partition.
+        "yarn.scheduler.capacity.root.accessible-node-labels": GPU_LABEL,
+        f"yarn.scheduler.capacity.root.accessible-node-labels.{GPU_LABEL}.capacity": 100,
+        "yarn.scheduler.capacity.root.default.accessible-node-labels": GPU_LABEL,
+        f"yarn.scheduler.capacity.root.default.accessible-node-labels.{GPU_LABEL}.capacity": 100,
+        f"yarn.scheduler.capacity.root.default.accessible-node-labels.{GPU_LABEL}"
+        ".maximum-capacity": 100,
+    }
+
+
+def write_configuration(layout: Layout) -> None:
+    """(Re)write every configuration directory; cheap, so done on every `up`."""
+    _write_dir(
+        layout.conf_dir,
+        core=core_site(layout, layout.state_dir / "tmp" / "rm"),
+        yarn=yarn_site(layout),
+    )
+    (layout.conf_dir / "capacity-scheduler.xml").write_text(xml_document(capacity_scheduler()))
+    (layout.conf_dir / "log4j-daemon.properties").write_text(DAEMON_LOG4J)
+    for nm in NODE_MANAGERS:
+        conf = layout.node_conf_dir(nm)
+        _write_dir(
+            conf,
+            core=core_site(layout, layout.node_dir(nm) / "tmp"),
+            yarn=node_manager_site(layout, nm),
+        )
+        if nm.gpus:
+            node_resources = {"yarn.nodemanager.resource-type.yarn.io/gpu": nm.gpus}
+            (conf / "node-resources.xml").write_text(xml_document(node_resources))
+
+
+def _write_dir(conf: Path, core: dict, yarn: dict) -> None:
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "core-site.xml").write_text(xml_document(core))
+    (conf / "yarn-site.xml").write_text(xml_document(yarn))
+    (conf / "resource-types.xml").write_text(xml_document(resource_types()))
+    (conf / "log4j.properties").write_text(CLIENT_LOG4J)
