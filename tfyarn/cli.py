@@ -6,6 +6,7 @@ import click
 
 from tfyarn import __version__
 from tfyarn.cli_cluster import cluster_group
+from tfyarn.cli_jobs import kill_command, status_command, submit_command
 
 
 @click.group()
@@ -19,6 +20,9 @@ def main() -> None:
 
 
 main.add_command(cluster_group)
+main.add_command(submit_command)
+main.add_command(status_command)
+main.add_command(kill_command)
 
 if __name__ == "__main__":
     main()

@@ -50,7 +50,7 @@ def up(layout: Layout, echo: Echo = print) -> UpResult:
     java_home = find_java_home()
     ensure_hadoop_jars(layout, echo)
     down(layout)  # a half-started earlier attempt (one daemon alive, say) is cleared first
-    _check_ports_free()
+    _check_ports_free(layout)
     write_configuration(layout)
     write_launcher(layout, java_home)
     rm, *nms = daemons_of(layout)
@@ -172,7 +172,7 @@ def status_lines(layout: Layout) -> list[str]:
 
 # ---------------------------------------------------------------- start-up steps
 
-def _check_ports_free() -> None:
+def _check_ports_free(layout: Layout) -> None:
     wanted = {f"ResourceManager {key}": port for key, port in RM_PORTS.items()}
     for nm in NODE_MANAGERS:
         wanted.update({
@@ -181,7 +181,8 @@ def _check_ports_free() -> None:
             f"NodeManager {nm.name} web UI": nm.webapp_port,
             f"NodeManager {nm.name} collector": nm.collector_port,
         })
-    busy = [f"{port} ({what})" for what, port in wanted.items() if _port_in_use(port)]
+    ports = {what: layout.port(port) for what, port in wanted.items()}
+    busy = [f"{port} ({what})" for what, port in ports.items() if _port_in_use(port)]
     if busy:
         raise ClusterError(
             f"Port(s) in use on 127.0.0.1: {', '.join(busy)}. The local cluster needs them. "
@@ -254,7 +255,7 @@ def _nodes_ready(layout: Layout) -> bool:
     # The RM names nodes by the NM's canonical host name (localhost here): match on the port.
     by_port = {int(node["id"].rsplit(":", 1)[1]): node for node in nodes(layout)}
     for spec in NODE_MANAGERS:
-        node = by_port.get(spec.rpc_port)
+        node = by_port.get(layout.port(spec.rpc_port))
         if node is None or node["state"] != "RUNNING" or node.get("availMemoryMB", 0) <= 0:
             return False
         if (node.get("nodeLabels") or []) != ([spec.partition] if spec.partition else []):

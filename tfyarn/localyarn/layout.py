@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HADOOP_VERSION = os.environ.get("TFYARN_HADOOP_VERSION", "3.5.0")
@@ -62,6 +62,13 @@ class Layout:
 
     state_dir: Path
     hadoop_version: str = HADOOP_VERSION
+    # Shifts every port, so a second cluster (a test's, say) can run beside the first.
+    port_offset: int = field(
+        default_factory=lambda: int(os.environ.get("TFYARN_CLUSTER_PORT_OFFSET", "0"))
+    )
+
+    def port(self, base: int) -> int:
+        return base + self.port_offset
 
     @property
     def hadoop_home(self) -> Path:
@@ -114,4 +121,4 @@ class Layout:
 
     @property
     def webapp_url(self) -> str:
-        return f"http://127.0.0.1:{RM_PORTS['webapp.address']}"
+        return f"http://127.0.0.1:{self.port(RM_PORTS['webapp.address'])}"

@@ -52,7 +52,10 @@ def yarn_site(layout: Layout) -> dict[str, object]:
     """Settings every daemon and client shares."""
     props: dict[str, object] = {
         "yarn.resourcemanager.hostname": "127.0.0.1",
-        **{f"yarn.resourcemanager.{key}": f"127.0.0.1:{port}" for key, port in RM_PORTS.items()},
+        **{
+            f"yarn.resourcemanager.{key}": f"127.0.0.1:{layout.port(port)}"
+            for key, port in RM_PORTS.items()
+        },
         # Allocation happens on NodeManager heartbeats: 250 ms instead of 1 s.
         "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": 250,
         # Fail fast when the RM is down instead of retrying for 15 minutes.
@@ -95,10 +98,10 @@ def node_manager_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
     props = yarn_site(layout)
     props.update({
         "yarn.nodemanager.hostname": "127.0.0.1",
-        "yarn.nodemanager.address": f"127.0.0.1:{nm.rpc_port}",
-        "yarn.nodemanager.localizer.address": f"127.0.0.1:{nm.localizer_port}",
-        "yarn.nodemanager.webapp.address": f"127.0.0.1:{nm.webapp_port}",
-        "yarn.nodemanager.collector-service.address": f"127.0.0.1:{nm.collector_port}",
+        "yarn.nodemanager.address": f"127.0.0.1:{layout.port(nm.rpc_port)}",
+        "yarn.nodemanager.localizer.address": f"127.0.0.1:{layout.port(nm.localizer_port)}",
+        "yarn.nodemanager.webapp.address": f"127.0.0.1:{layout.port(nm.webapp_port)}",
+        "yarn.nodemanager.collector-service.address": f"127.0.0.1:{layout.port(nm.collector_port)}",
         "yarn.nodemanager.local-dirs": node_dir / "local",
         "yarn.nodemanager.log-dirs": node_dir / "containers",
         "yarn.nodemanager.resource.memory-mb": nm.memory_mb,

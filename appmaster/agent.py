@@ -1,0 +1,160 @@
+"""The per-container agent: reserve a port, export it, wait for the cluster spec, run the script.
+
+Runs as ``python -m appmaster.agent`` in every task container. Its exit code is the
+script's, so YARN's container state says how the task ended.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+import skein
+
+from appmaster import registry
+from appmaster.cluster_spec import ClusterSpec
+from appmaster.jobplan import JobPlan
+
+log = logging.getLogger("tfyarn.agent")
+
+STDERR_TAIL_LINES = 20
+TERMINATE_GRACE_S = 5.0
+PR_SET_PDEATHSIG = 1
+
+
+def reserve_port() -> socket.socket:
+    """Bind (never listen) a free port with SO_REUSEADDR and hold it for the task's life.
+
+    Linux lets a second SO_REUSEADDR socket bind and listen on a port whose holder is not
+    listening; TensorFlow's gRPC server sets SO_REUSEADDR (and refuses SO_REUSEPORT), so it
+    takes the port while every other program is kept off it. The reserve-then-bind race of
+    other launchers (the port taken in between) cannot happen, and since this socket never
+    listens, no connection is ever routed to it.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("0.0.0.0", 0))
+    return sock
+
+
+def advertised_host() -> str:
+    """The NodeManager's host name: what YARN itself calls this node."""
+    return os.environ.get("NM_HOST") or socket.getfqdn()
+
+
+def log_dir() -> Path:
+    """The container's first log directory, whose files `yarn logs` collects."""
+    return Path(os.environ.get("LOG_DIRS", ".").split(",")[0])
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGKILL if the agent dies, so no TensorFlow process is orphaned."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir: str) -> dict:
+    env = dict(os.environ)
+    env.update({
+        "TF_CONFIG": json.dumps(spec.tf_config(task.role, task.index)),
+        "TFYARN_ROLE": task.role,
+        "TFYARN_TASK_INDEX": str(task.index),
+        "TFYARN_ATTEMPT": str(task.attempt),
+        "TFYARN_GENERATION": str(task.generation),
+        "TFYARN_WORK_DIR": work_dir,
+        "PYTHONUNBUFFERED": "1",  # output reaches the log files as it happens
+    })
+    return env
+
+
+def wait_for_spec(app: skein.ApplicationClient, generation: int, own_address: str, role: str,
+                  index: int) -> ClusterSpec:
+    """Block until the published spec of our generation lists our own address."""
+    key = registry.spec_key(generation)
+    with app.kv.events(key=key, event_type="PUT") as events:
+        current = app.kv.get(key)
+        while True:
+            if current is not None:
+                spec = ClusterSpec.from_json(current)
+                addresses = spec.addresses(role)
+                if index < len(addresses) and addresses[index] == own_address:
+                    return spec
+            current = events.get().result.value
+
+
+def run_task(command: list[str], env: dict, name: str) -> tuple[int, str]:
+    """Run the script, its output in `<role>-<index>.stdout/.stderr`; return (code, stderr tail)."""
+    out_path, err_path = log_dir() / f"{name}.stdout", log_dir() / f"{name}.stderr"
+    with open(out_path, "ab") as out, open(err_path, "ab") as err:
+        child = subprocess.Popen(command, stdout=out, stderr=err, env=env,
+                                 preexec_fn=_die_with_parent)
+
+    def forward(signum: int, _frame: object) -> None:
+        # YARN stops a container with SIGTERM, then SIGKILL: pass it on, then make sure.
+        child.send_signal(signum)
+        try:
+            child.wait(TERMINATE_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    code = child.wait()
+    if code < 0:  # killed by a signal: report it the way a shell does (143 for SIGTERM)
+        code = 128 - code
+    with open(err_path, errors="replace") as err:
+        tail = "".join(deque(err, maxlen=STDERR_TAIL_LINES))
+    return code, tail
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    container = os.environ["SKEIN_CONTAINER_ID"]
+    app = skein.ApplicationClient.from_current()
+    _status(app, container, "started")
+    plan = JobPlan.from_container()
+    task = registry.TaskAssignment.from_json(app.kv.wait(registry.task_key(container)))
+    name = f"{task.role}-{task.index}"
+    work_dir = plan.resolved_work_dir(app.id)
+    if "://" not in work_dir:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
+
+    reservation = reserve_port()
+    address = f"{advertised_host()}:{reservation.getsockname()[1]}"
+    export = registry.Export(address, container, task.generation)
+    app.kv.put(registry.export_key(task.role, task.index), export.to_json().encode(),
+               owner=container)
+    _status(app, container, "registered", address=address)
+    log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt, task.generation,
+             address)
+
+    spec = wait_for_spec(app, task.generation, address, task.role, task.index)
+    command = plan.task_command(spec, task.role, task.index, work_dir)
+    log.info("starting %s: %s", name, " ".join(command))
+    _status(app, container, "running", address=address)
+    code, tail = run_task(command, task_environment(spec, task, work_dir), name)
+    reservation.close()
+    log.info("%s exited with code %d", name, code)
+    if code != 0:
+        app.kv.put(registry.tail_key(container), tail.encode())
+    _status(app, container, "exited", address=address, exit_code=code)
+    return code
+
+
+def _status(app: skein.ApplicationClient, container: str, state: str, **extra: object) -> None:
+    record = {"state": state, "time": time.time(), **extra}
+    app.kv.put(registry.status_key(container), json.dumps(record).encode())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

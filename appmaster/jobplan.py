@@ -1,0 +1,70 @@
+"""The job as the AppMaster and the agents read it: written by `tfyarn submit`, shipped as a file.
+
+Only the standard library here: this module runs inside YARN containers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from appmaster.cluster_spec import ClusterSpec
+
+JOB_FILE = "tfyarn-job.json"
+SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    name: str  # ps | chiefworker | worker
+    instances: int
+    priority: int
+    memory_mb: int
+    vcores: int
+    gpus: int = 0
+    label: str | None = None
+    failure_threshold: int = 0  # failures tolerated; -1 = unlimited
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    name: str
+    entry: str  # path of the script inside the shipped scripts dir
+    python: str  # interpreter the tasks run (the same path on every node)
+    work_dir: str  # may hold ${APP_ID}, filled in inside YARN
+    roles: tuple[RolePlan, ...]  # in priority order
+    script_args: tuple[str, ...] = ()
+    registration_timeout_s: float = 300.0
+    env: dict[str, str] = field(default_factory=dict)
+
+    def role(self, name: str) -> RolePlan | None:
+        return next((role for role in self.roles if role.name == name), None)
+
+    def task_keys(self) -> list[tuple[str, int]]:
+        return [(role.name, i) for role in self.roles for i in range(role.instances)]
+
+    def resolved_work_dir(self, app_id: str) -> str:
+        return self.work_dir.replace("${APP_ID}", app_id)
+
+    def task_command(self, spec: ClusterSpec, role: str, index: int, work_dir: str) -> list[str]:
+        """The exact command line one task runs (relative to the container's directory)."""
+        script = f"{SCRIPTS_DIR}/{self.entry}"
+        return [self.python, script, *spec.flags(role, index, work_dir), *self.script_args]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobPlan:
+        data = json.loads(text)
+        data["roles"] = tuple(RolePlan(**role) for role in data["roles"])
+        data["script_args"] = tuple(data.get("script_args", ()))
+        return cls(**data)
+
+    @classmethod
+    def from_container(cls) -> JobPlan:
+        """The plan YARN localized into this container's working directory."""
+        return cls.from_json(Path(os.environ.get("TFYARN_JOB_FILE", JOB_FILE)).read_text())
+

@@ -1,0 +1,70 @@
+"""Key names in the application's registry (skein's key-value store inside the AppMaster).
+
+- ``task/<container>``: the task a container runs ({role, index, generation, attempt}).
+  Written by the master, owned by the container: YARN's end of the container deletes it,
+  which is how the master hears of every container's end without polling.
+- ``exports/<role>/<index>``: the task's {address, container, generation}, owned by the
+  container. Slider's "exports" under the same name.
+- ``spec/<generation>``: the cluster spec, published once every task of a generation exported.
+- ``status/<container>``: the agent's last word on its task (started, running, exited...).
+- ``tail/<container>``: the last stderr lines of a task that failed, for diagnostics.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class TaskAssignment:
+    role: str
+    index: int
+    generation: int
+    attempt: int  # how many times this task was started before
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> TaskAssignment:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True)
+class Export:
+    address: str  # host:port the task's TensorFlow server will listen on
+    container: str
+    generation: int
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Export:
+        return cls(**json.loads(text))
+
+
+def task_key(container: str) -> str:
+    return f"task/{container}"
+
+
+def export_key(role: str, index: int) -> str:
+    return f"exports/{role}/{index}"
+
+
+def spec_key(generation: int) -> str:
+    return f"spec/{generation}"
+
+
+def status_key(container: str) -> str:
+    return f"status/{container}"
+
+
+def tail_key(container: str) -> str:
+    return f"tail/{container}"
+
+
+def container_of(key: str) -> str:
+    """``task/worker_3`` -> ``worker_3``."""
+    return key.split("/", 1)[1]

@@ -1,0 +1,216 @@
+#!/usr/bin/env python
+"""Classic between-graph replicated training (TF1 style) on synthetic MNIST-shaped data.
+
+Driven only by Slider's flags: ``--ps_hosts --worker_hosts --job_name --task_index`` and
+``--work_dir``. ``worker_hosts`` lists the chief first; the chief is worker task 0.
+Parameter servers hold the variables and block in ``server.join()`` until the launcher
+ends them. Checkpoints go to ``<work_dir>/checkpoints``, so a restarted job resumes at
+the saved global step.
+
+For tests it records what it received in ``<work_dir>/flags/<job>_<index>.json`` and the
+chief writes ``<work_dir>/result.json`` at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from types import ModuleType
+
+N_FEATURES = 784
+N_CLASSES = 10
+HIDDEN = 64
+LOG_EVERY = 50  # local steps between progress lines
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--ps_hosts", default="", help="comma-separated host:port of the ps")
+    parser.add_argument("--worker_hosts", required=True, help="chief first, then workers")
+    parser.add_argument("--job_name", required=True, choices=["ps", "worker"])
+    parser.add_argument("--task_index", type=int, required=True)
+    parser.add_argument("--work_dir", required=True, help="shared by all tasks")
+    parser.add_argument("--train_steps", type=int, default=300, help="last global step")
+    parser.add_argument("--batch_size", type=int, default=100)
+    parser.add_argument("--learning_rate", type=float, default=0.3)
+    parser.add_argument("--step_sleep", type=float, default=0.0, help="seconds slept per step")
+    parser.add_argument("--save_checkpoint_steps", type=int, default=50)
+    return parser.parse_args(argv)
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    """Write via a temporary file and rename, so readers never see half a file."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+def record_flags(work_dir: str, name: str, flags: dict) -> None:
+    """Save argv, flags and environment to <work_dir>/flags/<name>.json and print them.
+
+    A restarted task (TFYARN_ATTEMPT > 0) keeps the first attempt's file and writes
+    <name>.attempt<N>.json instead.
+    """
+    attempt = int(os.environ.get("TFYARN_ATTEMPT") or 0)
+    task_index = os.environ.get("TFYARN_TASK_INDEX")
+    record = {
+        "argv": sys.argv[1:],
+        "flags": flags,
+        "tf_config": json.loads(os.environ["TF_CONFIG"]) if os.environ.get("TF_CONFIG") else None,
+        "tfyarn_role": os.environ.get("TFYARN_ROLE"),
+        "tfyarn_task_index": int(task_index) if task_index else None,
+        "tfyarn_attempt": attempt,
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+    }
+    flags_dir = os.path.join(work_dir, "flags")
+    os.makedirs(flags_dir, exist_ok=True)
+    path = os.path.join(flags_dir, f"{name}.json")
+    if attempt > 0 and os.path.exists(path):
+        path = os.path.join(flags_dir, f"{name}.attempt{attempt}.json")
+    write_json_atomic(path, record)
+    print("tfyarn-example flags " + json.dumps(record), flush=True)
+
+
+def worker_session_creator(tf: ModuleType, master: str, config: object) -> object:
+    """A non-chief session creator that polls for the chief's variables every 0.5 s.
+
+    tf.compat.v1's WorkerSessionCreator waits 30 s (SessionManager's recovery_wait_secs)
+    each time it finds the variables uninitialised: when a worker starts before the chief
+    has initialised or restored them, and again after a ps restart.
+    """
+
+    class WorkerSessionCreator(tf.compat.v1.train.SessionCreator):
+        def __init__(self) -> None:
+            self.scaffold = tf.compat.v1.train.Scaffold()
+
+        def create_session(self):
+            self.scaffold.finalize()
+            manager = tf.compat.v1.train.SessionManager(
+                local_init_op=self.scaffold.local_init_op,
+                ready_op=self.scaffold.ready_op,
+                ready_for_local_init_op=self.scaffold.ready_for_local_init_op,
+                graph=tf.compat.v1.get_default_graph(),
+                recovery_wait_secs=0.5,
+            )
+            return manager.wait_for_session(master, config=config, max_wait_secs=3600)
+
+    return WorkerSessionCreator()
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    record_flags(
+        args.work_dir,
+        f"{args.job_name}_{args.task_index}",
+        {
+            "ps_hosts": args.ps_hosts,
+            "worker_hosts": args.worker_hosts,
+            "job_name": args.job_name,
+            "task_index": args.task_index,
+            "work_dir": args.work_dir,
+        },
+    )
+    ps_hosts = [h for h in args.ps_hosts.split(",") if h]
+    worker_hosts = [h for h in args.worker_hosts.split(",") if h]
+    if not ps_hosts:
+        print("mnist1.py needs at least one ps task", file=sys.stderr)
+        return 2
+
+    import numpy as np  # after recording: importing TensorFlow takes seconds
+    import tensorflow as tf
+
+    tf.compat.v1.disable_eager_execution()
+    cluster = tf.train.ClusterSpec({"ps": ps_hosts, "worker": worker_hosts})
+    if args.job_name == "ps":
+        server = tf.compat.v1.train.Server(cluster, job_name="ps", task_index=args.task_index)
+        server.join()  # forever: the launcher ends parameter servers
+        return 0
+
+    is_chief = args.task_index == 0
+    # Only talk to the ps and ourselves: otherwise a worker waits for (or on) every other
+    # worker, and hangs once the chief has exited.
+    config = tf.compat.v1.ConfigProto(
+        device_filters=["/job:ps", f"/job:worker/task:{args.task_index}"]
+    )
+    server = tf.compat.v1.train.Server(
+        cluster, job_name="worker", task_index=args.task_index, config=config
+    )
+
+    # A fixed random "teacher" labels random inputs; the same seed on every worker, so all
+    # workers learn the same function and the loss really falls.
+    teacher = np.random.default_rng(0).normal(size=(N_FEATURES, N_CLASSES)).astype(np.float32)
+    worker_device = f"/job:worker/task:{args.task_index}"
+    with tf.compat.v1.device(
+        tf.compat.v1.train.replica_device_setter(worker_device=worker_device, cluster=cluster)
+    ):
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        x = tf.random.normal([args.batch_size, N_FEATURES])
+        labels = tf.argmax(tf.matmul(x, tf.constant(teacher)), axis=1)
+        init = tf.compat.v1.glorot_uniform_initializer()
+        w1 = tf.compat.v1.get_variable("w1", [N_FEATURES, HIDDEN], initializer=init)
+        b1 = tf.compat.v1.get_variable("b1", [HIDDEN], initializer=tf.zeros_initializer())
+        w2 = tf.compat.v1.get_variable("w2", [HIDDEN, N_CLASSES], initializer=init)
+        b2 = tf.compat.v1.get_variable("b2", [N_CLASSES], initializer=tf.zeros_initializer())
+        logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2) + b2
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        )
+        optimizer = tf.compat.v1.train.GradientDescentOptimizer(args.learning_rate)
+        train_op = optimizer.minimize(loss, global_step=global_step)
+        with tf.control_dependencies([train_op]):
+            step_after = global_step.read_value()  # the global step after this update
+
+    checkpoint_dir = os.path.join(args.work_dir, "checkpoints")
+    hooks = [tf.compat.v1.train.StopAtStepHook(last_step=args.train_steps)]
+    first_step = last_step = 0
+    last_loss: float | None = None  # stays None when a finished job is started again
+    local_steps = 0
+    if is_chief:
+        session = tf.compat.v1.train.MonitoredTrainingSession(
+            master=server.target,
+            is_chief=True,
+            checkpoint_dir=checkpoint_dir,  # restored from here on (re)start
+            hooks=hooks,
+            save_checkpoint_steps=args.save_checkpoint_steps,
+            save_summaries_steps=None,
+            save_summaries_secs=None,
+            log_step_count_steps=0,
+            config=config,
+        )
+    else:
+        # What MonitoredTrainingSession builds for a non-chief worker, but with a session
+        # creator that does not sleep 30 s when the chief has not initialised the variables.
+        session = tf.compat.v1.train.MonitoredSession(
+            session_creator=worker_session_creator(tf, server.target, config), hooks=hooks
+        )
+    with session as sess:
+        first_step = last_step = int(sess.run(global_step))
+        print(f"start global_step {first_step}", flush=True)
+        while not sess.should_stop():
+            _, last_step, last_loss = sess.run([train_op, step_after, loss])
+            local_steps += 1
+            if local_steps % LOG_EVERY == 1:
+                print(f"step {last_step} loss {last_loss:.4f}", flush=True)
+            if args.step_sleep:
+                time.sleep(args.step_sleep)
+    print(f"step {last_step} loss {last_loss} (local steps {local_steps})", flush=True)
+
+    if is_chief:
+        result = {
+            "global_step": int(last_step),
+            "loss": None if last_loss is None else float(last_loss),
+            "first_global_step": first_step,
+        }
+        write_json_atomic(os.path.join(args.work_dir, "result.json"), result)
+        print(f"tfyarn-example done global_step={int(last_step)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

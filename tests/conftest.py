@@ -1,0 +1,58 @@
+"""Shared fixtures: one real local YARN cluster for the whole test session."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tfyarn.localyarn import cluster
+from tfyarn.localyarn.layout import Layout, default_state_dir
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    layout: Layout
+    env: dict[str, str]  # os.environ as after `eval "$(tfyarn cluster env)"`
+
+
+@pytest.fixture(scope="session")
+def yarn_cluster() -> Iterator[LocalCluster]:
+    """Start the local cluster once (or reuse one already running, and leave it running)."""
+    layout = Layout(default_state_dir())
+    started_here = not cluster.is_running(layout)
+    if started_here:
+        cluster.up(layout)
+    env = cluster.client_environment(layout)
+    saved = dict(os.environ)
+    os.environ.update(env)  # skein's driver and `yarn` subprocesses read these
+    try:
+        yield LocalCluster(layout, env)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        if started_here:
+            cluster.down(layout)
+
+
+@pytest.fixture(scope="session")
+def skein_client(yarn_cluster: LocalCluster):
+    import skein
+
+    with skein.Client() as client:
+        yield client
+
+
+def wait_for_final_state(client, app_id: str, timeout_s: float = 300.0):
+    """The application's report once YARN says it ended (FINISHED, FAILED or KILLED)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        report = client.application_report(app_id)
+        if str(report.state) in ("FINISHED", "FAILED", "KILLED"):
+            return report
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{app_id} still {report.state} after {timeout_s:.0f} s")
+        time.sleep(0.5)

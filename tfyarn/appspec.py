@@ -1,0 +1,57 @@
+"""The skein ApplicationSpec of a job: one skein service per role, the master as its driver."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import skein
+
+import appmaster
+from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR, JobPlan
+
+APPMASTER_DIR = Path(appmaster.__file__).parent
+
+
+def _launch(plan: JobPlan, module: str) -> str:
+    """Shell lines skein runs in a container: our shipped code first on the path."""
+    return (
+        'export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"\n'
+        f"exec {plan.python} -m {module}\n"
+    )
+
+
+def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, queue: str,
+                     am_memory_mb: int, am_vcores: int) -> skein.ApplicationSpec:
+    files = {
+        SCRIPTS_DIR: skein.File(str(scripts_dir), type="file"),
+        "appmaster": skein.File(str(APPMASTER_DIR), type="file"),
+        JOB_FILE: skein.File(str(job_file), type="file"),
+    }
+    services = {
+        role.name: skein.Service(
+            # The master adds each container itself, task by task, in priority order.
+            instances=0,
+            resources=skein.Resources(memory=role.memory_mb, vcores=role.vcores, gpus=role.gpus),
+            node_label=role.label or "",
+            # The master, not skein, decides what a failure means for the job.
+            max_restarts=0,
+            allow_failures=True,
+            files=files,
+            env=dict(plan.env),
+            script=_launch(plan, "appmaster.agent"),
+        )
+        for role in plan.roles
+    }
+    master = skein.Master(
+        resources=skein.Resources(memory=am_memory_mb, vcores=am_vcores),
+        files=files,
+        script=_launch(plan, "appmaster.master"),
+    )
+    return skein.ApplicationSpec(
+        name=plan.name,
+        queue=queue,
+        master=master,
+        services=services,
+        max_attempts=1,
+        tags={"tfyarn"},
+    )

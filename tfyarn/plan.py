@@ -1,0 +1,125 @@
+"""From the validated job files to the plan the AppMaster runs, and its dry-run display."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from appmaster.cluster_spec import ClusterSpec
+from appmaster.jobplan import JobPlan, RolePlan
+from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, JobConfig
+
+DEFAULT_WORK_DIR = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
+
+
+def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
+    app = job.app
+    roles = tuple(
+        RolePlan(
+            name=c.name, instances=c.instances, priority=c.priority, memory_mb=c.memory_mb,
+            vcores=c.vcores, gpus=c.gpus, label=c.label, failure_threshold=c.failure_threshold,
+        )
+        for c in job.tasks()
+    )
+    return JobPlan(
+        name=name or app.name,
+        entry=app.entry_path.relative_to(app.scripts_dir).as_posix(),
+        python=app.python or sys.executable,
+        work_dir=app.work_dir or DEFAULT_WORK_DIR,
+        roles=roles,
+        script_args=app.script_args,
+        registration_timeout_s=app.registration_timeout_s,
+        env=dict(app.env),
+    )
+
+
+def placeholder_spec(plan: JobPlan) -> ClusterSpec:
+    """Addresses are known only once tasks run: show where each one goes."""
+    exports = {
+        role.name: {i: f"<{role.name}-{i}-host:port>" for i in range(role.instances)}
+        for role in plan.roles
+    }
+    return ClusterSpec.from_exports(exports)
+
+
+def restart_limit(threshold: int) -> str:
+    if threshold < 0:
+        return "unlimited failures tolerated"
+    if threshold == 0:
+        return "no failure tolerated (the first fails the job)"
+    return f"{threshold} failure(s) tolerated, each replaced"
+
+
+def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
+    spec = placeholder_spec(plan)
+    work_dir = plan.work_dir
+    roles = []
+    for role in plan.roles:
+        commands = [
+            shlex.join(plan.task_command(spec, role.name, i, work_dir))
+            for i in range(role.instances)
+        ]
+        roles.append({
+            "role": role.name, "priority": role.priority, "instances": role.instances,
+            "memory_mb": role.memory_mb, "vcores": role.vcores, "gpus": role.gpus,
+            "node_label": role.label, "failure_threshold": role.failure_threshold,
+            "restarts": restart_limit(role.failure_threshold), "commands": commands,
+            "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in range(role.instances)],
+        })
+    ignored_components = [
+        c.name for c in job.components if c.name not in {r.name for r in plan.roles}
+        and c.instances > 0
+    ]
+    return {
+        "name": plan.name,
+        "queue": queue,
+        "scripts_dir": str(job.app.scripts_dir),
+        "entry": plan.entry,
+        "python": plan.python,
+        "work_dir": work_dir,
+        "registration_timeout_s": plan.registration_timeout_s,
+        "appmaster": {"memory_mb": job.am_memory_mb, "vcores": job.am_vcores},
+        "roles": roles,
+        "env": sorted(plan.env),
+        "not_launched_components": ignored_components,
+        "ignored_keys": list(job.app.ignored),
+        "failure_threshold_meaning": FAILURE_THRESHOLD_MEANING,
+    }
+
+
+def format_plan(document: dict) -> str:
+    lines = [
+        f"Application {document['name']!r} in queue {document['queue']!r}",
+        f"  scripts:  {document['scripts_dir']} (entry {document['entry']}, "
+        f"python {document['python']})",
+        f"  work dir: {document['work_dir']}",
+        f"  AppMaster: {document['appmaster']['memory_mb']} MB, "
+        f"{document['appmaster']['vcores']} vcore(s); registration timeout "
+        f"{document['registration_timeout_s']:.0f} s",
+    ]
+    for role in document["roles"]:
+        gpus = f", {role['gpus']} GPU" if role["gpus"] else ""
+        label = role["node_label"] or "<default partition>"
+        lines.append(
+            f"\n{role['role']} (priority {role['priority']}): {role['instances']} x "
+            f"{role['memory_mb']} MB, {role['vcores']} vcore(s){gpus}, node label {label}; "
+            f"{role['restarts']}"
+        )
+        for command, task in zip(role["commands"], role["tf_config_task"], strict=True):
+            lines.append(f"  [{task['type']} {task['index']}] {command}")
+    if document["env"]:
+        lines.append(f"\nEnvironment variables set for every task: {', '.join(document['env'])}")
+    if document["not_launched_components"]:
+        lines.append("\nNot launched (not supported yet): "
+                     + ", ".join(document["not_launched_components"]))
+    if document["ignored_keys"]:
+        lines.append("\nSlider-only keys accepted and not needed: "
+                     + ", ".join(document["ignored_keys"]))
+    lines.append(f"\nFailure threshold: {document['failure_threshold_meaning']}")
+    return "\n".join(lines)
+
+
+def format_plan_json(document: dict) -> str:
+    return json.dumps(document, indent=2)

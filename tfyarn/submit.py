@@ -1,0 +1,63 @@
+"""Submitting a job through skein and following it to its end."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from appmaster.jobplan import JOB_FILE, JobPlan
+from tfyarn.jobconfig import JobConfig
+
+FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
+
+
+class SubmitError(RuntimeError):
+    """The job could not be handed to YARN; the message says why and what to do."""
+
+
+def skein_client():
+    """skein's driver needs `yarn classpath` to find the cluster's Hadoop jars and config."""
+    import skein
+
+    if shutil.which("yarn") is None:
+        raise SubmitError(
+            "`yarn` is not on PATH, so tfyarn cannot reach a YARN cluster. Fix: run on a "
+            "machine with the Hadoop client configured (HADOOP_CONF_DIR set), or for the "
+            'local cluster: tfyarn cluster up && eval "$(tfyarn cluster env)"'
+        )
+    try:
+        return skein.Client()
+    except Exception as exc:
+        raise SubmitError(f"Could not start skein's driver: {exc}") from exc
+
+
+def submit(client, job: JobConfig, plan: JobPlan, queue: str) -> str:
+    """Upload the scripts, the AppMaster code and the plan; return the application id."""
+    from tfyarn.appspec import application_spec
+
+    with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
+        job_file = Path(tmp) / JOB_FILE
+        job_file.write_text(plan.to_json())
+        spec = application_spec(plan, job.app.scripts_dir, job_file, queue,
+                                job.am_memory_mb, job.am_vcores)
+        try:
+            return client.submit(spec)
+        except Exception as exc:
+            raise SubmitError(f"YARN refused the application: {exc}") from exc
+
+
+def follow(client, app_id: str, echo: Callable[[str], None], poll_s: float = 1.0):
+    """Print each state change until the application ends; return the final report."""
+    last = None
+    while True:
+        report = client.application_report(app_id)
+        state = str(report.state)
+        if state != last:
+            echo(f"{time.strftime('%H:%M:%S')} {app_id} {state}")
+            last = state
+        if state in FINAL_STATES:
+            return report
+        time.sleep(poll_s)
