@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test suite: set up, then pytest. Integration tests start the local YARN themselves
+# (or reuse a running one) and stop what they started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest -ra "$@"

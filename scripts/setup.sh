@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Prepare this checkout from nothing: JDK 17 and Maven (for the local YARN), a virtualenv
+# in .venv with tfyarn, TensorFlow and the test tools. Safe to run again: quick when done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+ls -d /usr/lib/jvm/*17* >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing ${need_apt[*]} with apt-get..."
+    apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "Missing: ${need_apt[*]}. Install them (JDK 17 and Maven), then run this again." >&2
+    exit 1
+  fi
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+stamp=.venv/.tfyarn-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test]'
+  touch "$stamp"
+fi
