@@ -26,6 +26,13 @@ class RolePlan:
     gpus: int = 0
     label: str | None = None
     failure_threshold: int = 0  # failures tolerated; -1 = unlimited
+    failure_policy: str = "restart"  # restart (within the threshold) | fatal | ignore
+
+    def may_restart(self, failures: int) -> bool:
+        """Whether the task may be started again after its role's ``failures``-th failure."""
+        if self.failure_policy != "restart":
+            return False
+        return self.failure_threshold < 0 or failures <= self.failure_threshold
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,10 @@ class JobPlan:
     script_args: tuple[str, ...] = ()
     registration_timeout_s: float = 300.0
     env: dict[str, str] = field(default_factory=dict)
+    success_policy: str = "chief"  # chief | all-workers
+    allocation_timeout_s: float = 120.0
+    deadline_s: float | None = None
+    am_max_attempts: int = 2
 
     def role(self, name: str) -> RolePlan | None:
         return next((role for role in self.roles if role.name == name), None)

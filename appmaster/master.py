@@ -2,17 +2,26 @@
 
 It requests the task containers role by role in priority order, hears every export and
 every container's end as registry events (no polling), publishes the cluster spec once
-every task has exported, and ends the application when the chief does.
+every task has exported, applies each role's failure policy, and ends the application
+when the job's success rule is met.
+
+Failures: a worker is stateless, so a failed worker is replaced by a new container for
+the same task index. A ps holds state and the chief drives training, so when one of them
+fails the whole TensorFlow cluster restarts as a new generation (old containers killed
+first, fresh rendezvous) and the script resumes from the latest checkpoint.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import skein
 
@@ -24,6 +33,8 @@ log = logging.getLogger("tfyarn.master")
 
 CHIEF = "chiefworker"
 SUCCEEDED, FAILED = "SUCCEEDED", "FAILED"
+ALL_STATES = ["WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"]
+OUTCOME_FILE = ".tfyarn-outcome.json"  # in the work dir: a decided failure is not retried
 
 
 @dataclass
@@ -36,6 +47,7 @@ class Task:
     attempt: int = 0
     address: str | None = None
     state: str = "requested"  # requested, started, registered, running, finished, failed
+    failed_at: float | None = None  # when its last failure was heard, for recovery times
 
     @property
     def name(self) -> str:
@@ -44,10 +56,13 @@ class Task:
 
 @dataclass
 class PhaseClock:
-    """When each start-up phase ended, for the log (and the benchmarks)."""
+    """When each start-up phase of a generation ended, for the log (and the benchmarks)."""
 
     requested_at: float = 0.0
     marks: dict[str, float] = field(default_factory=dict)
+
+    def restart(self) -> None:
+        self.requested_at, self.marks = time.monotonic(), {}
 
     def mark_once(self, phase: str) -> None:
         if phase not in self.marks:
@@ -61,8 +76,7 @@ class PhaseClock:
             (name, self.marks[name]) for name in order if name in self.marks
         ]
         pairs = zip(points, points[1:], strict=False)
-        steps = [f"{a} -> {b}: {tb - ta:.3f} s" for (a, ta), (b, tb) in pairs]
-        return "; ".join(steps)
+        return "; ".join(f"{a} -> {b}: {tb - ta:.3f} s" for (a, ta), (b, tb) in pairs)
 
 
 class Outcome(Exception):
@@ -75,15 +89,18 @@ class Outcome(Exception):
 
 
 class Master:
-    def __init__(self, app: skein.ApplicationClient, plan: JobPlan) -> None:
+    def __init__(self, app: skein.ApplicationClient, plan: JobPlan, work_dir: str) -> None:
         self.app = app
         self.plan = plan
+        self.work_dir = work_dir
         self.generation = 0
         self.tasks = {key: Task(*key) for key in plan.task_keys()}
         self.by_container: dict[str, Task] = {}
-        self.spec_published = False
+        self.failures: Counter[str] = Counter()
+        self.restarts: list[str] = []  # one line per restart, for diagnostics and status
         self.clock = PhaseClock()
-        self.registration_deadline = 0.0
+        self.started_at = time.monotonic()
+        self.allocation_deadline = self.registration_deadline = 0.0
 
     # ------------------------------------------------------------ main loop
 
@@ -96,9 +113,9 @@ class Master:
         try:
             while True:
                 try:
-                    event = events.get(timeout=self._seconds_to_deadline())
+                    event = events.get(timeout=self._seconds_to_next_deadline())
                 except queue.Empty:
-                    self.registration_timed_out()
+                    self.check_deadlines()
                     continue
                 self.handle(event)
         except Outcome as outcome:
@@ -115,17 +132,23 @@ class Master:
 
     # ------------------------------------------------------------ requests
 
+    def live_tasks(self) -> list[Task]:
+        """Tasks the job still counts on (an ignored failed worker is dropped)."""
+        return [t for t in self.tasks.values() if t.state != "failed"]
+
     def request_all(self) -> None:
         """Ask for every task's container, role by role in priority order (skein keeps FIFO)."""
-        self.clock.requested_at = time.monotonic()
-        self.registration_deadline = self.clock.requested_at + self.plan.registration_timeout_s
+        self.clock.restart()
         for role in self.plan.roles:
             for index in range(role.instances):
                 self.request(self.tasks[(role.name, index)])
-        log.info("requested %d containers: %s", len(self.tasks), ", ".join(
-            f"{role.instances} {role.name}" for role in self.plan.roles))
+        log.info("generation %d: requested %d containers (%s)", self.generation, len(self.tasks),
+                 ", ".join(f"{role.instances} {role.name}" for role in self.plan.roles))
 
     def request(self, task: Task) -> None:
+        now = time.monotonic()
+        self.allocation_deadline = now + self.plan.allocation_timeout_s
+        self.registration_deadline = now + self.plan.registration_timeout_s
         container = self.app.add_container(task.role)
         task.container, task.state, task.address = container.id, "requested", None
         self.by_container[container.id] = task
@@ -138,16 +161,20 @@ class Master:
 
     def on_status(self, container: str, status: dict) -> None:
         task = self.by_container.get(container)
-        if task is None or task.state in ("finished", "failed"):
+        if task is None:
             return
-        if status["state"] == "running":
-            task.state = "running"
-            if all(t.state == "running" for t in self.tasks.values()):
-                self.clock.mark_once("all running")
-        elif status["state"] == "started" and task.state == "requested":
+        if status["state"] == "started" and task.state == "requested":
             task.state = "started"
-            if all(t.state != "requested" for t in self.tasks.values()):
+            if all(t.state != "requested" for t in self.live_tasks()):
                 self.clock.mark_once("all started")
+        elif status["state"] == "running":
+            task.state = "running"
+            if task.failed_at is not None:
+                log.info("%s training again %.2f s after its failure was heard (attempt %d)",
+                         task.name, time.monotonic() - task.failed_at, task.attempt)
+                task.failed_at = None
+            if all(t.state in ("running", "finished") for t in self.live_tasks()):
+                self.clock.mark_once("all running")
 
     def on_export(self, export: registry.Export) -> None:
         task = self.by_container.get(export.container)
@@ -155,54 +182,130 @@ class Master:
             return  # a late word from a container we no longer count on
         task.address, task.state = export.address, "registered"
         log.info("%s registered at %s (container %s)", task.name, export.address, task.container)
-        if all(t.address for t in self.tasks.values()):
+        if all(t.address for t in self.live_tasks()):
             self.clock.mark_once("all registered")
             self.publish_spec()
 
     def publish_spec(self) -> None:
+        """(Re)publish the generation's spec; a replaced worker's new address goes in."""
         exports: dict[str, dict[int, str]] = {}
-        for task in self.tasks.values():
+        for task in self.live_tasks():
             exports.setdefault(task.role, {})[task.index] = task.address
         spec = ClusterSpec.from_exports(exports)
         self.app.kv.put(registry.spec_key(self.generation), spec.to_json().encode())
-        self.spec_published = True
         self.clock.mark_once("spec published")
         log.info("cluster spec (generation %d): %s", self.generation, spec.to_json())
 
     def on_container_end(self, container: str) -> None:
         task = self.by_container.pop(container, None)
         if task is None:
-            return
+            return  # one we killed ourselves
         report = self.container_report(task.role, container)
         state = str(report.state) if report else "UNKNOWN"
         if state == "SUCCEEDED":
-            task.state = "finished"
-            log.info("%s finished (container %s)", task.name, container)
-            if task.role == CHIEF:
-                raise Outcome(SUCCEEDED, f"The chief finished successfully. {self.clock.summary()}")
-            return
-        task.state = "failed"
-        raise Outcome(FAILED, self.describe_failure(task, container, report, state))
+            self.on_task_succeeded(task)
+        else:
+            self.on_task_failed(task, self.describe_failure(task, container, report, state))
 
-    def registration_timed_out(self) -> None:
-        missing = [t for t in self.tasks.values() if not t.address]
-        lines = [
-            f"Tasks did not register within {self.plan.registration_timeout_s:.0f} s "
-            f"(site.global.registration.timeout): {len(missing)} of {len(self.tasks)} missing."
-        ]
-        for task in missing:
-            lines.append(f"  {task.name}: {self.describe_container(task)}")
-        raise Outcome(FAILED, "\n".join(lines))
+    def on_task_succeeded(self, task: Task) -> None:
+        task.state = "finished"
+        log.info("%s finished (container %s)", task.name, task.container)
+        if self.plan.success_policy == "chief":
+            done = task.role == CHIEF
+        else:
+            done = all(t.state == "finished" for t in self.live_tasks() if t.role != "ps")
+        if done:
+            raise Outcome(SUCCEEDED, self.success_message())
+
+    def on_task_failed(self, task: Task, reason: str) -> None:
+        role = self.plan.role(task.role)
+        self.failures[task.role] += 1
+        failures = self.failures[task.role]
+        log.warning("failure %d of %s: %s", failures, task.role, reason)
+        if role.failure_policy == "ignore":
+            task.state = "failed"
+            self.restarts.append(f"{task.name} dropped (failure policy ignore)")
+            if not any(t.role == "worker" for t in self.live_tasks()):
+                raise Outcome(FAILED, f"Every worker failed and was dropped. Last: {reason}")
+            return
+        if not role.may_restart(failures):
+            raise Outcome(FAILED, self.over_threshold_message(task, failures, reason))
+        task.attempt += 1
+        task.failed_at = time.monotonic()
+        if task.role == "worker":
+            self.restarts.append(f"{task.name} replaced (attempt {task.attempt})")
+            log.info("replacing %s with a new container (attempt %d)", task.name, task.attempt)
+            self.request(task)
+        else:
+            self.restarts.append(f"{task.name} failed: cluster restarted as generation "
+                                 f"{self.generation + 1} from the last checkpoint")
+            self.restart_generation(task)
+
+    def restart_generation(self, failed: Task) -> None:
+        """End every old container first, then a fresh rendezvous for every task."""
+        self.generation += 1
+        for task in self.tasks.values():
+            if task.container in self.by_container:
+                del self.by_container[task.container]  # its end is ours, not a failure
+                self.app.kill_container(task.container)
+            if task is not failed:
+                task.attempt += 1
+            task.state, task.failed_at = "requested", failed.failed_at
+        log.info("restarting every task as generation %d after %s failed", self.generation,
+                 failed.name)
+        self.request_all()
+
+    # ------------------------------------------------------------ deadlines
+
+    def _deadlines(self) -> list[float]:
+        live = self.live_tasks()
+        deadlines = []
+        if any(t.state == "requested" for t in live):
+            deadlines.append(self.allocation_deadline)
+        if any(t.address is None for t in live):
+            deadlines.append(self.registration_deadline)
+        if self.plan.deadline_s:
+            deadlines.append(self.started_at + self.plan.deadline_s)
+        return deadlines
+
+    def _seconds_to_next_deadline(self) -> float | None:
+        deadlines = self._deadlines()
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def check_deadlines(self) -> None:
+        now = time.monotonic()
+        live = self.live_tasks()
+        if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
+            raise Outcome(FAILED, f"The job ran past its deadline of {self.plan.deadline_s:.0f} s "
+                          "(site.global.job.deadline) and was stopped.")
+        waiting = [t for t in live if t.state == "requested"]
+        if waiting and now >= self.allocation_deadline:
+            lines = [f"YARN did not allocate {len(waiting)} container(s) within "
+                     f"{self.plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
+            lines += [f"  {t.name}: {self.describe_request(t)}" for t in waiting]
+            raise Outcome(FAILED, "\n".join(lines))
+        missing = [t for t in live if t.address is None]
+        if missing and now >= self.registration_deadline:
+            lines = [f"Tasks did not register within {self.plan.registration_timeout_s:.0f} s "
+                     f"(site.global.registration.timeout): {len(missing)} of {len(live)} missing."]
+            lines += [f"  {t.name}: {self.describe_container(t)}" for t in missing]
+            raise Outcome(FAILED, "\n".join(lines))
 
     # ------------------------------------------------------------ reports
 
     def container_report(self, role: str, container: str) -> skein.Container | None:
-        for report in self.app.get_containers(services=[role], states=[
-            "WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"
-        ]):
+        for report in self.app.get_containers(services=[role], states=ALL_STATES):
             if report.id == container:
                 return report
         return None
+
+    def describe_request(self, task: Task) -> str:
+        role = self.plan.role(task.role)
+        gpus = f", {role.gpus} yarn.io/gpu" if role.gpus else ""
+        partition = f"node label {role.label!r}" if role.label else "the default partition"
+        return (f"asked for {role.memory_mb} MB, {role.vcores} vcore(s){gpus} in {partition}; "
+                "no node there has that much free for this queue (check `yarn node -list "
+                "-showDetails` and the queue's capacity for that label)")
 
     def describe_container(self, task: Task) -> str:
         report = self.container_report(task.role, task.container)
@@ -210,8 +313,7 @@ class Master:
             return f"container {task.container}: unknown to YARN"
         state = str(report.state)
         if state in ("WAITING", "REQUESTED"):
-            return (f"container {task.container} still {state}: YARN has not allocated it "
-                    "(not enough free resources in the requested partition/queue?)")
+            return f"container {task.container} still {state}: {self.describe_request(task)}"
         where = report.yarn_node_http_address or "unknown node"
         return (f"container {task.container} ({report.yarn_container_id}) is {state} on "
                 f"{where} but its agent never exported an address")
@@ -223,21 +325,59 @@ class Master:
         code = status.get("exit_code")
         tail = (self.app.kv.get(registry.tail_key(container)) or b"").decode(errors="replace")
         message = report.exit_message if report else ""
-        text = (f"{task.name} failed ({where}): container {state}"
+        text = (f"{task.name} (attempt {task.attempt}) failed ({where}): container {state}"
                 + (f", exit code {code}" if code is not None else "")
                 + (f": {message}" if message else "") + ".")
         if tail:
             text += f"\nLast stderr lines of {task.name}:\n{tail.rstrip()}"
         return text
 
+    def over_threshold_message(self, task: Task, failures: int, reason: str) -> str:
+        role = self.plan.role(task.role)
+        if role.failure_policy == "fatal":
+            rule = "its failure policy is fatal"
+        else:
+            rule = (f"that is more than its yarn.container.failure.threshold of "
+                    f"{role.failure_threshold}")
+        return (f"Component {task.role} failed {failures} time(s); {rule}. "
+                f"The job is stopped.\n{reason}")
+
+    def success_message(self) -> str:
+        text = f"The chief finished successfully. {self.clock.summary()}."
+        if self.restarts:
+            text += f" Restarts ({len(self.restarts)}): " + "; ".join(self.restarts) + "."
+        return text
+
     def _kv_json(self, key: str) -> dict | None:
         value = self.app.kv.get(key)
         return json.loads(value) if value else None
 
-    def _seconds_to_deadline(self) -> float | None:
-        if self.spec_published:
-            return None
-        return max(0.0, self.registration_deadline - time.monotonic())
+
+# ---------------------------------------------------------------- attempts
+
+def attempt_number() -> int:
+    """YARN's attempt of this AppMaster, from its container id (..._<attempt>_<container>)."""
+    container_id = os.environ.get("CONTAINER_ID", "")
+    parts = container_id.split("_")
+    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 1
+
+
+def recorded_outcome(work_dir: str) -> Outcome | None:
+    """A failure decided by an earlier attempt: repeat it rather than rerun the job."""
+    path = Path(work_dir) / OUTCOME_FILE
+    if "://" in work_dir or not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    return Outcome(data["status"], data["diagnostics"])
+
+
+def record_outcome(work_dir: str, outcome: Outcome) -> None:
+    if "://" in work_dir:
+        return  # no client for remote storage here; the attempt just reruns
+    path = Path(work_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / OUTCOME_FILE).write_text(json.dumps(
+        {"status": outcome.status, "diagnostics": outcome.diagnostics}))
 
 
 def main() -> int:
@@ -245,11 +385,18 @@ def main() -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     app = skein.ApplicationClient.from_current()
     plan = JobPlan.from_container()
-    try:
-        outcome = Master(app, plan).run()
-    except Exception as exc:  # a bug of ours must still end the job with a reason
-        log.exception("the tfyarn master failed")
-        outcome = Outcome(FAILED, f"The tfyarn AppMaster failed: {exc!r}")
+    work_dir = plan.resolved_work_dir(app.id)
+    attempt = attempt_number()
+    log.info("tfyarn AppMaster attempt %d of %d for %s", attempt, plan.am_max_attempts, app.id)
+    outcome = recorded_outcome(work_dir) if attempt > 1 else None
+    if outcome is None:
+        try:
+            outcome = Master(app, plan, work_dir).run()
+        except Exception as exc:  # a bug of ours must still end the job with a reason
+            log.exception("the tfyarn master failed")
+            outcome = Outcome(FAILED, f"The tfyarn AppMaster failed: {exc!r}")
+        if outcome.status == FAILED:
+            record_outcome(work_dir, outcome)
     log.info("ending the application: %s: %s", outcome.status, outcome.diagnostics)
     app.shutdown(outcome.status, outcome.diagnostics)
     return 0

@@ -52,6 +52,6 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, queue: st
         queue=queue,
         master=master,
         services=services,
-        max_attempts=1,
+        max_attempts=plan.am_max_attempts,
         tags={"tfyarn"},
     )

@@ -44,7 +44,11 @@ _VCORES = "yarn.vcores"
 _THRESHOLD = "yarn.container.failure.threshold"
 _LABEL = "yarn.label.expression"
 _GPUS = "yarn.gpus"
-_RESOURCE_KEYS = (_PRIORITY, _INSTANCES, _MEMORY, _VCORES, _THRESHOLD, _LABEL, _GPUS)
+_POLICY = "yarn.container.failure.policy"
+_RESOURCE_KEYS = (_PRIORITY, _INSTANCES, _MEMORY, _VCORES, _THRESHOLD, _LABEL, _GPUS, _POLICY)
+# What a task failure does (within the threshold for "restart"); "ignore" drops the task.
+FAILURE_POLICIES = ("restart", "fatal", "ignore")
+SUCCESS_POLICIES = ("chief", "all-workers")
 
 # appConfig.json keys, all under "global".
 _G = "site.global."
@@ -58,6 +62,10 @@ _WORK_DIR = _G + "user.work.dir"
 _REGISTRATION_TIMEOUT = _G + "registration.timeout"
 _PYTHON = _G + "python"
 _DOCKER_IMAGE = _G + "docker.image"
+_SUCCESS_POLICY = _G + "success.policy"
+_ALLOCATION_TIMEOUT = _G + "allocation.timeout"
+_DEADLINE = _G + "job.deadline"
+_AM_ATTEMPTS = _G + "am.max.attempts"
 _APP_KEYS = (
     _ENTRY,
     _SCRIPTS_DIR,
@@ -69,6 +77,10 @@ _APP_KEYS = (
     _REGISTRATION_TIMEOUT,
     _PYTHON,
     _DOCKER_IMAGE,
+    _SUCCESS_POLICY,
+    _ALLOCATION_TIMEOUT,
+    _DEADLINE,
+    _AM_ATTEMPTS,
 )
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
 _SLIDER_ONLY_KEYS = (
@@ -130,6 +142,7 @@ class Component:
     failure_threshold: int  # see FAILURE_THRESHOLD_MEANING
     label: str | None  # YARN node label; None = the default partition
     gpus: int = 0
+    failure_policy: str = "restart"  # one of FAILURE_POLICIES
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,10 @@ class AppConfig:
     python: str | None  # interpreter in containers; None: the submitting interpreter
     ignored: tuple[str, ...]  # Slider-only keys that were accepted but have no effect
     docker_image: str | None
+    success_policy: str = "chief"  # one of SUCCESS_POLICIES
+    allocation_timeout_s: float = 120.0
+    deadline_s: float | None = None  # the whole job's, from submission; None = none
+    am_max_attempts: int = 2
 
 
 @dataclass(frozen=True)
@@ -447,6 +464,12 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
     vcores = s.whole(_VCORES, 1)
     gpus = s.whole(_GPUS, 0)
     threshold = s.whole(_THRESHOLD, 0)
+    policy = _choice(s, _POLICY, FAILURE_POLICIES, "restart")
+    if policy == "ignore" and s.name != "worker":
+        value, where = s.find(_POLICY) or (None, "")
+        s.c.add(where, f"a {s.name} cannot be ignored: the job cannot go on without it",
+                'use "restart" or "fatal"; "ignore" is for workers.', value=value)
+        policy = None
     label, label_ok = _label(s)
     if (
         priority is None
@@ -455,10 +478,23 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
         or vcores is None
         or gpus is None
         or threshold is None
+        or policy is None
         or not label_ok
     ):
         return None
-    return Component(s.name, priority, instances, memory, vcores, threshold, label, gpus)
+    return Component(s.name, priority, instances, memory, vcores, threshold, label, gpus, policy)
+
+
+def _choice(s: _Settings, key: str, allowed: Sequence[str], default: str) -> str | None:
+    found = s.find(key)
+    if found is None:
+        return default
+    value, where = found
+    if value not in allowed:
+        choices = ", ".join(f'"{a}"' for a in allowed)
+        s.c.add(where, f"must be one of {choices}", f'write e.g. "{default}".', value=value)
+        return None
+    return value
 
 
 def _priority(s: _Settings, priorities: dict[int, str]) -> int | None:
@@ -552,7 +588,18 @@ def _parse_app(c: _Checker, doc: dict[str, Any], path: Path, user: str | None) -
             value=name,
         )
     work_dir = _work_dir(c, settings, user)
-    timeout = _registration_timeout(c, settings)
+    timeout = _seconds(c, settings, _REGISTRATION_TIMEOUT, 300.0)
+    allocation_timeout = _seconds(c, settings, _ALLOCATION_TIMEOUT, 120.0)
+    deadline = _seconds(c, settings, _DEADLINE, None)
+    success_policy = settings.get(_SUCCESS_POLICY, "chief")
+    if success_policy not in SUCCESS_POLICIES:
+        c.add(_key("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
+              'write "chief" (the job ends with the chief) or "all-workers".',
+              value=success_policy)
+    attempts = _as_int(settings.get(_AM_ATTEMPTS, 2))
+    if attempts is None or not 1 <= attempts <= 10:
+        c.add(_key("global", _AM_ATTEMPTS), "must be a whole number from 1 to 10",
+              'write e.g. "2" (one retry of the AppMaster).', value=settings.get(_AM_ATTEMPTS))
     python = _text(c, settings, _PYTHON, "/usr/bin/python3")
     docker_image = _text(c, settings, _DOCKER_IMAGE, "tensorflow/tensorflow:latest")
     if entry is None or scripts_dir is None:
@@ -566,10 +613,14 @@ def _parse_app(c: _Checker, doc: dict[str, Any], path: Path, user: str | None) -
         queue=queue,
         name=name or "tfyarn-" + Path(entry[0]).stem,
         work_dir=work_dir,
-        registration_timeout_s=timeout,
+        registration_timeout_s=timeout or 300.0,
         python=python,
         ignored=tuple(ignored),
         docker_image=docker_image,
+        success_policy=success_policy,
+        allocation_timeout_s=allocation_timeout or 120.0,
+        deadline_s=deadline,
+        am_max_attempts=attempts or 2,
     )
 
 
@@ -702,11 +753,11 @@ def _work_dir(c: _Checker, settings: dict[str, Any], user: str | None) -> str | 
     return work_dir
 
 
-def _registration_timeout(c: _Checker, settings: dict[str, Any]) -> float:
-    default = 300.0
-    if _REGISTRATION_TIMEOUT not in settings:
+def _seconds(c: _Checker, settings: dict[str, Any], key: str, default: float | None):
+    """A positive number of seconds (a number or a numeric string), or the default."""
+    if key not in settings:
         return default
-    value = settings[_REGISTRATION_TIMEOUT]
+    value = settings[key]
     seconds: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)
@@ -717,7 +768,7 @@ def _registration_timeout(c: _Checker, settings: dict[str, Any]) -> float:
             seconds = None
     if seconds is None or not math.isfinite(seconds) or seconds <= 0:
         c.add(
-            _key("global", _REGISTRATION_TIMEOUT),
+            _key("global", key),
             "must be a positive number of seconds",
             'give seconds, e.g. "300".',
             value=value,

@@ -20,6 +20,7 @@ def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
         RolePlan(
             name=c.name, instances=c.instances, priority=c.priority, memory_mb=c.memory_mb,
             vcores=c.vcores, gpus=c.gpus, label=c.label, failure_threshold=c.failure_threshold,
+            failure_policy=c.failure_policy,
         )
         for c in job.tasks()
     )
@@ -32,6 +33,10 @@ def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
         script_args=app.script_args,
         registration_timeout_s=app.registration_timeout_s,
         env=dict(app.env),
+        success_policy=app.success_policy,
+        allocation_timeout_s=app.allocation_timeout_s,
+        deadline_s=app.deadline_s,
+        am_max_attempts=app.am_max_attempts,
     )
 
 
@@ -44,12 +49,14 @@ def placeholder_spec(plan: JobPlan) -> ClusterSpec:
     return ClusterSpec.from_exports(exports)
 
 
-def restart_limit(threshold: int) -> str:
-    if threshold < 0:
-        return "unlimited failures tolerated"
-    if threshold == 0:
+def restart_limit(role: RolePlan) -> str:
+    if role.failure_policy == "ignore":
+        return "a failed task is dropped and the job goes on"
+    if role.failure_policy == "fatal" or role.failure_threshold == 0:
         return "no failure tolerated (the first fails the job)"
-    return f"{threshold} failure(s) tolerated, each replaced"
+    if role.failure_threshold < 0:
+        return "unlimited failures tolerated, each replaced"
+    return f"{role.failure_threshold} failure(s) tolerated, each replaced"
 
 
 def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
@@ -65,7 +72,8 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
             "role": role.name, "priority": role.priority, "instances": role.instances,
             "memory_mb": role.memory_mb, "vcores": role.vcores, "gpus": role.gpus,
             "node_label": role.label, "failure_threshold": role.failure_threshold,
-            "restarts": restart_limit(role.failure_threshold), "commands": commands,
+            "failure_policy": role.failure_policy, "restarts": restart_limit(role),
+            "commands": commands,
             "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in range(role.instances)],
         })
     ignored_components = [
@@ -80,6 +88,10 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
         "python": plan.python,
         "work_dir": work_dir,
         "registration_timeout_s": plan.registration_timeout_s,
+        "allocation_timeout_s": plan.allocation_timeout_s,
+        "deadline_s": plan.deadline_s,
+        "success_policy": plan.success_policy,
+        "appmaster_max_attempts": plan.am_max_attempts,
         "appmaster": {"memory_mb": job.am_memory_mb, "vcores": job.am_vcores},
         "roles": roles,
         "env": sorted(plan.env),
@@ -96,8 +108,13 @@ def format_plan(document: dict) -> str:
         f"python {document['python']})",
         f"  work dir: {document['work_dir']}",
         f"  AppMaster: {document['appmaster']['memory_mb']} MB, "
-        f"{document['appmaster']['vcores']} vcore(s); registration timeout "
-        f"{document['registration_timeout_s']:.0f} s",
+        f"{document['appmaster']['vcores']} vcore(s), up to "
+        f"{document['appmaster_max_attempts']} attempt(s)",
+        f"  timeouts: allocation {document['allocation_timeout_s']:.0f} s, registration "
+        f"{document['registration_timeout_s']:.0f} s, job deadline "
+        + (f"{document['deadline_s']:.0f} s" if document["deadline_s"] else "none"),
+        "  success: " + ("when the chief exits 0" if document["success_policy"] == "chief"
+                          else "when the chief and every worker exit 0"),
     ]
     for role in document["roles"]:
         gpus = f", {role['gpus']} GPU" if role["gpus"] else ""

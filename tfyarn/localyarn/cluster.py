@@ -39,8 +39,12 @@ def daemons_of(layout: Layout) -> list[Daemon]:
     return [rm, *nms]
 
 
+def running_daemons(layout: Layout) -> list[str]:
+    return [d.name for d in daemons_of(layout) if daemons.running_pid(layout, d.name)]
+
+
 def is_running(layout: Layout) -> bool:
-    return daemons.running_pid(layout, "rm") is not None
+    return len(running_daemons(layout)) == len(daemons_of(layout))
 
 
 def up(layout: Layout, echo: Echo = print) -> UpResult:
@@ -49,7 +53,10 @@ def up(layout: Layout, echo: Echo = print) -> UpResult:
     started_at = time.monotonic()
     java_home = find_java_home()
     ensure_hadoop_jars(layout, echo)
-    down(layout)  # a half-started earlier attempt (one daemon alive, say) is cleared first
+    partly = running_daemons(layout)
+    if partly:
+        echo(f"Only {', '.join(partly)} of the cluster is running: restarting it whole.")
+    down(layout)  # what a half-started earlier attempt left (one daemon alive, say) goes first
     _check_ports_free(layout)
     write_configuration(layout)
     write_launcher(layout, java_home)
