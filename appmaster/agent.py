@@ -121,7 +121,9 @@ def main() -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     container = os.environ["SKEIN_CONTAINER_ID"]
     app = skein.ApplicationClient.from_current()
-    _status(app, container, "started")
+    node = f"{os.environ.get('NM_HOST')}:{os.environ.get('NM_HTTP_PORT')}"
+    _status(app, container, "started", yarn_container_id=os.environ.get("CONTAINER_ID"),
+            node=node, user=os.environ.get("USER"))
     plan = JobPlan.from_container()
     task = registry.TaskAssignment.from_json(app.kv.wait(registry.task_key(container)))
     name = f"{task.role}-{task.index}"

@@ -18,6 +18,7 @@ import logging
 import os
 import queue
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import skein
 
-from appmaster import registry
+from appmaster import registry, webpage
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan
 
@@ -48,6 +49,18 @@ class Task:
     address: str | None = None
     state: str = "requested"  # requested, started, registered, running, finished, failed
     failed_at: float | None = None  # when its last failure was heard, for recovery times
+    yarn_container_id: str | None = None
+    node: str | None = None  # the NodeManager's host:http-port
+    user: str | None = None
+    exit_code: int | None = None
+
+    def row(self) -> dict:
+        log_url = (f"http://{self.node}/node/containerlogs/{self.yarn_container_id}/{self.user}"
+                   if self.node and self.yarn_container_id and self.user else None)
+        return {"role": self.role, "index": self.index, "state": self.state,
+                "address": self.address, "container": self.container,
+                "yarn_container_id": self.yarn_container_id, "node": self.node,
+                "restarts": self.attempt, "exit_code": self.exit_code, "log_url": log_url}
 
     @property
     def name(self) -> str:
@@ -69,6 +82,9 @@ class PhaseClock:
             self.marks[phase] = time.monotonic()
             log.info("phase %s: %.3f s after the container requests", phase,
                      self.marks[phase] - self.requested_at)
+
+    def seconds(self) -> dict[str, float]:
+        return {name: at - self.requested_at for name, at in self.marks.items()}
 
     def summary(self) -> str:
         order = ["all started", "all registered", "spec published", "all running"]
@@ -101,6 +117,9 @@ class Master:
         self.clock = PhaseClock()
         self.started_at = time.monotonic()
         self.allocation_deadline = self.registration_deadline = 0.0
+        self.state = "STARTING"
+        self.spec: ClusterSpec | None = None
+        self.lock = threading.Lock()  # the web page reads while events are handled
 
     # ------------------------------------------------------------ main loop
 
@@ -109,17 +128,38 @@ class Master:
         events.subscribe(prefix="exports/", event_type="PUT")
         events.subscribe(prefix="status/", event_type="PUT")
         events.subscribe(prefix="task/", event_type="DELETE")
-        self.request_all()
+        with self.lock:
+            self.request_all()
         try:
             while True:
                 try:
                     event = events.get(timeout=self._seconds_to_next_deadline())
                 except queue.Empty:
-                    self.check_deadlines()
+                    with self.lock:
+                        self.check_deadlines()
                     continue
-                self.handle(event)
+                with self.lock:
+                    self.handle(event)
         except Outcome as outcome:
+            self.state = outcome.status
             return outcome
+
+    def mark_stopped(self) -> None:
+        """At the end, tasks still running were ended by tfyarn, not failed."""
+        for task in self.tasks.values():
+            if task.state not in ("finished", "failed"):
+                task.state = "finished" if task.exit_code == 0 else "stopped"
+
+    def view(self) -> dict:
+        """The job as the web page, `tfyarn status` and the final log line show it."""
+        with self.lock:
+            return {
+                "app_id": self.app.id, "name": self.plan.name, "state": self.state,
+                "generation": self.generation, "updated": int(time.time() * 1000),
+                "tasks": [task.row() for task in self.tasks.values()],
+                "cluster_spec": json.loads(self.spec.to_json()) if self.spec else None,
+                "restarts": list(self.restarts), "phases": self.clock.seconds(),
+            }
 
     def handle(self, event: skein.kv.Event) -> None:
         kind = event.key.split("/", 1)[0]
@@ -165,8 +205,12 @@ class Master:
             return
         if status["state"] == "started" and task.state == "requested":
             task.state = "started"
+            task.yarn_container_id = status.get("yarn_container_id")
+            task.node, task.user = status.get("node"), status.get("user")
             if all(t.state != "requested" for t in self.live_tasks()):
                 self.clock.mark_once("all started")
+        elif status["state"] == "exited":
+            task.exit_code = status.get("exit_code")
         elif status["state"] == "running":
             task.state = "running"
             if task.failed_at is not None:
@@ -175,6 +219,7 @@ class Master:
                 task.failed_at = None
             if all(t.state in ("running", "finished") for t in self.live_tasks()):
                 self.clock.mark_once("all running")
+                self.state = "RUNNING"
 
     def on_export(self, export: registry.Export) -> None:
         task = self.by_container.get(export.container)
@@ -191,7 +236,7 @@ class Master:
         exports: dict[str, dict[int, str]] = {}
         for task in self.live_tasks():
             exports.setdefault(task.role, {})[task.index] = task.address
-        spec = ClusterSpec.from_exports(exports)
+        spec = self.spec = ClusterSpec.from_exports(exports)
         self.app.kv.put(registry.spec_key(self.generation), spec.to_json().encode())
         self.clock.mark_once("spec published")
         log.info("cluster spec (generation %d): %s", self.generation, spec.to_json())
@@ -244,6 +289,7 @@ class Master:
     def restart_generation(self, failed: Task) -> None:
         """End every old container first, then a fresh rendezvous for every task."""
         self.generation += 1
+        self.spec, self.state = None, "RESTARTING"
         for task in self.tasks.values():
             if task.container in self.by_container:
                 del self.by_container[task.container]  # its end is ours, not a failure
@@ -380,6 +426,15 @@ def record_outcome(work_dir: str, outcome: Outcome) -> None:
         {"status": outcome.status, "diagnostics": outcome.diagnostics}))
 
 
+def publish_page(app: skein.ApplicationClient, master: Master) -> None:
+    """Serve the job's page and link it from skein's UI, behind YARN's tracking URL."""
+    server = webpage.serve(master.view)
+    host = os.environ.get("NM_HOST") or "localhost"
+    target = f"http://{host}:{server.server_address[1]}"
+    app.ui.add_page(webpage.PAGE_ROUTE, target, link_name="TensorFlow job")
+    log.info("job page at %s (tracking URL /pages/%s/)", target, webpage.PAGE_ROUTE)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -390,11 +445,16 @@ def main() -> int:
     log.info("tfyarn AppMaster attempt %d of %d for %s", attempt, plan.am_max_attempts, app.id)
     outcome = recorded_outcome(work_dir) if attempt > 1 else None
     if outcome is None:
+        master = Master(app, plan, work_dir)
+        publish_page(app, master)
         try:
-            outcome = Master(app, plan, work_dir).run()
+            outcome = master.run()
         except Exception as exc:  # a bug of ours must still end the job with a reason
             log.exception("the tfyarn master failed")
             outcome = Outcome(FAILED, f"The tfyarn AppMaster failed: {exc!r}")
+        master.state = outcome.status
+        master.mark_stopped()
+        print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)
         if outcome.status == FAILED:
             record_outcome(work_dir, outcome)
     log.info("ending the application: %s: %s", outcome.status, outcome.diagnostics)

@@ -6,7 +6,8 @@ import click
 
 from tfyarn import __version__
 from tfyarn.cli_cluster import cluster_group
-from tfyarn.cli_jobs import kill_command, status_command, submit_command
+from tfyarn.cli_jobs import submit_command
+from tfyarn.cli_monitor import kill_command, list_command, logs_command, status_command
 
 
 @click.group()
@@ -23,6 +24,8 @@ main.add_command(cluster_group)
 main.add_command(submit_command)
 main.add_command(status_command)
 main.add_command(kill_command)
+main.add_command(list_command)
+main.add_command(logs_command)
 
 if __name__ == "__main__":
     main()

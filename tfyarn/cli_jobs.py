@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+import time
 
 import click
 
+from tfyarn import jobview
 from tfyarn.jobconfig import JobConfigError, load_job
 from tfyarn.plan import build_plan, format_plan, format_plan_json, plan_document
-from tfyarn.submit import SubmitError, follow, skein_client, submit
+from tfyarn.submit import FINAL_STATES, SubmitError, follow, skein_client, submit
 
 
 @click.command("submit")
@@ -20,10 +23,13 @@ from tfyarn.submit import SubmitError, follow, skein_client, submit
 @click.option("--queue", default=None, help="YARN queue [default: from appConfig, or default].")
 @click.option("--wait/--detach", default=False,
               help="Follow the job to its end (exit 0 only if it SUCCEEDED), or return at once.")
+@click.option("--kill-on-exit", is_flag=True,
+              help="With --wait: kill the job if tfyarn is interrupted (Ctrl-C).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and submit nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def submit_command(resources_path: str, app_config_path: str, name: str | None,
-                   queue: str | None, wait: bool, dry_run: bool, as_json: bool) -> None:
+                   queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
+                   as_json: bool) -> None:
     """Submit a distributed TensorFlow job to YARN."""
     try:
         job = load_job(resources_path, app_config_path)
@@ -49,10 +55,16 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
             if not wait:
                 return
             try:
-                final = follow(client, app_id, echo=click.echo)
+                tty = sys.stdout.isatty()
+                final = follow(client, app_id, LiveProgress(app_id, tty))
             except KeyboardInterrupt:
-                click.echo(f"\nStopped following; {app_id} keeps running. "
-                           f"Kill it with: tfyarn kill {app_id}", err=True)
+                if kill_on_exit:
+                    client.kill_application(app_id)
+                    click.echo(f"\nInterrupted: killed {app_id} (--kill-on-exit).", err=True)
+                else:
+                    click.echo(f"\nStopped following; {app_id} keeps running. Follow it with "
+                               f"`tfyarn status {app_id}` / `tfyarn logs -f {app_id}`, kill it "
+                               f"with `tfyarn kill {app_id}`.", err=True)
                 sys.exit(130)
     except SubmitError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -60,32 +72,26 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
     sys.exit(0 if str(final.final_status) == "SUCCEEDED" else 1)
 
 
-@click.command("status")
-@click.argument("app_id")
-def status_command(app_id: str) -> None:
-    """The application's state, final status and diagnostics."""
-    try:
-        with skein_client() as client:
-            report = client.application_report(app_id)
-    except SubmitError as exc:
-        raise click.ClickException(str(exc)) from exc
-    except Exception as exc:
-        raise click.ClickException(f"no application {app_id}: {exc}") from exc
-    click.echo(f"{report.id} {report.name}: {report.state} ({report.final_status})")
-    click.echo(f"Tracking URL: {report.tracking_url}")
-    if report.diagnostics:
-        click.echo(report.diagnostics.strip())
 
+class LiveProgress:
+    """`submit --wait`'s display: one redrawn line on a terminal, else a line per change."""
 
-@click.command("kill")
-@click.argument("app_id")
-def kill_command(app_id: str) -> None:
-    """Kill the application: YARN ends every one of its containers."""
-    try:
-        with skein_client() as client:
-            client.kill_application(app_id)
-    except SubmitError as exc:
-        raise click.ClickException(str(exc)) from exc
-    except Exception as exc:
-        raise click.ClickException(f"could not kill {app_id}: {exc}") from exc
-    click.echo(f"Killed {app_id}.")
+    def __init__(self, app_id: str, tty: bool) -> None:
+        self.app_id, self.tty, self.last = app_id, tty, ""
+
+    def __call__(self, report) -> None:
+        state = str(report.state)
+        line = f"{self.app_id} {state}"
+        view = jobview.live_view(report.tracking_url) if state == "RUNNING" else None
+        if view:
+            line = jobview.format_progress(view)
+            chief = jobview.chief_progress(view)
+            if chief:
+                line += f" | chief: {chief}"
+        if self.tty:
+            click.echo("\r\033[K" + line[: shutil.get_terminal_size().columns - 1], nl=False)
+            if state in FINAL_STATES:
+                click.echo()
+        elif line != self.last:
+            click.echo(f"{time.strftime('%H:%M:%S')} {line}")
+        self.last = line

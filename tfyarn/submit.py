@@ -49,15 +49,11 @@ def submit(client, job: JobConfig, plan: JobPlan, queue: str) -> str:
             raise SubmitError(f"YARN refused the application: {exc}") from exc
 
 
-def follow(client, app_id: str, echo: Callable[[str], None], poll_s: float = 1.0):
-    """Print each state change until the application ends; return the final report."""
-    last = None
+def follow(client, app_id: str, show: Callable[[object], None], poll_s: float = 1.0):
+    """Call ``show(report)`` every ``poll_s`` until the application ends; return its report."""
     while True:
         report = client.application_report(app_id)
-        state = str(report.state)
-        if state != last:
-            echo(f"{time.strftime('%H:%M:%S')} {app_id} {state}")
-            last = state
-        if state in FINAL_STATES:
+        show(report)
+        if str(report.state) in FINAL_STATES:
             return report
         time.sleep(poll_s)

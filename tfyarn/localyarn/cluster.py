@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
 import subprocess
@@ -81,25 +82,41 @@ def down(layout: Layout) -> list[str]:
     return stopped
 
 
+LAUNCHERS = ("yarn", "hadoop")  # bin/<name> from the template <name>.sh
+
+
 def write_launcher(layout: Layout, java_home: Path) -> Path:
-    template = resources.files("tfyarn.localyarn").joinpath("yarn.sh").read_text()
-    script = (
-        template.replace("@JAVA_HOME@", str(java_home))
-        .replace("@CONF_DIR@", str(layout.conf_dir))
-        .replace("@LIB_DIR@", str(layout.lib_dir))
-        .replace("@STATE_DIR@", str(layout.state_dir))
-        .replace("@JDK17_OPTIONS@", " ".join(daemons.JDK17_OPTIONS))
-    )
+    """Write bin/yarn and bin/hadoop; returns bin/yarn.
+
+    Each is replaced atomically and only when its text changed, so a launcher that is
+    running meanwhile (bash reads its script as it goes) is never cut short.
+    """
     layout.bin_dir.mkdir(parents=True, exist_ok=True)
-    launcher = layout.bin_dir / "yarn"
-    launcher.write_text(script)
-    launcher.chmod(0o755)
-    return launcher
+    for name in LAUNCHERS:
+        template = resources.files("tfyarn.localyarn").joinpath(f"{name}.sh").read_text()
+        script = (
+            template.replace("@JAVA_HOME@", str(java_home))
+            .replace("@CONF_DIR@", str(layout.conf_dir))
+            .replace("@LIB_DIR@", str(layout.lib_dir))
+            .replace("@STATE_DIR@", str(layout.state_dir))
+            .replace("@JDK17_OPTIONS@", " ".join(daemons.JDK17_OPTIONS))
+        )
+        launcher = layout.bin_dir / name
+        if launcher.is_file() and launcher.read_text() == script:
+            continue
+        temporary = launcher.with_name(f".{name}.{os.getpid()}.tmp")
+        temporary.write_text(script)
+        temporary.chmod(0o755)
+        os.replace(temporary, launcher)
+    return layout.bin_dir / "yarn"
 
 
 def env_lines(layout: Layout) -> list[str]:
     """Shell lines that point `yarn` and skein at this cluster."""
     java_home = find_java_home()
+    if (layout.bin_dir / "yarn").is_file():
+        # A cluster started by an older tfyarn gets the launchers added since (bin/hadoop).
+        write_launcher(layout, java_home)
     return [
         f"export HADOOP_CONF_DIR={shlex.quote(str(layout.conf_dir))}",
         f"export JAVA_HOME={shlex.quote(str(java_home))}",

@@ -1,0 +1,137 @@
+"""What a job looks like from outside: its task table, live or after the end, and task logs.
+
+While the job runs, the AppMaster serves its task table at ``<tracking URL>/pages/tfyarn``
+and each NodeManager serves its containers' log files. After the end, YARN keeps the
+AppMaster's log (holding the final task table) and every task's output (``yarn logs``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+
+import requests
+
+from appmaster.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
+
+HTTP_TIMEOUT_S = 5.0
+TASK_FILE = re.compile(r"(ps|chiefworker|worker)-\d+\.(stdout|stderr)")
+
+
+class JobViewError(RuntimeError):
+    """The job cannot be shown; the message says why."""
+
+
+def live_view(tracking_url: str) -> dict | None:
+    """The running AppMaster's task table, or None if it cannot be reached (yet)."""
+    if not tracking_url or not tracking_url.startswith("http"):
+        return None
+    url = tracking_url.rstrip("/") + f"/pages/{PAGE_ROUTE}/tasks.json"
+    try:
+        response = requests.get(url, timeout=HTTP_TIMEOUT_S)
+        if response.status_code != 200:
+            return None
+        return response.json()
+    except (requests.RequestException, ValueError):
+        return None
+
+
+def yarn_logs(app_id: str, *options: str) -> str:
+    """`yarn logs` for one application: YARN's own record once it ended."""
+    result = subprocess.run(["yarn", "logs", "-applicationId", app_id, *options],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise JobViewError(f"`yarn logs -applicationId {app_id}` failed: "
+                           f"{result.stderr.strip()[-500:]}")
+    return result.stdout
+
+
+def final_view(app_id: str) -> dict | None:
+    """The task table the AppMaster logged when the job ended (None if not aggregated yet)."""
+    try:
+        text = yarn_logs(app_id, "-log_files", "application.driver.log")
+    except JobViewError:
+        return None
+    lines = [line for line in text.splitlines() if line.startswith(FINAL_VIEW_MARKER)]
+    return json.loads(lines[-1][len(FINAL_VIEW_MARKER):]) if lines else None
+
+
+@dataclass(frozen=True)
+class LogChunk:
+    length: int  # the file's whole length, as the NodeManager reports it
+    text: str  # its last bytes
+
+
+def node_log_tail(node: str, container_id: str, file_name: str, size: int = 65536) -> LogChunk:
+    """The last ``size`` bytes of a live container's log file, from its NodeManager."""
+    url = f"http://{node}/ws/v1/node/containerlogs/{container_id}/{file_name}"
+    response = requests.get(url, params={"size": str(-size)}, timeout=HTTP_TIMEOUT_S)
+    response.raise_for_status()
+    return parse_log_dump(response.text)
+
+
+def parse_log_dump(dump: str) -> LogChunk:
+    """Split YARN's `LogType/LogLength/LogContents ... End of LogType` framing."""
+    length_match = re.search(r"^LogLength:(\d+)$", dump, re.MULTILINE)
+    start = dump.find("LogContents:\n")
+    end = dump.rfind("\nEnd of LogType:")
+    if length_match is None or start < 0:
+        return LogChunk(0, "")
+    body = dump[start + len("LogContents:\n"): end if end >= 0 else len(dump)]
+    return LogChunk(int(length_match.group(1)), body)
+
+
+def select_tasks(view: dict, role: str | None, index: int | None) -> list[dict]:
+    return [t for t in view["tasks"]
+            if (role is None or t["role"] == role) and (index is None or t["index"] == index)]
+
+
+def role_counts(view: dict) -> dict[str, dict[str, int]]:
+    """Per role: how many tasks are requested, allocated, registered, running, finished."""
+    stages = ("requested", "allocated", "registered", "running", "finished")
+    reached = {
+        "requested": stages[:1], "started": stages[:2], "registered": stages[:3],
+        "running": stages[:4], "finished": stages, "failed": stages[:1],
+    }
+    counts: dict[str, dict[str, int]] = {}
+    for task in view["tasks"]:
+        row = counts.setdefault(task["role"], dict.fromkeys(stages, 0))
+        for stage in reached.get(task["state"], ()):
+            row[stage] += 1
+    return counts
+
+
+def format_progress(view: dict) -> str:
+    parts = []
+    for role, row in role_counts(view).items():
+        parts.append(f"{role} " + "/".join(str(row[s]) for s in row))
+    return (f"{view['state']} gen {view['generation']}: " + "  ".join(parts)
+            + "  (requested/allocated/registered/running/finished)")
+
+
+def format_table(view: dict) -> str:
+    columns = [("role", "ROLE"), ("index", "IDX"), ("state", "STATE"), ("address", "HOST:PORT"),
+               ("yarn_container_id", "CONTAINER"), ("node", "NODE"), ("restarts", "RESTARTS"),
+               ("exit_code", "EXIT"), ("log_url", "LOGS")]
+    rows = [[str(task.get(key)) if task.get(key) is not None else "-" for key, _ in columns]
+            for task in view["tasks"]]
+    header = [title for _, title in columns]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(columns))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+                     for r in [header, *rows])
+
+
+def chief_progress(view: dict) -> str | None:
+    """The chief's last line of output, fetched from its NodeManager while it runs."""
+    chief = next((t for t in view["tasks"] if t["role"] == "chiefworker"), None)
+    if not chief or chief["state"] != "running" or not chief["node"]:
+        return None
+    try:
+        chunk = node_log_tail(chief["node"], chief["yarn_container_id"],
+                              "chiefworker-0.stdout", size=2048)
+    except requests.RequestException:
+        return None
+    lines = [line for line in chunk.text.splitlines() if line.strip()]
+    return lines[-1][:120] if lines else None
