@@ -6,7 +6,6 @@ script's, so YARN's container state says how the task ended.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -22,13 +21,12 @@ import skein
 
 from appmaster import registry
 from appmaster.cluster_spec import ClusterSpec
-from appmaster.jobplan import JobPlan
+from appmaster.jobplan import SECRET_FILE_PREFIX, JobPlan
 
 log = logging.getLogger("tfyarn.agent")
 
 STDERR_TAIL_LINES = 20
 TERMINATE_GRACE_S = 5.0
-PR_SET_PDEATHSIG = 1
 
 
 def reserve_port() -> socket.socket:
@@ -56,14 +54,37 @@ def log_dir() -> Path:
     return Path(os.environ.get("LOG_DIRS", ".").split(",")[0])
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGKILL if the agent dies, so no TensorFlow process is orphaned."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+# Runs in a fresh interpreter between spawn and exec: asks the kernel to SIGKILL the task
+# when the agent dies, then becomes the task. The agent never forks itself with Python code
+# to run in the child (preexec_fn): its gRPC threads make such a child abort.
+DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL('libc.so.6').prctl(1, signal.SIGKILL)\n"  # 1 = PR_SET_PDEATHSIG
+    "if os.getppid() != int(os.environ.pop('TFYARN_AGENT_PID')): sys.exit(137)\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
 
 
-def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir: str) -> dict:
+def die_with_agent(command: list[str], env: dict) -> tuple[list[str], dict]:
+    """The command wrapped so that no TensorFlow process outlives a killed agent."""
+    return [sys.executable, "-c", DIE_WITH_PARENT, *command], {
+        **env, "TFYARN_AGENT_PID": str(os.getpid())}
+
+
+def secret_environment(names: tuple[str, ...]) -> dict[str, str]:
+    """TFYARN_SECRET_<name> = the secret file's path (never its content), readable by us only."""
+    env = {}
+    for name in names:
+        path = Path(SECRET_FILE_PREFIX + name).resolve()
+        path.chmod(0o400)
+        env[f"TFYARN_SECRET_{name}"] = str(path)
+    return env
+
+
+def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir: str,
+                     secrets: tuple[str, ...] = ()) -> dict:
     env = dict(os.environ)
+    env.update(secret_environment(secrets))
     env.update({
         "TF_CONFIG": json.dumps(spec.tf_config(task.role, task.index)),
         "TFYARN_ROLE": task.role,
@@ -94,9 +115,9 @@ def wait_for_spec(app: skein.ApplicationClient, generation: int, own_address: st
 def run_task(command: list[str], env: dict, name: str) -> tuple[int, str]:
     """Run the script, its output in `<role>-<index>.stdout/.stderr`; return (code, stderr tail)."""
     out_path, err_path = log_dir() / f"{name}.stdout", log_dir() / f"{name}.stderr"
+    command, env = die_with_agent(command, env)
     with open(out_path, "ab") as out, open(err_path, "ab") as err:
-        child = subprocess.Popen(command, stdout=out, stderr=err, env=env,
-                                 preexec_fn=_die_with_parent)
+        child = subprocess.Popen(command, stdout=out, stderr=err, env=env)
 
     def forward(signum: int, _frame: object) -> None:
         # YARN stops a container with SIGTERM, then SIGKILL: pass it on, then make sure.
@@ -144,7 +165,8 @@ def main() -> int:
     command = plan.task_command(spec, task.role, task.index, work_dir)
     log.info("starting %s: %s", name, " ".join(command))
     _status(app, container, "running", address=address)
-    code, tail = run_task(command, task_environment(spec, task, work_dir), name)
+    env = task_environment(spec, task, work_dir, plan.secrets)
+    code, tail = run_task(command, env, name)
     reservation.close()
     log.info("%s exited with code %d", name, code)
     if code != 0:

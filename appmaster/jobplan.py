@@ -14,6 +14,7 @@ from appmaster.cluster_spec import ClusterSpec
 
 JOB_FILE = "tfyarn-job.json"
 SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
+SECRET_FILE_PREFIX = ".tfyarn-secret-"  # a secret's file name in each task's directory
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class JobPlan:
     allocation_timeout_s: float = 120.0
     deadline_s: float | None = None
     am_max_attempts: int = 2
+    secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
 
     def role(self, name: str) -> RolePlan | None:
         return next((role for role in self.roles if role.name == name), None)
@@ -72,6 +74,7 @@ class JobPlan:
         data = json.loads(text)
         data["roles"] = tuple(RolePlan(**role) for role in data["roles"])
         data["script_args"] = tuple(data.get("script_args", ()))
+        data["secrets"] = tuple(data.get("secrets", ()))
         return cls(**data)
 
     @classmethod

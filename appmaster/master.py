@@ -373,7 +373,7 @@ class Master:
         message = report.exit_message if report else ""
         text = (f"{task.name} (attempt {task.attempt}) failed ({where}): container {state}"
                 + (f", exit code {code}" if code is not None else "")
-                + (f": {message}" if message else "") + ".")
+                + (f": {message.strip().rstrip('.')}" if message else "") + ".")
         if tail:
             text += f"\nLast stderr lines of {task.name}:\n{tail.rstrip()}"
         return text

@@ -7,26 +7,36 @@ from pathlib import Path
 import skein
 
 import appmaster
-from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR, JobPlan
+from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR, SECRET_FILE_PREFIX, JobPlan
+from tfyarn.environments import JobEnvironment
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
 
 
-def _launch(plan: JobPlan, module: str) -> str:
+def _launch(plan: JobPlan, module: str, python: str | None = None) -> str:
     """Shell lines skein runs in a container: our shipped code first on the path."""
     return (
         'export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"\n'
-        f"exec {plan.python} -m {module}\n"
+        f"exec {python or plan.python} -m {module}\n"
     )
 
 
 def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, queue: str,
-                     am_memory_mb: int, am_vcores: int) -> skein.ApplicationSpec:
+                     am_memory_mb: int, am_vcores: int,
+                     secrets: dict[str, Path] | None = None,
+                     environment: JobEnvironment | None = None) -> skein.ApplicationSpec:
+    environment = environment or JobEnvironment()  # a packed Python env, a Docker image
     files = {
         SCRIPTS_DIR: skein.File(str(scripts_dir), type="file"),
         "appmaster": skein.File(str(APPMASTER_DIR), type="file"),
         JOB_FILE: skein.File(str(job_file), type="file"),
+        **environment.files(),
     }
+    # Secrets reach the tasks only, as files YARN localizes privately for this application.
+    task_files = dict(files)
+    for name, path in (secrets or {}).items():
+        task_files[SECRET_FILE_PREFIX + name] = skein.File(str(path), type="file",
+                                                           visibility="application")
     services = {
         role.name: skein.Service(
             # The master adds each container itself, task by task, in priority order.
@@ -36,8 +46,8 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, queue: st
             # The master, not skein, decides what a failure means for the job.
             max_restarts=0,
             allow_failures=True,
-            files=files,
-            env=dict(plan.env),
+            files=task_files,
+            env={**plan.env, **environment.task_env()},
             script=_launch(plan, "appmaster.agent"),
         )
         for role in plan.roles
@@ -45,7 +55,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, queue: st
     master = skein.Master(
         resources=skein.Resources(memory=am_memory_mb, vcores=am_vcores),
         files=files,
-        script=_launch(plan, "appmaster.master"),
+        script=_launch(plan, "appmaster.master", environment.master_python),
     )
     return skein.ApplicationSpec(
         name=plan.name,

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from tfyarn import jobview
+from tfyarn import environments, jobview
 from tfyarn.jobconfig import JobConfigError, load_job
 from tfyarn.plan import build_plan, format_plan, format_plan_json, plan_document
 from tfyarn.submit import FINAL_STATES, SubmitError, follow, skein_client, submit
@@ -27,23 +27,41 @@ from tfyarn.submit import FINAL_STATES, SubmitError, follow, skein_client, submi
               help="With --wait: kill the job if tfyarn is interrupted (Ctrl-C).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and submit nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--python-env", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="A packed virtualenv or conda env (venv-pack/conda-pack .tar.gz, .tgz, "
+                   ".zip) that every container runs; uploaded once per content. It must hold "
+                   "skein, and TensorFlow for the tasks [default: from appConfig].")
+@click.option("--docker-image", default=None,
+              help="Run the tasks in this Docker image (YARN's Docker runtime) "
+                   "[default: from appConfig].")
+@click.option("--docker-mount", "docker_mounts", multiple=True, metavar="SRC:DEST[:ro|rw]",
+              help="A host path to mount in the tasks' Docker containers (repeatable).")
 def submit_command(resources_path: str, app_config_path: str, name: str | None,
                    queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
-                   as_json: bool) -> None:
+                   as_json: bool, python_env: str | None, docker_image: str | None,
+                   docker_mounts: tuple[str, ...]) -> None:
     """Submit a distributed TensorFlow job to YARN."""
     try:
         job = load_job(resources_path, app_config_path)
     except JobConfigError as exc:
         raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
-    plan = build_plan(job, name)
+    try:  # the job's Python env and Docker image (tfyarn/environments.py)
+        job = environments.with_overrides(job, python_env, docker_image, docker_mounts)
+        plan = build_plan(job, name)
+    except environments.JobEnvironmentError as exc:
+        raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
     queue = queue or job.app.queue
     if dry_run:
         document = plan_document(job, plan, queue)
         click.echo(format_plan_json(document) if as_json else format_plan(document))
         return
     try:
+        environment = environments.prepare(job, plan.python, lambda m: click.echo(m, err=True))
+    except environments.JobEnvironmentError as exc:
+        raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
+    try:
         with skein_client() as client:
-            app_id = submit(client, job, plan, queue)
+            app_id = submit(client, job, plan, queue, environment)
             report = client.application_report(app_id)
             if as_json and not wait:
                 click.echo(f'{{"application_id": "{app_id}", '

@@ -16,11 +16,13 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tfyarn import environments
 
 FAILURE_THRESHOLD_MEANING = (
     'yarn.container.failure.threshold N means "N failures of that component are tolerated, '
@@ -62,10 +64,13 @@ _WORK_DIR = _G + "user.work.dir"
 _REGISTRATION_TIMEOUT = _G + "registration.timeout"
 _PYTHON = _G + "python"
 _DOCKER_IMAGE = _G + "docker.image"
+_PYTHON_ENV = _G + "python.env"  # a packed env (tfyarn.environments)
+_DOCKER_MOUNTS = _G + "docker.mounts"
 _SUCCESS_POLICY = _G + "success.policy"
 _ALLOCATION_TIMEOUT = _G + "allocation.timeout"
 _DEADLINE = _G + "job.deadline"
 _AM_ATTEMPTS = _G + "am.max.attempts"
+_SECRETS = _G + "user.secrets"
 _APP_KEYS = (
     _ENTRY,
     _SCRIPTS_DIR,
@@ -77,10 +82,13 @@ _APP_KEYS = (
     _REGISTRATION_TIMEOUT,
     _PYTHON,
     _DOCKER_IMAGE,
+    _PYTHON_ENV,
+    _DOCKER_MOUNTS,
     _SUCCESS_POLICY,
     _ALLOCATION_TIMEOUT,
     _DEADLINE,
     _AM_ATTEMPTS,
+    _SECRETS,
 )
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
 _SLIDER_ONLY_KEYS = (
@@ -163,6 +171,10 @@ class AppConfig:
     allocation_timeout_s: float = 120.0
     deadline_s: float | None = None  # the whole job's, from submission; None = none
     am_max_attempts: int = 2
+    python_env: Path | None = None  # a packed env archive (absolute) every container runs
+    docker_mounts: tuple[str, ...] = ()  # source:dest[:mode] for the tasks' Docker containers
+    # name -> local file; each task gets the file, and its path in TFYARN_SECRET_<name>
+    secrets: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -602,6 +614,8 @@ def _parse_app(c: _Checker, doc: dict[str, Any], path: Path, user: str | None) -
               'write e.g. "2" (one retry of the AppMaster).', value=settings.get(_AM_ATTEMPTS))
     python = _text(c, settings, _PYTHON, "/usr/bin/python3")
     docker_image = _text(c, settings, _DOCKER_IMAGE, "tensorflow/tensorflow:latest")
+    python_env = _python_env(c, settings, Path(os.path.abspath(path)).parent)
+    docker_mounts = _docker_mounts(c, settings)
     if entry is None or scripts_dir is None:
         return None
     return AppConfig(
@@ -621,6 +635,9 @@ def _parse_app(c: _Checker, doc: dict[str, Any], path: Path, user: str | None) -
         allocation_timeout_s=allocation_timeout or 120.0,
         deadline_s=deadline,
         am_max_attempts=attempts or 2,
+        python_env=python_env,
+        docker_mounts=docker_mounts,
+        secrets=_secrets(c, settings, Path(os.path.abspath(path)).parent),
     )
 
 
@@ -635,6 +652,46 @@ def _text(c: _Checker, settings: dict[str, Any], key: str, example: str) -> str 
         c.add(_key("global", key), message, fix, value=value)
         return None
     return value.strip()
+
+
+def _python_env(c: _Checker, settings: dict[str, Any], base: Path) -> Path | None:
+    """The packed env's archive, relative to appConfig's directory; its contents are read
+    when the plan is made (tfyarn.environments.archive_python)."""
+    text = _text(c, settings, _PYTHON_ENV, "envs/tf2.tar.gz")
+    if text is None:
+        return None
+    path = Path(os.path.abspath(base / Path(text).expanduser()))
+    try:
+        environments.archive_suffix(path)
+    except environments.JobEnvironmentError:
+        c.add(_key("global", _PYTHON_ENV), "not an archive YARN can unpack",
+              "pack the env with venv-pack or conda-pack into a .tar.gz (or .tgz, .tar, .zip).",
+              value=text)
+        return None
+    if not path.is_file():
+        c.add(_key("global", _PYTHON_ENV), f"no such file ({path})",
+              f"pack the env there, or give its path relative to {base}.", value=text)
+        return None
+    return path
+
+
+def _docker_mounts(c: _Checker, settings: dict[str, Any]) -> tuple[str, ...]:
+    if _DOCKER_MOUNTS not in settings:
+        return ()
+    value = settings[_DOCKER_MOUNTS]
+    where = _key("global", _DOCKER_MOUNTS)
+    if isinstance(value, str):
+        value = [m.strip() for m in value.split(",") if m.strip()]
+    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+        c.add(where, "must be a list of strings or one comma-separated string",
+              'write e.g. ["/etc/hadoop/conf:/etc/hadoop/conf:ro"].',
+              value=settings[_DOCKER_MOUNTS])
+        return ()
+    for mount in value:
+        if problem := environments.docker_mount_problem(mount):
+            c.add(where, problem, "give each as /host/path:/container/path:ro (or :rw).",
+                  value=mount)
+    return tuple(value)
 
 
 def _scripts_dir(c: _Checker, settings: dict[str, Any], base: Path) -> Path | None:
@@ -733,6 +790,31 @@ def _env(c: _Checker, settings: dict[str, Any]) -> dict[str, str]:
             fix = f'put the value in quotes, e.g. "{value}".'
             c.add(where, f"must be a string, not {_kind(value)}", fix, value=value)
     return env
+
+
+def _secrets(c: _Checker, settings: dict[str, Any], base: Path) -> dict[str, Path]:
+    """Secret files by name. Only paths are read here: contents never enter any setting."""
+    if _SECRETS not in settings:
+        return {}
+    found = _mapping(c, settings[_SECRETS], _key("global", _SECRETS))
+    secrets: dict[str, Path] = {}
+    for name, value in (found or {}).items():
+        where = _key("global", _SECRETS, name)
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            c.add(where, "not a valid secret name",
+                  'use letters, digits and "_" (it becomes TFYARN_SECRET_<name>).')
+            continue
+        if not isinstance(value, str) or not value.strip():
+            c.add(where, "must be the path of a file holding the secret",
+                  'give a path, e.g. "~/.secrets/db-password".', value=value)
+            continue
+        path = Path(os.path.abspath(base / Path(value.strip()).expanduser()))
+        if not path.is_file():
+            c.add(where, f"no such file ({path})",
+                  "create the file, or give its path relative to appConfig.json.", value=value)
+            continue
+        secrets[name] = path
+    return secrets
 
 
 def _work_dir(c: _Checker, settings: dict[str, Any], user: str | None) -> str | None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
+from tfyarn import environments
 from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, JobConfig
 
 DEFAULT_WORK_DIR = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
@@ -27,7 +27,10 @@ def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
     return JobPlan(
         name=name or app.name,
         entry=app.entry_path.relative_to(app.scripts_dir).as_posix(),
-        python=app.python or sys.executable,
+        python=environments.task_python(  # may raise environments.JobEnvironmentError
+            None if app.python_env is None else environments.archive_python(app.python_env),
+            app.python, app.docker_image,
+        ),
         work_dir=app.work_dir or DEFAULT_WORK_DIR,
         roles=roles,
         script_args=app.script_args,
@@ -37,6 +40,7 @@ def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
         allocation_timeout_s=app.allocation_timeout_s,
         deadline_s=app.deadline_s,
         am_max_attempts=app.am_max_attempts,
+        secrets=tuple(sorted(app.secrets)),
     )
 
 
@@ -86,6 +90,10 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
         "scripts_dir": str(job.app.scripts_dir),
         "entry": plan.entry,
         "python": plan.python,
+        "python_env": None if job.app.python_env is None else str(job.app.python_env),
+        "docker": None if job.app.docker_image is None else {
+            "image": job.app.docker_image, "mounts": list(job.app.docker_mounts),
+        },
         "work_dir": work_dir,
         "registration_timeout_s": plan.registration_timeout_s,
         "allocation_timeout_s": plan.allocation_timeout_s,
@@ -95,6 +103,7 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
         "appmaster": {"memory_mb": job.am_memory_mb, "vcores": job.am_vcores},
         "roles": roles,
         "env": sorted(plan.env),
+        "secrets": list(plan.secrets),
         "not_launched_components": ignored_components,
         "ignored_keys": list(job.app.ignored),
         "failure_threshold_meaning": FAILURE_THRESHOLD_MEANING,
@@ -116,6 +125,13 @@ def format_plan(document: dict) -> str:
         "  success: " + ("when the chief exits 0" if document["success_policy"] == "chief"
                           else "when the chief and every worker exit 0"),
     ]
+    if document["python_env"]:
+        lines.append(f"  python env: {document['python_env']}, unpacked as "
+                     f"./{environments.ENV_DIR} in every container (uploaded once per content)")
+    if document["docker"]:
+        mounts = ", ".join(document["docker"]["mounts"]) or "none"
+        lines.append(f"  docker: the tasks run in image {document['docker']['image']} "
+                     f"(host network; mounts: {mounts}); the AppMaster runs on the host")
     for role in document["roles"]:
         gpus = f", {role['gpus']} GPU" if role["gpus"] else ""
         label = role["node_label"] or "<default partition>"
@@ -128,6 +144,9 @@ def format_plan(document: dict) -> str:
             lines.append(f"  [{task['type']} {task['index']}] {command}")
     if document["env"]:
         lines.append(f"\nEnvironment variables set for every task: {', '.join(document['env'])}")
+    if document["secrets"]:
+        lines.append("\nSecrets (files, path in TFYARN_SECRET_<name>): "
+                     + ", ".join(document["secrets"]))
     if document["not_launched_components"]:
         lines.append("\nNot launched (not supported yet): "
                      + ", ".join(document["not_launched_components"]))

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from appmaster.jobplan import JOB_FILE, JobPlan
+from tfyarn.environments import JobEnvironment
 from tfyarn.jobconfig import JobConfig
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
@@ -34,7 +35,8 @@ def skein_client():
         raise SubmitError(f"Could not start skein's driver: {exc}") from exc
 
 
-def submit(client, job: JobConfig, plan: JobPlan, queue: str) -> str:
+def submit(client, job: JobConfig, plan: JobPlan, queue: str,
+           environment: JobEnvironment | None = None) -> str:
     """Upload the scripts, the AppMaster code and the plan; return the application id."""
     from tfyarn.appspec import application_spec
 
@@ -42,7 +44,8 @@ def submit(client, job: JobConfig, plan: JobPlan, queue: str) -> str:
         job_file = Path(tmp) / JOB_FILE
         job_file.write_text(plan.to_json())
         spec = application_spec(plan, job.app.scripts_dir, job_file, queue,
-                                job.am_memory_mb, job.am_vcores)
+                                job.am_memory_mb, job.am_vcores, job.app.secrets,
+                                environment)
         try:
             return client.submit(spec)
         except Exception as exc:

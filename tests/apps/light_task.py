@@ -1,0 +1,46 @@
+"""A task script with no TensorFlow: records what it received, then behaves like its role.
+
+ps blocks until the launcher ends it; the chief and workers exit 0 (after --sleep seconds).
+With TFYARN_SECRET_* set, it records each secret's sha256 (never the secret itself).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+parser = argparse.ArgumentParser()
+for flag in ("--ps_hosts", "--worker_hosts", "--job_name", "--work_dir"):
+    parser.add_argument(flag, default="")
+parser.add_argument("--task_index", type=int, default=0)
+parser.add_argument("--sleep", type=float, default=0.0)
+parser.add_argument("--exit_code", type=int, default=0)
+args, _ = parser.parse_known_args()
+
+secrets = {}
+for name, path in os.environ.items():
+    if name.startswith("TFYARN_SECRET_"):
+        with open(path, "rb") as f:
+            secrets[name] = {"path": path, "sha256": hashlib.sha256(f.read()).hexdigest(),
+                             "mode": oct(os.stat(path).st_mode & 0o777)}
+record = {
+    "argv": sys.argv[1:], "tf_config": json.loads(os.environ.get("TF_CONFIG", "{}")),
+    "role": os.environ.get("TFYARN_ROLE"), "index": os.environ.get("TFYARN_TASK_INDEX"),
+    "attempt": os.environ.get("TFYARN_ATTEMPT"), "executable": sys.executable,
+    "pid": os.getpid(), "secrets": secrets,
+}
+os.makedirs(os.path.join(args.work_dir, "light"), exist_ok=True)
+with open(os.path.join(args.work_dir, "light", f"{args.job_name}_{args.task_index}.json"),
+          "w") as f:
+    json.dump(record, f)
+print(f"light task {args.job_name} {args.task_index} started", flush=True)
+
+if args.job_name == "ps":
+    while True:
+        time.sleep(60)
+time.sleep(args.sleep)
+if args.exit_code:
+    print(f"light task {args.job_name} {args.task_index} failing on purpose", file=sys.stderr)
+sys.exit(args.exit_code)

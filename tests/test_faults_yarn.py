@@ -1,0 +1,609 @@
+"""Fault injection on the local YARN: kill -9 tasks, the AppMaster or the job, and watch tfyarn.
+
+Every test submits with `tfyarn submit --detach --json`, then watches the job's work dir (in
+tmp_path) and the process table (/proc). Tasks are found by their command line
+(`--work_dir=<work dir> --job_name=... --task_index=...`), the AppMaster's Python driver by
+`appmaster.master` and its container directory. Every wait is bounded and says what it waited
+for. Recovery times are printed (run pytest with -s to see them), never asserted.
+
+The machine is small (2 cores): one job at a time, a small model, few steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import wait_for_final_state
+
+from tfyarn.localyarn import cluster
+from tfyarn.localyarn.layout import NODE_MANAGERS
+
+pytestmark = pytest.mark.yarn
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+G = "site.global."
+
+SUBMIT_TIMEOUT_S = 120  # `tfyarn submit --detach` (skein's driver start + upload)
+CHECKPOINT_TIMEOUT_S = 150  # submit -> a checkpoint at step >= MIN_CHECKPOINT_STEP
+RECOVERY_TIMEOUT_S = 120  # kill -> the replacement's flags file
+FINAL_TIMEOUT_S = 240  # the application's end
+PROCESS_GONE_TIMEOUT_S = 30  # the app's end -> none of its processes left
+MIN_CHECKPOINT_STEP = 50  # mnist1.py saves every 50 steps
+
+# Long enough to kill mid-training and have the replacement join before the end.
+TRAIN_ARGS = ["--train_steps", "600", "--step_sleep", "0.1"]
+TRAIN_STEPS = 600
+CONTAINER_ID = re.compile(r"container_(?:e\d+_)?\d+_\d+_(\d+)_(\d+)")
+CHECKPOINT_PATH = re.compile(r'^model_checkpoint_path: "(.*model\.ckpt-(\d+))"$', re.MULTILINE)
+FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
+
+
+# ---------------------------------------------------------------- processes
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    argv: tuple[str, ...]
+    cwd: str
+
+    def flag(self, name: str) -> str | None:
+        prefix = f"--{name}="
+        return next((a[len(prefix):] for a in self.argv if a.startswith(prefix)), None)
+
+    @property
+    def am_attempt(self) -> int | None:
+        """The AppMaster attempt whose container this process runs in (from its cwd)."""
+        match = CONTAINER_ID.search(self.cwd)
+        return int(match.group(1)) if match else None
+
+    @property
+    def container_number(self) -> int | None:
+        match = CONTAINER_ID.search(self.cwd)
+        return int(match.group(2)) if match else None
+
+    def short(self) -> str:
+        return f"pid {self.pid} [{self.cwd.rsplit('/', 1)[-1]}] {' '.join(self.argv)[:200]}"
+
+
+def scan_processes() -> list[Proc]:
+    """Every live process with a command line (zombies and kernel threads have none)."""
+    found = []
+    own = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == own:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                raw = f.read()
+            cwd = os.readlink(f"/proc/{entry.name}/cwd")
+        except OSError:
+            continue  # gone meanwhile
+        if raw:
+            argv = tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0"))
+            found.append(Proc(int(entry.name), argv, cwd))
+    return found
+
+
+def app_processes(app_id: str) -> list[Proc]:
+    """The app's processes: in one of its container dirs, or naming it on the command line."""
+    return [p for p in scan_processes()
+            if app_id in p.cwd or any(app_id in arg for arg in p.argv)]
+
+
+def task_processes(work_dir: Path) -> list[Proc]:
+    """The training scripts of the job: they get --work_dir=<the job's work dir>."""
+    flag = f"--work_dir={work_dir}"
+    return [p for p in scan_processes() if flag in p.argv]
+
+
+def task_key(proc: Proc) -> tuple[str, int]:
+    return proc.flag("job_name") or "?", int(proc.flag("task_index") or -1)
+
+
+def master_processes(app_id: str) -> list[Proc]:
+    """The AppMaster's Python driver (skein's Java AM starts `python -m appmaster.master`)."""
+    return [p for p in scan_processes()
+            if "appmaster.master" in p.argv and app_id in p.cwd and p.container_number == 1]
+
+
+# ---------------------------------------------------------------- waiting
+
+
+def wait_until(what: str, probe: Callable[[], Any], timeout_s: float,
+               poll_s: float = 0.2, fail_fast: Callable[[], str | None] | None = None) -> Any:
+    """probe()'s first truthy value; AssertionError naming `what` after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    next_check = 0.0
+    while True:
+        value = probe()
+        if value:
+            return value
+        now = time.monotonic()
+        if fail_fast is not None and now >= next_check:
+            reason = fail_fast()
+            if reason:
+                raise AssertionError(f"while waiting for {what}: {reason}")
+            next_check = now + 1.0
+        if now > deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(poll_s)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None  # not there yet (the examples write atomically, but be safe)
+
+
+def latest_checkpoint(work_dir: Path) -> tuple[str, int] | None:
+    try:
+        text = (work_dir / "checkpoints" / "checkpoint").read_text()
+    except OSError:
+        return None
+    match = CHECKPOINT_PATH.search(text)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+# ---------------------------------------------------------------- jobs
+
+
+@dataclass
+class Job:
+    """One submitted application and where to look at it."""
+
+    yarn_cluster: Any
+    app_id: str
+    work_dir: Path
+    submitted_at: float
+    killed_pids: list[int] = field(default_factory=list)
+
+    # ----- YARN's view
+
+    def rest(self) -> dict:
+        return cluster.rest(self.yarn_cluster.layout, f"apps/{self.app_id}")["app"]
+
+    def state(self) -> str:
+        return str(self.rest()["state"])
+
+    def ended_early(self) -> str | None:
+        """For fail_fast: a reason if the application already ended."""
+        app = self.rest()
+        if app["state"] in FINAL_STATES:
+            return (f"{self.app_id} already ended: {app['state']}/{app['finalStatus']}: "
+                    f"{app.get('diagnostics', '')}")
+        return None
+
+    def final(self, skein_client, timeout_s: float = FINAL_TIMEOUT_S) -> dict:
+        wait_for_final_state(skein_client, self.app_id, timeout_s)
+        return self.rest()
+
+    # ----- the job's files
+
+    def flags_path(self, job_name: str, index: int, attempt: int = 0) -> Path:
+        suffix = f".attempt{attempt}" if attempt else ""
+        return self.work_dir / "flags" / f"{job_name}_{index}{suffix}.json"
+
+    def result(self) -> dict:
+        result = read_json(self.work_dir / "result.json")
+        assert result is not None, f"the chief wrote no {self.work_dir / 'result.json'}"
+        return result
+
+    def wait_for_checkpoint(self, min_step: int = MIN_CHECKPOINT_STEP) -> int:
+        started = time.monotonic()
+
+        def probe() -> int | None:
+            latest = latest_checkpoint(self.work_dir)
+            return latest[1] if latest and latest[1] >= min_step else None
+
+        step = wait_until(f"a checkpoint at step >= {min_step} in {self.work_dir}/checkpoints",
+                          probe, CHECKPOINT_TIMEOUT_S, fail_fast=self.ended_early)
+        print(f"\n[{self.app_id}] checkpoint model.ckpt-{step} {time.monotonic() - started:.1f} s "
+              f"after we started waiting ({time.monotonic() - self.submitted_at:.1f} s after "
+              "submit)")
+        return step
+
+    # ----- processes
+
+    def task(self, job_name: str, index: int) -> Proc:
+        """The one live training process of a task."""
+        def probe() -> list[Proc]:
+            return [p for p in task_processes(self.work_dir)
+                    if task_key(p) == (job_name, index)]
+
+        procs = wait_until(f"the process of --job_name={job_name} --task_index={index}", probe,
+                           30, fail_fast=self.ended_early)
+        assert len(procs) == 1, "two processes for one task:\n" + "\n".join(
+            p.short() for p in procs)
+        return procs[0]
+
+    def kill9(self, proc: Proc) -> float:
+        os.kill(proc.pid, signal.SIGKILL)
+        self.killed_pids.append(proc.pid)
+        return time.monotonic()
+
+    def assert_no_process_left(self, timeout_s: float = PROCESS_GONE_TIMEOUT_S) -> float:
+        """Seconds until no process of the app remains; AssertionError if some outlive it."""
+        started = time.monotonic()
+        deadline = started + timeout_s
+        while alive := app_processes(self.app_id):
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"processes of {self.app_id} still alive {timeout_s:.0f} s after it ended:\n"
+                    + "\n".join(p.short() for p in alive))
+            time.sleep(0.2)
+        return time.monotonic() - started
+
+    # ----- the AppMaster's log, read live from the NodeManager's log dir
+
+    def driver_log(self) -> str:
+        texts = []
+        for nm in NODE_MANAGERS:
+            base = self.yarn_cluster.layout.node_dir(nm) / "containers" / self.app_id
+            for path in sorted(base.glob("container_*_000001/application.driver.log")):
+                with contextlib.suppress(OSError):  # aggregated and deleted meanwhile
+                    texts.append(path.read_text(errors="replace"))
+        return "\n".join(texts)
+
+    def print_am_recovery_lines(self, expected: int = 1, timeout_s: float = 10) -> None:
+        """Print the AppMaster's "training again X s after its failure" lines (figures only)."""
+        pattern = re.compile(r"INFO (.+ training again [\d.]+ s after its failure.*)$",
+                             re.MULTILINE)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            lines = pattern.findall(self.driver_log())
+            if len(lines) >= expected or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        for line in lines:
+            print(f"[{self.app_id}] AppMaster: {line}")
+        if not lines:
+            print(f"[{self.app_id}] AppMaster: no 'training again' line found in its live log")
+
+
+def make_job(tmp_path: Path, *, args: list[str], thresholds: dict[str, int] | None = None,
+             components: dict[str, dict[str, str]] | None = None,
+             settings: dict[str, Any] | None = None, scripts_dir: Path = EXAMPLES,
+             entry: str | None = None) -> tuple[Path, Path]:
+    """Copies of the seed job files in tmp_path: scripts, work dir, thresholds changed."""
+    job = tmp_path / "job"
+    job.mkdir()
+    resources = json.loads((REPO / "resources.json").read_text())
+    for role, threshold in (thresholds or {}).items():
+        resources["components"][role]["yarn.container.failure.threshold"] = str(threshold)
+    for role, values in (components or {}).items():
+        resources["components"].setdefault(role, {}).update(values)
+    app = json.loads((REPO / "appConfig.json").read_text())
+    app["global"][G + "user.scripts.dir"] = str(scripts_dir)
+    app["global"][G + "user.work.dir"] = str(tmp_path / "work" / "${APP_ID}")
+    app["global"][G + "user.scripts.args"] = args
+    if entry is not None:
+        app["global"][G + "user.scripts.entry"] = entry
+    app["global"].update({G + key: value for key, value in (settings or {}).items()})
+    res_path, app_path = job / "resources.json", job / "appConfig.json"
+    res_path.write_text(json.dumps(resources, indent=2))
+    app_path.write_text(json.dumps(app, indent=2))
+    return res_path, app_path
+
+
+def tfyarn(yarn_cluster, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tfyarn.cli", *args], env=yarn_cluster.env,
+                          capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
+
+
+@pytest.fixture
+def submit(yarn_cluster, skein_client, tmp_path: Path) -> Iterator[Callable[..., Job]]:
+    """Submit jobs detached; afterwards kill any still running and check none left processes."""
+    jobs: list[Job] = []
+
+    def _submit(res_path: Path, app_path: Path) -> Job:
+        started = time.monotonic()
+        result = tfyarn(yarn_cluster, "submit", "--resources", str(res_path), "--app-config",
+                        str(app_path), "--detach", "--json", timeout_s=SUBMIT_TIMEOUT_S)
+        assert result.returncode == 0, f"submit failed:\n{result.stdout}\n{result.stderr}"
+        line = next((line for line in result.stdout.splitlines() if line.startswith("{")), None)
+        assert line, f"no JSON from submit --json:\n{result.stdout}\n{result.stderr}"
+        app_id = json.loads(line)["application_id"]
+        job = Job(yarn_cluster, app_id, tmp_path / "work" / app_id, started)
+        jobs.append(job)
+        print(f"\n[{app_id}] submitted in {time.monotonic() - started:.1f} s")
+        return job
+
+    yield _submit
+
+    for job in jobs:
+        report = skein_client.application_report(job.app_id)
+        if str(report.state) not in FINAL_STATES:
+            skein_client.kill_application(job.app_id)  # the test failed midway
+            wait_for_final_state(skein_client, job.app_id, 60)
+        job.assert_no_process_left()
+
+
+def restarts_of(diagnostics: str) -> list[str]:
+    match = re.search(r"Restarts \((\d+)\): (.*?)\.(?:\s|$)", diagnostics, re.DOTALL)
+    assert match, f"no restarts recorded in the diagnostics: {diagnostics!r}"
+    lines = match.group(2).split("; ")
+    assert len(lines) == int(match.group(1)), diagnostics
+    return lines
+
+
+def assert_succeeded(job: Job, app: dict) -> None:
+    assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), (
+        f"{job.app_id}: {app['state']}/{app['finalStatus']}: {app.get('diagnostics')}")
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_killed_worker_is_replaced(yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+    """kill -9 worker 1's script: a new container for the same task index, the job goes on."""
+    job = submit(*make_job(tmp_path, args=TRAIN_ARGS, thresholds={"worker": 1}))
+    job.wait_for_checkpoint()
+    victim = job.task("worker", 2)  # worker role index 1 (the chief is TF worker 0)
+    killed_at = job.kill9(victim)
+
+    replacement = job.flags_path("worker", 2, attempt=1)
+    wait_until(f"the replacement's {replacement.name}", replacement.exists, RECOVERY_TIMEOUT_S,
+               fail_fast=job.ended_early)
+    print(f"[{job.app_id}] worker 1 killed -> replacement started its script "
+          f"({replacement.name}) in {time.monotonic() - killed_at:.1f} s")
+    job.print_am_recovery_lines()
+
+    app = job.final(skein_client)
+    assert_succeeded(job, app)
+    assert job.result()["global_step"] >= TRAIN_STEPS, job.result()
+    restarts = restarts_of(app["diagnostics"])
+    assert len(restarts) == 1 and restarts[0].startswith("worker 1 replaced"), restarts
+    record = read_json(replacement)
+    assert record["tfyarn_attempt"] == 1 and record["flags"]["task_index"] == 2, record
+    assert record["pid"] != victim.pid
+    assert job.flags_path("worker", 1, attempt=1).exists() is False  # only worker 1 restarted
+    job.assert_no_process_left()
+
+
+@pytest.mark.parametrize("victim_task, role, threshold_role", [
+    (("ps", 0), "ps 0", "ps"),
+    (("worker", 0), "chiefworker 0", "chiefworker"),
+], ids=["ps", "chief"])
+def test_killed_ps_or_chief_restarts_from_checkpoint(
+        yarn_cluster, skein_client, submit, tmp_path: Path, victim_task: tuple[str, int],
+        role: str, threshold_role: str) -> None:
+    """kill -9 the ps (or the chief): every task restarts as generation 1 from the checkpoint."""
+    job = submit(*make_job(tmp_path, args=["--train_steps", "400", "--step_sleep", "0.1"],
+                           thresholds={threshold_role: 1}))
+    step_at_kill = job.wait_for_checkpoint()
+    victim = job.task(*victim_task)
+    killed_at = job.kill9(victim)
+
+    restarted = job.flags_path(*victim_task, attempt=1)
+    chief = job.flags_path("worker", 0, attempt=1)
+    wait_until(f"the restarted {restarted.name} and {chief.name}",
+               lambda: restarted.exists() and chief.exists(), RECOVERY_TIMEOUT_S,
+               fail_fast=job.ended_early)
+    print(f"[{job.app_id}] {role} killed -> generation 1 started its scripts "
+          f"({restarted.name}, {chief.name}) in {time.monotonic() - killed_at:.1f} s")
+    job.print_am_recovery_lines(expected=4)
+
+    app = job.final(skein_client)
+    assert_succeeded(job, app)
+    result = job.result()
+    print(f"[{job.app_id}] checkpoint at the kill: step {step_at_kill}; the restarted chief "
+          f"began at global step {result['first_global_step']} and ended at "
+          f"{result['global_step']}")
+    assert result["first_global_step"] >= step_at_kill > 0, (
+        f"the restarted chief did not resume from the checkpoint: {result}")
+    assert result["global_step"] >= 400, result
+    restarts = restarts_of(app["diagnostics"])
+    assert len(restarts) == 1, restarts
+    assert restarts[0].startswith(f"{role} failed: cluster restarted as generation 1"), restarts
+    for name in ("ps_0", "worker_0", "worker_1", "worker_2"):  # every task restarted
+        record = read_json(job.work_dir / "flags" / f"{name}.attempt1.json")
+        assert record and record["tfyarn_attempt"] == 1, (name, record)
+    job.assert_no_process_left()
+
+
+def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client, submit,
+                                                     tmp_path: Path) -> None:
+    """Threshold 0 for workers: the first killed worker fails the job, and says why."""
+    job = submit(*make_job(tmp_path, args=TRAIN_ARGS, thresholds={"worker": 0}))
+    job.wait_for_checkpoint()
+    killed_at = job.kill9(job.task("worker", 1))  # worker role index 0
+
+    app = job.final(skein_client, timeout_s=90)
+    print(f"[{job.app_id}] worker 0 killed -> application {app['state']} in "
+          f"{time.monotonic() - killed_at:.1f} s")
+    assert (app["state"], app["finalStatus"]) == ("FAILED", "FAILED"), app
+    diagnostics = app["diagnostics"]
+    assert "Component worker failed 1 time(s)" in diagnostics, diagnostics
+    assert "yarn.container.failure.threshold of 0" in diagnostics, diagnostics
+    assert "worker 0 (attempt 0) failed" in diagnostics, diagnostics
+    assert "exit code 137" in diagnostics, diagnostics
+    assert not job.flags_path("worker", 1, attempt=1).exists(), "the worker was replaced"
+
+    status = tfyarn(yarn_cluster, "status", job.app_id)
+    assert status.returncode == 0, status.stderr
+    assert "FAILED" in status.stdout, status.stdout
+    assert "Component worker failed 1 time(s)" in status.stdout, status.stdout
+    assert "yarn.container.failure.threshold of 0" in status.stdout, status.stdout
+    assert "worker 0 (attempt 0) failed" in status.stdout, status.stdout
+    job.assert_no_process_left()
+
+
+LIGHT_SCRIPT = """\
+import sys, time
+print("light task", sys.argv[1:], flush=True)
+time.sleep(60)
+"""
+
+
+def test_unschedulable_request_fails_after_allocation_timeout(
+        yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+    """6 workers of 8192 MB in the gpu partition (16384 MB: 2 fit) -> FAILED after 20 s."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "light.py").write_text(LIGHT_SCRIPT)
+    timeout_s = 20
+    job = submit(*make_job(
+        tmp_path, args=[], scripts_dir=scripts, entry="light.py",
+        components={"worker": {"yarn.component.instances": "6", "yarn.memory": "8192"}},
+        settings={"allocation.timeout": str(timeout_s)}))
+
+    running_at = wait_until(f"{job.app_id} RUNNING (its AppMaster registered)",
+                            lambda: job.state() in ("RUNNING", *FINAL_STATES) and
+                            time.monotonic(), 90)
+    app = job.final(skein_client, timeout_s=timeout_s + 60)
+    elapsed = time.monotonic() - running_at
+    print(f"[{job.app_id}] unschedulable: FAILED {elapsed:.1f} s after the AppMaster "
+          f"registered ({time.monotonic() - job.submitted_at:.1f} s after submit)")
+    assert (app["state"], app["finalStatus"]) == ("FAILED", "FAILED"), app
+    assert elapsed < timeout_s + 25, f"FAILED only after {elapsed:.0f} s"
+    diagnostics = app["diagnostics"]
+    match = re.search(r"YARN did not allocate (\d+) container\(s\) within 20 s "
+                      r"\(site\.global\.allocation\.timeout\)", diagnostics)
+    assert match, diagnostics
+    assert int(match.group(1)) >= 4, diagnostics  # at most 2 of the 6 fit
+    waiting = re.findall(r"^\s+worker (\d+): asked for 8192 MB, 1 vcore\(s\) in node label "
+                         r"'gpu'", diagnostics, re.MULTILINE)
+    assert len(waiting) == int(match.group(1)), diagnostics
+    job.assert_no_process_left()
+
+
+def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, submit,
+                                                tmp_path: Path) -> None:
+    """kill -9 the AppMaster's driver: YARN starts attempt 2, which reruns the job from the
+    checkpoint; no task of attempt 1 survives, never two processes for one task."""
+    job = submit(*make_job(tmp_path, args=TRAIN_ARGS, settings={"am.max.attempts": "2"}))
+    step_at_kill = job.wait_for_checkpoint()
+    masters = master_processes(job.app_id)
+    assert len(masters) == 1, [p.short() for p in masters]
+    assert masters[0].am_attempt == 1, masters[0].short()
+    first_tasks = task_processes(job.work_dir)
+    assert len(first_tasks) == 4, [p.short() for p in first_tasks]
+    first_pids = {p.pid for p in first_tasks}
+    chief_pid = read_json(job.flags_path("worker", 0))["pid"]
+    killed_at = job.kill9(masters[0])
+
+    gone = wait_until("every task process of attempt 1 to end",
+                      lambda: not (first_pids & {p.pid for p in task_processes(job.work_dir)})
+                      and time.monotonic(), 60)
+    print(f"[{job.app_id}] AppMaster killed -> attempt 1's tasks gone in "
+          f"{gone - killed_at:.1f} s")
+
+    samples = duplicates = 0
+    second_attempt_seen: float | None = None
+    while str(skein_client.application_report(job.app_id).state) not in FINAL_STATES:
+        if time.monotonic() - killed_at > FINAL_TIMEOUT_S:
+            raise AssertionError(f"{job.app_id} did not end {FINAL_TIMEOUT_S} s after the kill")
+        procs = task_processes(job.work_dir)
+        survivors = [p for p in procs if p.pid in first_pids or p.am_attempt == 1]
+        assert not survivors, "attempt 1's tasks survive:\n" + "\n".join(
+            p.short() for p in survivors)
+        counts = Counter(task_key(p) for p in procs)
+        duplicates += sum(1 for n in counts.values() if n > 1)
+        assert all(n <= 1 for n in counts.values()), "two processes for one task:\n" + "\n".join(
+            p.short() for p in procs)
+        if procs and second_attempt_seen is None:
+            second_attempt_seen = time.monotonic()
+            assert {p.am_attempt for p in procs} == {2}, [p.short() for p in procs]
+        if procs:
+            samples += 1
+        time.sleep(0.5)
+    print(f"[{job.app_id}] AppMaster killed -> attempt 2's first task script running in "
+          + (f"{second_attempt_seen - killed_at:.1f} s" if second_attempt_seen else "(never)")
+          + f"; {samples} process-table samples during attempt 2, {duplicates} duplicates")
+    new_chief = read_json(job.flags_path("worker", 0))
+    if new_chief and new_chief["pid"] != chief_pid:
+        print(f"[{job.app_id}] (the chief of attempt 2 rewrote worker_0.json)")
+
+    app = job.rest()
+    attempts = cluster.rest(yarn_cluster.layout, f"apps/{job.app_id}/appattempts")
+    attempt_list = attempts["appAttempts"]["appAttempt"]
+    print(f"[{job.app_id}] AppMaster attempts: "
+          + ", ".join(f"{a['id']}: {a.get('appAttemptState')}" for a in attempt_list))
+    assert len(attempt_list) == 2, attempt_list
+    # The second attempt finishes the job (it could also fail it cleanly, with a reason; on
+    # this cluster it succeeds, so that is what is asserted).
+    assert_succeeded(job, app)
+    assert samples >= 3, f"only {samples} samples of attempt 2's tasks"
+    result = job.result()
+    print(f"[{job.app_id}] checkpoint at the kill: step {step_at_kill}; attempt 2's chief began "
+          f"at global step {result['first_global_step']}, ended at {result['global_step']}")
+    assert result["first_global_step"] >= step_at_kill, result
+    assert result["global_step"] >= TRAIN_STEPS, result
+    job.assert_no_process_left()
+
+
+LOAD_CHECKPOINT = """\
+import sys
+import tensorflow as tf
+reader = tf.train.load_checkpoint(sys.argv[1])
+names = sorted(reader.get_variable_to_shape_map())
+print("variables", names)
+print("global_step", int(reader.get_tensor("global_step")))
+"""
+
+
+def test_tfyarn_kill_ends_every_process_and_keeps_the_checkpoint(
+        yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+    """`tfyarn kill` mid-job: KILLED, no process left, the checkpoints readable."""
+    job = submit(*make_job(tmp_path, args=TRAIN_ARGS))
+    job.wait_for_checkpoint()
+    assert len(task_processes(job.work_dir)) == 4
+    killed_at = time.monotonic()
+    result = tfyarn(yarn_cluster, "kill", job.app_id)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    print(f"[{job.app_id}] `tfyarn kill` returned in {time.monotonic() - killed_at:.1f} s")
+
+    app = job.final(skein_client, timeout_s=60)
+    assert app["state"] == "KILLED", app
+    gone_in = job.assert_no_process_left(timeout_s=15)
+    print(f"[{job.app_id}] KILLED; no process of the job left "
+          f"{time.monotonic() - killed_at:.1f} s after `tfyarn kill` ({gone_in:.1f} s after "
+          "YARN's KILLED)")
+
+    latest = latest_checkpoint(job.work_dir)
+    assert latest, f"no checkpoint file in {job.work_dir / 'checkpoints'}"
+    text = (job.work_dir / "checkpoints" / "checkpoint").read_text()
+    listed = re.findall(r'^all_model_checkpoint_paths: "(.*)"$', text, re.MULTILINE)
+    assert latest[0] in listed, text
+    for prefix in listed:
+        for suffix in (".index", ".meta", ".data-00000-of-00001"):
+            path = Path(prefix + suffix)
+            assert path.is_file() and path.stat().st_size > 0, f"{path} missing or empty"
+    loaded = subprocess.run([sys.executable, "-c", LOAD_CHECKPOINT, latest[0]],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert f"global_step {latest[1]}" in loaded.stdout, loaded.stdout
+    assert "w1" in loaded.stdout and "w2" in loaded.stdout, loaded.stdout
+
+
+def test_helpers_parse_checkpoint_file(tmp_path: Path) -> None:
+    """The checkpoint-file parsing the tests rely on (no cluster needed)."""
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "checkpoint").write_text(
+        'model_checkpoint_path: "/w/checkpoints/model.ckpt-152"\n'
+        'all_model_checkpoint_paths: "/w/checkpoints/model.ckpt-101"\n'
+        'all_model_checkpoint_paths: "/w/checkpoints/model.ckpt-152"\n')
+    assert latest_checkpoint(tmp_path) == ("/w/checkpoints/model.ckpt-152", 152)
+    assert restarts_of("The chief finished successfully. a -> b: 1.0 s. Restarts (1): "
+                       "worker 1 replaced (attempt 1).") == ["worker 1 replaced (attempt 1)"]
+    proc = Proc(1, ("python", "app/mnist1.py", "--job_name=worker", "--task_index=2"),
+                "/x/appcache/application_1_0001/container_1_0001_02_000003")
+    assert task_key(proc) == ("worker", 2) and proc.am_attempt == 2
+    assert proc.container_number == 3

@@ -1,0 +1,99 @@
+"""Secrets reach every task as a private file; their text shows up nowhere else."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+APPS = Path(__file__).parent / "apps"
+REPO = Path(__file__).parent.parent
+
+
+def write_job(tmp_path: Path, secret_file: Path) -> tuple[Path, Path]:
+    resources = json.loads((REPO / "resources.json").read_text())
+    for name in ("ps", "chiefworker", "worker"):
+        resources["components"][name]["yarn.memory"] = "256"
+    app = {"global": {
+        "site.global.user.scripts.dir": str(APPS),
+        "site.global.user.scripts.entry": "light_task.py",
+        "site.global.user.scripts.args": ["--sleep", "4"],
+        "site.global.user.work.dir": str(tmp_path / "work" / "${APP_ID}"),
+        "site.global.app.name": "tfyarn-secrets-test",
+        "site.global.user.secrets": {"DB_PASSWORD": str(secret_file)},
+    }}
+    (tmp_path / "resources.json").write_text(json.dumps(resources))
+    (tmp_path / "appConfig.json").write_text(json.dumps(app))
+    return tmp_path / "resources.json", tmp_path / "appConfig.json"
+
+
+def scan_argv(needle: bytes, seen: list[str], stop: threading.Event) -> None:
+    """Look for the secret in every process's command line and environment while the job runs."""
+    while not stop.is_set():
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            for part in ("cmdline", "environ"):
+                try:
+                    if needle in (proc / part).read_bytes():
+                        seen.append(f"{proc.name}/{part}")
+                except OSError:
+                    pass
+        time.sleep(0.5)
+
+
+@pytest.mark.yarn
+def test_secret_is_delivered_as_a_file_and_leaks_nowhere(yarn_cluster, tmp_path):
+    secret_text = f"s3cr3t-{secrets.token_hex(12)}"
+    secret_file = tmp_path / "db-password"
+    secret_file.write_text(secret_text)
+    resources, app_config = write_job(tmp_path, secret_file)
+
+    seen: list[str] = []
+    stop = threading.Event()
+    scanner = threading.Thread(target=scan_argv, args=(secret_text.encode(), seen, stop))
+    scanner.start()
+    try:
+        result = subprocess.run(
+            ["tfyarn", "submit", "--resources", str(resources), "--app-config", str(app_config),
+             "--wait"], capture_output=True, text=True, env=yarn_cluster.env, timeout=240)
+    finally:
+        stop.set()
+        scanner.join()
+    assert result.returncode == 0, result.stdout + result.stderr
+    app_id = re.search(r"application_\d+_\d+", result.stdout).group(0)
+
+    # Every task read the secret through the file named in TFYARN_SECRET_DB_PASSWORD.
+    records = [json.loads(p.read_text()) for p in (tmp_path / "work" / app_id / "light").iterdir()]
+    assert len(records) == 4
+    digest = hashlib.sha256(secret_text.encode()).hexdigest()
+    for record in records:
+        secret = record["secrets"]["TFYARN_SECRET_DB_PASSWORD"]
+        assert secret["sha256"] == digest
+        assert secret["mode"] == "0o400"  # readable by the job's user only
+        assert secret_text not in json.dumps(record["argv"])
+
+    # Not in any command line or environment of any process while the job ran ...
+    assert seen == []
+    # ... nor in YARN's diagnostics, nor in any container's log.
+    report = requests.get(f"{yarn_cluster.layout.webapp_url}/ws/v1/cluster/apps/{app_id}",
+                          timeout=5).json()["app"]
+    assert secret_text not in json.dumps(report)
+    logs = ""
+    for _ in range(60):
+        logs = subprocess.run(["yarn", "logs", "-applicationId", app_id], capture_output=True,
+                              text=True, env=yarn_cluster.env).stdout
+        if logs.count("light task") >= 4:
+            break
+        time.sleep(1)
+    assert logs.count("light task") >= 4, "task output never reached the aggregated logs"
+    assert secret_text not in logs
+    assert secret_text not in result.stdout + result.stderr

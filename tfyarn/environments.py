@@ -1,0 +1,393 @@
+"""Per-job Python environments and Docker images for the job's containers.
+
+A packed environment (a virtualenv packed by venv-pack, or a conda env packed by conda-pack)
+is copied once to the cluster's default filesystem, under its content's sha256, and YARN
+unpacks it as ``./pyenv`` in every container of the job: the AppMaster and the tasks all run
+its interpreter. Two jobs on one cluster can so use two TensorFlow versions. tfyarn's own
+code in the containers needs only skein and the standard library there; the training
+script needs TensorFlow.
+
+A Docker image runs the tasks (not the AppMaster, which is skein's Java process) in YARN's
+Docker container runtime; see Hadoop's "Launching Applications Using Docker Containers".
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import uuid
+import xml.etree.ElementTree as ElementTree
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # jobconfig imports this module
+    from tfyarn.jobconfig import JobConfig
+
+ENV_DIR = "pyenv"  # the name the packed environment is unpacked under in every container
+# What YARN unpacks (by the resource's name), longest first: ".tar.gz" before ".tar".
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+CACHE_DIR = ".tfyarn/envs"  # under the user's home directory on the default filesystem
+# The interpreter inside an archive: venv-pack and conda-pack put the env at its top; an
+# archive of the env's directory has it one level down.
+_PYTHON_MEMBER = re.compile(r"(?:[^/]+/)?bin/python3?")
+_ENV_NEEDS = "the env must contain skein (tfyarn's code in the containers imports it) and " \
+             "TensorFlow (for the training script)"
+
+DOCKER_NETWORK = "host"  # tasks are reached at their node's address: no bridged ports
+_MOUNT = re.compile(
+    r"(?P<source>/[^:,]*):(?P<dest>/[^:,]*)"
+    r"(?::(?P<mode>(?:ro|rw)(?:\+(?:shared|rshared|slave|rslave|private|rprivate))?"
+    r"|shared|rshared|slave|rslave|private|rprivate))?"
+)
+
+
+class JobEnvironmentError(RuntimeError):
+    """The packed env or the Docker settings cannot be used; the message says what to do."""
+
+
+# ---------------------------------------------------------------- the archive
+
+
+def archive_suffix(path: str | os.PathLike[str]) -> str:
+    """The archive kind by its name (".tar.gz", ".tgz", ".tar" or ".zip"), as YARN reads it."""
+    name = Path(path).name.lower()
+    for suffix in ARCHIVE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return suffix
+    raise JobEnvironmentError(
+        f"{path}: not an archive YARN can unpack. Fix: pack the env with venv-pack or "
+        "conda-pack into a .tar.gz (or .tgz, .tar, .zip) file, e.g. "
+        "`venv-pack -p ENV -o env.tar.gz` or `conda pack -n ENV -o env.tar.gz`."
+    )
+
+
+def python_member(names: Sequence[str]) -> str | None:
+    """The interpreter among an archive's member names: the shallowest bin/python, else
+    bin/python3; None when there is none."""
+    found = [n.removeprefix("./") for n in names if _PYTHON_MEMBER.fullmatch(n.removeprefix("./"))]
+    if not found:
+        return None
+    return min(found, key=lambda n: (n.count("/"), not n.endswith("/python"), n))
+
+
+def archive_python(archive: str | os.PathLike[str]) -> str:
+    """The interpreter's path inside the archive, e.g. "bin/python"; raises JobEnvironmentError."""
+    path = Path(archive)
+    suffix = archive_suffix(path)
+    if not path.is_file():
+        raise JobEnvironmentError(f"{path}: no such file. Fix: give the path of the packed env.")
+    try:
+        if suffix == ".zip":
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        else:
+            names = []
+            with tarfile.open(path, "r:*") as tar:
+                for member in tar:  # streams: stop at the usual place instead of reading all
+                    names.append(member.name)
+                    if member.name.removeprefix("./") == "bin/python":
+                        break
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
+        raise JobEnvironmentError(
+            f"{path}: cannot read the archive ({exc}). Fix: pack the env again."
+        ) from exc
+    member = python_member(names)
+    if member is None:
+        raise JobEnvironmentError(
+            f"{path}: no bin/python in the archive, so it is no packed Python env. Fix: pack "
+            f"a virtualenv with venv-pack or a conda env with conda-pack; {_ENV_NEEDS}."
+        )
+    return member
+
+
+def python_in_env(member: str) -> str:
+    """The interpreter in a container (relative to its working directory)."""
+    return f"./{ENV_DIR}/{member}"
+
+
+def task_python(env_member: str | None, python: str | None, docker_image: str | None) -> str:
+    """The interpreter the tasks run: the packed env's, else the configured one, else the
+    image's python3 in Docker, else the one running tfyarn (the same path on every node)."""
+    if env_member is not None:
+        return python_in_env(env_member)
+    if python:
+        return python
+    if docker_image:
+        return "python3"
+    return sys.executable
+
+
+def master_python(task_python: str, has_env: bool, docker_image: str | None) -> str:
+    """The AppMaster's interpreter. It never runs in Docker, so with an image and no packed
+    env it runs the one running tfyarn (the same path on the nodes)."""
+    if docker_image and not has_env:
+        return sys.executable
+    return task_python
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- the cluster's copy
+
+
+def default_fs_from_core_site(text: str) -> str | None:
+    """fs.defaultFS (or the old fs.default.name) as a core-site.xml sets it; None if unset."""
+    try:
+        root = ElementTree.fromstring(text)
+    except ElementTree.ParseError:
+        return None
+    values = {
+        (prop.findtext("name") or "").strip(): (prop.findtext("value") or "").strip()
+        for prop in root.iter("property")
+    }
+    return values.get("fs.defaultFS") or values.get("fs.default.name") or None
+
+
+def hadoop_conf_dirs(environ: Mapping[str, str]) -> list[Path]:
+    """Where the Hadoop client's configuration is looked for, in order."""
+    dirs = []
+    if environ.get("HADOOP_CONF_DIR"):
+        dirs.append(Path(environ["HADOOP_CONF_DIR"]))
+    if environ.get("HADOOP_HOME"):
+        dirs.append(Path(environ["HADOOP_HOME"]) / "etc" / "hadoop")
+    dirs.append(Path("/etc/hadoop/conf"))
+    return dirs
+
+
+def default_fs(environ: Mapping[str, str] | None = None) -> str:
+    """The cluster's default filesystem, e.g. hdfs://namenode:8020, from core-site.xml."""
+    environ = os.environ if environ is None else environ
+    dirs = hadoop_conf_dirs(environ)
+    for conf_dir in dirs:
+        core_site = conf_dir / "core-site.xml"
+        if core_site.is_file():
+            value = default_fs_from_core_site(core_site.read_text(errors="replace"))
+            if value:
+                return check_default_fs(value)
+    raise JobEnvironmentError(
+        "cannot tell the cluster's default filesystem: no fs.defaultFS in core-site.xml in "
+        + ", ".join(map(str, dirs))
+        + ". Fix: set HADOOP_CONF_DIR to the cluster's client configuration."
+    )
+
+
+def check_default_fs(url: str) -> str:
+    """A default filesystem every node reaches, written as scheme://authority."""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc or parts.scheme == "file":
+        raise JobEnvironmentError(
+            f"the cluster's default filesystem is {url!r}: the packed env must go where every "
+            "node reads it, such as hdfs://namenode:8020. Fix: set fs.defaultFS in "
+            "core-site.xml (HADOOP_CONF_DIR) to the cluster's filesystem."
+        )
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def cluster_user(environ: Mapping[str, str] | None = None) -> str:
+    """The user the cluster sees (skein's driver honours HADOOP_USER_NAME as Hadoop does)."""
+    environ = os.environ if environ is None else environ
+    return environ.get("HADOOP_USER_NAME") or getpass.getuser()
+
+
+def cached_archive_url(default_fs: str, user: str, sha256: str, suffix: str) -> str:
+    """<default filesystem>/user/<user>/.tfyarn/envs/<sha256><suffix>."""
+    if not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+    if suffix not in ARCHIVE_SUFFIXES:
+        raise ValueError(f"not one of {ARCHIVE_SUFFIXES}: {suffix!r}")
+    return f"{check_default_fs(default_fs)}/user/{user}/{CACHE_DIR}/{sha256}{suffix}"
+
+
+def fs_shell(which=shutil.which) -> list[str]:
+    """The Hadoop filesystem shell: `hadoop fs`, else `hdfs dfs`."""
+    if which("hadoop"):
+        return ["hadoop", "fs"]
+    if which("hdfs"):
+        return ["hdfs", "dfs"]
+    raise JobEnvironmentError(
+        "neither `hadoop` nor `hdfs` is on PATH, so tfyarn cannot copy the packed env to the "
+        "cluster. Fix: run on a machine with the Hadoop client (as for `yarn`), or copy it "
+        "yourself with `hadoop fs -put` and run the job without --python-env."
+    )
+
+
+@dataclass(frozen=True)
+class UploadedEnv:
+    url: str  # on the cluster's default filesystem, used in place by skein
+    sha256: str
+    uploaded: bool  # False: an earlier job had already uploaded the same content
+
+
+def _fs(shell: Sequence[str], *args: str, timeout: float | None = 300.0):
+    try:
+        return subprocess.run([*shell, *args], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JobEnvironmentError(f"`{' '.join([*shell, *args])}` failed: {exc}") from exc
+
+
+def _fs_error(shell: Sequence[str], args: Sequence[str], result) -> JobEnvironmentError:
+    detail = (result.stderr or result.stdout).strip()[-1500:]
+    return JobEnvironmentError(
+        f"`{' '.join([*shell, *args])}` failed (exit code {result.returncode}): {detail}"
+    )
+
+
+def exists(shell: Sequence[str], url: str) -> bool:
+    return _fs(shell, "-test", "-e", url).returncode == 0
+
+
+def ensure_uploaded(archive: str | os.PathLike[str], *, fs_default: str | None = None,
+                    user: str | None = None, shell: Sequence[str] | None = None) -> UploadedEnv:
+    """The archive's URL on the default filesystem, copying it there unless its content
+    (by sha256) already is. Concurrent uploads of one archive are safe: each copies to a
+    name of its own and renames it into place, and the first rename wins."""
+    path = Path(archive)
+    suffix = archive_suffix(path)
+    sha = sha256_file(path)
+    url = cached_archive_url(fs_default or default_fs(), user or cluster_user(), sha, suffix)
+    shell = list(shell) if shell is not None else fs_shell()
+    if exists(shell, url):
+        return UploadedEnv(url, sha, uploaded=False)
+    directory = url.rsplit("/", 1)[0]
+    result = _fs(shell, "-mkdir", "-p", directory)
+    if result.returncode != 0:
+        raise _fs_error(shell, ["-mkdir", "-p", directory], result)
+    partial = f"{url}.{uuid.uuid4().hex}.partial"
+    # -d: no ._COPYING_ file of its own; the partial name already is one.
+    result = _fs(shell, "-put", "-d", str(path), partial, timeout=None)
+    if result.returncode != 0:
+        _fs(shell, "-rm", "-f", partial)
+        raise _fs_error(shell, ["-put", "-d", str(path), partial], result)
+    moved = _fs(shell, "-mv", partial, url)
+    if moved.returncode == 0:
+        return UploadedEnv(url, sha, uploaded=True)
+    _fs(shell, "-rm", "-f", partial)
+    if exists(shell, url):  # another submission of the same env renamed its copy first
+        return UploadedEnv(url, sha, uploaded=False)
+    raise _fs_error(shell, ["-mv", partial, url], moved)
+
+
+def env_file(url: str):
+    """The skein file for the packed env: unpacked by YARN as ./pyenv. PRIVATE visibility
+    lets each node keep the unpacked env for the user's later jobs while it is unchanged."""
+    import skein
+
+    return skein.File(url, type="archive", visibility="private")
+
+
+# ---------------------------------------------------------------- Docker
+
+
+def docker_mount_problem(mount: str) -> str | None:
+    """Why a YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS entry is malformed; None when it is fine."""
+    if _MOUNT.fullmatch(mount):
+        return None
+    return (f"{mount!r} is no mount: write /host/path:/container/path[:ro|rw], both paths "
+            "absolute, without commas")
+
+
+def docker_environment(image: str, mounts: Sequence[str] = ()) -> dict[str, str]:
+    """The environment that has YARN's Docker runtime run a container in the image.
+
+    The image needs a python with skein (tfyarn's agent imports it) and TensorFlow, or a
+    packed env that runs in it (conda-pack's are self-contained; venv-pack's link to a
+    python at the same path). The network is the host's: tasks are reached at their node's
+    address. The container's working directory (with the packed env) is mounted by YARN;
+    other mounts must be on the NodeManagers' docker.allowed.ro-mounts/rw-mounts lists.
+    """
+    image = image.strip()
+    if not image or any(c.isspace() for c in image):
+        raise ValueError(f"not a Docker image name: {image!r}")
+    for mount in mounts:
+        if problem := docker_mount_problem(mount):
+            raise ValueError(problem)
+    env = {
+        "YARN_CONTAINER_RUNTIME_TYPE": "docker",
+        "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE": image,
+        "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK": DOCKER_NETWORK,
+    }
+    if mounts:
+        env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] = ",".join(mounts)
+    return env
+
+
+# ---------------------------------------------------------------- all of it, for the spec
+
+
+@dataclass(frozen=True)
+class JobEnvironment:
+    """What the containers run in, beyond the plan: given to appspec.application_spec."""
+
+    python_env_url: str | None = None  # the packed env on the cluster's filesystem
+    docker_image: str | None = None  # the tasks' image
+    docker_mounts: tuple[str, ...] = ()
+    master_python: str | None = None  # None: the plan's python
+
+    def files(self) -> dict:
+        return {} if self.python_env_url is None else {ENV_DIR: env_file(self.python_env_url)}
+
+    def task_env(self) -> dict[str, str]:
+        if self.docker_image is None:
+            return {}
+        return docker_environment(self.docker_image, self.docker_mounts)
+
+
+# ---------------------------------------------------------------- `tfyarn submit`
+
+
+def with_overrides(job: JobConfig, python_env: str | None, docker_image: str | None,
+                   docker_mounts: Sequence[str]) -> JobConfig:
+    """The job with submit's --python-env, --docker-image and --docker-mount applied."""
+    app = job.app
+    if python_env is not None:
+        path = Path(os.path.abspath(Path(python_env).expanduser()))
+        archive_suffix(path)
+        app = replace(app, python_env=path)
+    if docker_image is not None:
+        if not docker_image.strip() or any(c.isspace() for c in docker_image.strip()):
+            raise JobEnvironmentError(f"--docker-image {docker_image!r}: not an image name. "
+                                      "Fix: give one such as tensorflow/tensorflow:2.16.1.")
+        app = replace(app, docker_image=docker_image.strip())
+    if docker_mounts:
+        for mount in docker_mounts:
+            if problem := docker_mount_problem(mount):
+                raise JobEnvironmentError(f"--docker-mount: {problem}.")
+        app = replace(app, docker_mounts=tuple(docker_mounts))
+    return replace(job, app=app)
+
+
+def prepare(job: JobConfig, task_python: str,
+            echo: Callable[[str], None] = print) -> JobEnvironment:
+    """Uploads the packed env unless the cluster has it; what application_spec needs."""
+    app = job.app
+    url = None
+    if app.python_env is not None:
+        env = ensure_uploaded(app.python_env)
+        if env.uploaded:
+            echo(f"Python env {app.python_env}: uploaded to {env.url}")
+        else:
+            echo(f"Python env {app.python_env}: already at {env.url} (same sha256), "
+                 "not uploaded again")
+        url = env.url
+    return JobEnvironment(
+        python_env_url=url,
+        docker_image=app.docker_image,
+        docker_mounts=app.docker_mounts,
+        master_python=master_python(task_python, url is not None, app.docker_image),
+    )
