@@ -153,7 +153,8 @@ def main() -> int:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
 
     reservation = reserve_port()
-    address = f"{advertised_host()}:{reservation.getsockname()[1]}"
+    port = reservation.getsockname()[1]
+    address = f"{advertised_host()}:{port}"
     export = registry.Export(address, container, task.generation)
     app.kv.put(registry.export_key(task.role, task.index), export.to_json().encode(),
                owner=container)
@@ -161,11 +162,15 @@ def main() -> int:
     log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt, task.generation,
              address)
 
-    spec = wait_for_spec(app, task.generation, address, task.role, task.index)
-    command = plan.task_command(spec, task.role, task.index, work_dir)
+    if task.role == "tensorboard":  # not part of the TensorFlow cluster: no spec to wait for
+        command = plan.tensorboard_command(port, work_dir)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    else:
+        spec = wait_for_spec(app, task.generation, address, task.role, task.index)
+        command = plan.task_command(spec, task.role, task.index, work_dir)
+        env = task_environment(spec, task, work_dir, plan.secrets)
     log.info("starting %s: %s", name, " ".join(command))
     _status(app, container, "running", address=address)
-    env = task_environment(spec, task, work_dir, plan.secrets)
     code, tail = run_task(command, env, name)
     reservation.close()
     log.info("%s exited with code %d", name, code)

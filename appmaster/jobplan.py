@@ -51,6 +51,7 @@ class JobPlan:
     deadline_s: float | None = None
     am_max_attempts: int = 2
     secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
+    tensorboard: RolePlan | None = None  # a TensorBoard beside the tasks, on the work dir
 
     def role(self, name: str) -> RolePlan | None:
         return next((role for role in self.roles if role.name == name), None)
@@ -60,6 +61,10 @@ class JobPlan:
 
     def resolved_work_dir(self, app_id: str) -> str:
         return self.work_dir.replace("${APP_ID}", app_id)
+
+    def tensorboard_command(self, port: int, work_dir: str) -> list[str]:
+        return [self.python, "-m", "tensorboard.main", "--logdir", work_dir,
+                "--host", "0.0.0.0", "--port", str(port)]
 
     def task_command(self, spec: ClusterSpec, role: str, index: int, work_dir: str) -> list[str]:
         """The exact command line one task runs (relative to the container's directory)."""
@@ -73,6 +78,8 @@ class JobPlan:
     def from_json(cls, text: str) -> JobPlan:
         data = json.loads(text)
         data["roles"] = tuple(RolePlan(**role) for role in data["roles"])
+        if data.get("tensorboard"):
+            data["tensorboard"] = RolePlan(**data["tensorboard"])
         data["script_args"] = tuple(data.get("script_args", ()))
         data["secrets"] = tuple(data.get("secrets", ()))
         return cls(**data)

@@ -33,6 +33,7 @@ from appmaster.jobplan import JobPlan
 log = logging.getLogger("tfyarn.master")
 
 CHIEF = "chiefworker"
+TENSORBOARD = "tensorboard"
 SUCCEEDED, FAILED = "SUCCEEDED", "FAILED"
 ALL_STATES = ["WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"]
 OUTCOME_FILE = ".tfyarn-outcome.json"  # in the work dir: a decided failure is not retried
@@ -111,6 +112,8 @@ class Master:
         self.work_dir = work_dir
         self.generation = 0
         self.tasks = {key: Task(*key) for key in plan.task_keys()}
+        # Beside the TensorFlow cluster: not in its spec, its end never ends the job.
+        self.tensorboard = Task(TENSORBOARD, 0) if plan.tensorboard else None
         self.by_container: dict[str, Task] = {}
         self.failures: Counter[str] = Counter()
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
@@ -157,6 +160,9 @@ class Master:
                 "app_id": self.app.id, "name": self.plan.name, "state": self.state,
                 "generation": self.generation, "updated": int(time.time() * 1000),
                 "tasks": [task.row() for task in self.tasks.values()],
+                "tensorboard": self.tensorboard.row() if self.tensorboard else None,
+                "tensorboard_url": (f"http://{self.tensorboard.address}"
+                                    if self.tensorboard and self.tensorboard.address else None),
                 "cluster_spec": json.loads(self.spec.to_json()) if self.spec else None,
                 "restarts": list(self.restarts), "phases": self.clock.seconds(),
             }
@@ -182,6 +188,8 @@ class Master:
         for role in self.plan.roles:
             for index in range(role.instances):
                 self.request(self.tasks[(role.name, index)])
+        if self.tensorboard and self.tensorboard.container not in self.by_container:
+            self.request(self.tensorboard)
         log.info("generation %d: requested %d containers (%s)", self.generation, len(self.tasks),
                  ", ".join(f"{role.instances} {role.name}" for role in self.plan.roles))
 
@@ -223,8 +231,15 @@ class Master:
 
     def on_export(self, export: registry.Export) -> None:
         task = self.by_container.get(export.container)
-        if task is None or export.generation != self.generation:
+        if task is None:
             return  # a late word from a container we no longer count on
+        if task is self.tensorboard:
+            task.address, task.state = export.address, "running"
+            self.app.ui.add_page(TENSORBOARD, f"http://{export.address}", link_name="TensorBoard")
+            log.info("TensorBoard at http://%s", export.address)
+            return
+        if export.generation != self.generation:
+            return
         task.address, task.state = export.address, "registered"
         log.info("%s registered at %s (container %s)", task.name, export.address, task.container)
         if all(t.address for t in self.live_tasks()):
@@ -247,6 +262,10 @@ class Master:
             return  # one we killed ourselves
         report = self.container_report(task.role, container)
         state = str(report.state) if report else "UNKNOWN"
+        if task is self.tensorboard:
+            task.state = "finished" if state == "SUCCEEDED" else "failed"
+            log.warning("TensorBoard ended (%s); the job goes on without it", state)
+            return
         if state == "SUCCEEDED":
             self.on_task_succeeded(task)
         else:

@@ -33,6 +33,13 @@ def slider_exports(view: dict, role: str) -> dict:
             "entries": {role: entries}}
 
 
+def tensorboard_link(view: dict) -> str:
+    if not view.get("tensorboard_url"):
+        return ""
+    return ('<p>TensorBoard: <a href="../tensorboard/">through YARN\'s proxy</a> or '
+            f'<a href="{html.escape(view["tensorboard_url"])}">directly</a></p>')
+
+
 def render_page(view: dict) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(c)}</th>" for c in TASK_COLUMNS) + "<th>logs</th>"
@@ -53,6 +60,7 @@ tr:nth-child(even){{background:#f2f2f2}}</style></head><body>
 <p>State: <b>{esc(view['state'])}</b> &middot; generation {view['generation']}
 &middot; <a href="tasks.json">tasks.json</a></p>
 <table><tr>{head}</tr>{''.join(rows)}</table>
+{tensorboard_link(view)}
 <h2>Cluster spec</h2><pre>{esc(json.dumps(view['cluster_spec'], indent=2))}</pre>
 <h2>Restarts</h2><ul>{restarts}</ul>
 <h2>Start-up phases (this generation)</h2><ul>{phases}</ul>

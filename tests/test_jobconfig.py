@@ -640,3 +640,67 @@ def test_app_config_path_with_dot_dot(job_dir: Path) -> None:
     app = load_job("resources.json", "other/../appConfig.json").app
     assert app.scripts_dir == job_dir
     assert app.entry_path == job_dir / "ymnist.py"
+
+
+# ---- failure handling, timeouts, secrets ----
+
+
+def test_failure_policy(job_dir: Path) -> None:
+    assert comp(load(job_dir), "worker").failure_policy == "restart"
+    job = load(job_dir, resources_with("worker", **{"yarn.container.failure.policy": "ignore"}))
+    assert comp(job, "worker").failure_policy == "ignore"
+    text = resource_error(job_dir, "worker", "yarn.container.failure.policy", "retry")
+    assert_problem(text, "resources.json", 'components.worker."yarn.container.failure.policy"',
+                   '"restart", "fatal", "ignore"')
+
+
+def test_only_workers_may_be_ignored(job_dir: Path) -> None:
+    text = resource_error(job_dir, "ps", "yarn.container.failure.policy", "ignore")
+    assert_problem(text, "resources.json", 'components.ps."yarn.container.failure.policy"',
+                   "cannot be ignored", '"ignore" is for workers')
+
+
+def test_one_tensorboard_at_most(job_dir: Path) -> None:
+    text = resource_error(job_dir, "tensorboard", "yarn.component.instances", "2")
+    assert_problem(text, "resources.json", 'components.tensorboard."yarn.component.instances"',
+                   "at most 1 TensorBoard")
+
+
+def test_job_settings_defaults(job_dir: Path) -> None:
+    app = load(job_dir).app
+    assert (app.success_policy, app.allocation_timeout_s, app.deadline_s, app.am_max_attempts,
+            app.secrets) == ("chief", 120.0, None, 2, {})
+
+
+def test_job_settings(job_dir: Path) -> None:
+    app = load(job_dir, app=app_with(**{
+        "success.policy": "all-workers", "allocation.timeout": "30", "job.deadline": 3600,
+        "am.max.attempts": "3"})).app
+    assert (app.success_policy, app.allocation_timeout_s, app.deadline_s,
+            app.am_max_attempts) == ("all-workers", 30.0, 3600.0, 3)
+
+
+@pytest.mark.parametrize(("key", "value", "fragment"), [
+    ("success.policy", "everyone", '"chief" or "all-workers"'),
+    ("allocation.timeout", "soon", "positive number of seconds"),
+    ("job.deadline", -5, "positive number of seconds"),
+    ("am.max.attempts", "0", "from 1 to 10"),
+])
+def test_job_settings_checked(job_dir: Path, key: str, value: Any, fragment: str) -> None:
+    text = errors(job_dir, app=app_with(**{key: value}))
+    assert_problem(text, "appConfig.json", f'global."site.global.{key}"', fragment)
+
+
+def test_secrets_are_paths_never_contents(job_dir: Path) -> None:
+    (job_dir / "token").write_text("hunter2")
+    app = load(job_dir, app=app_with(**{"user.secrets": {"API_TOKEN": "token"}})).app
+    assert app.secrets == {"API_TOKEN": job_dir / "token"}
+    assert "hunter2" not in repr(app)
+
+
+def test_secret_file_must_exist_and_name_be_plain(job_dir: Path) -> None:
+    text = errors(job_dir, app=app_with(**{"user.secrets": {"A-B": "x", "KEY": "missing"}}))
+    assert_problem(text, "appConfig.json", 'global."site.global.user.secrets".A-B',
+                   "not a valid secret name")
+    assert_problem(text, "appConfig.json", 'global."site.global.user.secrets".KEY',
+                   "no such file")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -18,39 +17,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jobtools import (
+    EXAMPLES,
+    REPO,
+    app_report,
+    assert_no_task_process_left,
+    prepare_job,
+    read_json,
+)
 
-from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import NODE_MANAGERS
 
 pytestmark = pytest.mark.yarn
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-G = "site.global."
 SUBMIT_TIMEOUT_S = 480
 LOGS_TIMEOUT_S = 90
-PROCESS_TIMEOUT_S = 15
 TASK_STDOUT = re.compile(r"(ps|chiefworker|worker)-(\d+)\.stdout")
 
 
 # ---------------------------------------------------------------- job files
-
-
-def prepare_job(tmp_path: Path, resources: Path, app_config: Path, scripts_dir: Path,
-                args: list[str], entry: str | None = None) -> tuple[Path, Path]:
-    """Copies of the job files in tmp_path, changed only in where scripts and work go."""
-    job = tmp_path / "job"
-    job.mkdir()
-    res_path = Path(shutil.copy(resources, job / "resources.json"))
-    app = json.loads(app_config.read_text())
-    app["global"][G + "user.scripts.dir"] = str(scripts_dir)
-    app["global"][G + "user.work.dir"] = str(tmp_path / "work" / "${APP_ID}")
-    app["global"][G + "user.scripts.args"] = args
-    if entry is not None:
-        app["global"][G + "user.scripts.entry"] = entry
-    app_path = job / "appConfig.json"
-    app_path.write_text(json.dumps(app, indent=2))
-    return res_path, app_path
 
 
 @dataclass
@@ -168,39 +153,6 @@ def gpu_node(yarn_cluster) -> str:
 
 
 # ---------------------------------------------------------------- processes, REST
-
-
-def processes_mentioning(text: str) -> list[tuple[int, str]]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue  # gone meanwhile
-        if text in cmdline:
-            found.append((int(proc.name), cmdline.strip()))
-    return found
-
-
-def assert_no_task_process_left(work_dir: Path) -> None:
-    """No process whose command line names the app's work dir, a few seconds after its end."""
-    deadline = time.monotonic() + PROCESS_TIMEOUT_S
-    while alive := processes_mentioning(str(work_dir)):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"task processes survive the job {PROCESS_TIMEOUT_S} s on: "
-                                 f"{alive}")
-        time.sleep(0.5)
-
-
-def app_report(yarn_cluster, app_id: str) -> dict[str, Any]:
-    return cluster.rest(yarn_cluster.layout, f"apps/{app_id}")["app"]
-
-
-def read_json(path: Path) -> Any:
-    assert path.is_file(), f"missing {path}"
-    return json.loads(path.read_text())
 
 
 def flags_records(work_dir: Path) -> dict[str, dict[str, Any]]:

@@ -80,6 +80,9 @@ def status_command(app_id: str, as_json: bool) -> None:
     click.echo(jobview.format_table(view))
     if view["cluster_spec"]:
         click.echo(f"\nCluster spec: {json.dumps(view['cluster_spec'])}")
+    if view.get("tensorboard_url"):
+        proxied = report.tracking_url.rstrip("/") + "/pages/tensorboard/"
+        click.echo(f"TensorBoard: {view['tensorboard_url']} (through YARN: {proxied})")
     for line in view["restarts"]:
         click.echo(f"Restart: {line}")
 

@@ -472,6 +472,11 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
             value=value,
         )
         instances = None
+    if s.name == TENSORBOARD and instances not in (None, 0, 1):
+        value, where = s.find(_INSTANCES) or (None, "")
+        s.c.add(where, "at most 1 TensorBoard per job", 'set it to "1" (or "0" for none).',
+                value=value)
+        instances = None
     memory = s.whole(_MEMORY, 1024)
     vcores = s.whole(_VCORES, 1)
     gpus = s.whole(_GPUS, 0)

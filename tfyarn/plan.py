@@ -9,21 +9,23 @@ from pathlib import Path
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
 from tfyarn import environments
-from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, JobConfig
+from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, TENSORBOARD, Component, JobConfig
 
 DEFAULT_WORK_DIR = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
 
 
+def role_plan(c: Component) -> RolePlan:
+    return RolePlan(
+        name=c.name, instances=c.instances, priority=c.priority, memory_mb=c.memory_mb,
+        vcores=c.vcores, gpus=c.gpus, label=c.label, failure_threshold=c.failure_threshold,
+        failure_policy=c.failure_policy,
+    )
+
+
 def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
     app = job.app
-    roles = tuple(
-        RolePlan(
-            name=c.name, instances=c.instances, priority=c.priority, memory_mb=c.memory_mb,
-            vcores=c.vcores, gpus=c.gpus, label=c.label, failure_threshold=c.failure_threshold,
-            failure_policy=c.failure_policy,
-        )
-        for c in job.tasks()
-    )
+    roles = tuple(role_plan(c) for c in job.tasks())
+    tensorboard = job.component(TENSORBOARD)
     return JobPlan(
         name=name or app.name,
         entry=app.entry_path.relative_to(app.scripts_dir).as_posix(),
@@ -41,6 +43,7 @@ def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
         deadline_s=app.deadline_s,
         am_max_attempts=app.am_max_attempts,
         secrets=tuple(sorted(app.secrets)),
+        tensorboard=role_plan(tensorboard) if tensorboard and tensorboard.instances else None,
     )
 
 
@@ -80,10 +83,6 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
             "commands": commands,
             "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in range(role.instances)],
         })
-    ignored_components = [
-        c.name for c in job.components if c.name not in {r.name for r in plan.roles}
-        and c.instances > 0
-    ]
     return {
         "name": plan.name,
         "queue": queue,
@@ -104,7 +103,12 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
         "roles": roles,
         "env": sorted(plan.env),
         "secrets": list(plan.secrets),
-        "not_launched_components": ignored_components,
+        "tensorboard": None if plan.tensorboard is None else {
+            "memory_mb": plan.tensorboard.memory_mb, "vcores": plan.tensorboard.vcores,
+            "node_label": plan.tensorboard.label,
+            "command": shlex.join(plan.tensorboard_command(0, work_dir)).replace(
+                "--port 0", "--port <reserved port>"),
+        },
         "ignored_keys": list(job.app.ignored),
         "failure_threshold_meaning": FAILURE_THRESHOLD_MEANING,
     }
@@ -147,9 +151,12 @@ def format_plan(document: dict) -> str:
     if document["secrets"]:
         lines.append("\nSecrets (files, path in TFYARN_SECRET_<name>): "
                      + ", ".join(document["secrets"]))
-    if document["not_launched_components"]:
-        lines.append("\nNot launched (not supported yet): "
-                     + ", ".join(document["not_launched_components"]))
+    if document["tensorboard"]:
+        board = document["tensorboard"]
+        lines.append(f"\ntensorboard: 1 x {board['memory_mb']} MB, {board['vcores']} vcore(s), "
+                     f"node label {board['node_label'] or '<default partition>'}; "
+                     "its URL in `tfyarn status` and on the job page\n"
+                     f"  {board['command']}")
     if document["ignored_keys"]:
         lines.append("\nSlider-only keys accepted and not needed: "
                      + ", ".join(document["ignored_keys"]))

@@ -1,0 +1,89 @@
+"""Unit tests for the pure parts of the job view: log framing, progress counts, exports."""
+
+from __future__ import annotations
+
+from appmaster.cluster_spec import ClusterSpec
+from appmaster.webpage import render_page, slider_exports
+from tfyarn.jobview import format_progress, format_table, parse_log_dump, role_counts
+
+DUMP = """Container: container_1_0001_01_000005 on localhost:45452
+LogAggregationType: LOCAL
+====================================================================
+LogType:worker-1.stdout
+LogLastModifiedTime:Sat Nov 21 01:23:06 +0000 2026
+LogLength:817
+LogContents:
+step 1 loss 2.9424
+step 138 loss 1.1041
+End of LogType:worker-1.stdout.This log file belongs to a running container.
+***********************************************************************
+"""
+
+
+def task(role: str, index: int, state: str, address: str | None = None) -> dict:
+    return {"role": role, "index": index, "state": state, "address": address,
+            "container": f"{role}_{index}", "yarn_container_id": f"container_{role}{index}",
+            "node": "localhost:8142", "restarts": 0, "exit_code": None, "log_url": None}
+
+
+VIEW = {
+    "app_id": "application_1_0001", "name": "demo", "state": "RUNNING", "generation": 1,
+    "updated": 1000, "tensorboard_url": None, "restarts": ["worker 0 replaced (attempt 1)"],
+    "phases": {"all started": 1.5}, "cluster_spec": {"ps": ["h:1"]},
+    "tasks": [task("ps", 0, "running", "h:1"), task("chiefworker", 0, "registered", "h:2"),
+              task("worker", 0, "started"), task("worker", 1, "requested")],
+}
+
+
+def test_parse_log_dump_keeps_only_the_contents() -> None:
+    chunk = parse_log_dump(DUMP)
+    assert chunk.length == 817
+    assert chunk.text == "step 1 loss 2.9424\nstep 138 loss 1.1041"
+
+
+def test_parse_log_dump_of_something_else() -> None:
+    assert parse_log_dump("<html>not found</html>").length == 0
+
+
+def test_role_counts_are_cumulative_stages() -> None:
+    counts = role_counts(VIEW)
+    assert counts["ps"] == {"requested": 1, "allocated": 1, "registered": 1, "running": 1,
+                            "finished": 0}
+    assert counts["chiefworker"]["registered"] == 1 and counts["chiefworker"]["running"] == 0
+    assert counts["worker"] == {"requested": 2, "allocated": 1, "registered": 0, "running": 0,
+                                "finished": 0}
+    assert format_progress(VIEW).startswith("RUNNING gen 1: ps 1/1/1/1/0")
+
+
+def test_table_has_a_row_per_task() -> None:
+    lines = format_table(VIEW).splitlines()
+    assert lines[0].split()[:4] == ["ROLE", "IDX", "STATE", "HOST:PORT"]
+    assert len(lines) == 5 and lines[2].split()[:4] == ["chiefworker", "0", "registered", "h:2"]
+
+
+def test_slider_exports_shape() -> None:
+    exports = slider_exports(VIEW, "ps")
+    assert exports["entries"] == {"ps": [{"value": "h:1", "containerId": "container_ps0",
+                                          "tag": "0", "level": "component",
+                                          "updatedTime": 1000}]}
+    assert slider_exports(VIEW, "worker")["entries"] == {"worker": []}  # none exported yet
+
+
+def test_page_escapes_and_lists_restarts() -> None:
+    page = render_page({**VIEW, "name": "<b>demo</b>"})
+    assert "&lt;b&gt;demo&lt;/b&gt;" in page and "<b>demo</b>" not in page
+    assert "worker 0 replaced (attempt 1)" in page
+
+
+def test_cluster_spec_flags_and_tf_config() -> None:
+    spec = ClusterSpec(ps=("p:1",), chief=("c:2",), workers=("w:3", "w:4"))
+    assert spec.flags("worker", 1, "/w") == [
+        "--ps_hosts=p:1", "--worker_hosts=c:2,w:3,w:4", "--job_name=worker", "--task_index=2",
+        "--work_dir=/w"]
+    assert spec.flags("chiefworker", 0)[2:] == ["--job_name=worker", "--task_index=0"]
+    assert spec.tf_config("worker", 1) == {
+        "cluster": {"chief": ["c:2"], "worker": ["w:3", "w:4"], "ps": ["p:1"]},
+        "task": {"type": "worker", "index": 1}}
+    assert ClusterSpec.from_json(spec.to_json()) == spec
+    no_ps = ClusterSpec(chief=("c:2",), workers=("w:3",))
+    assert "ps" not in no_ps.tf_config("chiefworker", 0)["cluster"]

@@ -1,0 +1,79 @@
+"""The optional tensorboard component: served while the job runs, linked, ended with the job."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from jobtools import EXAMPLES, REPO, app_state, prepare_job, processes_with
+
+pytestmark = pytest.mark.yarn
+
+
+def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path: Path):
+    resources = json.loads((REPO / "resources.json").read_text())
+    resources["components"]["tensorboard"] = {
+        "yarn.role.priority": "4", "yarn.component.instances": "1", "yarn.memory": "512",
+        "yarn.vcores": "1"}
+    (tmp_path / "with-tensorboard.json").write_text(json.dumps(resources))
+    res, app = prepare_job(tmp_path, tmp_path / "with-tensorboard.json",
+                           REPO / "appConfig.json", EXAMPLES,
+                           ["--train_steps", "1500", "--step_sleep", "0.05"])
+    out = subprocess.run([sys.executable, "-m", "tfyarn.cli", "submit", "--resources", str(res),
+                          "--app-config", str(app), "--detach", "--json"],
+                         env=yarn_cluster.env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    submitted = json.loads(out.stdout)
+    app_id, tracking = submitted["application_id"], submitted["tracking_url"]
+    try:
+        view = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                view = requests.get(f"{tracking}pages/tfyarn/tasks.json", timeout=5).json()
+            except (requests.RequestException, ValueError):
+                view = None
+            if view and view.get("tensorboard_url"):
+                break
+            time.sleep(1)
+        assert view and view["tensorboard_url"], f"no TensorBoard URL in the job view: {view}"
+        # TensorBoard is not part of the TensorFlow cluster.
+        assert "tensorboard" not in json.dumps(view["cluster_spec"] or {})
+
+        # Reachable directly and through YARN's tracking URL (the RM proxy, then skein's UI).
+        runs = None
+        for _ in range(90):  # TensorBoard takes a few seconds to start serving
+            try:
+                direct = requests.get(view["tensorboard_url"] + "/data/runs", timeout=5)
+                proxied = requests.get(f"{tracking}pages/tensorboard/data/runs", timeout=5)
+                if direct.ok and proxied.ok and direct.json():
+                    runs = proxied.json()
+                    break
+            except requests.RequestException:
+                pass
+            time.sleep(1)
+        assert runs == ["checkpoints"], f"TensorBoard did not find the job's summaries: {runs}"
+
+        status = subprocess.run([sys.executable, "-m", "tfyarn.cli", "status", app_id],
+                                env=yarn_cluster.env, capture_output=True, text=True, timeout=120)
+        assert f"TensorBoard: {view['tensorboard_url']}" in status.stdout, status.stdout
+        page = requests.get(f"{tracking}pages/tfyarn/", timeout=5).text
+        assert re.search(r'href="\.\./tensorboard/"', page)
+    finally:
+        deadline = time.monotonic() + 300
+        while app_state(yarn_cluster, app_id) not in ("FINISHED", "FAILED", "KILLED"):
+            assert time.monotonic() < deadline, f"{app_id} did not end"
+            time.sleep(2)
+    # It ends with the job: no TensorBoard process of this job is left.
+    work_dir = str(tmp_path / "work" / app_id)
+    for _ in range(30):
+        if not processes_with(work_dir):
+            break
+        time.sleep(0.5)
+    assert processes_with(work_dir) == []
