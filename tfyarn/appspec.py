@@ -50,7 +50,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, queue: st
             env={**plan.env, **environment.task_env()},
             script=_launch(plan, "appmaster.agent"),
         )
-        for role in plan.roles
+        for role in (*plan.roles, *([plan.tensorboard] if plan.tensorboard else []))
     }
     master = skein.Master(
         resources=skein.Resources(memory=am_memory_mb, vcores=am_vcores),

@@ -1,0 +1,610 @@
+"""Per-job Python environments and Docker images (tfyarn/environments.py).
+
+Unit tests for the pure parts, the upload against a stand-in filesystem shell, and the
+generated skein spec; one job on the local YARN with a packed virtualenv, submitted twice.
+There is no Docker engine here: the Docker runtime is checked in the spec only.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import uuid
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR
+from tfyarn import environments as envs
+from tfyarn.appspec import application_spec
+from tfyarn.environments import JobEnvironment, JobEnvironmentError
+from tfyarn.jobconfig import JobConfigError, load_job
+from tfyarn.localyarn import cluster
+from tfyarn.localyarn.layout import Layout
+from tfyarn.plan import build_plan, format_plan, plan_document
+
+REPO = Path(__file__).resolve().parent.parent
+G = "site.global."
+SHA = "ab" * 32
+
+
+# ---------------------------------------------------------------- archives
+
+
+def make_tar(path: Path, members: dict[str, str | None]) -> Path:
+    """A .tar.gz (or .tar): name -> text, or None for a symlink to python3.11."""
+    mode = "w:gz" if path.name.endswith((".gz", ".tgz")) else "w"
+    with tarfile.open(path, mode) as tar:
+        for name, text in members.items():
+            info = tarfile.TarInfo(name)
+            if text is None:
+                info.type, info.linkname = tarfile.SYMTYPE, "python3.11"
+                tar.addfile(info)
+            else:
+                data = text.encode()
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize(("name", "suffix"), [
+    ("env.tar.gz", ".tar.gz"), ("ENV.TGZ", ".tgz"), ("a.b.tar", ".tar"), ("env.zip", ".zip"),
+    ("/some/dir/tf2.16-env.tar.gz", ".tar.gz"),
+])
+def test_archive_suffix(name: str, suffix: str) -> None:
+    assert envs.archive_suffix(name) == suffix
+
+
+@pytest.mark.parametrize("name", ["env.gz", "env", "env.tar.bz2", ".tar.gz", "env.whl"])
+def test_archive_suffix_refuses_what_yarn_does_not_unpack(name: str) -> None:
+    with pytest.raises(JobEnvironmentError, match="venv-pack"):
+        envs.archive_suffix(name)
+
+
+@pytest.mark.parametrize(("names", "found"), [
+    # venv-pack: symlinks at the top
+    (["pyvenv.cfg", "bin/python3", "bin/python", "bin/python3.11"], "bin/python"),
+    # conda-pack, with "./" prefixes as some tar writers add
+    (["./conda-meta/history", "./bin/python3.10", "./bin/python3", "./bin/python"], "bin/python"),
+    (["bin/python3", "lib/x.py"], "bin/python3"),
+    # an archive of the env's directory
+    (["myenv/pyvenv.cfg", "myenv/bin/python"], "myenv/bin/python"),
+    (["myenv/bin/python", "bin/python3"], "bin/python3"),  # the shallowest wins
+    (["lib/python3.11/site-packages/x/bin/python"], None),
+    (["bin/pythonw", "bin/ipython"], None),
+    ([], None),
+])
+def test_python_member(names: list[str], found: str | None) -> None:
+    assert envs.python_member(names) == found
+
+
+def test_archive_python_reads_tar_and_zip(tmp_path: Path) -> None:
+    tar = make_tar(tmp_path / "env.tar.gz", {"pyvenv.cfg": "home = /usr/bin\n",
+                                             "bin/python3.11": "", "bin/python": None})
+    assert envs.archive_python(tar) == "bin/python"
+    plain = make_tar(tmp_path / "env.tar", {"env/bin/python3": None})
+    assert envs.archive_python(plain) == "env/bin/python3"
+    with zipfile.ZipFile(tmp_path / "env.zip", "w") as z:
+        z.writestr("bin/python", "")
+    assert envs.archive_python(tmp_path / "env.zip") == "bin/python"
+
+
+def test_archive_python_errors_say_what_to_do(tmp_path: Path) -> None:
+    no_python = make_tar(tmp_path / "scripts.tar.gz", {"train.py": "print(1)\n"})
+    with pytest.raises(JobEnvironmentError, match="no bin/python.*must contain skein"):
+        envs.archive_python(no_python)
+    broken = tmp_path / "broken.tgz"
+    broken.write_bytes(b"not gzip at all")
+    with pytest.raises(JobEnvironmentError, match="cannot read the archive"):
+        envs.archive_python(broken)
+    with pytest.raises(JobEnvironmentError, match="no such file"):
+        envs.archive_python(tmp_path / "missing.tar.gz")
+
+
+def test_interpreters() -> None:
+    assert envs.python_in_env("bin/python") == "./pyenv/bin/python"
+    assert envs.task_python("bin/python", "/opt/py/bin/python", "img") == "./pyenv/bin/python"
+    assert envs.task_python(None, "/opt/py/bin/python", "img") == "/opt/py/bin/python"
+    assert envs.task_python(None, None, "img") == "python3"
+    assert envs.task_python(None, None, None) == sys.executable
+    # The AppMaster is never in Docker: without a packed env it runs tfyarn's interpreter.
+    assert envs.master_python("python3", has_env=False, docker_image="img") == sys.executable
+    assert envs.master_python("./pyenv/bin/python", True, "img") == "./pyenv/bin/python"
+    assert envs.master_python("/opt/py/bin/python", False, None) == "/opt/py/bin/python"
+
+
+def test_sha256_file(tmp_path: Path) -> None:
+    path = tmp_path / "x"
+    path.write_bytes(b"abc")
+    assert envs.sha256_file(path, chunk=1) == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    )
+
+
+# ---------------------------------------------------------------- where the copy goes
+
+CORE_SITE = """<?xml version="1.0"?>
+<configuration>
+  <property><name>hadoop.tmp.dir</name><value>/tmp</value></property>
+  <property>
+    <name>fs.defaultFS</name>
+    <value> hdfs://nn.example.com:8020 </value>
+  </property>
+</configuration>
+"""
+
+
+def test_default_fs_from_core_site() -> None:
+    assert envs.default_fs_from_core_site(CORE_SITE) == "hdfs://nn.example.com:8020"
+    old = CORE_SITE.replace("fs.defaultFS", "fs.default.name")
+    assert envs.default_fs_from_core_site(old) == "hdfs://nn.example.com:8020"
+    assert envs.default_fs_from_core_site("<configuration/>") is None
+    assert envs.default_fs_from_core_site("<configuration>") is None
+
+
+def test_default_fs_reads_hadoop_conf_dir(tmp_path: Path) -> None:
+    (tmp_path / "core-site.xml").write_text(CORE_SITE)
+    environ = {"HADOOP_CONF_DIR": str(tmp_path)}
+    assert envs.default_fs(environ) == "hdfs://nn.example.com:8020"
+    (tmp_path / "core-site.xml").write_text(CORE_SITE.replace("hdfs://nn.example.com:8020",
+                                                              "viewfs://local/"))
+    assert envs.default_fs(environ) == "viewfs://local"
+    (tmp_path / "core-site.xml").write_text(CORE_SITE.replace("hdfs://nn.example.com:8020",
+                                                              "file:///"))
+    with pytest.raises(JobEnvironmentError, match="every node reads it"):
+        envs.default_fs(environ)
+
+
+def test_default_fs_missing_configuration(tmp_path: Path) -> None:
+    if Path("/etc/hadoop/conf/core-site.xml").exists():
+        pytest.skip("this machine has a system-wide Hadoop configuration")
+    with pytest.raises(JobEnvironmentError, match="HADOOP_CONF_DIR"):
+        envs.default_fs({"HADOOP_CONF_DIR": str(tmp_path)})
+
+
+@pytest.mark.parametrize("url", ["file:///", "hdfs:///", "/user/x", "", "hdfs://"])
+def test_check_default_fs_needs_a_cluster_filesystem(url: str) -> None:
+    # hdfs:/// would also crash skein's driver: it compares hosts and finds none.
+    with pytest.raises(JobEnvironmentError):
+        envs.check_default_fs(url)
+
+
+def test_cached_archive_url() -> None:
+    assert envs.cached_archive_url("hdfs://nn:8020/", "alice", SHA, ".tar.gz") == (
+        f"hdfs://nn:8020/user/alice/.tfyarn/envs/{SHA}.tar.gz"
+    )
+    assert envs.cached_archive_url("viewfs://local", "root", SHA, ".zip") == (
+        f"viewfs://local/user/root/.tfyarn/envs/{SHA}.zip"
+    )
+    with pytest.raises(ValueError):
+        envs.cached_archive_url("hdfs://nn:8020", "alice", "abc", ".tar.gz")
+    with pytest.raises(ValueError):
+        envs.cached_archive_url("hdfs://nn:8020", "alice", SHA, ".rar")
+
+
+def test_cluster_user() -> None:
+    assert envs.cluster_user({"HADOOP_USER_NAME": "etl"}) == "etl"
+    assert envs.cluster_user({}) == envs.getpass.getuser()
+
+
+def test_fs_shell_prefers_hadoop() -> None:
+    assert envs.fs_shell(lambda name: f"/usr/bin/{name}") == ["hadoop", "fs"]
+    assert envs.fs_shell(lambda name: "/usr/bin/hdfs" if name == "hdfs" else None) == [
+        "hdfs", "dfs"
+    ]
+    with pytest.raises(JobEnvironmentError, match="neither `hadoop` nor `hdfs`"):
+        envs.fs_shell(lambda name: None)
+
+
+# A stand-in for `hadoop fs`: URLs map to files under a root directory; each call is logged.
+FAKE_FS = '''\
+import os, shutil, sys
+from urllib.parse import urlsplit
+root, log, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(log, "a") as f:
+    f.write(" ".join(args) + "\\n")
+local = lambda url: os.path.join(root, urlsplit(url).netloc, urlsplit(url).path.lstrip("/"))
+op = args[0]
+if op == "-test":
+    sys.exit(0 if os.path.exists(local(args[2])) else 1)
+if op == "-mkdir":
+    os.makedirs(local(args[2]), exist_ok=True)
+elif op == "-put":
+    if os.environ.get("FAKE_FS_FAIL_PUT"):
+        sys.exit("put: disk quota exceeded")
+    shutil.copyfile(args[2], local(args[3]))
+elif op == "-mv":
+    if os.path.exists(local(args[2])):
+        sys.exit("mv: File exists")
+    os.rename(local(args[1]), local(args[2]))
+elif op == "-rm":
+    if os.path.exists(local(args[2])):
+        os.remove(local(args[2]))
+'''
+
+
+@pytest.fixture
+def fake_fs(tmp_path: Path):
+    script = tmp_path / "fake_fs.py"
+    script.write_text(FAKE_FS)
+    root, log = tmp_path / "fs", tmp_path / "fs.log"
+    root.mkdir()
+
+    def calls() -> list[str]:
+        return log.read_text().splitlines() if log.exists() else []
+
+    return [sys.executable, str(script), str(root), str(log)], root, calls
+
+
+def test_ensure_uploaded_uploads_once(tmp_path: Path, fake_fs) -> None:
+    shell, root, calls = fake_fs
+    archive = make_tar(tmp_path / "env.tar.gz", {"bin/python": None})
+    sha = envs.sha256_file(archive)
+    url = f"hdfs://nn:8020/user/alice/.tfyarn/envs/{sha}.tar.gz"
+    first = envs.ensure_uploaded(archive, fs_default="hdfs://nn:8020", user="alice", shell=shell)
+    assert first == envs.UploadedEnv(url, sha, uploaded=True)
+    stored = root / "nn:8020" / "user" / "alice" / ".tfyarn" / "envs" / f"{sha}.tar.gz"
+    assert stored.read_bytes() == archive.read_bytes()
+    assert [c.split()[0] for c in calls()] == ["-test", "-mkdir", "-put", "-mv"]
+    assert list(stored.parent.iterdir()) == [stored]  # no partial copy left
+    # The same content again, even from another path: one existence check, nothing copied.
+    again = tmp_path / "copy-of-env.tar.gz"
+    shutil.copy(archive, again)
+    second = envs.ensure_uploaded(again, fs_default="hdfs://nn:8020", user="alice", shell=shell)
+    assert second == envs.UploadedEnv(url, sha, uploaded=False)
+    assert [c.split()[0] for c in calls()] == ["-test", "-mkdir", "-put", "-mv", "-test"]
+
+
+def test_ensure_uploaded_loses_a_race_gracefully(tmp_path: Path, fake_fs,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another submission renames its copy into place between our check and our rename."""
+    shell, root, calls = fake_fs
+    archive = make_tar(tmp_path / "env.tgz", {"bin/python": None})
+    sha = envs.sha256_file(archive)
+    target = root / "nn" / "user" / "bob" / ".tfyarn" / "envs" / f"{sha}.tgz"
+    real_fs = envs._fs
+
+    def racing_fs(shell_, *args, **kw):
+        if args[0] == "-mv":
+            target.write_bytes(archive.read_bytes())
+        return real_fs(shell_, *args, **kw)
+
+    monkeypatch.setattr(envs, "_fs", racing_fs)
+    result = envs.ensure_uploaded(archive, fs_default="hdfs://nn", user="bob", shell=shell)
+    assert result.uploaded is False and result.url.endswith(f"/{sha}.tgz")
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # partial removed
+    assert [c.split()[0] for c in calls()] == ["-test", "-mkdir", "-put", "-mv", "-rm", "-test"]
+
+
+def test_ensure_uploaded_reports_a_failed_copy(tmp_path: Path, fake_fs,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    shell, _, _ = fake_fs
+    archive = make_tar(tmp_path / "env.tar.gz", {"bin/python": None})
+    monkeypatch.setenv("FAKE_FS_FAIL_PUT", "1")
+    with pytest.raises(JobEnvironmentError, match="-put.*disk quota exceeded"):
+        envs.ensure_uploaded(archive, fs_default="hdfs://nn", user="bob", shell=shell)
+
+
+# ---------------------------------------------------------------- Docker
+
+
+def test_docker_environment() -> None:
+    assert envs.docker_environment("tensorflow/tensorflow:2.16.1") == {
+        "YARN_CONTAINER_RUNTIME_TYPE": "docker",
+        "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE": "tensorflow/tensorflow:2.16.1",
+        "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK": "host",
+    }
+    env = envs.docker_environment(
+        "registry.example.com:5000/ml/tf:2.15-gpu",
+        ["/etc/hadoop/conf:/etc/hadoop/conf:ro", "/data:/data", "/scratch:/scratch:rw+rshared"],
+    )
+    assert env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"] == "registry.example.com:5000/ml/tf:2.15-gpu"
+    assert env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] == (
+        "/etc/hadoop/conf:/etc/hadoop/conf:ro,/data:/data,/scratch:/scratch:rw+rshared"
+    )
+    with pytest.raises(ValueError):
+        envs.docker_environment("two words")
+    with pytest.raises(ValueError, match="no mount"):
+        envs.docker_environment("img", ["/a:/b:rx"])
+
+
+@pytest.mark.parametrize("mount", ["/a:/b", "/a:/b:ro", "/a:/b:rw", "/a/b c:/d:ro",
+                                   "/a:/b:rprivate", "/a:/b:ro+slave"])
+def test_docker_mount_ok(mount: str) -> None:
+    assert envs.docker_mount_problem(mount) is None
+
+
+@pytest.mark.parametrize("mount", ["/a", "a:/b", "/a:b", "/a:/b:x", "/a:/b,/c:/d", "/a:/b:ro:rw"])
+def test_docker_mount_problem(mount: str) -> None:
+    assert "is no mount" in (envs.docker_mount_problem(mount) or "")
+
+
+# ---------------------------------------------------------------- job files, plan and spec
+
+
+def job_files(tmp_path: Path, **settings: object) -> tuple[Path, Path]:
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    resources = tmp_path / "resources.json"
+    resources.write_text(json.dumps({"components": {
+        "ps": {"yarn.role.priority": "1", "yarn.component.instances": "1"},
+        "chiefworker": {"yarn.role.priority": "2", "yarn.component.instances": "1"},
+        "worker": {"yarn.role.priority": "3", "yarn.component.instances": "2"},
+    }}))
+    app = tmp_path / "appConfig.json"
+    app.write_text(json.dumps({"global": {G + "user.scripts.entry": "train.py",
+                                          **{G + k: v for k, v in settings.items()}}}))
+    return resources, app
+
+
+def test_appconfig_keys(tmp_path: Path) -> None:
+    (tmp_path / "envs").mkdir()
+    make_tar(tmp_path / "envs" / "tf.tar.gz", {"bin/python": None})
+    job = load_job(*job_files(tmp_path, **{
+        "python.env": "envs/tf.tar.gz", "docker.image": "tf:2",
+        "docker.mounts": "/etc/hadoop/conf:/etc/hadoop/conf:ro, /data:/data",
+    }))
+    assert job.app.python_env == tmp_path / "envs" / "tf.tar.gz"
+    assert job.app.docker_image == "tf:2"
+    assert job.app.docker_mounts == ("/etc/hadoop/conf:/etc/hadoop/conf:ro", "/data:/data")
+    plain = load_job(*job_files(tmp_path))
+    assert (plain.app.python_env, plain.app.docker_image, plain.app.docker_mounts) == (
+        None, None, ()
+    )
+
+
+def test_appconfig_problems(tmp_path: Path) -> None:
+    (tmp_path / "env.rar").write_text("")
+    with pytest.raises(JobConfigError) as raised:
+        load_job(*job_files(tmp_path, **{"python.env": "env.rar",
+                                          "docker.mounts": ["/a:/b", "nope", 3]}))
+    text = str(raised.value)
+    assert 'global."site.global.python.env" = "env.rar": not an archive YARN can unpack' in text
+    assert "must be a list of strings" in text
+    with pytest.raises(JobConfigError) as raised:
+        load_job(*job_files(tmp_path, **{"python.env": "missing.tar.gz",
+                                          "docker.mounts": ["/a:/b", "nope"]}))
+    text = str(raised.value)
+    assert "no such file" in text and str(tmp_path / "missing.tar.gz") in text
+    assert "'nope' is no mount" in text
+
+
+def test_with_overrides(tmp_path: Path) -> None:
+    job = load_job(*job_files(tmp_path, **{"docker.image": "from-config:1"}))
+    archive = make_tar(tmp_path / "env.tar.gz", {"bin/python": None})
+    changed = envs.with_overrides(job, str(archive), "from-cli:2", ("/a:/b:ro",))
+    assert changed.app.python_env == archive
+    assert (changed.app.docker_image, changed.app.docker_mounts) == ("from-cli:2", ("/a:/b:ro",))
+    assert envs.with_overrides(job, None, None, ()) == job
+    with pytest.raises(JobEnvironmentError, match="--docker-mount"):
+        envs.with_overrides(job, None, None, ("relative:/b",))
+    with pytest.raises(JobEnvironmentError, match="not an archive"):
+        envs.with_overrides(job, str(tmp_path / "train.py"), None, ())
+
+
+def test_plan_with_packed_env_and_docker(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "env.tar.gz", {"pyvenv.cfg": "", "bin/python": None})
+    job = load_job(*job_files(tmp_path, **{"python.env": "env.tar.gz", "docker.image": "tf:2",
+                                           "docker.mounts": ["/data:/data:ro"]}))
+    plan = build_plan(job)
+    assert plan.python == "./pyenv/bin/python"
+    document = plan_document(job, plan, "default")
+    assert document["python_env"] == str(archive)
+    assert document["docker"] == {"image": "tf:2", "mounts": ["/data:/data:ro"]}
+    assert all(c.startswith("./pyenv/bin/python app/train.py ")
+               for r in document["roles"] for c in r["commands"])
+    text = format_plan(document)
+    assert f"python env: {archive}, unpacked as ./pyenv in every container" in text
+    assert "docker: the tasks run in image tf:2 (host network; mounts: /data:/data:ro)" in text
+
+
+def test_plan_in_docker_without_env(tmp_path: Path) -> None:
+    job = load_job(*job_files(tmp_path, **{"docker.image": "tf:2"}))
+    assert build_plan(job).python == "python3"
+    job = load_job(*job_files(tmp_path, **{"docker.image": "tf:2", "python": "/opt/tf/python"}))
+    assert build_plan(job).python == "/opt/tf/python"
+
+
+def test_application_spec(tmp_path: Path) -> None:
+    job = load_job(*job_files(tmp_path))
+    plan = build_plan(envs.with_overrides(job, str(make_tar(tmp_path / "e.tar.gz", {
+        "bin/python": None})), None, ()))
+    url = f"hdfs://nn:8020/user/alice/.tfyarn/envs/{SHA}.tar.gz"
+    job_file = tmp_path / JOB_FILE
+    job_file.write_text(plan.to_json())
+    environment = JobEnvironment(python_env_url=url, docker_image="tf:2",
+                                 docker_mounts=("/data:/data:ro",),
+                                 master_python="./pyenv/bin/python")
+    spec = application_spec(plan, tmp_path, job_file, "default", 512, 1,
+                            environment=environment)
+    for files in [spec.master.files, *(s.files for s in spec.services.values())]:
+        env_file = files[envs.ENV_DIR]
+        assert env_file.source == url  # on the cluster already: skein uses it in place
+        assert str(env_file.type) == "ARCHIVE" and str(env_file.visibility) == "PRIVATE"
+        assert {SCRIPTS_DIR, "appmaster", JOB_FILE} <= set(files)
+    assert "exec ./pyenv/bin/python -m appmaster.master" in spec.master.script
+    assert not any(k.startswith("YARN_CONTAINER_RUNTIME") for k in spec.master.env)
+    assert set(spec.services) == {"ps", "chiefworker", "worker"}
+    for service in spec.services.values():
+        assert "exec ./pyenv/bin/python -m appmaster.agent" in service.script
+        assert service.env["YARN_CONTAINER_RUNTIME_TYPE"] == "docker"
+        assert service.env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"] == "tf:2"
+        assert service.env["YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"] == "host"
+        assert service.env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] == "/data:/data:ro"
+    spec.to_dict()  # skein validates the whole spec
+
+
+def test_application_spec_without_environment(tmp_path: Path) -> None:
+    job = load_job(*job_files(tmp_path))
+    plan = build_plan(job)
+    spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, "default", 512, 1)
+    assert envs.ENV_DIR not in spec.master.files
+    assert f"exec {sys.executable} -m appmaster.master" in spec.master.script
+    assert not any(k.startswith("YARN_CONTAINER_RUNTIME") for s in spec.services.values()
+                   for k in s.env)
+
+
+def test_local_cluster_launchers(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    java_home = Path("/opt/jdk")
+    assert cluster.write_launcher(layout, java_home) == layout.bin_dir / "yarn"
+    hadoop = layout.bin_dir / "hadoop"
+    text = hadoop.read_text()
+    assert os.access(hadoop, os.X_OK)
+    assert "org.apache.hadoop.fs.FsShell" in text and 'JAVA_HOME="/opt/jdk"' in text
+    assert "@" not in text.replace("$@", "").replace("[@]", "")  # every placeholder filled
+    before = hadoop.stat().st_ino
+    cluster.write_launcher(layout, java_home)
+    assert hadoop.stat().st_ino == before  # unchanged text: not rewritten
+
+
+# ---------------------------------------------------------------- on the local YARN
+
+ENV_SCRIPT = '''\
+"""Records which Python runs this task; the ps blocks until ended, the chief waits for all."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import tfyarn_env_marker  # only in the packed env
+
+parser = argparse.ArgumentParser()
+for flag in ("--ps_hosts", "--worker_hosts", "--job_name", "--work_dir"):
+    parser.add_argument(flag, required=True)
+parser.add_argument("--task_index", type=int, required=True)
+args = parser.parse_args()
+record = {"executable": sys.executable, "prefix": sys.prefix,
+          "real_prefix": os.path.realpath(sys.prefix), "marker": tfyarn_env_marker.TOKEN,
+          "role": os.environ.get("TFYARN_ROLE")}
+path = os.path.join(args.work_dir, f"env_{args.job_name}_{args.task_index}.json")
+with open(path + ".tmp", "w") as f:
+    json.dump(record, f)
+os.replace(path + ".tmp", path)
+if args.job_name == "ps":
+    while True:
+        time.sleep(1)
+if record["role"] == "chiefworker":
+    tasks = len(args.ps_hosts.split(",")) + len(args.worker_hosts.split(","))
+    deadline = time.time() + 120
+    while time.time() < deadline and len(
+            [n for n in os.listdir(args.work_dir) if n.startswith("env_") and n.endswith(".json")]
+    ) < tasks:
+        time.sleep(0.2)
+'''
+TASKS = {"env_ps_0", "env_worker_0", "env_worker_1", "env_worker_2"}
+SUBMIT_TIMEOUT_S = 480
+
+
+@pytest.fixture(scope="module")
+def packed_env(tmp_path_factory) -> tuple[Path, str]:
+    """A small venv with skein (pinned to the versions tfyarn runs with) and a marker module,
+    packed with venv-pack; no TensorFlow, so that it stays small."""
+    venv_pack = pytest.importorskip("venv_pack")
+    root = tmp_path_factory.mktemp("pyenv")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    pins = [f"{name}=={metadata.version(name)}"
+            for name in ("skein", "grpcio", "protobuf", "cryptography", "pyyaml")]
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *pins],
+                         capture_output=True, text=True, timeout=600)
+    if pip.returncode != 0:
+        pytest.skip(f"cannot install skein into a fresh venv: {pip.stderr[-800:]}")
+    token = uuid.uuid4().hex
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "tfyarn_env_marker.py").write_text(f"TOKEN = {token!r}\n")
+    archive = root / "tfyarn-test-env.tar.gz"
+    venv_pack.pack(prefix=str(venv), output=str(archive), verbose=False)
+    return archive, token
+
+
+def submit_with_env(yarn_cluster, tmp_path: Path, archive: Path) -> tuple[str, str, Path]:
+    """`tfyarn submit --wait --python-env ARCHIVE` on the seed files with ENV_SCRIPT."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "env_task.py").write_text(ENV_SCRIPT)
+    shutil.copy(REPO / "resources.json", tmp_path / "resources.json")
+    app = json.loads((REPO / "appConfig.json").read_text())
+    app["global"].update({G + "user.scripts.dir": str(scripts),
+                          G + "user.scripts.entry": "env_task.py",
+                          G + "user.work.dir": str(tmp_path / "work" / "${APP_ID}")})
+    (tmp_path / "appConfig.json").write_text(json.dumps(app))
+    command = [sys.executable, "-m", "tfyarn.cli", "submit", "--wait",
+               "--resources", str(tmp_path / "resources.json"),
+               "--app-config", str(tmp_path / "appConfig.json"), "--python-env", str(archive)]
+    proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = proc.communicate(timeout=SUBMIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output, _ = proc.communicate()
+        if match := re.search(r"Submitted (application_\d+_\d+)", output):
+            subprocess.run(["yarn", "application", "-kill", match.group(1)],
+                           env=yarn_cluster.env, capture_output=True, timeout=60)
+        raise AssertionError(f"tfyarn submit ran over {SUBMIT_TIMEOUT_S} s:\n{output}") from None
+    assert proc.returncode == 0, output
+    app_id = re.search(r"^Submitted (application_\d+_\d+) ", output, re.MULTILINE)
+    assert app_id, output
+    assert f"{app_id.group(1)} SUCCEEDED" in output, output
+    return app_id.group(1), output, tmp_path / "work" / app_id.group(1)
+
+
+def assert_ran_in_env(work_dir: Path, token: str, sha: str) -> set[str]:
+    """Every task ran the packed env's interpreter; returns the unpacked copies they used."""
+    records = {p.stem: json.loads(p.read_text()) for p in work_dir.glob("env_*.json")}
+    assert set(records) == TASKS, sorted(records)
+    for name, record in records.items():
+        assert record["marker"] == token, name
+        assert Path(record["prefix"]).name == envs.ENV_DIR, record
+        assert record["executable"] == str(Path(record["prefix"]) / "bin" / "python"), record
+        # ./pyenv links to the NodeManager's unpacked copy of the cached archive.
+        assert Path(record["real_prefix"]).name == f"{sha}.tar.gz", record
+        # PRIVATE: kept per node and user (usercache/<user>/filecache), not per application.
+        assert "/filecache/" in record["real_prefix"], record
+        assert "/appcache/" not in record["real_prefix"], record
+    return {record["real_prefix"] for record in records.values()}
+
+
+def fs_mtime(env: dict[str, str], url: str) -> str:
+    result = subprocess.run(["hadoop", "fs", "-stat", "%Y", url], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+@pytest.mark.yarn
+def test_jobs_run_in_the_packed_env_uploaded_once(yarn_cluster, packed_env, tmp_path: Path):
+    archive, token = packed_env
+    sha = envs.sha256_file(archive)
+    url = envs.cached_archive_url(envs.default_fs(yarn_cluster.env),
+                                  envs.cluster_user(yarn_cluster.env), sha, ".tar.gz")
+    try:
+        first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+        first_dir.mkdir()
+        second_dir.mkdir()
+        _, output, work = submit_with_env(yarn_cluster, first_dir, archive)
+        assert f"Python env {archive}: uploaded to {url}" in output
+        unpacked = assert_ran_in_env(work, token, sha)
+        mtime = fs_mtime(yarn_cluster.env, url)
+
+        time.sleep(1.0)  # a copy now would show in the modification time (ms)
+        _, output, work = submit_with_env(yarn_cluster, second_dir, archive)
+        assert f"Python env {archive}: already at {url} (same sha256), not uploaded again" in (
+            output
+        )
+        assert fs_mtime(yarn_cluster.env, url) == mtime
+        # The nodes reuse what they unpacked for the first job.
+        assert assert_ran_in_env(work, token, sha) <= unpacked
+    finally:
+        subprocess.run(["hadoop", "fs", "-rm", "-f", url], env=yarn_cluster.env,
+                       capture_output=True, timeout=120)
