@@ -30,7 +30,7 @@ from tfyarn.environments import JobEnvironment, JobEnvironmentError
 from tfyarn.jobconfig import JobConfigError, load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout
-from tfyarn.plan import build_plan, format_plan, plan_document
+from tfyarn.plan import Placement, build_plan, format_plan, plan_document
 
 REPO = Path(__file__).resolve().parent.parent
 G = "site.global."
@@ -396,7 +396,7 @@ def test_plan_with_packed_env_and_docker(tmp_path: Path) -> None:
                                            "docker.mounts": ["/data:/data:ro"]}))
     plan = build_plan(job)
     assert plan.python == "./pyenv/bin/python"
-    document = plan_document(job, plan, "default")
+    document = plan_document(job, plan, Placement())
     assert document["python_env"] == str(archive)
     assert document["docker"] == {"image": "tf:2", "mounts": ["/data:/data:ro"]}
     assert all(c.startswith("./pyenv/bin/python app/train.py ")
@@ -423,7 +423,7 @@ def test_application_spec(tmp_path: Path) -> None:
     environment = JobEnvironment(python_env_url=url, docker_image="tf:2",
                                  docker_mounts=("/data:/data:ro",),
                                  master_python="./pyenv/bin/python")
-    spec = application_spec(plan, tmp_path, job_file, "default", 512, 1,
+    spec = application_spec(plan, tmp_path, job_file, Placement(),
                             environment=environment)
     for files in [spec.master.files, *(s.files for s in spec.services.values())]:
         env_file = files[envs.ENV_DIR]
@@ -445,7 +445,7 @@ def test_application_spec(tmp_path: Path) -> None:
 def test_application_spec_without_environment(tmp_path: Path) -> None:
     job = load_job(*job_files(tmp_path))
     plan = build_plan(job)
-    spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, "default", 512, 1)
+    spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, Placement())
     assert envs.ENV_DIR not in spec.master.files
     assert f"exec {sys.executable} -m appmaster.master" in spec.master.script
     assert not any(k.startswith("YARN_CONTAINER_RUNTIME") for s in spec.services.values()

@@ -172,6 +172,9 @@ class Job:
     work_dir: Path
     submitted_at: float
     killed_pids: list[int] = field(default_factory=list)
+    # Each AppMaster attempt's driver log as last seen live (the NodeManager deletes it once
+    # the logs are aggregated): {"container_..._01_000001": text}
+    driver_logs: dict[str, str] = field(default_factory=dict)
 
     # ----- YARN's view
 
@@ -189,9 +192,17 @@ class Job:
                     f"{app.get('diagnostics', '')}")
         return None
 
-    def final(self, skein_client, timeout_s: float = FINAL_TIMEOUT_S) -> dict:
-        wait_for_final_state(skein_client, self.app_id, timeout_s)
-        return self.rest()
+    def final(self, timeout_s: float = FINAL_TIMEOUT_S) -> dict:
+        """YARN's report once the app ended; the AppMaster logs are kept as they go by."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.driver_log()
+            app = self.rest()
+            if app["state"] in FINAL_STATES:
+                return app
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.app_id} still {app['state']} after {timeout_s:.0f} s")
+            time.sleep(0.5)
 
     # ----- the job's files
 
@@ -252,13 +263,35 @@ class Job:
     # ----- the AppMaster's log, read live from the NodeManager's log dir
 
     def driver_log(self) -> str:
-        texts = []
+        """Every AppMaster attempt's driver log so far (read from the NodeManagers' log dirs)."""
         for nm in NODE_MANAGERS:
             base = self.yarn_cluster.layout.node_dir(nm) / "containers" / self.app_id
-            for path in sorted(base.glob("container_*_000001/application.driver.log")):
+            for path in base.glob("container_*_000001/application.driver.log"):
                 with contextlib.suppress(OSError):  # aggregated and deleted meanwhile
-                    texts.append(path.read_text(errors="replace"))
-        return "\n".join(texts)
+                    text = path.read_text(errors="replace")
+                    if len(text) >= len(self.driver_logs.get(path.parent.name, "")):
+                        self.driver_logs[path.parent.name] = text
+        return "\n".join(self.driver_logs[name] for name in sorted(self.driver_logs))
+
+    def am_event(self, pattern: str, attempt: int = 1) -> float | None:
+        """When (epoch s) the AppMaster of that attempt first logged a line matching pattern."""
+        self.driver_log()
+        name = next((n for n in self.driver_logs if CONTAINER_ID.search(n)
+                     and int(CONTAINER_ID.search(n).group(1)) == attempt), None)
+        for line in self.driver_logs.get(name, "").splitlines() if name else []:
+            stamp = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ", line)
+            if stamp and re.search(pattern, line):
+                seconds = time.mktime(time.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S"))
+                return seconds + int(stamp.group(2)) / 1000
+        return None
+
+    def attempts(self) -> list[dict]:
+        doc = cluster.rest(self.yarn_cluster.layout, f"apps/{self.app_id}/appattempts")
+        return (doc.get("appAttempts") or {}).get("appAttempt") or []
+
+    def print_attempts(self) -> None:
+        print(f"[{self.app_id}] AppMaster attempts: " + ", ".join(
+            f"{a['id']}: {a.get('appAttemptState')}" for a in self.attempts()))
 
     def print_am_recovery_lines(self, expected: int = 1, timeout_s: float = 10) -> None:
         """Print the AppMaster's "training again X s after its failure" lines (figures only)."""
@@ -347,6 +380,12 @@ def assert_succeeded(job: Job, app: dict) -> None:
         f"{job.app_id}: {app['state']}/{app['finalStatus']}: {app.get('diagnostics')}")
 
 
+def assert_failed(job: Job, app: dict) -> None:
+    """The AppMaster unregistered with FAILED: YARN shows FINISHED (the attempt ended well)."""
+    assert app["finalStatus"] == "FAILED" and app["state"] in ("FINISHED", "FAILED"), (
+        f"{job.app_id}: {app['state']}/{app['finalStatus']}: {app.get('diagnostics')}")
+
+
 # ---------------------------------------------------------------- tests
 
 
@@ -364,7 +403,7 @@ def test_killed_worker_is_replaced(yarn_cluster, skein_client, submit, tmp_path:
           f"({replacement.name}) in {time.monotonic() - killed_at:.1f} s")
     job.print_am_recovery_lines()
 
-    app = job.final(skein_client)
+    app = job.final()
     assert_succeeded(job, app)
     assert job.result()["global_step"] >= TRAIN_STEPS, job.result()
     restarts = restarts_of(app["diagnostics"])
@@ -395,11 +434,12 @@ def test_killed_ps_or_chief_restarts_from_checkpoint(
     wait_until(f"the restarted {restarted.name} and {chief.name}",
                lambda: restarted.exists() and chief.exists(), RECOVERY_TIMEOUT_S,
                fail_fast=job.ended_early)
+    started = sorted({restarted.name, chief.name})
     print(f"[{job.app_id}] {role} killed -> generation 1 started its scripts "
-          f"({restarted.name}, {chief.name}) in {time.monotonic() - killed_at:.1f} s")
+          f"({', '.join(started)}) in {time.monotonic() - killed_at:.1f} s")
     job.print_am_recovery_lines(expected=4)
 
-    app = job.final(skein_client)
+    app = job.final()
     assert_succeeded(job, app)
     result = job.result()
     print(f"[{job.app_id}] checkpoint at the kill: step {step_at_kill}; the restarted chief "
@@ -422,12 +462,17 @@ def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client,
     """Threshold 0 for workers: the first killed worker fails the job, and says why."""
     job = submit(*make_job(tmp_path, args=TRAIN_ARGS, thresholds={"worker": 0}))
     job.wait_for_checkpoint()
+    killed_wall = time.time()
     killed_at = job.kill9(job.task("worker", 1))  # worker role index 0
 
-    app = job.final(skein_client, timeout_s=90)
-    print(f"[{job.app_id}] worker 0 killed -> application {app['state']} in "
-          f"{time.monotonic() - killed_at:.1f} s")
-    assert (app["state"], app["finalStatus"]) == ("FAILED", "FAILED"), app
+    app = job.final(timeout_s=120)
+    decided = job.am_event(r"ending the application: FAILED", attempt=1)
+    print(f"[{job.app_id}] worker 0 killed -> the AppMaster decided FAILED in "
+          + (f"{decided - killed_wall:.1f} s" if decided else "(no log line seen)")
+          + f"; YARN showed {app['state']}/{app['finalStatus']} "
+          f"{time.monotonic() - killed_at:.1f} s after the kill")
+    job.print_attempts()
+    assert_failed(job, app)
     diagnostics = app["diagnostics"]
     assert "Component worker failed 1 time(s)" in diagnostics, diagnostics
     assert "yarn.container.failure.threshold of 0" in diagnostics, diagnostics
@@ -466,12 +511,21 @@ def test_unschedulable_request_fails_after_allocation_timeout(
     running_at = wait_until(f"{job.app_id} RUNNING (its AppMaster registered)",
                             lambda: job.state() in ("RUNNING", *FINAL_STATES) and
                             time.monotonic(), 90)
-    app = job.final(skein_client, timeout_s=timeout_s + 60)
+    app = job.final(timeout_s=timeout_s + 100)
     elapsed = time.monotonic() - running_at
-    print(f"[{job.app_id}] unschedulable: FAILED {elapsed:.1f} s after the AppMaster "
-          f"registered ({time.monotonic() - job.submitted_at:.1f} s after submit)")
-    assert (app["state"], app["finalStatus"]) == ("FAILED", "FAILED"), app
-    assert elapsed < timeout_s + 25, f"FAILED only after {elapsed:.0f} s"
+    requested = job.am_event(r"generation 0: requested", attempt=1)
+    decided = job.am_event(r"ending the application: FAILED", attempt=1)
+    assert requested and decided, f"attempt 1's AppMaster log:\n{job.driver_log()}"
+    print(f"[{job.app_id}] unschedulable: the AppMaster decided FAILED "
+          f"{decided - requested:.1f} s after its container requests; YARN showed "
+          f"{app['state']}/{app['finalStatus']} {elapsed:.1f} s after the AppMaster registered "
+          f"({time.monotonic() - job.submitted_at:.1f} s after submit)")
+    job.print_attempts()
+    assert_failed(job, app)
+    assert timeout_s - 1 <= decided - requested <= timeout_s + 10, (
+        f"decided {decided - requested:.1f} s after the requests, not ~{timeout_s} s")
+    # The end YARN shows comes later when a second AppMaster attempt replays the decision.
+    assert elapsed < timeout_s + 90, f"FAILED only after {elapsed:.0f} s"
     diagnostics = app["diagnostics"]
     match = re.search(r"YARN did not allocate (\d+) container\(s\) within 20 s "
                       r"\(site\.global\.allocation\.timeout\)", diagnostics)
@@ -496,6 +550,7 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
     assert len(first_tasks) == 4, [p.short() for p in first_tasks]
     first_pids = {p.pid for p in first_tasks}
     chief_pid = read_json(job.flags_path("worker", 0))["pid"]
+    killed_wall = time.time()
     killed_at = job.kill9(masters[0])
 
     gone = wait_until("every task process of attempt 1 to end",
@@ -506,6 +561,7 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
 
     samples = duplicates = 0
     second_attempt_seen: float | None = None
+    new_chief_at: float | None = None  # attempt 2's chief rewrote worker_0.json
     while str(skein_client.application_report(job.app_id).state) not in FINAL_STATES:
         if time.monotonic() - killed_at > FINAL_TIMEOUT_S:
             raise AssertionError(f"{job.app_id} did not end {FINAL_TIMEOUT_S} s after the kill")
@@ -522,20 +578,28 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
             assert {p.am_attempt for p in procs} == {2}, [p.short() for p in procs]
         if procs:
             samples += 1
+        if new_chief_at is None:
+            record = read_json(job.flags_path("worker", 0))
+            if record and record["pid"] != chief_pid:
+                new_chief_at = time.monotonic()
         time.sleep(0.5)
     print(f"[{job.app_id}] AppMaster killed -> attempt 2's first task script running in "
           + (f"{second_attempt_seen - killed_at:.1f} s" if second_attempt_seen else "(never)")
           + f"; {samples} process-table samples during attempt 2, {duplicates} duplicates")
-    new_chief = read_json(job.flags_path("worker", 0))
-    if new_chief and new_chief["pid"] != chief_pid:
-        print(f"[{job.app_id}] (the chief of attempt 2 rewrote worker_0.json)")
+    print(f"[{job.app_id}] AppMaster killed -> attempt 2's chief started its script "
+          "(rewrote worker_0.json) in "
+          + (f"{new_chief_at - killed_at:.1f} s" if new_chief_at else "(not seen)"))
+    attempt2_started = job.am_event(r"tfyarn AppMaster attempt 2", attempt=2)
+    attempt2_running = job.am_event(r"phase all running", attempt=2)
+    if attempt2_started and attempt2_running:
+        print(f"[{job.app_id}] AppMaster killed -> attempt 2's driver started in "
+              f"{attempt2_started - killed_wall:.1f} s, all its tasks running in "
+              f"{attempt2_running - killed_wall:.1f} s (from its log)")
 
     app = job.rest()
-    attempts = cluster.rest(yarn_cluster.layout, f"apps/{job.app_id}/appattempts")
-    attempt_list = attempts["appAttempts"]["appAttempt"]
-    print(f"[{job.app_id}] AppMaster attempts: "
-          + ", ".join(f"{a['id']}: {a.get('appAttemptState')}" for a in attempt_list))
-    assert len(attempt_list) == 2, attempt_list
+    job.print_attempts()
+    assert len(job.attempts()) == 2, job.attempts()
+    assert new_chief_at is not None, "attempt 2's chief never started its script"
     # The second attempt finishes the job (it could also fail it cleanly, with a reason; on
     # this cluster it succeeds, so that is what is asserted).
     assert_succeeded(job, app)
@@ -564,17 +628,19 @@ def test_tfyarn_kill_ends_every_process_and_keeps_the_checkpoint(
     job = submit(*make_job(tmp_path, args=TRAIN_ARGS))
     job.wait_for_checkpoint()
     assert len(task_processes(job.work_dir)) == 4
-    killed_at = time.monotonic()
+    started = time.monotonic()
     result = tfyarn(yarn_cluster, "kill", job.app_id)
+    returned = time.monotonic()
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
-    print(f"[{job.app_id}] `tfyarn kill` returned in {time.monotonic() - killed_at:.1f} s")
+    print(f"[{job.app_id}] `tfyarn kill` returned in {returned - started:.1f} s "
+          "(most of it skein's driver starting)")
 
-    app = job.final(skein_client, timeout_s=60)
+    app = job.final(timeout_s=60)
     assert app["state"] == "KILLED", app
     gone_in = job.assert_no_process_left(timeout_s=15)
     print(f"[{job.app_id}] KILLED; no process of the job left "
-          f"{time.monotonic() - killed_at:.1f} s after `tfyarn kill` ({gone_in:.1f} s after "
-          "YARN's KILLED)")
+          f"{time.monotonic() - returned:.1f} s after `tfyarn kill` returned ({gone_in:.1f} s "
+          "after YARN showed KILLED)")
 
     latest = latest_checkpoint(job.work_dir)
     assert latest, f"no checkpoint file in {job.work_dir / 'checkpoints'}"

@@ -297,4 +297,4 @@ def test_dry_run_seed_job_json(monkeypatch: pytest.MonkeyPatch) -> None:
         assert role["failure_threshold"] == 0
         assert role["restarts"] == "no failure tolerated (the first fails the job)"
     assert doc["failure_threshold_meaning"] == FAILURE_THRESHOLD_MEANING
-    assert doc["appmaster"] == {"memory_mb": 512, "vcores": 1}
+    assert doc["appmaster"] == {"memory_mb": 512, "vcores": 1, "node_label": None}

@@ -9,6 +9,7 @@ import skein
 import appmaster
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR, SECRET_FILE_PREFIX, JobPlan
 from tfyarn.environments import JobEnvironment
+from tfyarn.plan import Placement
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
 
@@ -21,8 +22,7 @@ def _launch(plan: JobPlan, module: str, python: str | None = None) -> str:
     )
 
 
-def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, queue: str,
-                     am_memory_mb: int, am_vcores: int,
+def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement: Placement,
                      secrets: dict[str, Path] | None = None,
                      environment: JobEnvironment | None = None) -> skein.ApplicationSpec:
     environment = environment or JobEnvironment()  # a packed Python env, a Docker image
@@ -53,15 +53,16 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, queue: st
         for role in (*plan.roles, *([plan.tensorboard] if plan.tensorboard else []))
     }
     master = skein.Master(
-        resources=skein.Resources(memory=am_memory_mb, vcores=am_vcores),
+        resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
         files=files,
         script=_launch(plan, "appmaster.master", environment.master_python),
     )
     return skein.ApplicationSpec(
         name=plan.name,
-        queue=queue,
+        queue=placement.queue,
+        node_label=placement.am_label or "",
         master=master,
         services=services,
         max_attempts=plan.am_max_attempts,
-        tags={"tfyarn"},
+        tags={"tfyarn", *placement.tags},
     )

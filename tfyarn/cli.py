@@ -8,16 +8,26 @@ from tfyarn import __version__
 from tfyarn.cli_cluster import cluster_group
 from tfyarn.cli_jobs import submit_command
 from tfyarn.cli_monitor import kill_command, list_command, logs_command, status_command
+from tfyarn.submit import SubmitError, use_kerberos
 
 
 @click.group()
 @click.version_option(__version__, prog_name="tfyarn")
-def main() -> None:
+@click.option("--principal", envvar="TFYARN_PRINCIPAL", default=None,
+              help="Kerberos principal to log in as on a secure cluster (with --keytab) "
+                   "[env TFYARN_PRINCIPAL; default: the ticket cache from kinit].")
+@click.option("--keytab", envvar="TFYARN_KEYTAB", default=None,
+              help="Keytab file for --principal [env TFYARN_KEYTAB].")
+def main(principal: str | None, keytab: str | None) -> None:
     """Run distributed TensorFlow on Hadoop YARN.
 
     Describe the job in resources.json and appConfig.json (Apache Slider's format),
     then `tfyarn submit`. `tfyarn cluster up` starts a local YARN to try it on.
     """
+    try:
+        use_kerberos(principal, keytab)
+    except SubmitError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 main.add_command(cluster_group)

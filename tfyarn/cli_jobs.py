@@ -10,7 +10,7 @@ import click
 
 from tfyarn import environments, jobview
 from tfyarn.jobconfig import JobConfigError, load_job
-from tfyarn.plan import build_plan, format_plan, format_plan_json, plan_document
+from tfyarn.plan import Placement, build_plan, format_plan, format_plan_json, plan_document
 from tfyarn.submit import FINAL_STATES, SubmitError, follow, skein_client, submit
 
 
@@ -36,10 +36,19 @@ from tfyarn.submit import FINAL_STATES, SubmitError, follow, skein_client, submi
                    "[default: from appConfig].")
 @click.option("--docker-mount", "docker_mounts", multiple=True, metavar="SRC:DEST[:ro|rw]",
               help="A host path to mount in the tasks' Docker containers (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="A YARN application tag (repeatable).")
+@click.option("--am-memory", type=click.IntRange(128), default=None,
+              help="AppMaster memory in MB [default: slider-appmaster's yarn.memory, or 512].")
+@click.option("--am-vcores", type=click.IntRange(1), default=None,
+              help="AppMaster vcores [default: slider-appmaster's yarn.vcores, or 1].")
+@click.option("--am-label", default=None,
+              help="Node label for the AppMaster. YARN also applies it to every component "
+                   "without its own yarn.label.expression (the plan shows it).")
 def submit_command(resources_path: str, app_config_path: str, name: str | None,
                    queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
                    as_json: bool, python_env: str | None, docker_image: str | None,
-                   docker_mounts: tuple[str, ...]) -> None:
+                   docker_mounts: tuple[str, ...], tags: tuple[str, ...],
+                   am_memory: int | None, am_vcores: int | None, am_label: str | None) -> None:
     """Submit a distributed TensorFlow job to YARN."""
     try:
         job = load_job(resources_path, app_config_path)
@@ -47,12 +56,14 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
         raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
     try:  # the job's Python env and Docker image (tfyarn/environments.py)
         job = environments.with_overrides(job, python_env, docker_image, docker_mounts)
-        plan = build_plan(job, name)
+        plan = build_plan(job, name, default_label=am_label)
     except environments.JobEnvironmentError as exc:
         raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
-    queue = queue or job.app.queue
+    placement = Placement(queue=queue or job.app.queue, tags=tags,
+                          am_memory_mb=am_memory or job.am_memory_mb,
+                          am_vcores=am_vcores or job.am_vcores, am_label=am_label)
     if dry_run:
-        document = plan_document(job, plan, queue)
+        document = plan_document(job, plan, placement)
         click.echo(format_plan_json(document) if as_json else format_plan(document))
         return
     try:
@@ -61,13 +72,13 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
         raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
     try:
         with skein_client() as client:
-            app_id = submit(client, job, plan, queue, environment)
+            app_id = submit(client, job, plan, placement, environment)
             report = client.application_report(app_id)
             if as_json and not wait:
                 click.echo(f'{{"application_id": "{app_id}", '
                            f'"tracking_url": "{report.tracking_url}"}}')
                 return
-            click.echo(f"Submitted {app_id} ({plan.name}) to queue {queue}.")
+            click.echo(f"Submitted {app_id} ({plan.name}) to queue {placement.queue}.")
             click.echo(f"Tracking URL: {report.tracking_url}")
             click.echo(f"Logs: yarn logs -applicationId {app_id}")
             if not wait:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 from appmaster.cluster_spec import ClusterSpec
@@ -14,17 +15,33 @@ from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, TENSORBOARD, Component, 
 DEFAULT_WORK_DIR = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
 
 
-def role_plan(c: Component) -> RolePlan:
+@dataclass(frozen=True)
+class Placement:
+    """Where YARN puts the application: queue, tags, and the AppMaster's container."""
+
+    queue: str = "default"
+    tags: tuple[str, ...] = ()
+    am_memory_mb: int = 512
+    am_vcores: int = 1
+    # YARN applies an application's label to the AppMaster and to every request without
+    # its own label; build_plan gives unlabelled roles this label explicitly to match.
+    am_label: str | None = None
+
+
+def role_plan(c: Component, default_label: str | None = None) -> RolePlan:
     return RolePlan(
         name=c.name, instances=c.instances, priority=c.priority, memory_mb=c.memory_mb,
-        vcores=c.vcores, gpus=c.gpus, label=c.label, failure_threshold=c.failure_threshold,
-        failure_policy=c.failure_policy,
+        vcores=c.vcores, gpus=c.gpus, label=c.label or default_label,
+        failure_threshold=c.failure_threshold, failure_policy=c.failure_policy,
     )
 
 
-def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
+def build_plan(job: JobConfig, name: str | None = None,
+               default_label: str | None = None) -> JobPlan:
+    """The AppMaster's plan. ``default_label`` is the application's label (--am-label), which
+    YARN gives every request without one; the plan says so explicitly."""
     app = job.app
-    roles = tuple(role_plan(c) for c in job.tasks())
+    roles = tuple(role_plan(c, default_label) for c in job.tasks())
     tensorboard = job.component(TENSORBOARD)
     return JobPlan(
         name=name or app.name,
@@ -43,7 +60,8 @@ def build_plan(job: JobConfig, name: str | None = None) -> JobPlan:
         deadline_s=app.deadline_s,
         am_max_attempts=app.am_max_attempts,
         secrets=tuple(sorted(app.secrets)),
-        tensorboard=role_plan(tensorboard) if tensorboard and tensorboard.instances else None,
+        tensorboard=(role_plan(tensorboard, default_label)
+                     if tensorboard and tensorboard.instances else None),
     )
 
 
@@ -66,7 +84,7 @@ def restart_limit(role: RolePlan) -> str:
     return f"{role.failure_threshold} failure(s) tolerated, each replaced"
 
 
-def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
+def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
     spec = placeholder_spec(plan)
     work_dir = plan.work_dir
     roles = []
@@ -85,7 +103,8 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
         })
     return {
         "name": plan.name,
-        "queue": queue,
+        "queue": placement.queue,
+        "tags": ["tfyarn", *placement.tags],
         "scripts_dir": str(job.app.scripts_dir),
         "entry": plan.entry,
         "python": plan.python,
@@ -99,7 +118,8 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
         "deadline_s": plan.deadline_s,
         "success_policy": plan.success_policy,
         "appmaster_max_attempts": plan.am_max_attempts,
-        "appmaster": {"memory_mb": job.am_memory_mb, "vcores": job.am_vcores},
+        "appmaster": {"memory_mb": placement.am_memory_mb, "vcores": placement.am_vcores,
+                      "node_label": placement.am_label},
         "roles": roles,
         "env": sorted(plan.env),
         "secrets": list(plan.secrets),
@@ -116,12 +136,14 @@ def plan_document(job: JobConfig, plan: JobPlan, queue: str) -> dict:
 
 def format_plan(document: dict) -> str:
     lines = [
-        f"Application {document['name']!r} in queue {document['queue']!r}",
+        f"Application {document['name']!r} in queue {document['queue']!r}, tags "
+        f"{', '.join(document['tags'])}",
         f"  scripts:  {document['scripts_dir']} (entry {document['entry']}, "
         f"python {document['python']})",
         f"  work dir: {document['work_dir']}",
         f"  AppMaster: {document['appmaster']['memory_mb']} MB, "
-        f"{document['appmaster']['vcores']} vcore(s), up to "
+        f"{document['appmaster']['vcores']} vcore(s), node label "
+        f"{document['appmaster']['node_label'] or '<default partition>'}, up to "
         f"{document['appmaster_max_attempts']} attempt(s)",
         f"  timeouts: allocation {document['allocation_timeout_s']:.0f} s, registration "
         f"{document['registration_timeout_s']:.0f} s, job deadline "

@@ -6,17 +6,40 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from appmaster.jobplan import JOB_FILE, JobPlan
 from tfyarn.environments import JobEnvironment
 from tfyarn.jobconfig import JobConfig
+from tfyarn.plan import Placement
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 
 
 class SubmitError(RuntimeError):
     """The job could not be handed to YARN; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Kerberos:
+    """Who tfyarn logs in as on a secure cluster (skein's driver does the login)."""
+
+    principal: str | None = None
+    keytab: str | None = None
+
+
+KERBEROS = Kerberos()  # set once by the CLI's --principal/--keytab
+
+
+def use_kerberos(principal: str | None, keytab: str | None) -> None:
+    global KERBEROS
+    if bool(principal) != bool(keytab):
+        raise SubmitError("--principal and --keytab go together: give both (or neither, to "
+                          "use the ticket cache from `kinit`).")
+    if keytab and not Path(keytab).is_file():
+        raise SubmitError(f"--keytab {keytab}: no such file.")
+    KERBEROS = Kerberos(principal, keytab)
 
 
 def skein_client():
@@ -30,22 +53,20 @@ def skein_client():
             'local cluster: tfyarn cluster up && eval "$(tfyarn cluster env)"'
         )
     try:
-        return skein.Client()
+        return skein.Client(principal=KERBEROS.principal, keytab=KERBEROS.keytab)
     except Exception as exc:
         raise SubmitError(f"Could not start skein's driver: {exc}") from exc
 
 
-def submit(client, job: JobConfig, plan: JobPlan, queue: str,
+def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
            environment: JobEnvironment | None = None) -> str:
     """Upload the scripts, the AppMaster code and the plan; return the application id."""
-    from tfyarn.appspec import application_spec
-
+    from tfyarn.appspec import application_spec  # imports skein: only when submitting
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
         job_file = Path(tmp) / JOB_FILE
         job_file.write_text(plan.to_json())
-        spec = application_spec(plan, job.app.scripts_dir, job_file, queue,
-                                job.am_memory_mb, job.am_vcores, job.app.secrets,
-                                environment)
+        spec = application_spec(plan, job.app.scripts_dir, job_file, placement,
+                                job.app.secrets, environment)
         try:
             return client.submit(spec)
         except Exception as exc:

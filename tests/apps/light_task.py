@@ -1,6 +1,7 @@
 """A task script with no TensorFlow: records what it received, then behaves like its role.
 
-ps blocks until the launcher ends it; the chief and workers exit 0 (after --sleep seconds).
+ps blocks until the launcher ends it; the chief and workers exit 0 after --sleep seconds, or
+as soon as --release_file exists.
 With TFYARN_SECRET_* set, it records each secret's sha256 (never the secret itself).
 """
 
@@ -17,6 +18,8 @@ for flag in ("--ps_hosts", "--worker_hosts", "--job_name", "--work_dir"):
 parser.add_argument("--task_index", type=int, default=0)
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--exit_code", type=int, default=0)
+parser.add_argument("--release_file", default="",
+                    help="the chief and workers end once this file exists (or after --sleep)")
 args, _ = parser.parse_known_args()
 
 secrets = {}
@@ -40,7 +43,11 @@ print(f"light task {args.job_name} {args.task_index} started", flush=True)
 if args.job_name == "ps":
     while True:
         time.sleep(60)
-time.sleep(args.sleep)
+deadline = time.monotonic() + args.sleep
+while time.monotonic() < deadline:
+    if args.release_file and os.path.exists(args.release_file):
+        break
+    time.sleep(0.2)
 if args.exit_code:
     print(f"light task {args.job_name} {args.task_index} failing on purpose", file=sys.stderr)
 sys.exit(args.exit_code)

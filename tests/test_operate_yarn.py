@@ -1,0 +1,128 @@
+"""Operating a job on the local YARN: status, list, logs (live and after), options, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from jobtools import APPS, REPO, app_report
+
+pytestmark = pytest.mark.yarn
+
+
+def tfyarn(yarn_cluster, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tfyarn.cli", *args], env=yarn_cluster.env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def light_job(tmp_path: Path, sleep_s: float, release: Path) -> tuple[Path, Path]:
+    resources = json.loads((REPO / "resources.json").read_text())
+    for name in ("ps", "chiefworker", "worker"):
+        resources["components"][name]["yarn.memory"] = "256"
+    app = {"global": {
+        "site.global.user.scripts.dir": str(APPS),
+        "site.global.user.scripts.entry": "light_task.py",
+        "site.global.user.scripts.args": ["--sleep", str(sleep_s), "--release_file",
+                                          str(release)],
+        "site.global.user.work.dir": str(tmp_path / "work" / "${APP_ID}"),
+        "site.global.app.name": "tfyarn-operate-test",
+    }}
+    (tmp_path / "resources.json").write_text(json.dumps(resources))
+    (tmp_path / "appConfig.json").write_text(json.dumps(app))
+    return tmp_path / "resources.json", tmp_path / "appConfig.json"
+
+
+def wait_for(what: str, probe, timeout_s: float = 120.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Path):
+    release = tmp_path / "release"  # the tasks end once it exists: live checks come first
+    resources, app_config = light_job(tmp_path, sleep_s=240, release=release)
+    submitted = tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
+                       str(app_config), "--detach", "--json", "--tag", "team-a",
+                       "--am-memory", "640")
+    assert submitted.returncode == 0, submitted.stderr
+    app_id = json.loads(submitted.stdout)["application_id"]
+    tracking_url = json.loads(submitted.stdout)["tracking_url"]
+
+    # YARN got the options.
+    report = app_report(yarn_cluster, app_id)
+    assert {"tfyarn", "team-a"} <= set(report["applicationTags"].split(","))
+    assert report["name"] == "tfyarn-operate-test"
+
+    # Live: every task running, with its address, container, node and log URL.
+    def running_view():
+        out = tfyarn(yarn_cluster, "status", app_id, "--json")
+        view = json.loads(out.stdout)["job"] if out.returncode == 0 else None
+        return view if view and view["state"] == "RUNNING" else None
+
+    view = wait_for("all tasks running", running_view)
+    # --follow prints as the job goes and returns when it ends; it runs beside the checks below.
+    follower = subprocess.Popen([sys.executable, "-m", "tfyarn.cli", "logs", app_id, "--role",
+                                 "chiefworker", "--follow"], env=yarn_cluster.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert sorted((t["role"], t["index"]) for t in view["tasks"]) == [
+        ("chiefworker", 0), ("ps", 0), ("worker", 0), ("worker", 1)]
+    for task in view["tasks"]:
+        assert task["state"] == "running" and task["address"] and task["node"]
+        assert task["yarn_container_id"].startswith("container_")
+        assert requests.get(task["log_url"], timeout=5).ok
+    assert view["cluster_spec"]["worker"] == [t["address"] for t in view["tasks"]
+                                              if t["role"] == "worker"]
+    table = tfyarn(yarn_cluster, "status", app_id).stdout
+    assert "ROLE" in table and "HOST:PORT" in table and "chiefworker" in table
+    exports = requests.get(f"{tracking_url}pages/tfyarn/ws/v1/slider/publisher/"
+                           "exports/worker", timeout=5).json()
+    assert [e["value"] for e in exports["entries"]["worker"]] == view["cluster_spec"]["worker"]
+
+    listed = json.loads(tfyarn(yarn_cluster, "list", "--json").stdout)
+    assert app_id in [app["id"] for app in listed]
+
+    live = tfyarn(yarn_cluster, "logs", app_id, "--role", "worker", "--index", "1")
+    assert "light task worker 2 started" in live.stdout  # worker 1 is --task_index=2
+
+    release.touch()
+    followed, _ = follower.communicate(timeout=180)
+    assert "[chiefworker-0.stdout] light task worker 0 started" in followed
+    assert f"{app_id} ended: FINISHED" in followed
+
+    # After the end: YARN's record (final task table, aggregated logs).
+    final = wait_for("the final task table",
+                     lambda: json.loads(tfyarn(yarn_cluster, "status", app_id, "--json")
+                                        .stdout)["job"], timeout_s=90)
+    assert final["state"] == "SUCCEEDED"
+    states = {(t["role"], t["index"]): t["state"] for t in final["tasks"]}
+    assert states[("chiefworker", 0)] == "finished" and states[("ps", 0)] == "stopped"
+    after = tfyarn(yarn_cluster, "logs", app_id, "--role", "ps")
+    assert "light task ps 0 started" in after.stdout and "worker 0 started" not in after.stdout
+    assert app_id not in [a["id"] for a in json.loads(
+        tfyarn(yarn_cluster, "list", "--json").stdout)]
+    assert app_id in [a["id"] for a in json.loads(
+        tfyarn(yarn_cluster, "list", "--all", "--json").stdout)]
+
+
+def test_clear_messages_for_ids_that_are_not_tfyarn_jobs(yarn_cluster, skein_client):
+    import skein
+
+    spec = skein.ApplicationSpec(
+        name="not-tfyarn", master=skein.Master(resources=skein.Resources(memory=256, vcores=1),
+                                               script="sleep 1"))
+    other = skein_client.submit(spec)
+    out = tfyarn(yarn_cluster, "status", other)
+    assert out.returncode != 0 and "is not a tfyarn job" in out.stderr
+    out = tfyarn(yarn_cluster, "status", "application_1_9999")
+    assert out.returncode != 0 and "YARN knows no application" in out.stderr
+    out = tfyarn(yarn_cluster, "logs", "not-an-id")
+    assert out.returncode != 0 and "is not a YARN application id" in out.stderr
