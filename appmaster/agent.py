@@ -174,6 +174,9 @@ def main() -> int:
     code, tail = run_task(command, env, name)
     reservation.close()
     log.info("%s exited with code %d", name, code)
+    if code != 0 and any(sign in tail for sign in registry.PORT_TAKEN_SIGNS):
+        log.warning("%s could not bind %s: another process listens there", name, address)
+        code = registry.PORT_TAKEN_EXIT
     if code != 0:
         app.kv.put(registry.tail_key(container), tail.encode())
     _status(app, container, "exited", address=address, exit_code=code)

@@ -282,6 +282,11 @@ class Master:
             raise Outcome(SUCCEEDED, self.success_message())
 
     def on_task_failed(self, task: Task, reason: str) -> None:
+        if task.exit_code == registry.PORT_TAKEN_EXIT:
+            # Not the task's fault: it starts again on a new port, uncounted.
+            self.restarts.append(f"{task.name} found its port taken: restarted on a new one")
+            self.restart(task)
+            return
         role = self.plan.role(task.role)
         self.failures[task.role] += 1
         failures = self.failures[task.role]
@@ -294,15 +299,22 @@ class Master:
             return
         if not role.may_restart(failures):
             raise Outcome(FAILED, self.over_threshold_message(task, failures, reason))
-        task.attempt += 1
-        task.failed_at = time.monotonic()
         if task.role == "worker":
-            self.restarts.append(f"{task.name} replaced (attempt {task.attempt})")
-            log.info("replacing %s with a new container (attempt %d)", task.name, task.attempt)
-            self.request(task)
+            self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})")
         else:
             self.restarts.append(f"{task.name} failed: cluster restarted as generation "
                                  f"{self.generation + 1} from the last checkpoint")
+        self.restart(task)
+
+    def restart(self, task: Task) -> None:
+        """A stateless worker alone; a ps or the chief with the whole cluster."""
+        task.attempt += 1
+        task.failed_at = time.monotonic()
+        task.exit_code = None
+        if task.role == "worker":
+            log.info("replacing %s with a new container (attempt %d)", task.name, task.attempt)
+            self.request(task)
+        else:
             self.restart_generation(task)
 
     def restart_generation(self, failed: Task) -> None:

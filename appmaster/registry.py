@@ -15,6 +15,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+# The agent's exit code when the script could not bind its port (another process listens
+# there): the master restarts the task on a new port without counting a failure.
+PORT_TAKEN_EXIT = 75
+PORT_TAKEN_SIGNS = ("Address already in use", "Could not start gRPC server",
+                    "Failed to add port to server")
+
 
 @dataclass(frozen=True)
 class TaskAssignment:

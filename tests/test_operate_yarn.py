@@ -126,3 +126,20 @@ def test_clear_messages_for_ids_that_are_not_tfyarn_jobs(yarn_cluster, skein_cli
     assert out.returncode != 0 and "YARN knows no application" in out.stderr
     out = tfyarn(yarn_cluster, "logs", "not-an-id")
     assert out.returncode != 0 and "is not a YARN application id" in out.stderr
+
+
+def test_a_taken_port_restarts_the_task_on_a_new_one(yarn_cluster, tmp_path: Path):
+    """The job does not fail: the task re-registers on a new port, uncounted (threshold 0)."""
+    release = tmp_path / "never"
+    resources, app_config = light_job(tmp_path, sleep_s=3, release=release)
+    app = json.loads(app_config.read_text())
+    app["global"]["site.global.user.scripts.args"].append("--take_own_port")
+    app["global"]["site.global.success.policy"] = "all-workers"  # wait for the new worker
+    app_config.write_text(json.dumps(app))
+    out = tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
+                 str(app_config), "--wait", timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "worker 0 found its port taken: restarted on a new one" in out.stdout
+    app_id = next(w for w in out.stdout.split() if w.startswith("application_"))
+    record = json.loads((tmp_path / "work" / app_id / "light" / "worker_1.json").read_text())
+    assert record["attempt"] == "1"  # the restarted worker 0 (task_index 1) ran to its end

@@ -9,6 +9,7 @@ import argparse
 import hashlib
 import json
 import os
+import socket
 import sys
 import time
 
@@ -18,6 +19,8 @@ for flag in ("--ps_hosts", "--worker_hosts", "--job_name", "--work_dir"):
 parser.add_argument("--task_index", type=int, default=0)
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--exit_code", type=int, default=0)
+parser.add_argument("--take_own_port", action="store_true",
+                    help="worker task 1, first attempt: another listener takes its port first")
 parser.add_argument("--release_file", default="",
                     help="the chief and workers end once this file exists (or after --sleep)")
 args, _ = parser.parse_known_args()
@@ -39,6 +42,18 @@ with open(os.path.join(args.work_dir, "light", f"{args.job_name}_{args.task_inde
           "w") as f:
     json.dump(record, f)
 print(f"light task {args.job_name} {args.task_index} started", flush=True)
+
+attempt = int(os.environ.get("TFYARN_ATTEMPT") or 0)
+if args.take_own_port and args.job_name == "worker" and args.task_index == 1 and attempt == 0:
+    # Someone else listens on our port before our server binds it, as TensorFlow would.
+    port = int(args.worker_hosts.split(",")[args.task_index].rsplit(":", 1)[1])
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("0.0.0.0", port))
+    squatter.listen()
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("0.0.0.0", port))  # raises: Address already in use
 
 if args.job_name == "ps":
     while True:
