@@ -99,10 +99,11 @@ def scan_processes() -> list[Proc]:
     return found
 
 
-def app_processes(app_id: str) -> list[Proc]:
-    """The app's processes: in one of its container dirs, or naming it on the command line."""
+def app_processes(app_id: str, exclude: int | None = None) -> list[Proc]:
+    """The app's processes: in one of its container dirs, or naming it on the command line
+    (except the `exclude` pid: a command of ours, like `tfyarn kill <app id>`)."""
     return [p for p in scan_processes()
-            if app_id in p.cwd or any(app_id in arg for arg in p.argv)]
+            if p.pid != exclude and (app_id in p.cwd or any(app_id in arg for arg in p.argv))]
 
 
 def task_processes(work_dir: Path) -> list[Proc]:
@@ -628,19 +629,36 @@ def test_tfyarn_kill_ends_every_process_and_keeps_the_checkpoint(
     job = submit(*make_job(tmp_path, args=TRAIN_ARGS))
     job.wait_for_checkpoint()
     assert len(task_processes(job.work_dir)) == 4
+    # `tfyarn kill` in the background while the process table and YARN's state are watched.
     started = time.monotonic()
-    result = tfyarn(yarn_cluster, "kill", job.app_id)
-    returned = time.monotonic()
-    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
-    print(f"[{job.app_id}] `tfyarn kill` returned in {returned - started:.1f} s "
-          "(most of it skein's driver starting)")
-
-    app = job.final(timeout_s=60)
+    kill = subprocess.Popen([sys.executable, "-m", "tfyarn.cli", "kill", job.app_id],
+                            env=yarn_cluster.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    seen: dict[str, float] = {}
+    while len(seen) < 3:
+        now = time.monotonic()
+        if now - started > 90:
+            kill.kill()
+            raise AssertionError(f"after 90 s: seen only {sorted(seen)}; "
+                                 f"left: {[p.short() for p in app_processes(job.app_id)]}")
+        if "returned" not in seen and kill.poll() is not None:
+            seen["returned"] = now
+        if "yarn ended" not in seen and job.state() in FINAL_STATES:
+            seen["yarn ended"] = now
+        if "processes gone" not in seen and not app_processes(job.app_id, exclude=kill.pid):
+            seen["processes gone"] = now
+        time.sleep(0.1)
+    output = kill.communicate()[0]
+    assert kill.returncode == 0, output
+    print(f"[{job.app_id}] after `tfyarn kill` started: it returned in "
+          f"{seen['returned'] - started:.1f} s (skein's driver starts first), YARN ended the "
+          f"app in {seen['yarn ended'] - started:.1f} s, no process of the job left in "
+          f"{seen['processes gone'] - started:.1f} s")
+    app = job.final(timeout_s=30)
     assert app["state"] == "KILLED", app
-    gone_in = job.assert_no_process_left(timeout_s=15)
-    print(f"[{job.app_id}] KILLED; no process of the job left "
-          f"{time.monotonic() - returned:.1f} s after `tfyarn kill` returned ({gone_in:.1f} s "
-          "after YARN showed KILLED)")
+    gone_after = seen["processes gone"] - max(seen["returned"], seen["yarn ended"])
+    assert gone_after < 10, f"processes outlived the kill by {gone_after:.1f} s"
+    job.assert_no_process_left(timeout_s=5)
 
     latest = latest_checkpoint(job.work_dir)
     assert latest, f"no checkpoint file in {job.work_dir / 'checkpoints'}"
