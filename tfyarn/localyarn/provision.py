@@ -42,9 +42,18 @@ POM_TEMPLATE = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 
 def find_java_home() -> Path:
     """JDK 17: Hadoop 3.5 needs >= 17, and on 23+ UserGroupInformation breaks (HADOOP-19212)."""
+    explicit = os.environ.get("TFYARN_JAVA_HOME")
+    if explicit:  # a setting is taken at its word, not searched around
+        version = java_major_version(Path(explicit))
+        if version == 17:
+            return Path(explicit)
+        found = f"Java {version}" if version else "no working bin/java"
+        raise ClusterError(
+            f"TFYARN_JAVA_HOME={explicit} holds {found}; Hadoop 3.5 needs JDK 17 (on 23+ its "
+            "UserGroupInformation breaks). Fix: point TFYARN_JAVA_HOME at a JDK 17, or unset it "
+            "to let tfyarn search /usr/lib/jvm and PATH."
+        )
     candidates: list[Path] = []
-    if os.environ.get("TFYARN_JAVA_HOME"):
-        candidates.append(Path(os.environ["TFYARN_JAVA_HOME"]))
     if os.environ.get("JAVA_HOME"):
         candidates.append(Path(os.environ["JAVA_HOME"]))
     candidates.extend(sorted(Path("/usr/lib/jvm").glob("*17*")))

@@ -1,0 +1,58 @@
+"""`tfyarn cluster up` fails clearly, before starting anything, when a prerequisite is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def cluster_up(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """`tfyarn cluster up` on a throwaway state dir, jar cache and ports."""
+    environ = {**os.environ, "TFYARN_CLUSTER_DIR": str(tmp_path / "state"),
+               "TFYARN_CLUSTER_PORT_OFFSET": "2000", "XDG_CACHE_HOME": str(tmp_path / "cache"),
+               **env}
+    return subprocess.run([sys.executable, "-m", "tfyarn.cli", "cluster", "up"], env=environ,
+                          capture_output=True, text=True, timeout=600)
+
+
+def assert_nothing_running(tmp_path: Path) -> None:
+    run_dir = tmp_path / "state" / "run"
+    assert not run_dir.exists() or not list(run_dir.glob("*.pid"))
+
+
+def test_java_that_is_not_17(tmp_path: Path):
+    other = next((p for p in Path("/usr/lib/jvm").glob("*") if "17" not in p.name
+                  and (p / "bin" / "java").exists()), None)
+    if other is None:
+        pytest.skip("no JDK other than 17 on this machine")
+    out = cluster_up(tmp_path, TFYARN_JAVA_HOME=str(other))
+    assert out.returncode != 0
+    assert f"TFYARN_JAVA_HOME={other} holds Java" in out.stderr
+    assert "needs JDK 17" in out.stderr and "Fix:" in out.stderr
+    assert_nothing_running(tmp_path)
+
+
+def test_no_maven_on_path(tmp_path: Path):
+    bin_dir = tmp_path / "bin"  # PATH with everything but mvn
+    bin_dir.mkdir()
+    for name in ("java", "bash", "env"):
+        found = shutil.which(name)
+        if found:
+            (bin_dir / name).symlink_to(found)
+    out = cluster_up(tmp_path, PATH=str(bin_dir))
+    assert out.returncode != 0
+    assert "Maven (mvn) is not on PATH" in out.stderr and "Fix: install it" in out.stderr
+    assert_nothing_running(tmp_path)
+
+
+def test_maven_cannot_fetch_the_jars(tmp_path: Path):
+    out = cluster_up(tmp_path, TFYARN_HADOOP_VERSION="0.0.0-no-such-version")
+    assert out.returncode != 0
+    assert "Maven could not fetch the Hadoop 0.0.0-no-such-version jars" in out.stderr
+    assert "Fix: check that Maven Central is reachable" in out.stderr
+    assert_nothing_running(tmp_path)
