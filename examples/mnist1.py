@@ -14,16 +14,20 @@ chief writes ``<work_dir>/result.json`` at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import socket
 import sys
 import time
 from types import ModuleType
 
-N_FEATURES = 784
-N_CLASSES = 10
-HIDDEN = 64
+from example_support import (
+    HIDDEN,
+    N_CLASSES,
+    N_FEATURES,
+    record_flags,
+    teacher_weights,
+    write_result,
+)
+
 LOG_EVERY = 50  # local steps between progress lines
 
 
@@ -40,41 +44,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--step_sleep", type=float, default=0.0, help="seconds slept per step")
     parser.add_argument("--save_checkpoint_steps", type=int, default=50)
     return parser.parse_args(argv)
-
-
-def write_json_atomic(path: str, data: dict) -> None:
-    """Write via a temporary file and rename, so readers never see half a file."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
-
-
-def record_flags(work_dir: str, name: str, flags: dict) -> None:
-    """Save argv, flags and environment to <work_dir>/flags/<name>.json and print them.
-
-    A restarted task (TFYARN_ATTEMPT > 0) keeps the first attempt's file and writes
-    <name>.attempt<N>.json instead.
-    """
-    attempt = int(os.environ.get("TFYARN_ATTEMPT") or 0)
-    task_index = os.environ.get("TFYARN_TASK_INDEX")
-    record = {
-        "argv": sys.argv[1:],
-        "flags": flags,
-        "tf_config": json.loads(os.environ["TF_CONFIG"]) if os.environ.get("TF_CONFIG") else None,
-        "tfyarn_role": os.environ.get("TFYARN_ROLE"),
-        "tfyarn_task_index": int(task_index) if task_index else None,
-        "tfyarn_attempt": attempt,
-        "pid": os.getpid(),
-        "hostname": socket.gethostname(),
-    }
-    flags_dir = os.path.join(work_dir, "flags")
-    os.makedirs(flags_dir, exist_ok=True)
-    path = os.path.join(flags_dir, f"{name}.json")
-    if attempt > 0 and os.path.exists(path):
-        path = os.path.join(flags_dir, f"{name}.attempt{attempt}.json")
-    write_json_atomic(path, record)
-    print("tfyarn-example flags " + json.dumps(record), flush=True)
 
 
 def worker_session_creator(tf: ModuleType, master: str, config: object) -> object:
@@ -142,9 +111,7 @@ def main(argv: list[str]) -> int:
         cluster, job_name="worker", task_index=args.task_index, config=config
     )
 
-    # A fixed random "teacher" labels random inputs; the same seed on every worker, so all
-    # workers learn the same function and the loss really falls.
-    teacher = np.random.default_rng(0).normal(size=(N_FEATURES, N_CLASSES)).astype(np.float32)
+    teacher = teacher_weights(np)
     worker_device = f"/job:worker/task:{args.task_index}"
     with tf.compat.v1.device(
         tf.compat.v1.train.replica_device_setter(worker_device=worker_device, cluster=cluster)
@@ -202,13 +169,8 @@ def main(argv: list[str]) -> int:
     print(f"step {last_step} loss {last_loss} (local steps {local_steps})", flush=True)
 
     if is_chief:
-        result = {
-            "global_step": int(last_step),
-            "loss": None if last_loss is None else float(last_loss),
-            "first_global_step": first_step,
-        }
-        write_json_atomic(os.path.join(args.work_dir, "result.json"), result)
-        print(f"tfyarn-example done global_step={int(last_step)}", flush=True)
+        loss = None if last_loss is None else float(last_loss)
+        write_result(args.work_dir, int(last_step), loss, first_step)
     return 0
 
 

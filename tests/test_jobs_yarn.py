@@ -398,7 +398,7 @@ def test_tf2_parameter_server_strategy(yarn_cluster, tmp_path: Path) -> None:
     example = EXAMPLES / "tf2_ps"
     args = ["--train_steps", "50"]
     res, app = prepare_job(tmp_path, example / "resources.json", example / "appConfig.json",
-                           example, args)
+                           EXAMPLES, args)
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
@@ -415,7 +415,7 @@ def test_tf2_multi_worker_mirrored_strategy(yarn_cluster, tmp_path: Path) -> Non
     example = EXAMPLES / "tf2_mwms"
     args = ["--train_steps", "50"]
     res, app = prepare_job(tmp_path, example / "resources.json", example / "appConfig.json",
-                           example, args)
+                           EXAMPLES, args)
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output

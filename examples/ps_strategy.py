@@ -14,12 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
 
-N_FEATURES = 784
-N_CLASSES = 10
-HIDDEN = 64
+from example_support import (
+    legacy_flags,
+    make_params,
+    record_flags,
+    sgd_step,
+    teacher_weights,
+    write_result,
+)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -30,50 +34,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--learning_rate", type=float, default=0.3)
     args, _legacy = parser.parse_known_args(argv)  # --ps_hosts etc.: TF_CONFIG says it all
     return args
-
-
-def write_json_atomic(path: str, data: dict) -> None:
-    """Write via a temporary file and rename, so readers never see half a file."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(tmp, path)
-
-
-def record_flags(work_dir: str, name: str, flags: dict) -> None:
-    """Save argv, flags and environment to <work_dir>/flags/<name>.json and print them.
-
-    A restarted task (TFYARN_ATTEMPT > 0) keeps the first attempt's file and writes
-    <name>.attempt<N>.json instead.
-    """
-    attempt = int(os.environ.get("TFYARN_ATTEMPT") or 0)
-    task_index = os.environ.get("TFYARN_TASK_INDEX")
-    record = {
-        "argv": sys.argv[1:],
-        "flags": flags,
-        "tf_config": json.loads(os.environ["TF_CONFIG"]) if os.environ.get("TF_CONFIG") else None,
-        "tfyarn_role": os.environ.get("TFYARN_ROLE"),
-        "tfyarn_task_index": int(task_index) if task_index else None,
-        "tfyarn_attempt": attempt,
-        "pid": os.getpid(),
-        "hostname": socket.gethostname(),
-    }
-    flags_dir = os.path.join(work_dir, "flags")
-    os.makedirs(flags_dir, exist_ok=True)
-    path = os.path.join(flags_dir, f"{name}.json")
-    if attempt > 0 and os.path.exists(path):
-        path = os.path.join(flags_dir, f"{name}.attempt{attempt}.json")
-    write_json_atomic(path, record)
-    print("tfyarn-example flags " + json.dumps(record), flush=True)
-
-
-def legacy_flags(argv: list[str]) -> dict:
-    """The Slider flags as given (recorded for tests, otherwise unused)."""
-    parser = argparse.ArgumentParser(add_help=False)
-    for name in ("--ps_hosts", "--worker_hosts", "--job_name", "--work_dir"):
-        parser.add_argument(name)
-    parser.add_argument("--task_index", type=int)
-    return vars(parser.parse_known_args(argv)[0])
 
 
 def main(argv: list[str]) -> int:
@@ -103,18 +63,9 @@ def main(argv: list[str]) -> int:
     strategy = tf.distribute.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
 
-    # A fixed random "teacher" labels random inputs, so the loss really falls.
-    teacher = tf.constant(
-        np.random.default_rng(0).normal(size=(N_FEATURES, N_CLASSES)).astype(np.float32)
-    )
-    init = tf.initializers.GlorotUniform(seed=1)
+    teacher = tf.constant(teacher_weights(np))
     with strategy.scope():  # variables are spread over the ps
-        params = {
-            "w1": tf.Variable(init([N_FEATURES, HIDDEN]), name="w1"),
-            "b1": tf.Variable(tf.zeros([HIDDEN]), name="b1"),
-            "w2": tf.Variable(init([HIDDEN, N_CLASSES]), name="w2"),
-            "b2": tf.Variable(tf.zeros([N_CLASSES]), name="b2"),
-        }
+        params = make_params(tf)
         global_step = tf.Variable(0, dtype=tf.int64, name="global_step")
 
     checkpoint = tf.train.Checkpoint(step=global_step, **params)
@@ -129,17 +80,7 @@ def main(argv: list[str]) -> int:
     @tf.function
     def train_step() -> tf.Tensor:
         def replica_fn() -> tf.Tensor:
-            x = tf.random.normal([args.batch_size, N_FEATURES])
-            labels = tf.argmax(tf.matmul(x, teacher), axis=1)
-            with tf.GradientTape() as tape:
-                hidden = tf.nn.relu(tf.matmul(x, params["w1"]) + params["b1"])
-                logits = tf.matmul(hidden, params["w2"]) + params["b2"]
-                loss = tf.reduce_mean(
-                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-                )
-            variables = list(params.values())
-            for var, grad in zip(variables, tape.gradient(loss, variables), strict=True):
-                var.assign_sub(args.learning_rate * grad)
+            loss = sgd_step(tf, params, teacher, args.batch_size, args.learning_rate)
             global_step.assign_add(1)
             return loss
 
@@ -160,11 +101,7 @@ def main(argv: list[str]) -> int:
     print(f"step {final_step} loss {loss}", flush=True)
 
     manager.save(checkpoint_number=final_step)
-    write_json_atomic(
-        os.path.join(args.work_dir, "result.json"),
-        {"global_step": final_step, "loss": loss, "first_global_step": first_step},
-    )
-    print(f"tfyarn-example done global_step={final_step}", flush=True)
+    write_result(args.work_dir, final_step, loss, first_step)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # a normal exit spends 4-7 s tearing down the coordinator

@@ -1,0 +1,106 @@
+"""What the example scripts share: recording what a task received, the synthetic task, results.
+
+Kept beside the scripts, so it travels with them to every container (the scripts
+directory is shipped whole). TensorFlow is passed in, never imported here: recording
+must happen before the seconds-long TensorFlow import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+from types import ModuleType
+
+N_FEATURES = 784  # MNIST-shaped inputs
+N_CLASSES = 10
+HIDDEN = 64
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    """Write via a temporary file and rename, so readers never see half a file."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(tmp, path)
+
+
+def record_flags(work_dir: str, name: str, flags: dict) -> None:
+    """Save argv, flags and environment to <work_dir>/flags/<name>.json and print them.
+
+    A restarted task (TFYARN_ATTEMPT > 0) keeps the first attempt's file and writes
+    <name>.attempt<N>.json instead.
+    """
+    attempt = int(os.environ.get("TFYARN_ATTEMPT") or 0)
+    task_index = os.environ.get("TFYARN_TASK_INDEX")
+    record = {
+        "argv": sys.argv[1:],
+        "flags": flags,
+        "tf_config": json.loads(os.environ["TF_CONFIG"]) if os.environ.get("TF_CONFIG") else None,
+        "tfyarn_role": os.environ.get("TFYARN_ROLE"),
+        "tfyarn_task_index": int(task_index) if task_index else None,
+        "tfyarn_attempt": attempt,
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+    }
+    flags_dir = os.path.join(work_dir, "flags")
+    os.makedirs(flags_dir, exist_ok=True)
+    path = os.path.join(flags_dir, f"{name}.json")
+    if attempt > 0 and os.path.exists(path):
+        path = os.path.join(flags_dir, f"{name}.attempt{attempt}.json")
+    write_json_atomic(path, record)
+    print("tfyarn-example flags " + json.dumps(record), flush=True)
+
+
+def legacy_flags(argv: list[str]) -> dict:
+    """The Slider flags as given (TF2 scripts record them for tests, otherwise unused)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    for name in ("--ps_hosts", "--worker_hosts", "--job_name", "--work_dir"):
+        parser.add_argument(name)
+    parser.add_argument("--task_index", type=int)
+    return vars(parser.parse_known_args(argv)[0])
+
+
+def teacher_weights(np: ModuleType):
+    """A fixed random "teacher" that labels random inputs, the same on every task, so the
+    workers learn one function and the loss really falls."""
+    return np.random.default_rng(0).normal(size=(N_FEATURES, N_CLASSES)).astype(np.float32)
+
+
+def make_params(tf: ModuleType, aggregation=None) -> dict:
+    """The MLP's variables (create them in the strategy's scope)."""
+    init = tf.initializers.GlorotUniform(seed=1)  # the same start on every task
+    extra = {} if aggregation is None else {"aggregation": aggregation}
+    return {
+        "w1": tf.Variable(init([N_FEATURES, HIDDEN]), name="w1", **extra),
+        "b1": tf.Variable(tf.zeros([HIDDEN]), name="b1", **extra),
+        "w2": tf.Variable(init([HIDDEN, N_CLASSES]), name="w2", **extra),
+        "b2": tf.Variable(tf.zeros([N_CLASSES]), name="b2", **extra),
+    }
+
+
+def sgd_step(tf: ModuleType, params: dict, teacher, batch_size: int, learning_rate: float):
+    """One plain-SGD step on a fresh synthetic batch (replica context); returns the loss."""
+    x = tf.random.normal([batch_size, N_FEATURES])
+    labels = tf.argmax(tf.matmul(x, teacher), axis=1)
+    with tf.GradientTape() as tape:
+        hidden = tf.nn.relu(tf.matmul(x, params["w1"]) + params["b1"])
+        logits = tf.matmul(hidden, params["w2"]) + params["b2"]
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        )
+    variables = list(params.values())
+    for var, grad in zip(variables, tape.gradient(loss, variables), strict=True):
+        var.assign_sub(learning_rate * grad)
+    return loss
+
+
+def write_result(work_dir: str, final_step: int, loss: float | None, first_step: int) -> None:
+    """The chief's summary for tests: where training ended and where this run began."""
+    write_json_atomic(
+        os.path.join(work_dir, "result.json"),
+        {"global_step": final_step, "loss": loss, "first_global_step": first_step},
+    )
+    print(f"tfyarn-example done global_step={final_step}", flush=True)
