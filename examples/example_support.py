@@ -63,6 +63,24 @@ def legacy_flags(argv: list[str]) -> dict:
     return vars(parser.parse_known_args(argv)[0])
 
 
+def tf2_start(argv: list[str], description: str) -> tuple[argparse.Namespace, dict]:
+    """A TF2 script's options and TF_CONFIG; records what the task received.
+
+    TF_CONFIG says everything about the cluster: the Slider flags are accepted, recorded
+    for the tests and otherwise ignored.
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--work_dir", required=True, help="shared by all tasks")
+    parser.add_argument("--train_steps", type=int, default=100, help="last global step")
+    parser.add_argument("--batch_size", type=int, default=100, help="per task")
+    parser.add_argument("--learning_rate", type=float, default=0.3)
+    args, _legacy = parser.parse_known_args(argv)
+    tf_config = json.loads(os.environ["TF_CONFIG"])
+    task = tf_config["task"]
+    record_flags(args.work_dir, f"{task['type']}_{task['index']}", legacy_flags(argv))
+    return args, tf_config
+
+
 def teacher_weights(np: ModuleType):
     """A fixed random "teacher" that labels random inputs, the same on every task, so the
     workers learn one function and the loss really falls."""

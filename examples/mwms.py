@@ -12,38 +12,23 @@ model is a set of plain variables.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import sys
 import tempfile
 
 from example_support import (
-    legacy_flags,
     make_params,
-    record_flags,
     sgd_step,
     teacher_weights,
+    tf2_start,
     write_result,
 )
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--work_dir", required=True, help="shared by all tasks")
-    parser.add_argument("--train_steps", type=int, default=100, help="last global step")
-    parser.add_argument("--batch_size", type=int, default=100, help="per task")
-    parser.add_argument("--learning_rate", type=float, default=0.3)
-    args, _legacy = parser.parse_known_args(argv)  # --ps_hosts etc.: TF_CONFIG says it all
-    return args
-
-
 def main(argv: list[str]) -> int:
-    args = parse_args(argv)
-    tf_config = json.loads(os.environ["TF_CONFIG"])
+    args, tf_config = tf2_start(argv, __doc__)
     task_type, task_index = tf_config["task"]["type"], int(tf_config["task"]["index"])
-    record_flags(args.work_dir, f"{task_type}_{task_index}", legacy_flags(argv))
     # The chief is its own task type; without one, worker 0 plays the chief.
     is_chief = task_type == "chief" or (
         task_type == "worker" and task_index == 0 and "chief" not in tf_config["cluster"]
