@@ -60,6 +60,7 @@ class Proc:
     pid: int
     argv: tuple[str, ...]
     cwd: str
+    ppid: int = 0
 
     def flag(self, name: str) -> str | None:
         prefix = f"--{name}="
@@ -91,11 +92,13 @@ def scan_processes() -> list[Proc]:
             with open(f"/proc/{entry.name}/cmdline", "rb") as f:
                 raw = f.read()
             cwd = os.readlink(f"/proc/{entry.name}/cwd")
-        except OSError:
+            with open(f"/proc/{entry.name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue  # gone meanwhile
         if raw:
             argv = tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0"))
-            found.append(Proc(int(entry.name), argv, cwd))
+            found.append(Proc(int(entry.name), argv, cwd, ppid))
     return found
 
 
@@ -107,9 +110,16 @@ def app_processes(app_id: str, exclude: int | None = None) -> list[Proc]:
 
 
 def task_processes(work_dir: Path) -> list[Proc]:
-    """The training scripts of the job: they get --work_dir=<the job's work dir>."""
+    """The training scripts of the job: they get --work_dir=<the job's work dir>.
+
+    A script's own short-lived fork (Python forks before exec'ing a helper, e.g. while
+    importing TensorFlow) shows the same command line for a moment: children of a task
+    process are not tasks.
+    """
     flag = f"--work_dir={work_dir}"
-    return [p for p in scan_processes() if flag in p.argv]
+    procs = [p for p in scan_processes() if flag in p.argv]
+    pids = {p.pid for p in procs}
+    return [p for p in procs if p.ppid not in pids]
 
 
 def task_key(proc: Proc) -> tuple[str, int]:

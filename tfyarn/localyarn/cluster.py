@@ -82,25 +82,25 @@ def down(layout: Layout) -> list[str]:
     return stopped
 
 
-LAUNCHERS = ("yarn", "hadoop")  # bin/<name> from the template <name>.sh
+LAUNCHERS = ("yarn", "hadoop")  # bin/<name>: the same script, dispatching on its name
 
 
 def write_launcher(layout: Layout, java_home: Path) -> Path:
-    """Write bin/yarn and bin/hadoop; returns bin/yarn.
+    """Write bin/yarn and bin/hadoop from launcher.sh; returns bin/yarn.
 
     Each is replaced atomically and only when its text changed, so a launcher that is
     running meanwhile (bash reads its script as it goes) is never cut short.
     """
     layout.bin_dir.mkdir(parents=True, exist_ok=True)
+    template = resources.files("tfyarn.localyarn").joinpath("launcher.sh").read_text()
+    script = (
+        template.replace("@JAVA_HOME@", str(java_home))
+        .replace("@CONF_DIR@", str(layout.conf_dir))
+        .replace("@LIB_DIR@", str(layout.lib_dir))
+        .replace("@STATE_DIR@", str(layout.state_dir))
+        .replace("@JDK17_OPTIONS@", " ".join(daemons.JDK17_OPTIONS))
+    )
     for name in LAUNCHERS:
-        template = resources.files("tfyarn.localyarn").joinpath(f"{name}.sh").read_text()
-        script = (
-            template.replace("@JAVA_HOME@", str(java_home))
-            .replace("@CONF_DIR@", str(layout.conf_dir))
-            .replace("@LIB_DIR@", str(layout.lib_dir))
-            .replace("@STATE_DIR@", str(layout.state_dir))
-            .replace("@JDK17_OPTIONS@", " ".join(daemons.JDK17_OPTIONS))
-        )
         launcher = layout.bin_dir / name
         if launcher.is_file() and launcher.read_text() == script:
             continue
