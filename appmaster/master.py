@@ -22,11 +22,10 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import skein
 
-from appmaster import registry, webpage
+from appmaster import attempts, registry, webpage
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan
 
@@ -36,7 +35,6 @@ CHIEF = "chiefworker"
 TENSORBOARD = "tensorboard"
 SUCCEEDED, FAILED = "SUCCEEDED", "FAILED"
 ALL_STATES = ["WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"]
-OUTCOME_FILE = ".tfyarn-outcome.json"  # in the work dir: a decided failure is not retried
 
 
 @dataclass
@@ -106,12 +104,15 @@ class Outcome(Exception):
 
 
 class Master:
-    def __init__(self, app: skein.ApplicationClient, plan: JobPlan, work_dir: str) -> None:
+    def __init__(self, app: skein.ApplicationClient, plan: JobPlan, work_dir: str,
+                 am_attempt: int = 1) -> None:
         self.app = app
         self.plan = plan
         self.work_dir = work_dir
+        self.am_attempt = am_attempt
         self.generation = 0
-        self.tasks = {key: Task(*key) for key in plan.task_keys()}
+        # A later AppMaster attempt starts every task again: count the earlier starts.
+        self.tasks = {key: Task(*key, attempt=am_attempt - 1) for key in plan.task_keys()}
         # Beside the TensorFlow cluster: not in its spec, its end never ends the job.
         self.tensorboard = Task(TENSORBOARD, 0) if plan.tensorboard else None
         self.by_container: dict[str, Task] = {}
@@ -421,6 +422,9 @@ class Master:
 
     def success_message(self) -> str:
         text = f"The chief finished successfully. {self.clock.summary()}."
+        if self.am_attempt > 1:
+            text += (f" AppMaster attempt {self.am_attempt}: the earlier attempt was lost and "
+                     "every task started again from the checkpoint.")
         if self.restarts:
             text += f" Restarts ({len(self.restarts)}): " + "; ".join(self.restarts) + "."
         return text
@@ -428,33 +432,6 @@ class Master:
     def _kv_json(self, key: str) -> dict | None:
         value = self.app.kv.get(key)
         return json.loads(value) if value else None
-
-
-# ---------------------------------------------------------------- attempts
-
-def attempt_number() -> int:
-    """YARN's attempt of this AppMaster, from its container id (..._<attempt>_<container>)."""
-    container_id = os.environ.get("CONTAINER_ID", "")
-    parts = container_id.split("_")
-    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else 1
-
-
-def recorded_outcome(work_dir: str) -> Outcome | None:
-    """A failure decided by an earlier attempt: repeat it rather than rerun the job."""
-    path = Path(work_dir) / OUTCOME_FILE
-    if "://" in work_dir or not path.is_file():
-        return None
-    data = json.loads(path.read_text())
-    return Outcome(data["status"], data["diagnostics"])
-
-
-def record_outcome(work_dir: str, outcome: Outcome) -> None:
-    if "://" in work_dir:
-        return  # no client for remote storage here; the attempt just reruns
-    path = Path(work_dir)
-    path.mkdir(parents=True, exist_ok=True)
-    (path / OUTCOME_FILE).write_text(json.dumps(
-        {"status": outcome.status, "diagnostics": outcome.diagnostics}))
 
 
 def publish_page(app: skein.ApplicationClient, master: Master) -> None:
@@ -472,13 +449,15 @@ def main() -> int:
     app = skein.ApplicationClient.from_current()
     plan = JobPlan.from_container()
     work_dir = plan.resolved_work_dir(app.id)
-    attempt = attempt_number()
+    attempt = attempts.attempt_number()
     log.info("tfyarn AppMaster attempt %d of %d for %s", attempt, plan.am_max_attempts, app.id)
-    outcome = recorded_outcome(work_dir) if attempt > 1 else None
-    if outcome is None:
-        master = Master(app, plan, work_dir)
-        publish_page(app, master)
+    decided = attempts.read_outcome(work_dir) if attempt > 1 else None
+    if decided:
+        outcome = Outcome(*decided)
+    else:
+        master = Master(app, plan, work_dir, am_attempt=attempt)
         try:
+            publish_page(app, master)
             outcome = master.run()
         except Exception as exc:  # a bug of ours must still end the job with a reason
             log.exception("the tfyarn master failed")
@@ -487,7 +466,7 @@ def main() -> int:
         master.mark_stopped()
         print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)
         if outcome.status == FAILED:
-            record_outcome(work_dir, outcome)
+            attempts.write_outcome(work_dir, outcome.status, outcome.diagnostics)
     log.info("ending the application: %s: %s", outcome.status, outcome.diagnostics)
     app.shutdown(outcome.status, outcome.diagnostics)
     return 0

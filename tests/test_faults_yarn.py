@@ -572,7 +572,7 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
 
     samples = duplicates = 0
     second_attempt_seen: float | None = None
-    new_chief_at: float | None = None  # attempt 2's chief rewrote worker_0.json
+    new_chief_at: float | None = None  # attempt 2's chief wrote worker_0.attempt1.json
     while str(skein_client.application_report(job.app_id).state) not in FINAL_STATES:
         if time.monotonic() - killed_at > FINAL_TIMEOUT_S:
             raise AssertionError(f"{job.app_id} did not end {FINAL_TIMEOUT_S} s after the kill")
@@ -590,15 +590,16 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
         if procs:
             samples += 1
         if new_chief_at is None:
-            record = read_json(job.flags_path("worker", 0))
-            if record and record["pid"] != chief_pid:
+            # Attempt 2 starts every task again, so its chief is on its second start.
+            record = read_json(job.flags_path("worker", 0, attempt=1))
+            if record and record["pid"] != chief_pid and record["tfyarn_attempt"] == 1:
                 new_chief_at = time.monotonic()
         time.sleep(0.5)
     print(f"[{job.app_id}] AppMaster killed -> attempt 2's first task script running in "
           + (f"{second_attempt_seen - killed_at:.1f} s" if second_attempt_seen else "(never)")
           + f"; {samples} process-table samples during attempt 2, {duplicates} duplicates")
     print(f"[{job.app_id}] AppMaster killed -> attempt 2's chief started its script "
-          "(rewrote worker_0.json) in "
+          "(wrote worker_0.attempt1.json) in "
           + (f"{new_chief_at - killed_at:.1f} s" if new_chief_at else "(not seen)"))
     attempt2_started = job.am_event(r"tfyarn AppMaster attempt 2", attempt=2)
     attempt2_running = job.am_event(r"phase all running", attempt=2)
@@ -614,6 +615,7 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
     # The second attempt finishes the job (it could also fail it cleanly, with a reason; on
     # this cluster it succeeds, so that is what is asserted).
     assert_succeeded(job, app)
+    assert "AppMaster attempt 2" in app["diagnostics"], app["diagnostics"]
     assert samples >= 3, f"only {samples} samples of attempt 2's tasks"
     result = job.result()
     print(f"[{job.app_id}] checkpoint at the kill: step {step_at_kill}; attempt 2's chief began "

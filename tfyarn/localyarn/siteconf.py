@@ -79,6 +79,12 @@ def yarn_site(layout: Layout) -> dict[str, object]:
             "CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ"
         ),
         "yarn.nodemanager.delete.debug-delay-sec": 0,
+        # Containers start with a bare PATH; put the cluster's `hadoop`/`yarn` and JDK 17 on
+        # it, as a real cluster's nodes have them.
+        "yarn.nodemanager.admin-env": (
+            f"MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,PATH={layout.bin_dir}:"
+            "/usr/local/bin:/usr/bin:/bin"
+        ),
         # `yarn logs -applicationId` reads containers' output after the app ends.
         "yarn.log-aggregation-enable": "true",
         "yarn.nodemanager.remote-app-log-dir": f"file://{layout.app_log_dir}",
