@@ -143,3 +143,44 @@ def test_a_taken_port_restarts_the_task_on_a_new_one(yarn_cluster, tmp_path: Pat
     app_id = next(w for w in out.stdout.split() if w.startswith("application_"))
     record = json.loads((tmp_path / "work" / app_id / "light" / "worker_1.json").read_text())
     assert record["attempt"] == "1"  # the restarted worker 0 (task_index 1) ran to its end
+
+
+@pytest.mark.parametrize("kill_on_exit", [False, True], ids=["keeps-running", "kill-on-exit"])
+def test_ctrl_c_on_submit_wait(yarn_cluster, tmp_path: Path, kill_on_exit: bool):
+    import signal
+
+    release = tmp_path / "release"
+    resources, app_config = light_job(tmp_path, sleep_s=240, release=release)
+    command = [sys.executable, "-m", "tfyarn.cli", "submit", "--resources", str(resources),
+               "--app-config", str(app_config), "--wait"]
+    if kill_on_exit:
+        command.append("--kill-on-exit")
+    proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    app_id = None
+    try:
+        for line in proc.stdout:  # follow until the job runs, then press Ctrl-C
+            lines.append(line)
+            if line.startswith("Submitted "):
+                app_id = line.split()[1]
+            if "RUNNING gen 0" in line:
+                break
+        assert app_id, "".join(lines)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130
+        if kill_on_exit:
+            assert f"killed {app_id} (--kill-on-exit)" in err
+            wait_for("YARN to show it killed",
+                     lambda: app_report(yarn_cluster, app_id)["state"] == "KILLED", 60)
+        else:
+            assert f"{app_id} keeps running" in err and f"tfyarn kill {app_id}" in err
+            assert app_report(yarn_cluster, app_id)["state"] == "RUNNING"
+    finally:
+        release.touch()
+        if proc.poll() is None:
+            proc.kill()
+    if not kill_on_exit:
+        wait_for("the job to finish after all",
+                 lambda: app_report(yarn_cluster, app_id)["finalStatus"] == "SUCCEEDED", 120)

@@ -113,7 +113,8 @@ def list_command(show_all: bool, user: str | None, as_json: bool) -> None:
 
 @click.command("logs")
 @click.argument("app_id")
-@click.option("--role", type=click.Choice(["ps", "chiefworker", "worker"]), default=None)
+@click.option("--role", type=click.Choice(["ps", "chiefworker", "worker"]), default=None,
+              help="Only this role's tasks [default: every task].")
 @click.option("--index", type=int, default=None, help="Task index within the role.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new output until the job ends.")
 def logs_command(app_id: str, role: str | None, index: int | None, follow: bool) -> None:

@@ -1,0 +1,42 @@
+"""The CLI's help is complete and cheap: no TensorFlow (or skein) import on its path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+from tfyarn.cli import main
+
+COMMANDS = [[], ["submit"], ["status"], ["list"], ["logs"], ["kill"], ["cluster"],
+            ["cluster", "up"], ["cluster", "down"], ["cluster", "status"], ["cluster", "env"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "tfyarn")
+def test_every_command_has_help(command: list[str]) -> None:
+    result = subprocess.run([sys.executable, "-m", "tfyarn.cli", *command, "--help"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Usage: ")
+    group = main
+    for name in command:
+        group = group.commands[name]
+    doc = (group.help or "").strip()
+    # The command says what it does (help text is re-wrapped to the terminal's width).
+    assert doc and " ".join(doc.splitlines()[0].split()) in " ".join(result.stdout.split())
+    for param in group.params:  # and every option explains itself
+        if isinstance(param, click.Option):
+            assert param.help, f"{' '.join(command)} {param.opts[0]} has no help text"
+
+
+def test_help_imports_neither_tensorflow_nor_skein() -> None:
+    code = ("import sys; from click.testing import CliRunner; from tfyarn.cli import main; "
+            "r = CliRunner().invoke(main, ['submit', '--help']); assert r.exit_code == 0; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('tensorflow', 'skein', 'grpc', 'keras')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
