@@ -29,7 +29,7 @@ STDERR_TAIL_LINES = 20
 TERMINATE_GRACE_S = 5.0
 
 
-def reserve_port() -> socket.socket:
+def reserve_port(port: int = 0) -> socket.socket:
     """Bind (never listen) a free port with SO_REUSEADDR and hold it for the task's life.
 
     Linux lets a second SO_REUSEADDR socket bind and listen on a port whose holder is not
@@ -40,8 +40,21 @@ def reserve_port() -> socket.socket:
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("0.0.0.0", 0))
+    try:
+        sock.bind(("0.0.0.0", port))
+    except OSError:  # that port is taken: any free one
+        sock.bind(("0.0.0.0", 0))
     return sock
+
+
+def previous_port(task: registry.TaskAssignment) -> int:
+    """The port this task had before, if it was on this very node (else 0: any port).
+
+    A replaced task back at its old address needs no new spec anywhere: TF2's
+    ClusterCoordinator, for one, reconnects only to the addresses it started with.
+    """
+    host, _, port = (task.previous_address or "").rpartition(":")
+    return int(port) if host == advertised_host() and port.isdigit() else 0
 
 
 def advertised_host() -> str:
@@ -152,7 +165,7 @@ def main() -> int:
     if "://" not in work_dir:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
 
-    reservation = reserve_port()
+    reservation = reserve_port(previous_port(task))
     port = reservation.getsockname()[1]
     address = f"{advertised_host()}:{port}"
     export = registry.Export(address, container, task.generation)

@@ -46,6 +46,7 @@ class Task:
     container: str = ""
     attempt: int = 0
     address: str | None = None
+    previous_address: str | None = None  # before its last restart: its successor tries it
     state: str = "requested"  # requested, started, registered, running, finished, failed
     failed_at: float | None = None  # when its last failure was heard, for recovery times
     yarn_container_id: str | None = None
@@ -184,27 +185,43 @@ class Master:
         return [t for t in self.tasks.values() if t.state != "failed"]
 
     def request_all(self) -> None:
-        """Ask for every task's container, role by role in priority order (skein keeps FIFO)."""
+        """Ask for every task's container, role by role in priority order (skein keeps FIFO).
+
+        At the start, skein has already asked for the first role's containers itself (the
+        spec's instances, see tfyarn/appspec.py): those are adopted, not asked for again.
+        """
         self.clock.restart()
+        adopted = self.containers_skein_requested() if self.generation == 0 else {}
         for role in self.plan.roles:
             for index in range(role.instances):
-                self.request(self.tasks[(role.name, index)])
+                self.request(self.tasks[(role.name, index)], adopted.get((role.name, index)))
         if self.tensorboard and self.tensorboard.container not in self.by_container:
             self.request(self.tensorboard)
         log.info("generation %d: requested %d containers (%s)", self.generation, len(self.tasks),
                  ", ".join(f"{role.instances} {role.name}" for role in self.plan.roles))
 
-    def request(self, task: Task) -> None:
+    def containers_skein_requested(self) -> dict[tuple[str, int], str]:
+        """Containers skein asked for at start-up (named ``<service>_<n>``), by task."""
+        found = {}
+        for container in self.app.get_containers(states=["WAITING", "REQUESTED", "RUNNING"]):
+            service, _, number = container.id.rpartition("_")
+            found[(service, int(number))] = container.id
+        return found
+
+    def request(self, task: Task, container: str | None = None) -> None:
         now = time.monotonic()
         self.allocation_deadline = now + self.plan.allocation_timeout_s
         self.registration_deadline = now + self.plan.registration_timeout_s
-        container = self.app.add_container(task.role)
-        task.container, task.state, task.address = container.id, "requested", None
-        self.by_container[container.id] = task
-        assignment = registry.TaskAssignment(task.role, task.index, self.generation, task.attempt)
+        if container is None:
+            container = self.app.add_container(task.role).id
+        task.previous_address = task.address or task.previous_address
+        task.container, task.state, task.address = container, "requested", None
+        self.by_container[container] = task
+        assignment = registry.TaskAssignment(task.role, task.index, self.generation, task.attempt,
+                                             task.previous_address)
         # Owned by the container: its end, however it comes, deletes the key and tells us.
-        self.app.kv.put(registry.task_key(container.id), assignment.to_json().encode(),
-                        owner=container.id)
+        self.app.kv.put(registry.task_key(container), assignment.to_json().encode(),
+                        owner=container)
 
     # ------------------------------------------------------------ events
 
@@ -220,6 +237,16 @@ class Master:
                 self.clock.mark_once("all started")
         elif status["state"] == "exited":
             task.exit_code = status.get("exit_code")
+            if task is not self.tensorboard and task.state not in ("finished", "failed"):
+                # The agent's word comes at once, YARN's container end only with skein's next
+                # heartbeat to the RM (up to 5 s later): act now; that end is then ours.
+                del self.by_container[container]
+                if task.exit_code == 0:
+                    self.on_task_succeeded(task)
+                else:
+                    report = self.container_report(task.role, container)
+                    self.on_task_failed(task, self.describe_failure(task, container, report,
+                                                                    "exited"))
         elif status["state"] == "running":
             task.state = "running"
             if task.failed_at is not None:

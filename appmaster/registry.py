@@ -28,6 +28,7 @@ class TaskAssignment:
     index: int
     generation: int
     attempt: int  # how many times this task was started before
+    previous_address: str | None = None  # where it listened before: reused when free
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -10,6 +10,7 @@ import appmaster
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR, SECRET_FILE_PREFIX, JobPlan
 from tfyarn.environments import JobEnvironment
 from tfyarn.plan import Placement
+from tfyarn.submit import QUICK_JVM_OPTIONS
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
 
@@ -39,8 +40,11 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
                                                            visibility="application")
     services = {
         role.name: skein.Service(
-            # The master adds each container itself, task by task, in priority order.
-            instances=0,
+            # skein asks for the first role's containers the moment its AppMaster starts, so
+            # its allocator heartbeats every second from then on (an idle one sleeps 5 s, and
+            # would sit on the master's requests); the master adopts those and adds the rest,
+            # role by role in priority order.
+            instances=role.instances if role is plan.roles[0] else 0,
             resources=skein.Resources(memory=role.memory_mb, vcores=role.vcores, gpus=role.gpus),
             node_label=role.label or "",
             # The master, not skein, decides what a failure means for the job.
@@ -56,6 +60,8 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
         files=files,
         script=_launch(plan, "appmaster.master", environment.master_python),
+        # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so.
+        env={"JAVA_TOOL_OPTIONS": QUICK_JVM_OPTIONS},
     )
     return skein.ApplicationSpec(
         name=plan.name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -13,6 +14,9 @@ from appmaster.jobplan import JOB_FILE, JobPlan
 from tfyarn.environments import JobEnvironment
 from tfyarn.jobconfig import JobConfig
 from tfyarn.plan import Placement
+
+# For JVMs that live a short while (skein's driver, its AppMaster): start fast, stay lean.
+QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 
@@ -53,7 +57,10 @@ def skein_client():
             'local cluster: tfyarn cluster up && eval "$(tfyarn cluster env)"'
         )
     try:
-        return skein.Client(principal=KERBEROS.principal, keytab=KERBEROS.keytab)
+        # The driver lives as long as one command: start its JVM the quick way.
+        return skein.Client(principal=KERBEROS.principal, keytab=KERBEROS.keytab,
+                            java_options=os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS",
+                                                        QUICK_JVM_OPTIONS))
     except Exception as exc:
         raise SubmitError(f"Could not start skein's driver: {exc}") from exc
 
