@@ -1,0 +1,206 @@
+"""Experiment 2: rendezvous at scale, N light tasks (tests/apps/light_task.py, no TensorFlow).
+
+For N tasks: N/2 - 1 ps and the chief in the default partition, N/2 workers in the `gpu`
+partition (N = 2: the chief and 1 worker), 128 MB and 1 vcore each. Every light task writes
+<work_dir>/light/<job>_<index>.json first thing (its mtime is when the task started), then
+the chief and workers sleep and exit; the job ends with the chief.
+
+Per N: submit -> every task started, the phases in between, the time from the last export
+(the AppMaster's `all registered`) to every task started, and the AppMaster's CPU seconds
+and peak RSS (VmHWM), read from /proc just before it exits: tfyarn's master.py (Python) and
+skein's Java AppMaster. Floor (b) (the same containers as a plain skein application running
+the light task directly) runs in the same repetition.
+
+The shared local cluster has 16 vcores per NodeManager, so N >= 32 cannot fit there (see
+docs/benchmarks.md); `--cluster private` runs everything on a bench-owned second local YARN
+with 64 vcores per NodeManager (bench/private_cluster.py), `--cluster auto` (the default) does
+so only when some N does not fit the shared one.
+
+    python -m bench.rendezvous --n 2,4,8,16,32,64 --runs 3 [--cluster auto|shared|private]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from bench import floors, report
+from bench.common import (
+    LIGHT_APPS,
+    REPO,
+    RESULTS,
+    SCRATCH,
+    VARIANTS,
+    AppFollower,
+    Cluster,
+    RmLog,
+    Variant,
+    job_files,
+    kill_app,
+    log,
+    machine_info,
+    make_variant,
+    mtimes,
+    save,
+    submit_tfyarn,
+    wait_for_room,
+)
+from bench.private_cluster import private_cluster
+
+TASK_MB, TASK_VCORES = 128, 1
+
+
+def layout_of(n: int) -> dict[str, int]:
+    """ps / chiefworker / worker counts of an N-task job."""
+    workers = max(1, n // 2)
+    return {"ps": n - 1 - workers, "chiefworker": 1, "worker": workers}
+
+
+def light_resources(n: int) -> dict:
+    res = json.loads((REPO / "resources.json").read_text())
+    counts = layout_of(n)
+    for role, count in counts.items():
+        res["components"][role].update({
+            "yarn.component.instances": str(count), "yarn.memory": str(TASK_MB),
+            "yarn.vcores": str(TASK_VCORES)})
+    return res
+
+
+def needs(n: int) -> dict[str, int]:
+    """Vcores per partition: the AppMaster (1) and the ps and chief in the default one."""
+    counts = layout_of(n)
+    return {"": 1 + (counts["ps"] + counts["chiefworker"]) * TASK_VCORES,
+            "gpu": counts["worker"] * TASK_VCORES}
+
+
+def fits(cluster: Cluster, n: int) -> str | None:
+    """None if N tasks fit the cluster's capacity at all, else why not."""
+    capacity = cluster.free_vcores()
+    for part, want in needs(n).items():
+        total = capacity.get(part, (0, 0))[1]
+        if want > total:
+            return (f"{n} tasks need {want} vcores in the {part or 'default'} partition, which "
+                    f"has {total} (1 vcore is YARN's smallest container)")
+    return None
+
+
+def sleep_for(n: int) -> float:
+    """How long the chief and workers live: every task must start before the chief ends."""
+    return 5.0 + n / 4
+
+
+def run_tfyarn_light(cluster: Cluster, run_dir: Path, n: int, var: Variant,
+                     timeout_s: float = 600) -> dict:
+    res_path, app_path, work_root = job_files(
+        run_dir, args=["--sleep", str(sleep_for(n))], scripts_dir=LIGHT_APPS,
+        entry="light_task.py", resources=light_resources(n),
+        settings={"app.name": f"tfyarn-bench-light-{n}"})
+    rm = RmLog(cluster)
+    app_id, t0, t1 = submit_tfyarn(cluster, res_path, app_path, var)
+    log(f"  tfyarn ({var.name}) {app_id} ({n} light tasks)")
+    follower = AppFollower(cluster, app_id)
+    try:
+        final = follower.wait_end(timeout_s)
+    except Exception:
+        kill_app(cluster, app_id)
+        raise
+    events = rm.events(app_id)
+    driver = follower.driver_log()
+    g0 = driver.phases.get(0, {})
+    started = mtimes((work_root / app_id / "light").glob("*.json"))
+    t = {
+        "submit": t0, "cli_returned": t1,
+        "rm_accepted": final["startedTime"] / 1000,
+        "am_running": events.am_running[0] if events.am_running else None,
+        "master_up": driver.first_line, "requested": g0.get("requested"),
+        "allocated": events.last("ALLOCATED"), "acquired": events.last("ACQUIRED"),
+        "containers_running": events.last("RUNNING"),
+        "all_started": g0.get("all started"), "all_registered": g0.get("all registered"),
+        "spec_published": g0.get("spec published"), "all_running": g0.get("all running"),
+        "tasks_started": max(started.values()) if len(started) >= n else None,
+        "job_end": final["finishedTime"] / 1000,
+    }
+    meta = {"final": f"{final['state']}/{final['finalStatus']}", "started": len(started),
+            **follower.sampler.summary()}
+    if driver.usage:
+        meta["python_cpu_s_logged"], meta["python_peak_rss_kb_logged"] = driver.usage
+    return {"kind": "tfyarn", "variant": var.name, "app_id": app_id, "n": n, "t": t,
+            "meta": meta}
+
+
+def run_all(cluster: Cluster, sizes: list[int], runs: int, variants: list[Variant],
+            with_floor: bool, data: dict, out: Path) -> None:
+    scratch = SCRATCH / "rendezvous"
+    shutil.rmtree(scratch, ignore_errors=True)
+    for rep in range(runs):
+        for n in sizes:
+            reason = fits(cluster, n)
+            if reason:
+                if rep == 0:
+                    log(f"N={n}: skipped: {reason}")
+                    data["skipped"][str(n)] = reason
+                continue
+            kinds = [("tfyarn", v) for v in variants] + ([("skein", None)] if with_floor else [])
+            for kind, var in kinds:
+                name = var.name if var else kind
+                run_dir = scratch / f"{n}-{rep}-{name}"
+                conditions = wait_for_room(cluster, needs(n), 600)
+                log(f"N={n} run {rep + 1}/{runs} {name} ({conditions})")
+                try:
+                    if kind == "tfyarn":
+                        record = run_tfyarn_light(cluster, run_dir, n, var)
+                    else:
+                        record = floors.run_skein_light(cluster, run_dir, light_resources(n), n,
+                                                        sleep_for(n))
+                except Exception as exc:
+                    log(f"  FAILED: {exc}")
+                    record = {"kind": kind, "n": n, "error": str(exc)[:2000], "t": {}}
+                record.update({"rep": rep, "variant": record.get("variant", name),
+                               "conditions": conditions, "at": time.time()})
+                data["runs"].append(record)
+                report.print_light_run(record)
+                save(out, data)
+                shutil.rmtree(run_dir / "work", ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", default="2,4,8,16,32,64", help="task counts, comma-separated")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--variants", default="current",
+                        help="comma-separated: " + ", ".join(VARIANTS))
+    parser.add_argument("--no-floor", action="store_true", help="skip floor (b)")
+    parser.add_argument("--cluster", choices=("auto", "shared", "private"), default="auto")
+    parser.add_argument("--private-vcores", type=int, default=64)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    opts = parser.parse_args(argv)
+    sizes = [int(x) for x in opts.n.split(",") if x]
+    variants = [make_variant(v) for v in opts.variants.split(",") if v]
+    shared = Cluster.default()
+    use_private = opts.cluster == "private" or (
+        opts.cluster == "auto" and any(fits(shared, n) for n in sizes))
+    data = {"experiment": "rendezvous", "machine": machine_info(), "sizes": sizes,
+            "runs_per_n": opts.runs, "runs": [], "skipped": {},
+            "cluster": (f"bench-owned local YARN, {opts.private_vcores} vcores per NodeManager"
+                        if use_private else "the shared local YARN (16 vcores per NodeManager)"),
+            "layout": {str(n): layout_of(n) for n in sizes},
+            "variants": {v.name: v.info for v in variants}}
+    out = opts.out / "rendezvous.json"
+    with contextlib.ExitStack() as stack:
+        cluster = (stack.enter_context(private_cluster(opts.private_vcores))
+                   if use_private else shared)
+        run_all(cluster, sizes, opts.runs, variants, not opts.no_floor, data, out)
+    data["machine"]["load_at_end"] = os.getloadavg()
+    save(out, data)
+    print(report.light_tables(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

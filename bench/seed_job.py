@@ -1,0 +1,158 @@
+"""Experiment 1 (with the floors of experiment 4): the seed job, phase by phase.
+
+The seed job is the top-level resources.json/appConfig.json: 1 ps, 1 chief (default
+partition) and 2 workers (the `gpu` partition) training examples/mnist1.py. Each repetition
+runs, back to back so that they share the machine's conditions:
+
+- tfyarn, each variant asked for (bench/common.py VARIANTS): `current` is this checkout,
+  `before` the code before the start-up and recovery fixes, `next` this checkout with
+  bench/patches/next.patch;
+- floor (b): the same containers as a plain skein application, no rendezvous;
+- floor (a): the same TensorFlow processes started by hand on 127.0.0.1.
+
+    python -m bench.seed_job --runs 5 [--variants before,current,next] [--out bench/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from bench import floors, report
+from bench.common import (
+    REPO,
+    RESULTS,
+    SCRATCH,
+    VARIANTS,
+    AppFollower,
+    Cluster,
+    LogWatch,
+    RmLog,
+    Variant,
+    job_files,
+    kill_app,
+    log,
+    machine_info,
+    make_variant,
+    mtimes,
+    save,
+    submit_tfyarn,
+    wait_for_room,
+)
+
+JOB_TIMEOUT_S = 600
+
+
+def trainer_files(resources: dict) -> list[str]:
+    workers = int(resources["components"]["worker"]["yarn.component.instances"])
+    return ["chiefworker-0.stdout", *(f"worker-{i}.stdout" for i in range(workers))]
+
+
+def run_tfyarn_seed(cluster: Cluster, run_dir: Path, args: list[str], var: Variant,
+                    timeout_s: float = JOB_TIMEOUT_S) -> dict:
+    resources = json.loads((REPO / "resources.json").read_text())
+    res_path, app_path, work_root = job_files(run_dir, args=args,
+                                              settings={"app.name": "tfyarn-bench-seed"})
+    names = trainer_files(resources)
+    n_tasks = len(names) + int(resources["components"]["ps"]["yarn.component.instances"])
+    rm = RmLog(cluster)
+    app_id, t0, t1 = submit_tfyarn(cluster, res_path, app_path, var)
+    log(f"  tfyarn ({var.name}) {app_id}")
+    watch = LogWatch(lambda: [d / n for d in cluster.app_log_dirs(app_id) for n in names],
+                     {"start": floors.START, "step": floors.STEP})
+    follower = AppFollower(cluster, app_id, watch)
+    try:
+        final = follower.wait_end(timeout_s)
+    except Exception:
+        kill_app(cluster, app_id)
+        raise
+    events = rm.events(app_id)
+    driver = follower.driver_log()
+    g0 = driver.phases.get(0, {})
+    work = work_root / app_id
+    flags = mtimes((work / "flags").glob("*.json"))
+    result = work / "result.json"
+    trainers = [t for _, t in watch.first("step")]
+    t = {
+        "submit": t0, "cli_returned": t1,
+        "rm_accepted": final["startedTime"] / 1000,
+        "am_container_launched": final["launchTime"] / 1000,
+        "am_running": events.am_running[0] if events.am_running else None,
+        "master_up": driver.first_line,
+        "requested": g0.get("requested"),
+        "allocated": events.last("ALLOCATED"), "acquired": events.last("ACQUIRED"),
+        "containers_running": events.last("RUNNING"),
+        "all_started": g0.get("all started"), "all_registered": g0.get("all registered"),
+        "spec_published": g0.get("spec published"), "all_running": g0.get("all running"),
+        "scripts_started": max(flags.values()) if len(flags) == n_tasks else None,
+        "training": max(trainers) if len(trainers) == len(names) else None,
+        "chief_done": result.stat().st_mtime if result.exists() else None,
+        "chief_finished_am": driver.chief_finished,
+        "job_end": final["finishedTime"] / 1000,
+    }
+    meta = {"final": f"{final['state']}/{final['finalStatus']}", **follower.sampler.summary()}
+    if driver.usage:
+        meta["python_cpu_s_logged"], meta["python_peak_rss_kb_logged"] = driver.usage
+    return {"kind": "tfyarn", "variant": var.name, "app_id": app_id, "t": t, "meta": meta}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--variants", default="current",
+                        help="comma-separated: " + ", ".join(VARIANTS))
+    parser.add_argument("--floors", default="skein,local", help="comma-separated, or none")
+    parser.add_argument("--args", default="", help="extra mnist1.py args (default: none)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    opts = parser.parse_args(argv)
+    cluster = Cluster.default()
+    variants = [make_variant(v) for v in opts.variants.split(",") if v]
+    floor_kinds = [f for f in opts.floors.split(",") if f and f != "none"]
+    args = opts.args.split()
+    resources = json.loads((REPO / "resources.json").read_text())
+    data = {"experiment": "seed_job", "machine": machine_info(), "args": args,
+            "runs_per_kind": opts.runs, "runs": [],
+            "variants": {v.name: v.info for v in variants}}
+    out = opts.out / "seed_job.json"
+    scratch = SCRATCH / "seed_job"
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        for rep in range(opts.runs):
+            kinds = [("tfyarn", v) for v in variants] + [(f, None) for f in floor_kinds]
+            for kind, var in kinds:
+                name = var.name if var else kind
+                run_dir = scratch / f"{rep}-{name}"
+                # The seed job needs 2 vcores in each partition (+1 for the AppMaster).
+                conditions = wait_for_room(cluster, {"": 3, "gpu": 2}, 300)
+                log(f"run {rep + 1}/{opts.runs} {name} ({conditions})")
+                try:
+                    if kind == "tfyarn":
+                        record = run_tfyarn_seed(cluster, run_dir, args, var)
+                    elif kind == "skein":
+                        record = floors.run_skein_seed(cluster, run_dir, resources, args)
+                    else:
+                        record = floors.run_local_seed(run_dir, args)
+                except Exception as exc:  # one bad run must not lose the others
+                    log(f"  FAILED: {exc}")
+                    record = {"kind": kind, "variant": name, "error": str(exc)[:2000], "t": {}}
+                record.update({"rep": rep, "variant": record.get("variant", name),
+                               "conditions": conditions, "at": time.time()})
+                data["runs"].append(record)
+                report.print_run(record)
+                save(out, data)
+                shutil.rmtree(run_dir / "work", ignore_errors=True)
+    finally:
+        floors.SkeinClient.close()
+    data["machine"]["load_at_end"] = os.getloadavg()
+    save(out, data)
+    report.print_seed_summary(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
