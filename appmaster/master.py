@@ -268,8 +268,17 @@ class Master:
             return
         if export.generation != self.generation:
             return
+        moved = self.spec is not None and export.address != task.previous_address
         task.address, task.state = export.address, "registered"
         log.info("%s registered at %s (container %s)", task.name, export.address, task.container)
+        if moved:
+            # Its old port was taken, or YARN put it on another node: the running tasks still
+            # hold the old address (a ps keeps calling it), and TF scripts read theirs once.
+            # Only a fresh generation gets everyone the new one.
+            self.restarts.append(f"{task.name} came back at {export.address}: cluster restarted "
+                                 f"as generation {self.generation + 1} from the last checkpoint")
+            self.restart_generation(task)
+            return
         if all(t.address for t in self.live_tasks()):
             self.clock.mark_once("all registered")
             self.publish_spec()

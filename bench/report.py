@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -49,7 +50,7 @@ SEED_MILESTONES = [
     ("scripts_started", "every script recorded its flags (file mtime)"),
     ("training", "every worker printed its first step (stdout)"),
     ("chief_done", "the chief wrote result.json"),
-    ("chief_finished_am", "the AM heard the chief's container end"),
+    ("chief_finished_am", "master.py logged the chief finished"),
     ("job_end", "the application finished (REST finishedTime)"),
 ]
 # Segments of the waterfall plot: milestones every kind of run has (where it has them).
@@ -172,28 +173,30 @@ def plot_seed(data: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(11, 2.2 + 0.8 * len(keys)))
     for row, key in enumerate(keys):
         left = 0.0
-        for i, (a, b, name) in enumerate(WATERFALL):
+        for i, (a, b, _) in enumerate(WATERFALL):
             seg = median(rel(r["t"], a, b) for r in by[key])
             if seg is None:
                 continue
-            ax.barh(row, seg, left=left, color=colors[i % 10],
-                    label=name)
+            ax.barh(row, seg, left=left, color=colors[i % 10])
             if seg > 1.2:
                 ax.text(left + seg / 2, row, f"{seg:.1f}", ha="center", va="center", fontsize=8)
             left += seg
         if key == "local":  # nothing before the scripts start but the bench's own start
             seg = median(rel(r["t"], "submit", "scripts_started") for r in by[key])
             if seg:
-                ax.barh(row, seg, left=0, color="lightgrey", label="start → scripts started")
+                ax.barh(row, seg, left=0, color="lightgrey")
                 left_text = seg
                 ax.text(left_text / 2, row, f"{seg:.1f}", ha="center", va="center", fontsize=8)
     ax.set_yticks(range(len(keys)), [label_of(k) for k in keys])
     ax.set_xlabel("seconds after submit (median of each phase)")
     ax.set_title("Seed job (1 ps, 1 chief, 2 workers): where the time goes")
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=False))
-    ax.legend(unique.values(), unique.keys(), fontsize=7, loc="upper center",
-              bbox_to_anchor=(0.5, -0.22), ncol=4, frameon=False)
+    from matplotlib.patches import Patch
+
+    legend = [Patch(color=colors[i % 10], label=name) for i, (_, _, name) in enumerate(WATERFALL)]
+    if "local" in keys:
+        legend.append(Patch(color="lightgrey", label="by hand: start → scripts started"))
+    ax.legend(handles=legend, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18),
+              ncol=4, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -300,7 +303,7 @@ def plot_rendezvous(data: dict, path: Path, variant: str = MAIN) -> None:
     sizes = sorted(ours)
     if not sizes:
         return
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.5))
 
     def series(runs: dict[int, list[dict]], a: str, b: str) -> tuple[list[int], list[float]]:
         pts = [(n, median(rel(r["t"], a, b) for r in runs[n])) for n in sorted(runs)]
@@ -317,7 +320,7 @@ def plot_rendezvous(data: dict, path: Path, variant: str = MAIN) -> None:
         (ours, "all_registered", "tasks_started",
          f"tfyarn {variant}: last export → every task started", "d-"),
         *[(light_by_n(data, "tfyarn", v), "submit", "tasks_started",
-           f"tfyarn {v}: submit → every task started", "o:")
+           f"tfyarn {v}: submit → every task started", {"before": "o:"}.get(v, "o--"))
           for v in light_variants(data) if v != variant],
     ]:
         xs, ys = series(runs, a, b)
@@ -337,7 +340,7 @@ def plot_rendezvous(data: dict, path: Path, variant: str = MAIN) -> None:
             xs = [n for n in sorted(runs) if median(usage(r, key) for r in runs[n]) is not None]
             ys = [median(usage(r, key) for r in runs[n]) for n in xs]
             axis = right if "cpu" in key else memory
-            style = ("o" if "python" in key else "s") + ("-" if v == variant else ":")
+            style = ("o" if "python" in key else "s") + {"before": ":", "next": "--"}.get(v, "-")
             if xs:
                 axis.plot(xs, ys, style, color="tab:blue" if "cpu" in key else "tab:red",
                           label=f"{title} ({v})")
@@ -349,7 +352,8 @@ def plot_rendezvous(data: dict, path: Path, variant: str = MAIN) -> None:
     right.set_title("AppMaster: CPU seconds and peak RSS")
     lines = right.get_legend_handles_labels()
     more = memory.get_legend_handles_labels()
-    right.legend(lines[0] + more[0], lines[1] + more[1], fontsize=6, loc="center right")
+    right.legend(lines[0] + more[0], lines[1] + more[1], fontsize=6, loc="upper center",
+                 bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
     right.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -391,11 +395,9 @@ def recovery_groups(data: dict) -> dict[tuple[str, str], list[dict]]:
 
 def recovery_tables(data: dict) -> str:
     by = recovery_groups(data)
-    keys = sorted(by, key=lambda k: (k[0] != "worker", k[1] == "local", variant_order(k[1][7:])))
     title = {"local": "by hand (floor)"}
-    heads = [f"{v} killed: {title.get(k, label_of(k))} (n={len(by[(v, k)])})" for v, k in keys]
-    lines = [f"Median of {data['runs_per_kind']} runs, seconds (min–max).", "",
-             "| phase | " + " | ".join(heads) + " |", "|---" * (len(keys) + 1) + "|"]
+    out = [f"Median of {data['runs_per_kind']} runs, seconds (min–max)."]
+
     def rcell(runs: list[dict], a: str, b: str) -> str:
         text = cell(runs, a, b)
         stuck = sum(1 for r in runs if r.get("meta", {}).get("stuck"))
@@ -403,23 +405,35 @@ def recovery_tables(data: dict) -> str:
             text = f"never in {stuck}/{len(runs)} runs¹" + ("" if text == "–" else f"; {text}")
         return text
 
-    for name, a, b in [*RECOVERY_STEPS, RECOVERY_SCRIPTS, RECOVERY_TOTAL]:
-        lines.append(f"| {name} | " + " | ".join(rcell(by[key], a, b) for key in keys) + " |")
-    notes = sorted({r["meta"]["stuck"] for runs in by.values() for r in runs
-                    if r.get("meta", {}).get("stuck")})
-    if notes:
-        lines += ["", "¹ " + "; ".join(notes[:3])]
-    lines += ["", "| tfyarn vs by hand | kill → training again | overhead (s) | ratio |",
-              "|---|---|---|---|"]
-    for victim, label in keys:
+    for victim in ("worker", "ps"):
+        keys = sorted((k for k in by if k[0] == victim),
+                      key=lambda k: (k[1] == "local", variant_order(k[1][7:])))
+        if not keys:
+            continue
+        heads = [f"{title.get(k, label_of(k))} (n={len(by[(v, k)])})" for v, k in keys]
+        out += ["", f"**{victim} killed**", "",
+                "| phase | " + " | ".join(heads) + " |", "|---" * (len(keys) + 1) + "|"]
+        for name, a, b in [*RECOVERY_STEPS, RECOVERY_SCRIPTS, RECOVERY_TOTAL]:
+            out.append(f"| {name} | " + " | ".join(rcell(by[key], a, b) for key in keys) + " |")
+    stuck = [r["meta"]["stuck"] for runs in by.values() for r in runs
+             if r.get("meta", {}).get("stuck")]
+    if stuck:
+        refused = [int(m.group(1)) for note in stuck
+                   if (m := re.search(r"Connection refused' lines in its stderr: (\d+)", note))]
+        out += ["", f"¹ In {len(stuck)} run(s) the replacement printed no step within 60 s of "
+                "its start" + (f"; its stderr had {min(refused)}–{max(refused)} 'Connection "
+                               "refused' lines" if refused else "") + "."]
+    out += ["", "| tfyarn vs by hand | kill → training again | overhead (s) | ratio |",
+            "|---|---|---|---|"]
+    for victim, label in sorted(by, key=lambda k: (k[0] != "worker", variant_order(k[1][7:]))):
         if label == "local" or (victim, "local") not in by:
             continue
         ours = median(rel(r["t"], "kill", "training_again") for r in by[(victim, label)])
         floor = median(rel(r["t"], "kill", "training_again") for r in by[(victim, "local")])
         if ours is not None and floor:
-            lines.append(f"| {victim} killed, {label_of(label)} | {ours:.2f} vs {floor:.2f} | "
-                         f"{ours - floor:+.2f} | {ours / floor:.2f}× |")
-    return "\n".join(lines)
+            out.append(f"| {victim} killed, {label_of(label)} | {ours:.2f} vs {floor:.2f} | "
+                       f"{ours - floor:+.2f} | {ours / floor:.2f}× |")
+    return "\n".join(out)
 
 
 def plot_recovery(data: dict, path: Path) -> None:
@@ -507,7 +521,8 @@ def plot_floors(seed: dict | None, light: dict | None, path: Path) -> None:
             left.bar(i, total - (scripts or 0), bottom=scripts or 0, color="tab:orange",
                      label="→ every task's first step (TensorFlow)" if i == 0 else None)
             left.text(i, total, f"{total:.1f}", ha="center", va="bottom", fontsize=9)
-        left.set_xticks(range(len(keys)), [label_of(k) for k in keys], fontsize=8)
+        left.set_xticks(range(len(keys)), [label_of(k).replace(" ", "\n", 1) if k in (
+            "local", "skein") else label_of(k) for k in keys], fontsize=8)
         left.set_ylabel("seconds (median)")
         left.set_title("Seed job: submit → every task training")
         left.legend(fontsize=7)
