@@ -394,35 +394,25 @@ def assert_tf2_records(work: Path, tasks: dict[str, tuple[str, int]],
         ], name
 
 
-def test_tf2_parameter_server_strategy(yarn_cluster, tmp_path: Path) -> None:
-    example = EXAMPLES / "tf2_ps"
+@pytest.mark.parametrize(("example", "tasks", "cluster"), [
+    ("tf2_ps", {"ps_0": ("ps", 0), "chief_0": ("chiefworker", 0), "worker_0": ("worker", 0)},
+     {"chief", "worker", "ps"}),
+    # MultiWorkerMirroredStrategy: no ps, since its component has 0 instances.
+    ("tf2_mwms", {"chief_0": ("chiefworker", 0), "worker_0": ("worker", 0)},
+     {"chief", "worker"}),
+], ids=["parameter_server_strategy", "multi_worker_mirrored_strategy"])
+def test_tf2_example(yarn_cluster, tmp_path: Path, example: str,
+                     tasks: dict[str, tuple[str, int]], cluster: set[str]) -> None:
+    files = EXAMPLES / example
     args = ["--train_steps", "50"]
-    res, app = prepare_job(tmp_path, example / "resources.json", example / "appConfig.json",
+    res, app = prepare_job(tmp_path, files / "resources.json", files / "appConfig.json",
                            EXAMPLES, args)
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
-    assert_tf2_records(run.work_dir, {"ps_0": ("ps", 0), "chief_0": ("chiefworker", 0),
-                                      "worker_0": ("worker", 0)}, args)
+    assert_tf2_records(run.work_dir, tasks, args)
     spec = flags_records(run.work_dir)["chief_0"]["tf_config"]["cluster"]
-    assert set(spec) == {"chief", "worker", "ps"}
-    assert read_json(run.work_dir / "result.json")["global_step"] >= 50
-    assert (run.work_dir / "checkpoints" / "checkpoint").is_file()
-    assert_no_task_process_left(run.work_dir)
-
-
-def test_tf2_multi_worker_mirrored_strategy(yarn_cluster, tmp_path: Path) -> None:
-    example = EXAMPLES / "tf2_mwms"
-    args = ["--train_steps", "50"]
-    res, app = prepare_job(tmp_path, example / "resources.json", example / "appConfig.json",
-                           EXAMPLES, args)
-    run = submit_and_wait(yarn_cluster, tmp_path, res, app)
-    assert run.returncode == 0, run.output
-    assert f"{run.app_id} SUCCEEDED" in run.output
-    assert_tf2_records(run.work_dir, {"chief_0": ("chiefworker", 0),
-                                      "worker_0": ("worker", 0)}, args)
-    spec = flags_records(run.work_dir)["chief_0"]["tf_config"]["cluster"]
-    assert set(spec) == {"chief", "worker"}  # no ps: its component has 0 instances
+    assert set(spec) == cluster
     assert read_json(run.work_dir / "result.json")["global_step"] >= 50
     assert (run.work_dir / "checkpoints" / "checkpoint").is_file()
     assert_no_task_process_left(run.work_dir)
