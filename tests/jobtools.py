@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ EXAMPLES = REPO / "examples"
 APPS = Path(__file__).resolve().parent / "apps"
 G = "site.global."
 PROCESS_TIMEOUT_S = 15
+# The CLI as this interpreter runs it: the venv's bin need not be on PATH (it is not in CI).
+TFYARN = (sys.executable, "-m", "tfyarn.cli")
 
 
 def prepare_job(tmp_path: Path, resources: Path, app_config: Path, scripts_dir: Path,

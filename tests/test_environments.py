@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from jobtools import TFYARN
 
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR
 from tfyarn import environments as envs
@@ -538,7 +539,7 @@ def submit_with_env(yarn_cluster, tmp_path: Path, archive: Path) -> tuple[str, s
                           G + "user.scripts.entry": "env_task.py",
                           G + "user.work.dir": str(tmp_path / "work" / "${APP_ID}")})
     (tmp_path / "appConfig.json").write_text(json.dumps(app))
-    command = [sys.executable, "-m", "tfyarn.cli", "submit", "--wait",
+    command = [*TFYARN, "submit", "--wait",
                "--resources", str(tmp_path / "resources.json"),
                "--app-config", str(tmp_path / "appConfig.json"), "--python-env", str(archive)]
     proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from conftest import wait_for_final_state
+from jobtools import TFYARN
 
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import NODE_MANAGERS
@@ -346,7 +347,7 @@ def make_job(tmp_path: Path, *, args: list[str], thresholds: dict[str, int] | No
 
 
 def tfyarn(yarn_cluster, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tfyarn.cli", *args], env=yarn_cluster.env,
+    return subprocess.run([*TFYARN, *args], env=yarn_cluster.env,
                           capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
 
 
@@ -643,7 +644,7 @@ def test_tfyarn_kill_ends_every_process_and_keeps_the_checkpoint(
     assert len(task_processes(job.work_dir)) == 4
     # `tfyarn kill` in the background while the process table and YARN's state are watched.
     started = time.monotonic()
-    kill = subprocess.Popen([sys.executable, "-m", "tfyarn.cli", "kill", job.app_id],
+    kill = subprocess.Popen([*TFYARN, "kill", job.app_id],
                             env=yarn_cluster.env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, cwd=REPO)
     seen: dict[str, float] = {}

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from jobtools import TFYARN
 
 from tfyarn.cli import main
 from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING
@@ -48,7 +49,7 @@ def env_without_yarn() -> dict[str, str]:
 def submit(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`tfyarn submit ARGS` in `cwd`, unable to reach any YARN."""
     return subprocess.run(
-        [sys.executable, "-m", "tfyarn.cli", "submit", *args],
+        [*TFYARN, "submit", *args],
         cwd=cwd, env=env_without_yarn(), capture_output=True, text=True, timeout=60,
     )
 

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from jobtools import (
     EXAMPLES,
     REPO,
+    TFYARN,
     app_report,
     assert_no_task_process_left,
     prepare_job,
@@ -49,7 +49,7 @@ class Run:
 
 def submit_and_wait(yarn_cluster, tmp_path: Path, resources: Path, app_config: Path) -> Run:
     """`tfyarn submit --wait` as a user runs it; the app is killed if it outlives the timeout."""
-    command = [sys.executable, "-m", "tfyarn.cli", "submit", "--resources", str(resources),
+    command = [*TFYARN, "submit", "--resources", str(resources),
                "--app-config", str(app_config), "--wait"]
     started = time.monotonic()
     proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,
@@ -79,7 +79,7 @@ def submit_and_wait(yarn_cluster, tmp_path: Path, resources: Path, app_config: P
 @dataclass
 class ContainerLogs:
     container: str
-    node: str  # as `yarn logs` names it, e.g. localhost_45452
+    node: str  # as `yarn logs` names it, e.g. localhost_8154
     files: dict[str, str]
 
 

@@ -6,7 +6,7 @@ from appmaster.cluster_spec import ClusterSpec
 from appmaster.webpage import render_page, slider_exports
 from tfyarn.jobview import format_progress, format_table, parse_log_dump, role_counts
 
-DUMP = """Container: container_1_0001_01_000005 on localhost:45452
+DUMP = """Container: container_1_0001_01_000005 on localhost:8154
 LogAggregationType: LOCAL
 ====================================================================
 LogType:worker-1.stdout

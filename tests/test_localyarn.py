@@ -96,7 +96,7 @@ class LogBlock:
     """One file of one container in `yarn logs` output."""
 
     container_id: str
-    node: str  # as YARN's header writes it: localhost_45452
+    node: str  # as YARN's header writes it: localhost_8154
     log_type: str  # file name: gpu.log, launch_container.sh, ...
     contents: str
 
@@ -120,7 +120,7 @@ def yarn_logs(env: dict[str, str], app_id: str) -> subprocess.CompletedProcess:
 
 
 def node_tag(node_id: str) -> str:
-    """The RM's node id (localhost:45452) as `yarn logs` headers write it (localhost_45452)."""
+    """The RM's node id (localhost:8154) as `yarn logs` headers write it (localhost_8154)."""
     return node_id.replace(":", "_")
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from jobtools import TFYARN
 
 
 def cluster_up(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
@@ -16,7 +16,7 @@ def cluster_up(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     environ = {**os.environ, "TFYARN_CLUSTER_DIR": str(tmp_path / "state"),
                "TFYARN_CLUSTER_PORT_OFFSET": "2000", "XDG_CACHE_HOME": str(tmp_path / "cache"),
                **env}
-    return subprocess.run([sys.executable, "-m", "tfyarn.cli", "cluster", "up"], env=environ,
+    return subprocess.run([*TFYARN, "cluster", "up"], env=environ,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import requests
-from jobtools import APPS, REPO, app_report
+from jobtools import APPS, REPO, TFYARN, app_report
 
 pytestmark = pytest.mark.yarn
 
 
 def tfyarn(yarn_cluster, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tfyarn.cli", *args], env=yarn_cluster.env,
+    return subprocess.run([*TFYARN, *args], env=yarn_cluster.env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -70,7 +69,7 @@ def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Pa
 
     view = wait_for("all tasks running", running_view)
     # --follow prints as the job goes and returns when it ends; it runs beside the checks below.
-    follower = subprocess.Popen([sys.executable, "-m", "tfyarn.cli", "logs", app_id, "--role",
+    follower = subprocess.Popen([*TFYARN, "logs", app_id, "--role",
                                  "chiefworker", "--follow"], env=yarn_cluster.env,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert sorted((t["role"], t["index"]) for t in view["tasks"]) == [
@@ -151,7 +150,7 @@ def test_ctrl_c_on_submit_wait(yarn_cluster, tmp_path: Path, kill_on_exit: bool)
 
     release = tmp_path / "release"
     resources, app_config = light_job(tmp_path, sleep_s=240, release=release)
-    command = [sys.executable, "-m", "tfyarn.cli", "submit", "--resources", str(resources),
+    command = [*TFYARN, "submit", "--resources", str(resources),
                "--app-config", str(app_config), "--wait"]
     if kill_on_exit:
         command.append("--kill-on-exit")

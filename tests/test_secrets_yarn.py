@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from jobtools import TFYARN
 
 APPS = Path(__file__).parent / "apps"
 REPO = Path(__file__).parent.parent
@@ -63,7 +64,7 @@ def test_secret_is_delivered_as_a_file_and_leaks_nowhere(yarn_cluster, tmp_path)
     scanner.start()
     try:
         result = subprocess.run(
-            ["tfyarn", "submit", "--resources", str(resources), "--app-config", str(app_config),
+            [*TFYARN, "submit", "--resources", str(resources), "--app-config", str(app_config),
              "--wait"], capture_output=True, text=True, env=yarn_cluster.env, timeout=240)
     finally:
         stop.set()

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import requests
-from jobtools import EXAMPLES, REPO, app_state, prepare_job, processes_with
+from jobtools import EXAMPLES, REPO, TFYARN, app_state, prepare_job, processes_with
 
 pytestmark = pytest.mark.yarn
 
@@ -25,7 +24,7 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
     res, app = prepare_job(tmp_path, tmp_path / "with-tensorboard.json",
                            REPO / "appConfig.json", EXAMPLES,
                            ["--train_steps", "1500", "--step_sleep", "0.05"])
-    out = subprocess.run([sys.executable, "-m", "tfyarn.cli", "submit", "--resources", str(res),
+    out = subprocess.run([*TFYARN, "submit", "--resources", str(res),
                           "--app-config", str(app), "--detach", "--json"],
                          env=yarn_cluster.env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -60,7 +59,7 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
             time.sleep(1)
         assert runs == ["checkpoints"], f"TensorBoard did not find the job's summaries: {runs}"
 
-        status = subprocess.run([sys.executable, "-m", "tfyarn.cli", "status", app_id],
+        status = subprocess.run([*TFYARN, "status", app_id],
                                 env=yarn_cluster.env, capture_output=True, text=True, timeout=120)
         assert f"TensorBoard: {view['tensorboard_url']}" in status.stdout, status.stdout
         page = requests.get(f"{tracking}pages/tfyarn/", timeout=5).text

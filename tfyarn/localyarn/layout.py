@@ -48,10 +48,13 @@ RM_PORTS = {
 
 GPU_LABEL = "gpu"
 
+# Every port sits below Linux's ephemeral range (32768-60999 by default), even with the
+# offsets tests and bench add: a port in that range can be taken at any moment by an
+# outgoing connection or by a task that binds port 0.
 NODE_MANAGERS = (
-    NodeManagerSpec("nm1", 45451, 8140, 8142, 8148, memory_mb=16384, vcores=16),
+    NodeManagerSpec("nm1", 8144, 8140, 8142, 8148, memory_mb=16384, vcores=16),
     NodeManagerSpec(
-        "nm2", 45452, 8150, 8152, 8158, memory_mb=16384, vcores=16, gpus=2, partition=GPU_LABEL
+        "nm2", 8154, 8150, 8152, 8158, memory_mb=16384, vcores=16, gpus=2, partition=GPU_LABEL
     ),
 )
 
