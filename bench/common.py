@@ -41,6 +41,7 @@ from typing import Any
 from tfyarn.localyarn import cluster as localcluster
 from tfyarn.localyarn import layout as layout_module
 from tfyarn.localyarn.layout import Layout, default_state_dir
+from tfyarn.localyarn.proctable import Proc, scan_processes
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -329,31 +330,6 @@ def mtimes(paths: Iterable[Path]) -> dict[str, float]:
 # ---------------------------------------------------------------- processes
 
 
-@dataclass(frozen=True)
-class Proc:
-    pid: int
-    argv: tuple[str, ...]
-    cwd: str
-
-
-def scan_processes() -> list[Proc]:
-    found = []
-    own = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == own:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                raw = f.read()
-            cwd = os.readlink(f"/proc/{entry.name}/cwd")
-        except OSError:
-            continue
-        if raw:
-            argv = tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0"))
-            found.append(Proc(int(entry.name), argv, cwd))
-    return found
-
-
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -413,11 +389,6 @@ def processes_of_work_dir(work_dir: Path, script: str) -> list[Proc]:
     flag = f"--work_dir={work_dir}"
     return [p for p in scan_processes()
             if flag in p.argv and len(p.argv) > 1 and p.argv[1].endswith(script)]
-
-
-def flag_of(proc: Proc, name: str) -> str | None:
-    prefix = f"--{name}="
-    return next((a[len(prefix):] for a in proc.argv if a.startswith(prefix)), None)
 
 
 # ---------------------------------------------------------------- variants of tfyarn
@@ -683,6 +654,32 @@ def save(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, default=str))
     log(f"wrote {path}")
+
+
+def kinds_to_run(variants: list[Variant], floors: list[str]) -> list[tuple[str, Variant | None]]:
+    """Each tfyarn variant, then each floor, as (kind, variant) pairs."""
+    return [("tfyarn", v) for v in variants] + [(floor, None) for floor in floors]
+
+
+def record_run(data: dict, out: Path, run_dir: Path, *, kind: str, name: str, rep: int,
+               conditions: str, run: Callable[[], dict], show: Callable[[dict], None],
+               **identity: Any) -> None:
+    """Runs one measurement and records it in ``data``, saved to ``out`` at once.
+
+    A failed run is recorded with its error, not raised: one bad run must not lose the
+    others. ``identity`` (the task count, the victim) goes into a failed run's record.
+    """
+    try:
+        record = run()
+    except Exception as exc:
+        log(f"  FAILED: {exc}")
+        record = {"kind": kind, **identity, "error": str(exc)[:2000], "t": {}}
+    record.update({"rep": rep, "variant": record.get("variant", name),
+                   "conditions": conditions, "at": time.time()})
+    data["runs"].append(record)
+    show(record)
+    save(out, data)
+    shutil.rmtree(run_dir / "work", ignore_errors=True)  # checkpoints add up over an hour
 
 
 def fmt(value: float | None, digits: int = 2) -> str:

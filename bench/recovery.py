@@ -19,6 +19,7 @@ and started again (ps), timed to the same first `step` lines.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -42,13 +43,14 @@ from bench.common import (
     LogWatch,
     RmLog,
     Variant,
-    flag_of,
     job_files,
     kill_app,
+    kinds_to_run,
     log,
     machine_info,
     make_variant,
     processes_of_work_dir,
+    record_run,
     save,
     submit_tfyarn,
     wait_for_room,
@@ -110,7 +112,7 @@ def run_tfyarn_recovery(cluster: Cluster, run_dir: Path, victim: str, var: Varia
                            lambda: (checkpoint_step(work) or 0) >= MIN_CHECKPOINT_STEP, TIMEOUT_S)
         step_at_kill = checkpoint_step(work)
         procs = [p for p in processes_of_work_dir(work, "mnist1.py")
-                 if (flag_of(p, "job_name"), flag_of(p, "task_index")) == (job_name, str(index))]
+                 if (p.flag("job_name"), p.flag("task_index")) == (job_name, str(index))]
         if len(procs) != 1:
             raise RuntimeError(f"expected one {job_name}:{index} process, found {procs}")
         before = set(watch.marks)
@@ -289,26 +291,18 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(scratch, ignore_errors=True)
     for rep in range(opts.runs):
         for victim in victims:
-            kinds = [("tfyarn", v) for v in variants] + ([] if opts.no_floor else [("local", None)])
-            for kind, var in kinds:
+            for kind, var in kinds_to_run(variants, [] if opts.no_floor else ["local"]):
                 name = var.name if var else kind
                 run_dir = scratch / f"{victim}-{rep}-{name}"
                 conditions = wait_for_room(cluster, {"": 3, "gpu": 2}, 300)
                 log(f"recovery ({victim}) run {rep + 1}/{opts.runs} {name} ({conditions})")
-                try:
-                    if kind == "tfyarn":
-                        record = run_tfyarn_recovery(cluster, run_dir, victim, var)
-                    else:
-                        record = run_local_recovery(run_dir, victim)
-                except Exception as exc:
-                    log(f"  FAILED: {exc}")
-                    record = {"kind": kind, "victim": victim, "error": str(exc)[:2000], "t": {}}
-                record.update({"rep": rep, "variant": record.get("variant", name),
-                               "conditions": conditions, "at": time.time()})
-                data["runs"].append(record)
-                report.print_recovery_run(record)
-                save(out, data)
-                shutil.rmtree(run_dir / "work", ignore_errors=True)
+                if kind == "tfyarn":
+                    run = functools.partial(run_tfyarn_recovery, cluster, run_dir, victim, var)
+                else:
+                    run = functools.partial(run_local_recovery, run_dir, victim)
+                record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
+                           conditions=conditions, run=run, show=report.print_recovery_run,
+                           victim=victim)
     data["machine"]["load_at_end"] = os.getloadavg()
     save(out, data)
     print(report.recovery_tables(data))

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 from bench import floors, report
@@ -43,10 +43,12 @@ from bench.common import (
     Variant,
     job_files,
     kill_app,
+    kinds_to_run,
     log,
     machine_info,
     make_variant,
     mtimes,
+    record_run,
     save,
     submit_tfyarn,
     wait_for_room,
@@ -146,27 +148,18 @@ def run_all(cluster: Cluster, sizes: list[int], runs: int, variants: list[Varian
                     log(f"N={n}: skipped: {reason}")
                     data["skipped"][str(n)] = reason
                 continue
-            kinds = [("tfyarn", v) for v in variants] + ([("skein", None)] if with_floor else [])
-            for kind, var in kinds:
+            for kind, var in kinds_to_run(variants, ["skein"] if with_floor else []):
                 name = var.name if var else kind
                 run_dir = scratch / f"{n}-{rep}-{name}"
                 conditions = wait_for_room(cluster, needs(n), 600)
                 log(f"N={n} run {rep + 1}/{runs} {name} ({conditions})")
-                try:
-                    if kind == "tfyarn":
-                        record = run_tfyarn_light(cluster, run_dir, n, var)
-                    else:
-                        record = floors.run_skein_light(cluster, run_dir, light_resources(n), n,
-                                                        sleep_for(n))
-                except Exception as exc:
-                    log(f"  FAILED: {exc}")
-                    record = {"kind": kind, "n": n, "error": str(exc)[:2000], "t": {}}
-                record.update({"rep": rep, "variant": record.get("variant", name),
-                               "conditions": conditions, "at": time.time()})
-                data["runs"].append(record)
-                report.print_light_run(record)
-                save(out, data)
-                shutil.rmtree(run_dir / "work", ignore_errors=True)
+                if kind == "tfyarn":
+                    run = functools.partial(run_tfyarn_light, cluster, run_dir, n, var)
+                else:
+                    run = functools.partial(floors.run_skein_light, cluster, run_dir,
+                                            light_resources(n), n, sleep_for(n))
+                record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
+                           conditions=conditions, run=run, show=report.print_light_run, n=n)
 
 
 def main(argv: list[str]) -> int:

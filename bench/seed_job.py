@@ -16,11 +16,11 @@ runs, back to back so that they share the machine's conditions:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 from bench import floors, report
@@ -36,10 +36,12 @@ from bench.common import (
     Variant,
     job_files,
     kill_app,
+    kinds_to_run,
     log,
     machine_info,
     make_variant,
     mtimes,
+    record_run,
     save,
     submit_tfyarn,
     wait_for_room,
@@ -123,29 +125,21 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(scratch, ignore_errors=True)
     try:
         for rep in range(opts.runs):
-            kinds = [("tfyarn", v) for v in variants] + [(f, None) for f in floor_kinds]
-            for kind, var in kinds:
+            for kind, var in kinds_to_run(variants, floor_kinds):
                 name = var.name if var else kind
                 run_dir = scratch / f"{rep}-{name}"
                 # The seed job needs 2 vcores in each partition (+1 for the AppMaster).
                 conditions = wait_for_room(cluster, {"": 3, "gpu": 2}, 300)
                 log(f"run {rep + 1}/{opts.runs} {name} ({conditions})")
-                try:
-                    if kind == "tfyarn":
-                        record = run_tfyarn_seed(cluster, run_dir, args, var)
-                    elif kind == "skein":
-                        record = floors.run_skein_seed(cluster, run_dir, resources, args)
-                    else:
-                        record = floors.run_local_seed(run_dir, args)
-                except Exception as exc:  # one bad run must not lose the others
-                    log(f"  FAILED: {exc}")
-                    record = {"kind": kind, "variant": name, "error": str(exc)[:2000], "t": {}}
-                record.update({"rep": rep, "variant": record.get("variant", name),
-                               "conditions": conditions, "at": time.time()})
-                data["runs"].append(record)
-                report.print_run(record)
-                save(out, data)
-                shutil.rmtree(run_dir / "work", ignore_errors=True)
+                if kind == "tfyarn":
+                    run = functools.partial(run_tfyarn_seed, cluster, run_dir, args, var)
+                elif kind == "skein":
+                    run = functools.partial(floors.run_skein_seed, cluster, run_dir, resources,
+                                            args)
+                else:
+                    run = functools.partial(floors.run_local_seed, run_dir, args)
+                record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
+                           conditions=conditions, run=run, show=report.print_run)
     finally:
         floors.SkeinClient.close()
     data["machine"]["load_at_end"] = os.getloadavg()

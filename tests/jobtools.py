@@ -3,58 +3,126 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
+import re
+import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tfyarn.localyarn import cluster
+from tfyarn.localyarn.proctable import Proc, scan_processes
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 APPS = Path(__file__).resolve().parent / "apps"
 G = "site.global."
 PROCESS_TIMEOUT_S = 15
+LOGS_TIMEOUT_S = 90  # an app's end -> all its logs aggregated
+SUBMIT_TIMEOUT_S = 480  # `tfyarn submit --wait` of a whole job, on a loaded 2-core machine
 # The CLI as this interpreter runs it: the venv's bin need not be on PATH (it is not in CI).
 TFYARN = (sys.executable, "-m", "tfyarn.cli")
 
 
-def prepare_job(tmp_path: Path, resources: Path, app_config: Path, scripts_dir: Path,
-                args: list[str], entry: str | None = None) -> tuple[Path, Path]:
-    """Copies of the job files in tmp_path, changed only in where scripts and work go."""
+def write_doc(path: Path, doc: Any) -> Path:
+    """Writes a document: text as is, anything else as JSON or YAML by the suffix."""
+    if isinstance(doc, str):
+        path.write_text(doc)
+    elif path.suffix in (".yaml", ".yml"):
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    else:
+        path.write_text(json.dumps(doc))
+    return path
+
+
+def prepare_job(tmp_path: Path, *, scripts_dir: Path = EXAMPLES, args: list[str] | None = None,
+                entry: str | None = None, settings: dict[str, Any] | None = None,
+                components: dict[str, dict[str, str]] | None = None,
+                resources: Path = REPO / "resources.json",
+                app_config: Path = REPO / "appConfig.json") -> tuple[Path, Path]:
+    """Copies of a job's files (the seed job's by default) in tmp_path/job, changed as asked.
+
+    ``settings`` are appConfig keys without the ``site.global.`` prefix; ``components`` are
+    resources.json keys per role, merged in. Work always goes to tmp_path/work/<app id>.
+    """
     job = tmp_path / "job"
     job.mkdir()
-    res_path = Path(shutil.copy(resources, job / "resources.json"))
+    res = json.loads(resources.read_text())
+    for role, values in (components or {}).items():
+        res["components"].setdefault(role, {}).update(values)
     app = json.loads(app_config.read_text())
     app["global"][G + "user.scripts.dir"] = str(scripts_dir)
     app["global"][G + "user.work.dir"] = str(tmp_path / "work" / "${APP_ID}")
-    app["global"][G + "user.scripts.args"] = args
+    app["global"][G + "user.scripts.args"] = args or []
     if entry is not None:
         app["global"][G + "user.scripts.entry"] = entry
-    app_path = job / "appConfig.json"
+    app["global"].update({G + key: value for key, value in (settings or {}).items()})
+    res_path, app_path = job / "resources.json", job / "appConfig.json"
+    res_path.write_text(json.dumps(res, indent=2))
     app_path.write_text(json.dumps(app, indent=2))
     return res_path, app_path
 
 
+def prepare_light_job(tmp_path: Path, args: list[str],
+                      settings: dict[str, Any] | None = None) -> tuple[Path, Path]:
+    """The seed job's roles running tests/apps/light_task.py (no TensorFlow) in 256 MB each."""
+    return prepare_job(tmp_path, scripts_dir=APPS, entry="light_task.py", args=args,
+                       settings=settings, components={role: {"yarn.memory": "256"}
+                                                      for role in ("ps", "chiefworker", "worker")})
+
+
+def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    """A tfyarn command against the test cluster, its output captured."""
+    return subprocess.run([*TFYARN, *args], env=yarn_cluster.env, capture_output=True,
+                          text=True, timeout=timeout_s, cwd=REPO)
+
+
+@dataclass
+class Run:
+    app_id: str
+    returncode: int
+    output: str
+    work_dir: Path
+    seconds: float
+
+
+def submit_and_wait(yarn_cluster, tmp_path: Path, resources: Path, app_config: Path,
+                    *options: str) -> Run:
+    """`tfyarn submit --wait` as a user runs it; the app is killed if it outlives the timeout."""
+    command = [*TFYARN, "submit", "--resources", str(resources),
+               "--app-config", str(app_config), "--wait", *options]
+    started = time.monotonic()
+    proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = proc.communicate(timeout=SUBMIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        output, _ = proc.communicate()
+        match = re.search(r"Submitted (application_\d+_\d+)", output)
+        if match:
+            subprocess.run(["yarn", "application", "-kill", match.group(1)],
+                           env=yarn_cluster.env, capture_output=True, timeout=60)
+        raise AssertionError(
+            f"tfyarn submit --wait ran over {SUBMIT_TIMEOUT_S} s:\n{output}"
+        ) from None
+    seconds = time.monotonic() - started
+    match = re.search(r"^Submitted (application_\d+_\d+) ", output, re.MULTILINE)
+    assert match, f"no application submitted:\n{output}"
+    app_id = match.group(1)
+    return Run(app_id, proc.returncode, output, tmp_path / "work" / app_id, seconds)
+
+
 def processes_with(text: str) -> list[int]:
     """Pids of the processes whose command line contains ``text``."""
-    return [pid for pid, _ in processes_mentioning(text)]
+    return [p.pid for p in processes_mentioning(text)]
 
 
-def processes_mentioning(text: str) -> list[tuple[int, str]]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue  # gone meanwhile
-        if text in cmdline:
-            found.append((int(proc.name), cmdline.strip()))
-    return found
+def processes_mentioning(text: str) -> list[Proc]:
+    return [p for p in scan_processes() if any(text in arg for arg in p.argv)]
 
 
 def assert_no_task_process_left(work_dir: Path) -> None:
@@ -63,8 +131,59 @@ def assert_no_task_process_left(work_dir: Path) -> None:
     while alive := processes_mentioning(str(work_dir)):
         if time.monotonic() > deadline:
             raise AssertionError(f"task processes survive the job {PROCESS_TIMEOUT_S} s on: "
-                                 f"{alive}")
+                                 f"{[p.short() for p in alive]}")
         time.sleep(0.5)
+
+
+@dataclass
+class ContainerLogs:
+    container: str
+    node: str  # as `yarn logs` names it, e.g. localhost_8154
+    files: dict[str, str]
+
+
+def parse_yarn_logs(text: str) -> dict[str, ContainerLogs]:
+    containers: dict[str, ContainerLogs] = {}
+    current: ContainerLogs | None = None
+    log_type: str | None = None
+    body: list[str] | None = None
+    for line in text.splitlines():
+        if body is not None:
+            if line == f"End of LogType:{log_type}":
+                assert current is not None and log_type is not None
+                # `yarn logs` ends each file with an empty line before this marker.
+                current.files[log_type] = "\n".join(body[:-1] if body and not body[-1] else body)
+                body = log_type = None
+            else:
+                body.append(line)
+            continue
+        if match := re.match(r"Container: (\S+) on (\S+)$", line):
+            current = containers.setdefault(
+                match.group(1), ContainerLogs(match.group(1), match.group(2), {})
+            )
+        elif line.startswith("LogType:"):
+            log_type = line.removeprefix("LogType:")
+        elif line == "LogContents:" and log_type is not None:
+            body = []
+    return containers
+
+
+def yarn_logs(yarn_cluster, app_id: str, expected: set[str]) -> dict[str, ContainerLogs]:
+    """The app's aggregated logs, once every expected log file name shows (it lags the end)."""
+    deadline = time.monotonic() + LOGS_TIMEOUT_S
+    while True:
+        result = subprocess.run(["yarn", "logs", "-applicationId", app_id], env=yarn_cluster.env,
+                                capture_output=True, text=True, timeout=120)
+        logs = parse_yarn_logs(result.stdout)
+        present = {name for c in logs.values() for name in c.files}
+        if expected <= present:
+            return logs
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"yarn logs of {app_id} still lack {sorted(expected - present)} after "
+                f"{LOGS_TIMEOUT_S} s; present: {sorted(present)}\n{result.stderr[-2000:]}"
+            )
+        time.sleep(1.0)
 
 
 def app_report(yarn_cluster, app_id: str) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from jobtools import TFYARN
+from jobtools import prepare_job, submit_and_wait
 
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR
 from tfyarn import environments as envs
@@ -503,7 +502,6 @@ if record["role"] == "chiefworker":
         time.sleep(0.2)
 '''
 TASKS = {"env_ps_0", "env_worker_0", "env_worker_1", "env_worker_2"}
-SUBMIT_TIMEOUT_S = 480
 
 
 @pytest.fixture(scope="module")
@@ -533,31 +531,12 @@ def submit_with_env(yarn_cluster, tmp_path: Path, archive: Path) -> tuple[str, s
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     (scripts / "env_task.py").write_text(ENV_SCRIPT)
-    shutil.copy(REPO / "resources.json", tmp_path / "resources.json")
-    app = json.loads((REPO / "appConfig.json").read_text())
-    app["global"].update({G + "user.scripts.dir": str(scripts),
-                          G + "user.scripts.entry": "env_task.py",
-                          G + "user.work.dir": str(tmp_path / "work" / "${APP_ID}")})
-    (tmp_path / "appConfig.json").write_text(json.dumps(app))
-    command = [*TFYARN, "submit", "--wait",
-               "--resources", str(tmp_path / "resources.json"),
-               "--app-config", str(tmp_path / "appConfig.json"), "--python-env", str(archive)]
-    proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        output, _ = proc.communicate(timeout=SUBMIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        output, _ = proc.communicate()
-        if match := re.search(r"Submitted (application_\d+_\d+)", output):
-            subprocess.run(["yarn", "application", "-kill", match.group(1)],
-                           env=yarn_cluster.env, capture_output=True, timeout=60)
-        raise AssertionError(f"tfyarn submit ran over {SUBMIT_TIMEOUT_S} s:\n{output}") from None
-    assert proc.returncode == 0, output
-    app_id = re.search(r"^Submitted (application_\d+_\d+) ", output, re.MULTILINE)
-    assert app_id, output
-    assert f"{app_id.group(1)} SUCCEEDED" in output, output
-    return app_id.group(1), output, tmp_path / "work" / app_id.group(1)
+    resources, app_config = prepare_job(tmp_path, scripts_dir=scripts, entry="env_task.py")
+    run = submit_and_wait(yarn_cluster, tmp_path, resources, app_config,
+                          "--python-env", str(archive))
+    assert run.returncode == 0, run.output
+    assert f"{run.app_id} SUCCEEDED" in run.output, run.output
+    return run.app_id, run.output, run.work_dir
 
 
 def assert_ran_in_env(work_dir: Path, token: str, sha: str) -> set[str]:

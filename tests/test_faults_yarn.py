@@ -27,16 +27,14 @@ from typing import Any
 
 import pytest
 from conftest import wait_for_final_state
-from jobtools import TFYARN
+from jobtools import REPO, TFYARN, prepare_job, run_tfyarn, yarn_logs
 
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import NODE_MANAGERS
+from tfyarn.localyarn.proctable import CONTAINER_ID, Proc, scan_processes
 
 pytestmark = pytest.mark.yarn
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-G = "site.global."
 
 SUBMIT_TIMEOUT_S = 120  # `tfyarn submit --detach` (skein's driver start + upload)
 CHECKPOINT_TIMEOUT_S = 150  # submit -> a checkpoint at step >= MIN_CHECKPOINT_STEP
@@ -48,7 +46,6 @@ MIN_CHECKPOINT_STEP = 50  # mnist1.py saves every 50 steps
 # Long enough to kill mid-training and have the replacement join before the end.
 TRAIN_ARGS = ["--train_steps", "600", "--step_sleep", "0.1"]
 TRAIN_STEPS = 600
-CONTAINER_ID = re.compile(r"container_(?:e\d+_)?\d+_\d+_(\d+)_(\d+)")
 CHECKPOINT_PATH = re.compile(r'^model_checkpoint_path: "(.*model\.ckpt-(\d+))"$', re.MULTILINE)
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 
@@ -56,58 +53,10 @@ FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 # ---------------------------------------------------------------- processes
 
 
-@dataclass(frozen=True)
-class Proc:
-    pid: int
-    argv: tuple[str, ...]
-    cwd: str
-    ppid: int = 0
-
-    def flag(self, name: str) -> str | None:
-        prefix = f"--{name}="
-        return next((a[len(prefix):] for a in self.argv if a.startswith(prefix)), None)
-
-    @property
-    def am_attempt(self) -> int | None:
-        """The AppMaster attempt whose container this process runs in (from its cwd)."""
-        match = CONTAINER_ID.search(self.cwd)
-        return int(match.group(1)) if match else None
-
-    @property
-    def container_number(self) -> int | None:
-        match = CONTAINER_ID.search(self.cwd)
-        return int(match.group(2)) if match else None
-
-    def short(self) -> str:
-        return f"pid {self.pid} [{self.cwd.rsplit('/', 1)[-1]}] {' '.join(self.argv)[:200]}"
-
-
-def scan_processes() -> list[Proc]:
-    """Every live process with a command line (zombies and kernel threads have none)."""
-    found = []
-    own = os.getpid()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == own:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                raw = f.read()
-            cwd = os.readlink(f"/proc/{entry.name}/cwd")
-            with open(f"/proc/{entry.name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
-        if raw:
-            argv = tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0"))
-            found.append(Proc(int(entry.name), argv, cwd, ppid))
-    return found
-
-
 def app_processes(app_id: str, exclude: int | None = None) -> list[Proc]:
     """The app's processes: in one of its container dirs, or naming it on the command line
     (except the `exclude` pid: a command of ours, like `tfyarn kill <app id>`)."""
-    return [p for p in scan_processes()
-            if p.pid != exclude and (app_id in p.cwd or any(app_id in arg for arg in p.argv))]
+    return [p for p in scan_processes() if p.pid != exclude and p.mentions(app_id)]
 
 
 def task_processes(work_dir: Path) -> list[Proc]:
@@ -323,32 +272,12 @@ class Job:
 
 def make_job(tmp_path: Path, *, args: list[str], thresholds: dict[str, int] | None = None,
              components: dict[str, dict[str, str]] | None = None,
-             settings: dict[str, Any] | None = None, scripts_dir: Path = EXAMPLES,
-             entry: str | None = None) -> tuple[Path, Path]:
-    """Copies of the seed job files in tmp_path: scripts, work dir, thresholds changed."""
-    job = tmp_path / "job"
-    job.mkdir()
-    resources = json.loads((REPO / "resources.json").read_text())
+             **options: Any) -> tuple[Path, Path]:
+    """The seed job's files in tmp_path, with failure thresholds set per role."""
+    components = dict(components or {})
     for role, threshold in (thresholds or {}).items():
-        resources["components"][role]["yarn.container.failure.threshold"] = str(threshold)
-    for role, values in (components or {}).items():
-        resources["components"].setdefault(role, {}).update(values)
-    app = json.loads((REPO / "appConfig.json").read_text())
-    app["global"][G + "user.scripts.dir"] = str(scripts_dir)
-    app["global"][G + "user.work.dir"] = str(tmp_path / "work" / "${APP_ID}")
-    app["global"][G + "user.scripts.args"] = args
-    if entry is not None:
-        app["global"][G + "user.scripts.entry"] = entry
-    app["global"].update({G + key: value for key, value in (settings or {}).items()})
-    res_path, app_path = job / "resources.json", job / "appConfig.json"
-    res_path.write_text(json.dumps(resources, indent=2))
-    app_path.write_text(json.dumps(app, indent=2))
-    return res_path, app_path
-
-
-def tfyarn(yarn_cluster, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*TFYARN, *args], env=yarn_cluster.env,
-                          capture_output=True, text=True, timeout=timeout_s, cwd=REPO)
+        components.setdefault(role, {})["yarn.container.failure.threshold"] = str(threshold)
+    return prepare_job(tmp_path, args=args, components=components, **options)
 
 
 @pytest.fixture
@@ -358,7 +287,7 @@ def submit(yarn_cluster, skein_client, tmp_path: Path) -> Iterator[Callable[...,
 
     def _submit(res_path: Path, app_path: Path) -> Job:
         started = time.monotonic()
-        result = tfyarn(yarn_cluster, "submit", "--resources", str(res_path), "--app-config",
+        result = run_tfyarn(yarn_cluster, "submit", "--resources", str(res_path), "--app-config",
                         str(app_path), "--detach", "--json", timeout_s=SUBMIT_TIMEOUT_S)
         assert result.returncode == 0, f"submit failed:\n{result.stdout}\n{result.stderr}"
         line = next((line for line in result.stdout.splitlines() if line.startswith("{")), None)
@@ -425,6 +354,20 @@ def test_killed_worker_is_replaced(yarn_cluster, skein_client, submit, tmp_path:
     assert record["pid"] != victim.pid
     assert job.flags_path("worker", 1, attempt=1).exists() is False  # only worker 1 restarted
     job.assert_no_process_left()
+    assert_replacement_trained(job, "worker-1.stdout")
+
+
+def assert_replacement_trained(job: Job, stdout_name: str) -> None:
+    """`yarn logs` shows the task's stdout from two containers, and the second one trained:
+    it joined at a global step past 0 and ran steps of its own (a replacement the other
+    tasks cannot reach would hang at its first step instead)."""
+    logs = yarn_logs(job.yarn_cluster, job.app_id, {stdout_name})
+    outputs = [c.files[stdout_name] for _, c in sorted(logs.items()) if stdout_name in c.files]
+    assert len(outputs) == 2, f"{stdout_name} in {len(outputs)} containers, expected 2"
+    start = re.search(r"^start global_step (\d+)$", outputs[1], re.MULTILINE)
+    done = re.search(r"\(local steps (\d+)\)$", outputs[1], re.MULTILINE)
+    assert start and done, f"the replacement did not train:\n{outputs[1][-2000:]}"
+    assert int(start.group(1)) > 0 and int(done.group(1)) > 0, outputs[1][-2000:]
 
 
 @pytest.mark.parametrize("victim_task, role, threshold_role", [
@@ -492,13 +435,48 @@ def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client,
     assert "exit code 137" in diagnostics, diagnostics
     assert not job.flags_path("worker", 1, attempt=1).exists(), "the worker was replaced"
 
-    status = tfyarn(yarn_cluster, "status", job.app_id)
+    status = run_tfyarn(yarn_cluster, "status", job.app_id)
     assert status.returncode == 0, status.stderr
     assert "FAILED" in status.stdout, status.stdout
     assert "Component worker failed 1 time(s)" in status.stdout, status.stdout
     assert "yarn.container.failure.threshold of 0" in status.stdout, status.stdout
     assert "worker 0 (attempt 0) failed" in status.stdout, status.stdout
     job.assert_no_process_left()
+
+
+FAILING_CHIEF_SCRIPT = """\
+import sys, time
+print("task", sys.argv[1:], flush=True)
+if "--job_name=worker" in sys.argv and "--task_index=0" in sys.argv:
+    sys.exit("the chief gives up")
+time.sleep(60)
+"""
+
+
+def test_decided_failure_is_final_with_a_remote_work_dir(
+        yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+    """A work dir given as a URL (viewfs://, as hdfs:// would be): the AppMaster records its
+    decided FAILED there with `hadoop fs`, and the next AppMaster attempt replays it instead
+    of running the job again."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "fail.py").write_text(FAILING_CHIEF_SCRIPT)
+    # The local cluster's default filesystem viewfs://local/ maps / to this machine's disk.
+    remote_work_dir = f"viewfs://local{tmp_path}/work/${{APP_ID}}"
+    job = submit(*make_job(tmp_path, args=[], scripts_dir=scripts, entry="fail.py",
+                           settings={"user.work.dir": remote_work_dir, "am.max.attempts": "2"}))
+
+    app = job.final(timeout_s=180)
+    job.print_attempts()
+    assert_failed(job, app)
+    assert "chiefworker 0 (attempt 0) failed" in app["diagnostics"], app["diagnostics"]
+    assert "the chief gives up" in app["diagnostics"], app["diagnostics"]
+    outcome = read_json(job.work_dir / ".tfyarn-outcome.json")
+    assert outcome and outcome["status"] == "FAILED", outcome
+    assert len(job.attempts()) == 2, job.attempts()
+    # The second attempt ran no task: it replayed the first one's decision.
+    assert job.am_event(r"ending the application: FAILED", attempt=2), job.driver_log()[-3000:]
+    assert job.am_event(r"generation 0: requested", attempt=2) is None, job.driver_log()[-3000:]
 
 
 LIGHT_SCRIPT = """\

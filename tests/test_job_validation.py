@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from jobtools import TFYARN
+from jobtools import TFYARN, write_doc
 
 from tfyarn.cli import main
 from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING
@@ -69,16 +69,6 @@ def seed_app(tmp_path: Path) -> dict[str, Any]:
     return app
 
 
-def write(path: Path, doc: Any) -> Path:
-    if isinstance(doc, str):
-        path.write_text(doc)
-    elif path.suffix in (".yaml", ".yml"):
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    else:
-        path.write_text(json.dumps(doc, indent=2))
-    return path
-
-
 def assert_refused(result: subprocess.CompletedProcess[str], file: str, key: str | None,
                    *fragments: str) -> str:
     """Non-zero exit, nothing submitted, and one line naming file and key with a fix."""
@@ -98,8 +88,8 @@ def assert_refused(result: subprocess.CompletedProcess[str], file: str, key: str
 def run_bad(tmp_path: Path, resources: Any = None, app: Any = None,
             resources_name: str = "resources.json",
             app_name: str = "appConfig.json") -> subprocess.CompletedProcess[str]:
-    write(tmp_path / resources_name, seed_resources() if resources is None else resources)
-    write(tmp_path / app_name, seed_app(tmp_path) if app is None else app)
+    write_doc(tmp_path / resources_name, seed_resources() if resources is None else resources)
+    write_doc(tmp_path / app_name, seed_app(tmp_path) if app is None else app)
     return submit(tmp_path, "--resources", resources_name, "--app-config", app_name, "--wait")
 
 

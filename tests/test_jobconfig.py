@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from jobtools import write_doc
 
 from tfyarn.jobconfig import (
     FAILURE_THRESHOLD_MEANING,
@@ -38,17 +38,6 @@ def slider_app() -> dict[str, Any]:
     return json.loads(SLIDER_APP_CONFIG)
 
 
-def write(path: Path, doc: Any) -> Path:
-    """Writes a document: text as is, anything else as JSON or YAML by the suffix."""
-    if isinstance(doc, str):
-        path.write_text(doc)
-    elif path.suffix in (".yaml", ".yml"):
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    else:
-        path.write_text(json.dumps(doc))
-    return path
-
-
 @pytest.fixture
 def job_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Run in the job directory so that messages name "resources.json", as a user would type it.
@@ -59,8 +48,8 @@ def job_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def load(job_dir: Path, resources: Any = None, app: Any = None, **kw: Any) -> JobConfig:
     """Loads the Slider files, or the given replacements for them."""
-    write(job_dir / "resources.json", SLIDER_RESOURCES if resources is None else resources)
-    write(job_dir / "appConfig.json", SLIDER_APP_CONFIG if app is None else app)
+    write_doc(job_dir / "resources.json", SLIDER_RESOURCES if resources is None else resources)
+    write_doc(job_dir / "appConfig.json", SLIDER_APP_CONFIG if app is None else app)
     return load_job("resources.json", "appConfig.json", **kw)
 
 
@@ -154,8 +143,8 @@ def test_slider_documents_load(job_dir: Path) -> None:
 @pytest.mark.parametrize("suffix", [".yaml", ".yml"])
 def test_yaml_equals_json(job_dir: Path, suffix: str) -> None:
     from_json = load(job_dir)
-    res = write(job_dir / f"resources{suffix}", slider_resources())
-    cfg = write(job_dir / f"appConfig{suffix}", slider_app())
+    res = write_doc(job_dir / f"resources{suffix}", slider_resources())
+    cfg = write_doc(job_dir / f"appConfig{suffix}", slider_app())
     from_yaml = load_job(res, cfg)
     assert from_yaml == dataclasses.replace(from_json, resources_path=res, app_config_path=cfg)
 
@@ -166,7 +155,7 @@ def test_yaml_plain_numbers_and_empty_sections(job_dir: Path) -> None:
         "global:\ncomponents:\n  slider-appmaster:\n"
         "  chiefworker:\n    yarn.role.priority: 2\n    yarn.memory: 4096\n"
     )
-    cfg = write(
+    cfg = write_doc(
         job_dir / "appConfig.yml", {"global": {"site.global.user.scripts.entry": "ymnist.py"}}
     )
     job = load_job(res, cfg)
@@ -461,8 +450,8 @@ def test_entry_in_subdirectory(job_dir: Path) -> None:
 def test_scripts_dir_relative_to_app_config(job_dir: Path, monkeypatch: Any) -> None:
     (job_dir / "src").mkdir()
     (job_dir / "src" / "ymnist.py").write_text("")
-    write(job_dir / "resources.json", slider_resources())
-    cfg = write(job_dir / "appConfig.json", app_with(**{"user.scripts.dir": "src"}))
+    write_doc(job_dir / "resources.json", slider_resources())
+    cfg = write_doc(job_dir / "appConfig.json", app_with(**{"user.scripts.dir": "src"}))
     monkeypatch.chdir("/")  # relative to appConfig.json, not the working directory
     app = load_job(job_dir / "resources.json", cfg).app
     assert app.scripts_dir == job_dir / "src"
@@ -595,8 +584,8 @@ def test_bad_json_has_line_and_column(job_dir: Path) -> None:
 
 
 def test_bad_yaml_has_line_and_column(job_dir: Path) -> None:
-    res = write(job_dir / "resources.yaml", "components:\n  ps: {a: 1\n  worker: 2\n")
-    cfg = write(job_dir / "appConfig.json", SLIDER_APP_CONFIG)
+    res = write_doc(job_dir / "resources.yaml", "components:\n  ps: {a: 1\n  worker: 2\n")
+    cfg = write_doc(job_dir / "appConfig.json", SLIDER_APP_CONFIG)
     with pytest.raises(JobConfigError) as info:
         load_job(res, cfg)
     (problem,) = info.value.problems
@@ -612,14 +601,14 @@ def test_document_must_be_object(job_dir: Path, doc: str) -> None:
 
 
 def test_empty_yaml_document(job_dir: Path) -> None:
-    res = write(job_dir / "resources.yml", "")
+    res = write_doc(job_dir / "resources.yml", "")
     with pytest.raises(JobConfigError) as info:
-        load_job(res, write(job_dir / "appConfig.json", SLIDER_APP_CONFIG))
+        load_job(res, write_doc(job_dir / "appConfig.json", SLIDER_APP_CONFIG))
     assert "must be an object, not null" in str(info.value)
 
 
 def test_missing_file_and_paths_as_given(job_dir: Path) -> None:
-    write(job_dir / "resources.json", slider_resources())
+    write_doc(job_dir / "resources.json", slider_resources())
     bad_app = copy.deepcopy(slider_app())
     bad_app["global"]["site.global.queue"] = 1
     with pytest.raises(JobConfigError) as info:
@@ -627,7 +616,7 @@ def test_missing_file_and_paths_as_given(job_dir: Path) -> None:
     text = str(info.value)
     assert_problem(text, "nope/resources.json", None, "no such file", "check the path")
     assert_problem(text, "nope/appConfig.json", None, str(job_dir / "nope" / "appConfig.json"))
-    write(job_dir / "appConfig.json", bad_app)
+    write_doc(job_dir / "appConfig.json", bad_app)
     with pytest.raises(JobConfigError) as info:
         load_job("resources.json", "./appConfig.json")
     assert str(info.value).startswith('./appConfig.json: global."site.global.queue" = 1:')
@@ -635,8 +624,8 @@ def test_missing_file_and_paths_as_given(job_dir: Path) -> None:
 
 def test_app_config_path_with_dot_dot(job_dir: Path) -> None:
     (job_dir / "other").mkdir()
-    write(job_dir / "resources.json", slider_resources())
-    write(job_dir / "appConfig.json", slider_app())
+    write_doc(job_dir / "resources.json", slider_resources())
+    write_doc(job_dir / "appConfig.json", slider_app())
     app = load_job("resources.json", "other/../appConfig.json").app
     assert app.scripts_dir == job_dir
     assert app.entry_path == job_dir / "ymnist.py"

@@ -9,122 +9,29 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jobtools import (
     EXAMPLES,
-    REPO,
-    TFYARN,
+    ContainerLogs,
     app_report,
     assert_no_task_process_left,
     prepare_job,
     read_json,
+    submit_and_wait,
+    yarn_logs,
 )
 
 from tfyarn.localyarn.layout import NODE_MANAGERS
 
 pytestmark = pytest.mark.yarn
 
-SUBMIT_TIMEOUT_S = 480
-LOGS_TIMEOUT_S = 90
 TASK_STDOUT = re.compile(r"(ps|chiefworker|worker)-(\d+)\.stdout")
 
 
-# ---------------------------------------------------------------- job files
-
-
-@dataclass
-class Run:
-    app_id: str
-    returncode: int
-    output: str
-    work_dir: Path
-    seconds: float
-
-
-def submit_and_wait(yarn_cluster, tmp_path: Path, resources: Path, app_config: Path) -> Run:
-    """`tfyarn submit --wait` as a user runs it; the app is killed if it outlives the timeout."""
-    command = [*TFYARN, "submit", "--resources", str(resources),
-               "--app-config", str(app_config), "--wait"]
-    started = time.monotonic()
-    proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        output, _ = proc.communicate(timeout=SUBMIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        output, _ = proc.communicate()
-        match = re.search(r"Submitted (application_\d+_\d+)", output)
-        if match:
-            subprocess.run(["yarn", "application", "-kill", match.group(1)],
-                           env=yarn_cluster.env, capture_output=True, timeout=60)
-        raise AssertionError(
-            f"tfyarn submit --wait ran over {SUBMIT_TIMEOUT_S} s:\n{output}"
-        ) from None
-    seconds = time.monotonic() - started
-    match = re.search(r"^Submitted (application_\d+_\d+) ", output, re.MULTILINE)
-    assert match, f"no application submitted:\n{output}"
-    app_id = match.group(1)
-    return Run(app_id, proc.returncode, output, tmp_path / "work" / app_id, seconds)
-
-
 # ---------------------------------------------------------------- yarn logs
-
-
-@dataclass
-class ContainerLogs:
-    container: str
-    node: str  # as `yarn logs` names it, e.g. localhost_8154
-    files: dict[str, str]
-
-
-def parse_yarn_logs(text: str) -> dict[str, ContainerLogs]:
-    containers: dict[str, ContainerLogs] = {}
-    current: ContainerLogs | None = None
-    log_type: str | None = None
-    body: list[str] | None = None
-    for line in text.splitlines():
-        if body is not None:
-            if line == f"End of LogType:{log_type}":
-                assert current is not None and log_type is not None
-                # `yarn logs` ends each file with an empty line before this marker.
-                current.files[log_type] = "\n".join(body[:-1] if body and not body[-1] else body)
-                body = log_type = None
-            else:
-                body.append(line)
-            continue
-        if match := re.match(r"Container: (\S+) on (\S+)$", line):
-            current = containers.setdefault(
-                match.group(1), ContainerLogs(match.group(1), match.group(2), {})
-            )
-        elif line.startswith("LogType:"):
-            log_type = line.removeprefix("LogType:")
-        elif line == "LogContents:" and log_type is not None:
-            body = []
-    return containers
-
-
-def yarn_logs(yarn_cluster, app_id: str, expected: set[str]) -> dict[str, ContainerLogs]:
-    """The app's aggregated logs, once every expected log file name shows (it lags the end)."""
-    deadline = time.monotonic() + LOGS_TIMEOUT_S
-    while True:
-        result = subprocess.run(["yarn", "logs", "-applicationId", app_id], env=yarn_cluster.env,
-                                capture_output=True, text=True, timeout=120)
-        logs = parse_yarn_logs(result.stdout)
-        present = {name for c in logs.values() for name in c.files}
-        if expected <= present:
-            return logs
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"yarn logs of {app_id} still lack {sorted(expected - present)} after "
-                f"{LOGS_TIMEOUT_S} s; present: {sorted(present)}\n{result.stderr[-2000:]}"
-            )
-        time.sleep(1.0)
 
 
 def task_containers(logs: dict[str, ContainerLogs]) -> dict[str, ContainerLogs]:
@@ -235,8 +142,8 @@ SEED_TASKS = {  # flags file name: (TFYARN_ROLE, role index, TF_CONFIG task type
 
 def test_swapped_script(yarn_cluster, tmp_path: Path) -> None:
     """The seed config with another entry script: it runs, with the same flags."""
-    res, app = prepare_job(tmp_path, REPO / "resources.json", REPO / "appConfig.json",
-                           swap_scripts(tmp_path), ["--mode", "ok"], entry="swap_task.py")
+    res, app = prepare_job(tmp_path, scripts_dir=swap_scripts(tmp_path), args=["--mode", "ok"],
+                           entry="swap_task.py")
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
@@ -263,8 +170,8 @@ def test_swapped_script(yarn_cluster, tmp_path: Path) -> None:
 
 
 def test_chief_failure_fails_the_job(yarn_cluster, tmp_path: Path) -> None:
-    res, app = prepare_job(tmp_path, REPO / "resources.json", REPO / "appConfig.json",
-                           swap_scripts(tmp_path), ["--mode", "fail"], entry="swap_task.py")
+    res, app = prepare_job(tmp_path, scripts_dir=swap_scripts(tmp_path), args=["--mode", "fail"],
+                           entry="swap_task.py")
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode != 0, run.output
     assert f"{run.app_id} FAILED" in run.output
@@ -283,8 +190,7 @@ def test_chief_failure_fails_the_job(yarn_cluster, tmp_path: Path) -> None:
 
 
 def test_seed_job(yarn_cluster, tmp_path: Path) -> None:
-    res, app = prepare_job(tmp_path, REPO / "resources.json", REPO / "appConfig.json",
-                           EXAMPLES, ["--train_steps", "100"])
+    res, app = prepare_job(tmp_path, args=["--train_steps", "100"])
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
@@ -405,8 +311,8 @@ def test_tf2_example(yarn_cluster, tmp_path: Path, example: str,
                      tasks: dict[str, tuple[str, int]], cluster: set[str]) -> None:
     files = EXAMPLES / example
     args = ["--train_steps", "50"]
-    res, app = prepare_job(tmp_path, files / "resources.json", files / "appConfig.json",
-                           EXAMPLES, args)
+    res, app = prepare_job(tmp_path, args=args, resources=files / "resources.json",
+                           app_config=files / "appConfig.json")
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output

@@ -9,31 +9,14 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import APPS, REPO, TFYARN, app_report
+from jobtools import TFYARN, app_report, prepare_light_job, run_tfyarn
 
 pytestmark = pytest.mark.yarn
 
 
-def tfyarn(yarn_cluster, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*TFYARN, *args], env=yarn_cluster.env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def light_job(tmp_path: Path, sleep_s: float, release: Path) -> tuple[Path, Path]:
-    resources = json.loads((REPO / "resources.json").read_text())
-    for name in ("ps", "chiefworker", "worker"):
-        resources["components"][name]["yarn.memory"] = "256"
-    app = {"global": {
-        "site.global.user.scripts.dir": str(APPS),
-        "site.global.user.scripts.entry": "light_task.py",
-        "site.global.user.scripts.args": ["--sleep", str(sleep_s), "--release_file",
-                                          str(release)],
-        "site.global.user.work.dir": str(tmp_path / "work" / "${APP_ID}"),
-        "site.global.app.name": "tfyarn-operate-test",
-    }}
-    (tmp_path / "resources.json").write_text(json.dumps(resources))
-    (tmp_path / "appConfig.json").write_text(json.dumps(app))
-    return tmp_path / "resources.json", tmp_path / "appConfig.json"
+    return prepare_light_job(tmp_path, ["--sleep", str(sleep_s), "--release_file", str(release)],
+                             settings={"app.name": "tfyarn-operate-test"})
 
 
 def wait_for(what: str, probe, timeout_s: float = 120.0):
@@ -49,7 +32,7 @@ def wait_for(what: str, probe, timeout_s: float = 120.0):
 def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Path):
     release = tmp_path / "release"  # the tasks end once it exists: live checks come first
     resources, app_config = light_job(tmp_path, sleep_s=240, release=release)
-    submitted = tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
+    submitted = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
                        str(app_config), "--detach", "--json", "--tag", "team-a",
                        "--am-memory", "640")
     assert submitted.returncode == 0, submitted.stderr
@@ -63,7 +46,7 @@ def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Pa
 
     # Live: every task running, with its address, container, node and log URL.
     def running_view():
-        out = tfyarn(yarn_cluster, "status", app_id, "--json")
+        out = run_tfyarn(yarn_cluster, "status", app_id, "--json")
         view = json.loads(out.stdout)["job"] if out.returncode == 0 else None
         return view if view and view["state"] == "RUNNING" else None
 
@@ -80,16 +63,16 @@ def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Pa
         assert requests.get(task["log_url"], timeout=5).ok
     assert view["cluster_spec"]["worker"] == [t["address"] for t in view["tasks"]
                                               if t["role"] == "worker"]
-    table = tfyarn(yarn_cluster, "status", app_id).stdout
+    table = run_tfyarn(yarn_cluster, "status", app_id).stdout
     assert "ROLE" in table and "HOST:PORT" in table and "chiefworker" in table
     exports = requests.get(f"{tracking_url}pages/tfyarn/ws/v1/slider/publisher/"
                            "exports/worker", timeout=5).json()
     assert [e["value"] for e in exports["entries"]["worker"]] == view["cluster_spec"]["worker"]
 
-    listed = json.loads(tfyarn(yarn_cluster, "list", "--json").stdout)
+    listed = json.loads(run_tfyarn(yarn_cluster, "list", "--json").stdout)
     assert app_id in [app["id"] for app in listed]
 
-    live = tfyarn(yarn_cluster, "logs", app_id, "--role", "worker", "--index", "1")
+    live = run_tfyarn(yarn_cluster, "logs", app_id, "--role", "worker", "--index", "1")
     assert "light task worker 2 started" in live.stdout  # worker 1 is --task_index=2
 
     release.touch()
@@ -99,17 +82,17 @@ def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Pa
 
     # After the end: YARN's record (final task table, aggregated logs).
     final = wait_for("the final task table",
-                     lambda: json.loads(tfyarn(yarn_cluster, "status", app_id, "--json")
+                     lambda: json.loads(run_tfyarn(yarn_cluster, "status", app_id, "--json")
                                         .stdout)["job"], timeout_s=90)
     assert final["state"] == "SUCCEEDED"
     states = {(t["role"], t["index"]): t["state"] for t in final["tasks"]}
     assert states[("chiefworker", 0)] == "finished" and states[("ps", 0)] == "stopped"
-    after = tfyarn(yarn_cluster, "logs", app_id, "--role", "ps")
+    after = run_tfyarn(yarn_cluster, "logs", app_id, "--role", "ps")
     assert "light task ps 0 started" in after.stdout and "worker 0 started" not in after.stdout
     assert app_id not in [a["id"] for a in json.loads(
-        tfyarn(yarn_cluster, "list", "--json").stdout)]
+        run_tfyarn(yarn_cluster, "list", "--json").stdout)]
     assert app_id in [a["id"] for a in json.loads(
-        tfyarn(yarn_cluster, "list", "--all", "--json").stdout)]
+        run_tfyarn(yarn_cluster, "list", "--all", "--json").stdout)]
 
 
 def test_clear_messages_for_ids_that_are_not_tfyarn_jobs(yarn_cluster, skein_client):
@@ -119,11 +102,11 @@ def test_clear_messages_for_ids_that_are_not_tfyarn_jobs(yarn_cluster, skein_cli
         name="not-tfyarn", master=skein.Master(resources=skein.Resources(memory=256, vcores=1),
                                                script="sleep 1"))
     other = skein_client.submit(spec)
-    out = tfyarn(yarn_cluster, "status", other)
+    out = run_tfyarn(yarn_cluster, "status", other)
     assert out.returncode != 0 and "is not a tfyarn job" in out.stderr
-    out = tfyarn(yarn_cluster, "status", "application_1_9999")
+    out = run_tfyarn(yarn_cluster, "status", "application_1_9999")
     assert out.returncode != 0 and "YARN knows no application" in out.stderr
-    out = tfyarn(yarn_cluster, "logs", "not-an-id")
+    out = run_tfyarn(yarn_cluster, "logs", "not-an-id")
     assert out.returncode != 0 and "is not a YARN application id" in out.stderr
 
 
@@ -135,8 +118,8 @@ def test_a_taken_port_restarts_the_task_on_a_new_one(yarn_cluster, tmp_path: Pat
     app["global"]["site.global.user.scripts.args"].append("--take_own_port")
     app["global"]["site.global.success.policy"] = "all-workers"  # wait for the new worker
     app_config.write_text(json.dumps(app))
-    out = tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                 str(app_config), "--wait", timeout=300)
+    out = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
+                 str(app_config), "--wait", timeout_s=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "worker 0 found its port taken: restarted on a new one" in out.stdout
     app_id = next(w for w in out.stdout.split() if w.startswith("application_"))

@@ -13,27 +13,12 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import TFYARN
-
-APPS = Path(__file__).parent / "apps"
-REPO = Path(__file__).parent.parent
+from jobtools import TFYARN, prepare_light_job
 
 
 def write_job(tmp_path: Path, secret_file: Path) -> tuple[Path, Path]:
-    resources = json.loads((REPO / "resources.json").read_text())
-    for name in ("ps", "chiefworker", "worker"):
-        resources["components"][name]["yarn.memory"] = "256"
-    app = {"global": {
-        "site.global.user.scripts.dir": str(APPS),
-        "site.global.user.scripts.entry": "light_task.py",
-        "site.global.user.scripts.args": ["--sleep", "4"],
-        "site.global.user.work.dir": str(tmp_path / "work" / "${APP_ID}"),
-        "site.global.app.name": "tfyarn-secrets-test",
-        "site.global.user.secrets": {"DB_PASSWORD": str(secret_file)},
-    }}
-    (tmp_path / "resources.json").write_text(json.dumps(resources))
-    (tmp_path / "appConfig.json").write_text(json.dumps(app))
-    return tmp_path / "resources.json", tmp_path / "appConfig.json"
+    return prepare_light_job(tmp_path, ["--sleep", "4"], settings={
+        "app.name": "tfyarn-secrets-test", "user.secrets": {"DB_PASSWORD": str(secret_file)}})
 
 
 def scan_argv(needle: bytes, seen: list[str], stop: threading.Event) -> None:

@@ -10,20 +10,16 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import EXAMPLES, REPO, TFYARN, app_state, prepare_job, processes_with
+from jobtools import TFYARN, app_state, prepare_job, processes_with
 
 pytestmark = pytest.mark.yarn
 
 
 def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path: Path):
-    resources = json.loads((REPO / "resources.json").read_text())
-    resources["components"]["tensorboard"] = {
-        "yarn.role.priority": "4", "yarn.component.instances": "1", "yarn.memory": "512",
-        "yarn.vcores": "1"}
-    (tmp_path / "with-tensorboard.json").write_text(json.dumps(resources))
-    res, app = prepare_job(tmp_path, tmp_path / "with-tensorboard.json",
-                           REPO / "appConfig.json", EXAMPLES,
-                           ["--train_steps", "1500", "--step_sleep", "0.05"])
+    tensorboard = {"yarn.role.priority": "4", "yarn.component.instances": "1",
+                   "yarn.memory": "512", "yarn.vcores": "1"}
+    res, app = prepare_job(tmp_path, args=["--train_steps", "1500", "--step_sleep", "0.05"],
+                           components={"tensorboard": tensorboard})
     out = subprocess.run([*TFYARN, "submit", "--resources", str(res),
                           "--app-config", str(app), "--detach", "--json"],
                          env=yarn_cluster.env, capture_output=True, text=True, timeout=120)

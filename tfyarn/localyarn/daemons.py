@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfyarn.localyarn.layout import Layout
+from tfyarn.localyarn.proctable import scan_processes
 
 RM_CLASS = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
 NM_CLASS = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
@@ -119,19 +120,11 @@ def stop(layout: Layout, name: str, grace_s: float = 15.0) -> bool:
 
 def kill_leftover_containers(layout: Layout) -> int:
     """Container processes run in their own sessions; kill any still working under our dirs."""
-    killed = 0
     state = str(layout.state_dir) + "/"
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if cwd.startswith(state) and "/local/" in cwd:
-            _signal(int(entry.name), signal.SIGKILL)
-            killed += 1
-    return killed
+    leftovers = [p for p in scan_processes() if p.cwd.startswith(state) and "/local/" in p.cwd]
+    for proc in leftovers:
+        _signal(proc.pid, signal.SIGKILL)
+    return len(leftovers)
 
 
 def log_tail(layout: Layout, name: str, lines: int = 20) -> str:
