@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -108,6 +109,15 @@ def test_clear_messages_for_ids_that_are_not_tfyarn_jobs(yarn_cluster, skein_cli
     assert out.returncode != 0 and "YARN knows no application" in out.stderr
     out = run_tfyarn(yarn_cluster, "logs", "not-an-id")
     assert out.returncode != 0 and "is not a YARN application id" in out.stderr
+
+
+def test_the_java_driver_log_shows_only_with_verbose(yarn_cluster):
+    quiet = run_tfyarn(yarn_cluster, "list")
+    assert quiet.returncode == 0, quiet.stderr
+    assert not re.search(r" (INFO|WARN) ", quiet.stderr), quiet.stderr
+    verbose = run_tfyarn(yarn_cluster, "--verbose", "list")
+    assert verbose.returncode == 0, verbose.stderr
+    assert "INFO skein.Driver: Driver started" in verbose.stderr, verbose.stderr
 
 
 def test_a_taken_port_restarts_the_task_on_a_new_one(yarn_cluster, tmp_path: Path):

@@ -8,7 +8,7 @@ from tfyarn import __version__
 from tfyarn.cli_cluster import cluster_group
 from tfyarn.cli_jobs import submit_command
 from tfyarn.cli_monitor import kill_command, list_command, logs_command, status_command
-from tfyarn.submit import SubmitError, use_kerberos
+from tfyarn.submit import SubmitError, configure_driver
 
 
 @click.group()
@@ -18,14 +18,17 @@ from tfyarn.submit import SubmitError, use_kerberos
                    "[env TFYARN_PRINCIPAL; default: the ticket cache from kinit].")
 @click.option("--keytab", envvar="TFYARN_KEYTAB", default=None,
               help="Keytab file for --principal [env TFYARN_KEYTAB].")
-def main(principal: str | None, keytab: str | None) -> None:
+@click.option("-v", "--verbose", is_flag=True, envvar="TFYARN_VERBOSE",
+              help="Show the log of skein's Java driver (Hadoop's INFO lines) too "
+                   "[env TFYARN_VERBOSE].")
+def main(principal: str | None, keytab: str | None, verbose: bool) -> None:
     """Run distributed TensorFlow on Hadoop YARN.
 
     Describe the job in resources.json and appConfig.json (Apache Slider's format),
     then `tfyarn submit`. `tfyarn cluster up` starts a local YARN to try it on.
     """
     try:
-        use_kerberos(principal, keytab)
+        configure_driver(principal, keytab, verbose)
     except SubmitError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -17,6 +17,8 @@ from tfyarn.plan import Placement
 
 # For JVMs that live a short while (skein's driver, its AppMaster): start fast, stay lean.
 QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# skein's own log4j.properties logs everything at INFO; this one follows --verbose.
+LOG4J = Path(__file__).with_name("driver-log4j.properties")
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 
@@ -26,24 +28,26 @@ class SubmitError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Kerberos:
-    """Who tfyarn logs in as on a secure cluster (skein's driver does the login)."""
+class DriverSettings:
+    """How tfyarn starts skein's Java driver: who it logs in as on a secure cluster (the
+    driver does the Kerberos login) and how much of its log4j output reaches the terminal."""
 
     principal: str | None = None
     keytab: str | None = None
+    log_level: str = "ERROR"  # Hadoop's INFO lines say nothing a user acts on
 
 
-KERBEROS = Kerberos()  # set once by the CLI's --principal/--keytab
+DRIVER = DriverSettings()  # set once by the CLI's global options
 
 
-def use_kerberos(principal: str | None, keytab: str | None) -> None:
-    global KERBEROS
+def configure_driver(principal: str | None, keytab: str | None, verbose: bool = False) -> None:
+    global DRIVER
     if bool(principal) != bool(keytab):
         raise SubmitError("--principal and --keytab go together: give both (or neither, to "
                           "use the ticket cache from `kinit`).")
     if keytab and not Path(keytab).is_file():
         raise SubmitError(f"--keytab {keytab}: no such file.")
-    KERBEROS = Kerberos(principal, keytab)
+    DRIVER = DriverSettings(principal, keytab, "INFO" if verbose else "ERROR")
 
 
 def skein_client():
@@ -58,9 +62,11 @@ def skein_client():
         )
     try:
         # The driver lives as long as one command: start its JVM the quick way.
-        return skein.Client(principal=KERBEROS.principal, keytab=KERBEROS.keytab,
-                            java_options=os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS",
-                                                        QUICK_JVM_OPTIONS))
+        java_options = os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS", QUICK_JVM_OPTIONS)
+        return skein.Client(principal=DRIVER.principal, keytab=DRIVER.keytab,
+                            log_level=DRIVER.log_level,
+                            java_options=[*java_options.split(),
+                                          f"-Dlog4j.configuration=file:{LOG4J}"])
     except Exception as exc:
         raise SubmitError(f"Could not start skein's driver: {exc}") from exc
 
