@@ -438,6 +438,24 @@ def test_cluster_cli_lifecycle_on_a_throwaway_cluster(throwaway_dir: Path) -> No
     assert nodes.returncode == 0, nodes.stderr
     assert all(node_id in nodes.stdout for node_id in nm_ids.values()), nodes.stdout
 
+    # `up` proved it schedules: its probe application ran one container on each NodeManager.
+    probe = re.search(r"Probe application (application_\d+_\d+) ran a container in each "
+                      r"partition", up.stderr)
+    assert probe, up.stderr
+    report = requests.get(f"{web}/ws/v1/cluster/apps/{probe[1]}", timeout=10).json()["app"]
+    assert (report["name"], report["finalStatus"]) == ("tfyarn-cluster-probe", "SUCCEEDED")
+    wanted = {node_id.replace(":", "_") for node_id in nm_ids.values()}
+    deadline = time.monotonic() + 60
+    while True:  # aggregation lags the application's end a little
+        logs = subprocess.run(["bash", "-c", f'eval "$ENV_LINES" && yarn logs -applicationId '
+                               f'{probe[1]}'], env=dict(os.environ, ENV_LINES=env.stdout),
+                              capture_output=True, text=True, timeout=120)
+        ran_on = set(re.findall(r"^Container: container_\S+ on (\S+)$", logs.stdout, re.M))
+        if wanted <= ran_on or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert wanted <= ran_on, (ran_on, logs.stdout[-2000:], logs.stderr[-2000:])
+
     down = run_cli(state, "down")
     assert down.returncode == 0, down.stderr
     assert "Stopped" in down.stdout

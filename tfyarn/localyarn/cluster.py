@@ -6,6 +6,7 @@ import os
 import shlex
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from tfyarn.localyarn.siteconf import write_configuration
 RM_HEAP_MB = 320
 NM_HEAP_MB = 192
 START_TIMEOUT_S = 120.0
+PROBE_TIMEOUT_S = 150.0  # the probe gives up after 90 s; this bounds the driver too
 
 Echo = Callable[[str], None]
 
@@ -69,6 +71,7 @@ def up(layout: Layout, echo: Echo = print) -> UpResult:
         for nm in nms:
             daemons.start(layout, java_home, nm)
         _wait(layout, [rm, *nms], "both NodeManagers to register", lambda: _nodes_ready(layout))
+        _run_probe(layout, [rm, *nms], echo)
     except BaseException:
         down(layout)
         raise
@@ -248,6 +251,26 @@ def _wait(layout: Layout, watched: list[Daemon], what: str, ready: Callable[[], 
                 f"Fix: see the logs in {layout.log_dir}."
             )
         time.sleep(0.2)
+
+
+def _run_probe(layout: Layout, watched: list[Daemon], echo: Echo) -> None:
+    """Run one container in each partition through skein, as a job would (probe.py)."""
+    started = time.monotonic()
+    try:
+        result = subprocess.run([sys.executable, "-m", "tfyarn.localyarn.probe"],
+                                env=client_environment(layout), capture_output=True, text=True,
+                                timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        result = subprocess.CompletedProcess(exc.cmd, 1, "", f"no answer in {exc.timeout:.0f} s")
+    if result.returncode != 0:
+        tails = "\n".join(daemons.log_tail(layout, d.name) for d in watched)
+        raise ClusterError(
+            "The daemons started, but a probe application could not run a container in "
+            f"each partition:\n{result.stderr.strip()[-3000:]}\n{tails}\n"
+            f"Fix: see the logs in {layout.log_dir}."
+        )
+    echo(f"Probe application {result.stdout.strip()} ran a container in each partition "
+         f"({time.monotonic() - started:.1f} s).")
 
 
 def _rm_started(layout: Layout) -> bool:
