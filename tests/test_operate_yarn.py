@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -112,12 +113,47 @@ def test_clear_messages_for_ids_that_are_not_tfyarn_jobs(yarn_cluster, skein_cli
 
 
 def test_the_java_driver_log_shows_only_with_verbose(yarn_cluster):
-    quiet = run_tfyarn(yarn_cluster, "list")
-    assert quiet.returncode == 0, quiet.stderr
+    """`kill` always goes through skein's driver (a write): quiet unless --verbose."""
+    quiet = run_tfyarn(yarn_cluster, "kill", "application_1_9999")
+    assert "YARN knows no application" in quiet.stderr, quiet.stderr
     assert not re.search(r" (INFO|WARN) ", quiet.stderr), quiet.stderr
-    verbose = run_tfyarn(yarn_cluster, "--verbose", "list")
-    assert verbose.returncode == 0, verbose.stderr
+    verbose = run_tfyarn(yarn_cluster, "--verbose", "kill", "application_1_9999")
     assert "INFO skein.Driver: Driver started" in verbose.stderr, verbose.stderr
+
+
+def test_reports_come_from_skein_when_the_rm_web_address_does_not_answer(
+        yarn_cluster, skein_client, tmp_path):
+    """status/list read the RM's REST API; where it does not answer they fall back to skein's
+    driver and say the same."""
+    import skein
+
+    other = skein_client.submit(skein.ApplicationSpec(
+        name="not-tfyarn-either", master=skein.Master(
+            resources=skein.Resources(memory=256, vcores=1), script="sleep 1")))
+    conf = Path(shutil.copytree(yarn_cluster.env["HADOOP_CONF_DIR"], tmp_path / "conf"))
+    site = conf / "yarn-site.xml"
+    site.write_text(re.sub(r"(<name>yarn.resourcemanager.webapp.address</name><value>)[^<]+",
+                           r"\g<1>127.0.0.1:9", site.read_text()))
+    fallback_env = dict(yarn_cluster.env, HADOOP_CONF_DIR=str(conf))
+
+    def tfyarn_without_rest(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*TFYARN, "--verbose", *args], env=fallback_env,
+                              capture_output=True, text=True, timeout=120)
+
+    by_rest = run_tfyarn(yarn_cluster, "--verbose", "status", other)
+    by_skein = tfyarn_without_rest("status", other)
+    for out in (by_rest, by_skein):
+        assert out.returncode != 0, out
+        assert "(not-tfyarn-either) is not a tfyarn job" in out.stderr, out.stderr
+    assert "skein.Driver" not in by_rest.stderr, by_rest.stderr
+    assert "INFO skein.Driver: Driver started" in by_skein.stderr, by_skein.stderr
+
+    unknown = tfyarn_without_rest("status", "application_1_9999")
+    assert "YARN knows no application" in unknown.stderr, unknown.stderr
+    listed = [json.loads(out.stdout) for out in (
+        run_tfyarn(yarn_cluster, "list", "--all", "--json"), tfyarn_without_rest(
+            "list", "--all", "--json"))]
+    assert [a["id"] for a in listed[0]] == [a["id"] for a in listed[1]], listed
 
 
 def test_a_taken_port_restarts_the_task_on_a_new_one(yarn_cluster, tmp_path: Path):

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import click
 
-from tfyarn import jobview
+from tfyarn import jobview, rmrest
 from tfyarn.submit import FINAL_STATES, SubmitError, skein_client
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
@@ -62,7 +62,7 @@ def _report_dict(report) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status_command(app_id: str, as_json: bool) -> None:
     """The application's state and a table of its tasks, with the cluster spec."""
-    with _client() as client:
+    with _reports() as client:
         report = _report(client, app_id)
     view, source = _view(report)
     if as_json:
@@ -95,7 +95,7 @@ def list_command(show_all: bool, user: str | None, as_json: bool) -> None:
     """Your tfyarn jobs (running ones; --all for finished ones too)."""
     user = user or getpass.getuser()
     states = ALL_STATES if show_all else ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"]
-    with _client() as client:
+    with _reports() as client:
         reports = [r for r in client.get_applications(states=states)
                    if r.user == user and "tfyarn" in {t.lower() for t in r.tags}]
     reports.sort(key=lambda r: r.id)
@@ -119,7 +119,7 @@ def list_command(show_all: bool, user: str | None, as_json: bool) -> None:
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new output until the job ends.")
 def logs_command(app_id: str, role: str | None, index: int | None, follow: bool) -> None:
     """The tasks' output: live from the nodes while the job runs, from YARN after it ends."""
-    with _client() as client:
+    with _reports() as client:
         report = _report(client, app_id)
         if str(report.state) in FINAL_STATES:
             _print_aggregated_logs(app_id, role, index)
@@ -186,6 +186,12 @@ def kill_command(app_id: str) -> None:
             return
         client.kill_application(app_id)
     click.echo(f"Killed {app_id}.")
+
+
+def _reports():
+    """Where application reports come from: the RM's REST API when the configuration allows
+    (no JVM to start), else skein's driver."""
+    return rmrest.reports_reader() or _client()
 
 
 def _client():

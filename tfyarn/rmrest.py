@@ -1,0 +1,141 @@
+"""Application reports from the ResourceManager's REST API, for the read-only commands.
+
+`tfyarn status`, `list` and `logs` need only YARN's application reports. skein's driver is a
+JVM that takes seconds to start; the RM's REST API answers in milliseconds. It is used when
+the client configuration (HADOOP_CONF_DIR) names the RM's web address and the cluster does
+not use Kerberos (that would need SPNEGO); otherwise the commands use skein's driver.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import requests
+
+TIMEOUT_S = 5.0
+
+
+class RestError(RuntimeError):
+    """The RM answered with an error (an unknown application, say)."""
+
+
+@dataclass(frozen=True)
+class AppReport:
+    """The fields of skein's ApplicationReport that tfyarn reads, from the RM's JSON."""
+
+    id: str
+    name: str
+    user: str
+    queue: str
+    tags: frozenset[str]
+    state: str
+    final_status: str
+    tracking_url: str | None
+    diagnostics: str
+    start_time: datetime | None
+    finish_time: datetime | None
+
+    @classmethod
+    def from_json(cls, app: dict) -> AppReport:
+        def when(millis: int | None) -> datetime | None:
+            return datetime.fromtimestamp(millis / 1000) if millis else None
+
+        tags = app.get("applicationTags") or ""
+        return cls(
+            id=app["id"], name=app.get("name", ""), user=app.get("user", ""),
+            queue=app.get("queue", ""), tags=frozenset(t for t in tags.split(",") if t),
+            state=app["state"], final_status=app.get("finalStatus", "UNDEFINED"),
+            tracking_url=app.get("trackingUrl"), diagnostics=app.get("diagnostics", ""),
+            start_time=when(app.get("startedTime")), finish_time=when(app.get("finishedTime")),
+        )
+
+
+class RestReports:
+    """Answers application_report/get_applications like skein's Client, over REST."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    def __enter__(self) -> RestReports:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    def _get(self, path: str, **params: str) -> dict:
+        response = requests.get(f"{self.base_url}/ws/v1/cluster/{path}", params=params,
+                                headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
+        if response.status_code != 200:
+            try:
+                message = response.json()["RemoteException"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = response.text[:300]
+            raise RestError(f"{response.status_code}: {message}")
+        return response.json()
+
+    def application_report(self, app_id: str) -> AppReport:
+        return AppReport.from_json(self._get(f"apps/{app_id}")["app"])
+
+    def get_applications(self, states: list[str]) -> list[AppReport]:
+        apps = (self._get("apps", states=",".join(states)).get("apps") or {}).get("app") or []
+        return [AppReport.from_json(app) for app in apps]
+
+
+def reports_reader() -> RestReports | None:
+    """A reader for the RM that answers first, or None where REST is not an option."""
+    for url in web_urls(client_configuration()):
+        try:
+            requests.get(f"{url}/ws/v1/cluster/info", timeout=TIMEOUT_S).raise_for_status()
+        except requests.RequestException:
+            continue  # a standby or a stopped RM: try the next one
+        return RestReports(url)
+    return None
+
+
+def client_configuration() -> dict[str, str]:
+    """core-site.xml and yarn-site.xml of the client's Hadoop configuration directory."""
+    conf_dir = os.environ.get("YARN_CONF_DIR") or os.environ.get("HADOOP_CONF_DIR")
+    conf: dict[str, str] = {}
+    for name in ("core-site.xml", "yarn-site.xml"):
+        path = Path(conf_dir or "/nonexistent") / name
+        try:
+            root = ET.parse(path).getroot()
+        except (OSError, ET.ParseError):
+            continue
+        for prop in root.iter("property"):
+            key = prop.findtext("name")
+            if key:
+                conf[key.strip()] = (prop.findtext("value") or "").strip()
+    return conf
+
+
+def web_urls(conf: dict[str, str]) -> list[str]:
+    """The RMs' web addresses the configuration names, every RM of an HA pair included."""
+    if conf.get("hadoop.security.authentication", "simple") != "simple":
+        return []
+    https = conf.get("yarn.http.policy", "HTTP_ONLY") == "HTTPS_ONLY"
+    key = "yarn.resourcemanager.webapp." + ("https.address" if https else "address")
+    port = 8090 if https else 8088
+    rm_ids = [""]
+    if conf.get("yarn.resourcemanager.ha.enabled") == "true":
+        rm_ids = [f".{i.strip()}" for i in conf.get("yarn.resourcemanager.ha.rm-ids", "").split(",")
+                  if i.strip()]
+    urls = []
+    for suffix in rm_ids:
+        host = conf.get(f"yarn.resourcemanager.hostname{suffix}")
+        address = conf.get(f"{key}{suffix}") or (f"{host}:{port}" if host else None)
+        if address:
+            address = _expand(address, conf)
+            if not address.startswith("0.0.0.0"):  # a bind address, not one to connect to
+                urls.append(f"{'https' if https else 'http'}://{address}")
+    return urls
+
+
+def _expand(value: str, conf: dict[str, str]) -> str:
+    """Hadoop's ${name} substitution, from the configuration itself."""
+    return re.sub(r"\$\{([^}]+)\}", lambda m: conf.get(m.group(1), m.group(0)), value)
