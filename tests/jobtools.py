@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,20 +169,23 @@ def parse_yarn_logs(text: str) -> dict[str, ContainerLogs]:
     return containers
 
 
-def yarn_logs(yarn_cluster, app_id: str, expected: set[str]) -> dict[str, ContainerLogs]:
-    """The app's aggregated logs, once every expected log file name shows (it lags the end)."""
+def yarn_logs(yarn_cluster, app_id: str, expected: set[str],
+              copies: int = 1) -> dict[str, ContainerLogs]:
+    """The app's aggregated logs, once every expected log file name shows in ``copies``
+    containers (aggregation lags the end, one NodeManager after another)."""
     deadline = time.monotonic() + LOGS_TIMEOUT_S
     while True:
         result = subprocess.run(["yarn", "logs", "-applicationId", app_id], env=yarn_cluster.env,
                                 capture_output=True, text=True, timeout=120)
         logs = parse_yarn_logs(result.stdout)
-        present = {name for c in logs.values() for name in c.files}
-        if expected <= present:
+        found = Counter(name for c in logs.values() for name in c.files)
+        missing = sorted(name for name in expected if found[name] < copies)
+        if not missing:
             return logs
         if time.monotonic() > deadline:
             raise AssertionError(
-                f"yarn logs of {app_id} still lack {sorted(expected - present)} after "
-                f"{LOGS_TIMEOUT_S} s; present: {sorted(present)}\n{result.stderr[-2000:]}"
+                f"yarn logs of {app_id} still lack {missing} (wanted in {copies} container(s)) "
+                f"after {LOGS_TIMEOUT_S} s; present: {dict(found)}\n{result.stderr[-2000:]}"
             )
         time.sleep(1.0)
 
