@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from conftest import wait_for_final_state
-from jobtools import REPO, TFYARN, prepare_job, run_tfyarn, yarn_logs
+from jobtools import REPO, TFYARN, prepare_job, prepare_light_job, run_tfyarn, yarn_logs
 
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import NODE_MANAGERS
@@ -442,6 +442,69 @@ def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client,
     assert "yarn.container.failure.threshold of 0" in status.stdout, status.stdout
     assert "worker 0 (attempt 0) failed" in status.stdout, status.stdout
     job.assert_no_process_left()
+
+
+def light_policy_job(tmp_path: Path, args: list[str], worker: dict[str, str],
+                     **settings: str) -> tuple[Path, Path]:
+    """The seed job's roles on tests/apps/light_task.py, with worker settings changed."""
+    res, app = prepare_light_job(tmp_path, args, settings=settings)
+    resources = json.loads(res.read_text())
+    resources["components"]["worker"].update(worker)
+    res.write_text(json.dumps(resources))
+    return res, app
+
+
+def final_tasks(yarn_cluster, app_id: str) -> dict[tuple[str, int], dict]:
+    """The task table the AppMaster logged at the end, by (role, index)."""
+    out = run_tfyarn(yarn_cluster, "status", app_id, "--json")
+    assert out.returncode == 0, out.stderr
+    job = json.loads(out.stdout)["job"]
+    assert job, f"no final task table for {app_id}: {out.stdout}"
+    return {(t["role"], t["index"]): t for t in job["tasks"]}
+
+
+def test_ignore_policy_drops_the_failed_worker_and_the_job_succeeds(
+        yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+    """yarn.container.failure.policy ignore: worker 1 fails, is not replaced, the chief ends
+    the job as usual."""
+    job = submit(*light_policy_job(tmp_path, ["--sleep", "8", "--fail", "worker:2"],
+                                   {"yarn.container.failure.policy": "ignore"}))
+    app = job.final(timeout_s=180)
+    assert_succeeded(job, app)
+    assert restarts_of(app["diagnostics"]) == ["worker 1 dropped (failure policy ignore)"]
+    tasks = final_tasks(yarn_cluster, job.app_id)
+    assert tasks[("worker", 1)]["state"] == "failed" and tasks[("worker", 1)]["restarts"] == 0
+    assert tasks[("worker", 0)]["state"] == "finished", tasks
+    records = {path.name for path in (job.work_dir / "light").iterdir()}
+    assert records == {"ps_0.json", "worker_0.json", "worker_1.json", "worker_2.json"}, records
+
+
+def test_fatal_policy_fails_the_job_at_the_first_failure(
+        yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+    """yarn.container.failure.policy fatal: the threshold of 5 does not matter."""
+    job = submit(*light_policy_job(tmp_path, ["--sleep", "60", "--fail", "worker:2"], {
+        "yarn.container.failure.policy": "fatal", "yarn.container.failure.threshold": "5"}))
+    app = job.final(timeout_s=180)
+    assert_failed(job, app)
+    diagnostics = app["diagnostics"]
+    assert "Component worker failed 1 time(s); its failure policy is fatal" in diagnostics
+    assert "worker 1 (attempt 0) failed" in diagnostics and "exit code 3" in diagnostics
+    assert "light task worker:2 failing on purpose" in diagnostics, diagnostics
+
+
+def test_all_workers_success_policy_waits_for_every_worker(
+        yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+    """success.policy all-workers: the chief is done first, yet the job ends only when both
+    workers exited 0 by themselves (with the default policy they would be stopped)."""
+    job = submit(*light_policy_job(tmp_path, ["--sleep", "10", "--chief_sleep", "1"], {},
+                                   **{"success.policy": "all-workers"}))
+    app = job.final(timeout_s=180)
+    assert_succeeded(job, app)
+    tasks = final_tasks(yarn_cluster, job.app_id)
+    for index in (0, 1):
+        worker = tasks[("worker", index)]
+        assert (worker["state"], worker["exit_code"]) == ("finished", 0), worker
+    assert tasks[("ps", 0)]["state"] == "stopped", tasks[("ps", 0)]
 
 
 FAILING_CHIEF_SCRIPT = """\

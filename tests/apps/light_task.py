@@ -1,7 +1,8 @@
 """A task script with no TensorFlow: records what it received, then behaves like its role.
 
-ps blocks until the launcher ends it; the chief and workers exit 0 after --sleep seconds, or
-as soon as --release_file exists.
+ps blocks until the launcher ends it; the chief and workers exit 0 after --sleep seconds (the
+chief after --chief_sleep, if given), or as soon as --release_file exists. --fail
+worker:2 makes that task (TF's job name and index) exit 3 at once on its first attempt.
 With TFYARN_SECRET_* set, it records each secret's sha256 (never the secret itself).
 """
 
@@ -18,7 +19,9 @@ for flag in ("--ps_hosts", "--worker_hosts", "--job_name", "--work_dir"):
     parser.add_argument(flag, default="")
 parser.add_argument("--task_index", type=int, default=0)
 parser.add_argument("--sleep", type=float, default=0.0)
+parser.add_argument("--chief_sleep", type=float, default=None)
 parser.add_argument("--exit_code", type=int, default=0)
+parser.add_argument("--fail", default="", help="job_name:task_index failing on its first attempt")
 parser.add_argument("--take_own_port", action="store_true",
                     help="worker task 1, first attempt: another listener takes its port first")
 parser.add_argument("--release_file", default="",
@@ -55,10 +58,15 @@ if args.take_own_port and args.job_name == "worker" and args.task_index == 1 and
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("0.0.0.0", port))  # raises: Address already in use
 
+if args.fail == f"{args.job_name}:{args.task_index}" and attempt == 0:
+    print(f"light task {args.fail} failing on purpose", file=sys.stderr, flush=True)
+    sys.exit(3)
 if args.job_name == "ps":
     while True:
         time.sleep(60)
-deadline = time.monotonic() + args.sleep
+is_chief = args.job_name == "worker" and args.task_index == 0
+sleep = args.chief_sleep if is_chief and args.chief_sleep is not None else args.sleep
+deadline = time.monotonic() + sleep
 while time.monotonic() < deadline:
     if args.release_file and os.path.exists(args.release_file):
         break
