@@ -136,6 +136,7 @@ class Job:
     # Each AppMaster attempt's driver log as last seen live (the NodeManager deletes it once
     # the logs are aggregated): {"container_..._01_000001": text}
     driver_logs: dict[str, str] = field(default_factory=dict)
+    logs_aggregated: bool = False  # driver_logs hold the whole logs from `yarn logs`
 
     # ----- YARN's view
 
@@ -234,9 +235,22 @@ class Job:
                         self.driver_logs[path.parent.name] = text
         return "\n".join(self.driver_logs[name] for name in sorted(self.driver_logs))
 
+    def aggregated_driver_logs(self) -> None:
+        """Once the app ended: every attempt's whole log from `yarn logs` (the NodeManager
+        deletes its own copy once aggregated, so a poll may have missed the last lines)."""
+        if self.logs_aggregated or self.rest()["state"] not in FINAL_STATES:
+            return
+        logs = yarn_logs(self.yarn_cluster, self.app_id, {"application.driver.log"},
+                         copies=len(self.attempts()))
+        for name, container in logs.items():
+            if "application.driver.log" in container.files:
+                self.driver_logs[name] = container.files["application.driver.log"]
+        self.logs_aggregated = True
+
     def am_event(self, pattern: str, attempt: int = 1) -> float | None:
         """When (epoch s) the AppMaster of that attempt first logged a line matching pattern."""
         self.driver_log()
+        self.aggregated_driver_logs()
         name = next((n for n in self.driver_logs if CONTAINER_ID.search(n)
                      and int(CONTAINER_ID.search(n).group(1)) == attempt), None)
         for line in self.driver_logs.get(name, "").splitlines() if name else []:
