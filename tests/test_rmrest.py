@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
 
-from tfyarn.rmrest import AppReport, client_configuration, web_urls
+from tfyarn.rmrest import AppReport, client_configuration, reports_reader, web_urls
 
 
 def test_plain_address_and_the_hostname_default() -> None:
@@ -63,3 +65,36 @@ def test_report_from_the_rm_json() -> None:
     assert report.tags == {"tfyarn", "team-a"}
     assert report.start_time is not None and report.start_time.timestamp() == 1700000000
     assert report.finish_time is None and str(report.state) == "RUNNING"
+
+
+def test_an_rm_web_ui_that_wants_a_login_is_not_used(tmp_path: Path, monkeypatch) -> None:
+    """A web UI that answers 401 for applications (SPNEGO, no anonymous reads) leaves reports
+    to skein, even when its cluster info is open to all."""
+
+    class LoginRequired(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            if self.path.startswith("/ws/v1/cluster/info"):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b'{"clusterInfo": {"state": "STARTED"}}')
+                return
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", "Negotiate")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), LoginRequired)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "yarn-site.xml").write_text(
+            "<configuration><property><name>yarn.resourcemanager.webapp.address</name>"
+            f"<value>127.0.0.1:{server.server_port}</value></property></configuration>")
+        monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+        monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+        assert web_urls(client_configuration()) == [f"http://127.0.0.1:{server.server_port}"]
+        assert reports_reader() is None
+    finally:
+        server.shutdown()

@@ -89,11 +89,13 @@ class RestReports:
 def reports_reader() -> RestReports | None:
     """A reader for the RM that answers first, or None where REST is not an option."""
     for url in web_urls(client_configuration()):
+        reader = RestReports(url)
         try:
-            requests.get(f"{url}/ws/v1/cluster/info", timeout=TIMEOUT_S).raise_for_status()
-        except requests.RequestException:
-            continue  # a standby or a stopped RM: try the next one
-        return RestReports(url)
+            # The apps resource itself: a web UI that wants a login answers 401 here.
+            reader._get("apps", limit="1")
+        except (requests.RequestException, RestError, ValueError):
+            continue  # a stopped RM, or one we may not read: try the next one
+        return reader
     return None
 
 
