@@ -2,13 +2,15 @@
 
 Registered NodeManagers with free memory are not yet proof that the scheduler places
 containers, in the default partition and in the `gpu` one. This submits what tfyarn
-itself submits, a skein application, with one `true` container per partition, and
-waits for it to succeed. Run as `python -m tfyarn.localyarn.probe` in the cluster's
+itself submits, a skein application with one container per partition, and ends it with
+SUCCEEDED once both run. Run as `python -m tfyarn.localyarn.probe` in the cluster's
 client environment (skein's driver finds YARN through `yarn classpath`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import shlex
 import sys
 import time
 
@@ -16,7 +18,7 @@ from tfyarn.localyarn.layout import GPU_LABEL
 
 PROBE_NAME = "tfyarn-cluster-probe"
 TIMEOUT_S = 90.0
-FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
+RAN_KEY = "ran/"  # each service puts ran/<service> in the KV store once it runs
 
 
 def probe_spec():
@@ -24,42 +26,58 @@ def probe_spec():
 
     from tfyarn.submit import QUICK_JVM_OPTIONS
 
-    def service(label: str) -> skein.Service:
-        return skein.Service(resources=skein.Resources(memory=128, vcores=1), script="true",
-                             node_label=label, max_restarts=0)
+    def service(name: str, label: str) -> tuple[str, skein.Service]:
+        # skein calls a container RUNNING once the NodeManager accepted it, before it is
+        # localized: the process itself reports in, with this Python (as a job's tasks run).
+        report_in = (f"{shlex.quote(sys.executable)} -m skein.cli kv put current "
+                     f"--key {RAN_KEY}{name} --value \"$(hostname)\"")
+        return name, skein.Service(resources=skein.Resources(memory=128, vcores=1),
+                                   script=f"{report_in} && sleep {TIMEOUT_S:.0f}",
+                                   node_label=label, max_restarts=0)
 
     return skein.ApplicationSpec(
         name=PROBE_NAME,
         tags=["tfyarn-probe"],
         queue="default",
         max_attempts=1,
-        services={"default_partition": service(""), f"{GPU_LABEL}_partition": service(GPU_LABEL)},
+        services=dict([service("default_partition", ""),
+                       service(f"{GPU_LABEL}_partition", GPU_LABEL)]),
         master=skein.Master(resources=skein.Resources(memory=256, vcores=1),
                             env={"JAVA_TOOL_OPTIONS": QUICK_JVM_OPTIONS}),
     )
 
 
 def run_probe(timeout_s: float = TIMEOUT_S) -> str:
-    """The probe application's id once it SUCCEEDED; RuntimeError saying why otherwise."""
+    """The probe application's id once each service's container ran; RuntimeError saying
+    why otherwise. The application ends SUCCEEDED either way it went well."""
     from tfyarn.submit import skein_client
 
+    spec = probe_spec()
     with skein_client() as client:
-        app_id = client.submit(probe_spec())
+        app_id = client.submit(spec)
         deadline = time.monotonic() + timeout_s
-        while True:
-            report = client.application_report(app_id)
-            if str(report.state) in FINAL_STATES:
-                break
-            if time.monotonic() > deadline:
+        try:
+            while (state := str(client.application_report(app_id).state)) != "RUNNING":
+                if state in ("FINISHED", "FAILED", "KILLED") or time.monotonic() > deadline:
+                    raise RuntimeError(f"{app_id} ({PROBE_NAME}) is {state}, not RUNNING, after "
+                                       f"{timeout_s:.0f} s: its AppMaster did not start.")
+                time.sleep(0.1)
+            app = client.connect(app_id)
+            while True:
+                running = {key.removeprefix(RAN_KEY) for key in app.kv.get_prefix(RAN_KEY)}
+                if running == set(spec.services):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"{app_id} ({PROBE_NAME}): after {timeout_s:.0f} s, containers ran for "
+                        f"{sorted(running) or 'no partition'} of {sorted(spec.services)}.")
+                time.sleep(0.1)
+            app.shutdown("SUCCEEDED", "a container ran in each partition")
+        except Exception as exc:
+            diagnostics = client.application_report(app_id).diagnostics or "(none)"
+            with contextlib.suppress(Exception):  # it may have ended by itself
                 client.kill_application(app_id)
-                raise RuntimeError(
-                    f"{app_id} ({PROBE_NAME}) still {report.state} after {timeout_s:.0f} s: "
-                    "YARN did not run one small container in each partition. "
-                    f"Diagnostics: {report.diagnostics or '(none)'}")
-            time.sleep(0.25)
-    if str(report.final_status) != "SUCCEEDED":
-        raise RuntimeError(f"{app_id} ({PROBE_NAME}) ended {report.state}/{report.final_status}: "
-                           f"{report.diagnostics}")
+            raise RuntimeError(f"{exc}\nYARN's diagnostics: {diagnostics}") from exc
     return app_id
 
 
