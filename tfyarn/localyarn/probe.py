@@ -48,8 +48,8 @@ def probe_spec():
 
 
 def run_probe(timeout_s: float = TIMEOUT_S) -> str:
-    """The probe application's id once each service's container ran; RuntimeError saying
-    why otherwise. The application ends SUCCEEDED either way it went well."""
+    """The probe application's id once each service's container ran (the application is then
+    ended SUCCEEDED); otherwise it is killed and a RuntimeError says why."""
     from tfyarn.submit import skein_client
 
     spec = probe_spec()
@@ -59,8 +59,8 @@ def run_probe(timeout_s: float = TIMEOUT_S) -> str:
         try:
             while (state := str(client.application_report(app_id).state)) != "RUNNING":
                 if state in ("FINISHED", "FAILED", "KILLED") or time.monotonic() > deadline:
-                    raise RuntimeError(f"{app_id} ({PROBE_NAME}) is {state}, not RUNNING, after "
-                                       f"{timeout_s:.0f} s: its AppMaster did not start.")
+                    raise RuntimeError(f"{app_id} ({PROBE_NAME}) is {state}: its AppMaster did "
+                                       f"not start (waited up to {timeout_s:.0f} s).")
                 time.sleep(0.1)
             app = client.connect(app_id)
             while True:
