@@ -1,0 +1,71 @@
+"""Read and check a job's two files: resources.json and appConfig.json.
+
+The format is that of Apache Slider's TensorFlow package, so existing Slider job files
+load unchanged; the same structure may also be written in YAML (.yaml/.yml). Every
+problem found in both files is reported at once, each with a fix, so that users can
+correct everything in one go.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tfyarn.jobconfig.appconfig import parse_app
+from tfyarn.jobconfig.documents import Checker, read_document
+from tfyarn.jobconfig.model import (
+    APPMASTER,
+    COMPONENT_NAMES,
+    FAILURE_POLICIES,
+    FAILURE_THRESHOLD_MEANING,
+    SUCCESS_POLICIES,
+    TASK_KINDS,
+    TENSORBOARD,
+    AppConfig,
+    Component,
+    JobConfig,
+    JobConfigError,
+    Problem,
+    describe_problems,
+)
+from tfyarn.jobconfig.resources import parse_resources
+
+__all__ = [
+    "APPMASTER", "COMPONENT_NAMES", "FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING",
+    "SUCCESS_POLICIES", "TASK_KINDS", "TENSORBOARD", "AppConfig", "Component", "JobConfig",
+    "JobConfigError", "Problem", "describe_problems", "load_job",
+]
+
+
+def load_job(
+    resources_path: str | os.PathLike[str],
+    app_config_path: str | os.PathLike[str],
+    *,
+    user: str | None = None,
+) -> JobConfig:
+    """Read both job files, raising JobConfigError with every problem in them.
+
+    `user` replaces ${USER_NAME} in the work dir; None means the current user.
+    """
+    problems: list[Problem] = []
+    resources_checker = Checker(str(resources_path), problems)
+    app_checker = Checker(str(app_config_path), problems)
+    resources_doc = read_document(resources_checker, Path(resources_path))
+    app_doc = read_document(app_checker, Path(app_config_path))
+    resources = (
+        None if resources_doc is None else parse_resources(resources_checker, resources_doc)
+    )
+    app = None if app_doc is None else parse_app(app_checker, app_doc, Path(app_config_path), user)
+    if problems:
+        raise JobConfigError(problems)
+    assert resources is not None and app is not None  # no problems means both parsed
+    components, am_memory_mb, am_vcores = resources
+    return JobConfig(
+        components=components,
+        am_memory_mb=am_memory_mb,
+        am_vcores=am_vcores,
+        app=app,
+        resources_path=Path(resources_path),
+        app_config_path=Path(app_config_path),
+    )
+

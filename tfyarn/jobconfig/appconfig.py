@@ -1,0 +1,364 @@
+"""appConfig.json: the training script, its arguments and environment, and job settings."""
+
+from __future__ import annotations
+
+import getpass
+import math
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from tfyarn import environments
+from tfyarn.jobconfig.documents import (
+    Checker,
+    as_int,
+    key_path,
+    kind_of,
+    mapping,
+    report_unknown,
+    top_level,
+)
+from tfyarn.jobconfig.model import SUCCESS_POLICIES, AppConfig
+
+# appConfig.json keys, all under "global".
+_G = "site.global."
+_ENTRY = _G + "user.scripts.entry"
+_SCRIPTS_DIR = _G + "user.scripts.dir"
+_ARGS = _G + "user.scripts.args"
+_ENV = _G + "user.env"
+_QUEUE = _G + "queue"
+_APP_NAME = _G + "app.name"
+_WORK_DIR = _G + "user.work.dir"
+_REGISTRATION_TIMEOUT = _G + "registration.timeout"
+_PYTHON = _G + "python"
+_DOCKER_IMAGE = _G + "docker.image"
+_PYTHON_ENV = _G + "python.env"  # a packed env (tfyarn.environments)
+_DOCKER_MOUNTS = _G + "docker.mounts"
+_SUCCESS_POLICY = _G + "success.policy"
+_ALLOCATION_TIMEOUT = _G + "allocation.timeout"
+_DEADLINE = _G + "job.deadline"
+_AM_ATTEMPTS = _G + "am.max.attempts"
+_SECRETS = _G + "user.secrets"
+_APP_KEYS = (
+    _ENTRY,
+    _SCRIPTS_DIR,
+    _ARGS,
+    _ENV,
+    _QUEUE,
+    _APP_NAME,
+    _WORK_DIR,
+    _REGISTRATION_TIMEOUT,
+    _PYTHON,
+    _DOCKER_IMAGE,
+    _PYTHON_ENV,
+    _DOCKER_MOUNTS,
+    _SUCCESS_POLICY,
+    _ALLOCATION_TIMEOUT,
+    _DEADLINE,
+    _AM_ATTEMPTS,
+    _SECRETS,
+)
+# Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
+_SLIDER_ONLY_KEYS = (
+    _G + "hadoop.conf",
+    _G + "yarn.cgroup.root",
+    _G + "user.name",
+    _G + "zookeeper.quorum",
+    _G + "user.checkpoint.prefix",
+)
+_PORT_KEY = re.compile(r"site\.global\.[A-Za-z0-9_-]+\.port")
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_APP_NAME = 256
+_WORK_DIR_PLACEHOLDERS = {"USER_NAME", "APP_ID"}
+
+
+def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> AppConfig | None:
+    settings, components = top_level(c, doc)
+    if components:
+        c.add(
+            "components",
+            "per-component settings are not supported",
+            'move the settings into "global", or remove "components".',
+        )
+    if settings is None:
+        return None
+    ignored: list[str] = []
+    for key in settings:
+        if key in _SLIDER_ONLY_KEYS or _PORT_KEY.fullmatch(key):
+            ignored.append(key)
+        elif key not in _APP_KEYS:
+            report_unknown(c, key_path("global", key), key, _APP_KEYS + _SLIDER_ONLY_KEYS, "key")
+    scripts_dir = _scripts_dir(c, settings, Path(os.path.abspath(path)).parent)
+    entry = _entry(c, settings, scripts_dir)
+    script_args = _script_args(c, settings)
+    env = _env(c, settings)
+    queue = _text(c, settings, _QUEUE, "default") or "default"
+    name = _text(c, settings, _APP_NAME, "my-training")
+    if name is not None and len(name) > _MAX_APP_NAME:
+        c.add(
+            key_path("global", _APP_NAME),
+            f"longer than {_MAX_APP_NAME} characters",
+            "give a shorter name.",
+            value=name,
+        )
+    work_dir = _work_dir(c, settings, user)
+    timeout = _seconds(c, settings, _REGISTRATION_TIMEOUT, 300.0)
+    allocation_timeout = _seconds(c, settings, _ALLOCATION_TIMEOUT, 120.0)
+    deadline = _seconds(c, settings, _DEADLINE, None)
+    success_policy = settings.get(_SUCCESS_POLICY, "chief")
+    if success_policy not in SUCCESS_POLICIES:
+        c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
+              'write "chief" (the job ends with the chief) or "all-workers".',
+              value=success_policy)
+    attempts = as_int(settings.get(_AM_ATTEMPTS, 2))
+    if attempts is None or not 1 <= attempts <= 10:
+        c.add(key_path("global", _AM_ATTEMPTS), "must be a whole number from 1 to 10",
+              'write e.g. "2" (one retry of the AppMaster).', value=settings.get(_AM_ATTEMPTS))
+    python = _text(c, settings, _PYTHON, "/usr/bin/python3")
+    docker_image = _text(c, settings, _DOCKER_IMAGE, "tensorflow/tensorflow:latest")
+    python_env = _python_env(c, settings, Path(os.path.abspath(path)).parent)
+    docker_mounts = _docker_mounts(c, settings)
+    if entry is None or scripts_dir is None:
+        return None
+    return AppConfig(
+        entry=entry[0],
+        scripts_dir=scripts_dir,
+        entry_path=entry[1],
+        script_args=script_args,
+        env=env,
+        queue=queue,
+        name=name or "tfyarn-" + Path(entry[0]).stem,
+        work_dir=work_dir,
+        registration_timeout_s=timeout or 300.0,
+        python=python,
+        ignored=tuple(ignored),
+        docker_image=docker_image,
+        success_policy=success_policy,
+        allocation_timeout_s=allocation_timeout or 120.0,
+        deadline_s=deadline,
+        am_max_attempts=attempts or 2,
+        python_env=python_env,
+        docker_mounts=docker_mounts,
+        secrets=_secrets(c, settings, Path(os.path.abspath(path)).parent),
+    )
+
+
+def _text(c: Checker, settings: dict[str, Any], key: str, example: str) -> str | None:
+    """A non-empty string setting, stripped; None when absent or wrong."""
+    if key not in settings:
+        return None
+    value = settings[key]
+    if not isinstance(value, str) or not value.strip():
+        message = "must not be empty" if isinstance(value, str) else "must be a string"
+        fix = f'give a value such as "{example}", or remove the key.'
+        c.add(key_path("global", key), message, fix, value=value)
+        return None
+    return value.strip()
+
+
+def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:
+    """The packed env's archive, relative to appConfig's directory; its contents are read
+    when the plan is made (tfyarn.environments.archive_python)."""
+    text = _text(c, settings, _PYTHON_ENV, "envs/tf2.tar.gz")
+    if text is None:
+        return None
+    path = Path(os.path.abspath(base / Path(text).expanduser()))
+    try:
+        environments.archive_suffix(path)
+    except environments.JobEnvironmentError:
+        c.add(key_path("global", _PYTHON_ENV), "not an archive YARN can unpack",
+              "pack the env with venv-pack or conda-pack into a .tar.gz (or .tgz, .tar, .zip).",
+              value=text)
+        return None
+    if not path.is_file():
+        c.add(key_path("global", _PYTHON_ENV), f"no such file ({path})",
+              f"pack the env there, or give its path relative to {base}.", value=text)
+        return None
+    return path
+
+
+def _docker_mounts(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
+    if _DOCKER_MOUNTS not in settings:
+        return ()
+    value = settings[_DOCKER_MOUNTS]
+    where = key_path("global", _DOCKER_MOUNTS)
+    if isinstance(value, str):
+        value = [m.strip() for m in value.split(",") if m.strip()]
+    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+        c.add(where, "must be a list of strings or one comma-separated string",
+              'write e.g. ["/etc/hadoop/conf:/etc/hadoop/conf:ro"].',
+              value=settings[_DOCKER_MOUNTS])
+        return ()
+    for mount in value:
+        if problem := environments.docker_mount_problem(mount):
+            c.add(where, problem, "give each as /host/path:/container/path:ro (or :rw).",
+                  value=mount)
+    return tuple(value)
+
+
+def _scripts_dir(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:
+    if _SCRIPTS_DIR not in settings:
+        return base
+    text = _text(c, settings, _SCRIPTS_DIR, "src")
+    if text is None:
+        return None
+    # Relative to appConfig.json rather than the working directory, so the job can be
+    # submitted from anywhere.
+    path = Path(os.path.abspath(base / Path(text).expanduser()))
+    if not path.is_dir():
+        c.add(
+            key_path("global", _SCRIPTS_DIR),
+            f"no such directory ({path})",
+            f"create it, or give a path relative to {base}.",
+            value=text,
+        )
+        return None
+    return path
+
+
+def _entry(
+    c: Checker, settings: dict[str, Any], scripts_dir: Path | None
+) -> tuple[str, Path] | None:
+    where = key_path("global", _ENTRY)
+    if _ENTRY not in settings:
+        c.add(
+            where,
+            "missing: the training script to run",
+            f'add "{_ENTRY}": "train.py", a path relative to the scripts directory.',
+        )
+        return None
+    entry = _text(c, settings, _ENTRY, "train.py")
+    if entry is None or scripts_dir is None:
+        return None
+    # Only the scripts directory is shipped to the containers, so the entry must be inside it.
+    path = Path(os.path.normpath(scripts_dir / entry))
+    if Path(entry).is_absolute() or not path.is_relative_to(scripts_dir):
+        c.add(
+            where,
+            f"outside the scripts directory {scripts_dir}",
+            f'give a path inside it, e.g. "train.py", or set "{_SCRIPTS_DIR}".',
+            value=entry,
+        )
+        return None
+    if not path.is_file():
+        c.add(
+            where,
+            f"no such file ({path})",
+            f"create it, or give its path relative to {scripts_dir}.",
+            value=entry,
+        )
+        return None
+    return entry, path
+
+
+def _script_args(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
+    if _ARGS not in settings:
+        return ()
+    value = settings[_ARGS]
+    where = key_path("global", _ARGS)
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as e:  # e.g. an unclosed quote
+            fix = "close the quote, or give a list of strings."
+            c.add(where, f"cannot be split into arguments: {e}", fix, value=value)
+            return ()
+    if isinstance(value, list) and all(isinstance(a, str) for a in value):
+        return tuple(value)
+    c.add(
+        where,
+        "must be a list of strings or one string",
+        'write e.g. ["--epochs", "5"] (numbers in quotes) or "--epochs 5".',
+        value=value,
+    )
+    return ()
+
+
+def _env(c: Checker, settings: dict[str, Any]) -> dict[str, str]:
+    if _ENV not in settings:
+        return {}
+    env = mapping(c, settings[_ENV], key_path("global", _ENV))
+    if env is None:
+        return {}
+    for name, value in env.items():
+        where = key_path("global", _ENV, name)
+        if not _ENV_NAME.fullmatch(name):
+            fix = 'use letters, digits and "_", not starting with a digit, e.g. "DATA_DIR".'
+            c.add(where, "not a valid environment variable name", fix)
+        elif name.startswith("TFYARN_") or name == "TF_CONFIG":
+            fix = "remove it, or use another name."
+            c.add(where, "reserved: tfyarn sets this variable in every container", fix)
+        if not isinstance(value, str):
+            fix = f'put the value in quotes, e.g. "{value}".'
+            c.add(where, f"must be a string, not {kind_of(value)}", fix, value=value)
+    return env
+
+
+def _secrets(c: Checker, settings: dict[str, Any], base: Path) -> dict[str, Path]:
+    """Secret files by name. Only paths are read here: contents never enter any setting."""
+    if _SECRETS not in settings:
+        return {}
+    found = mapping(c, settings[_SECRETS], key_path("global", _SECRETS))
+    secrets: dict[str, Path] = {}
+    for name, value in (found or {}).items():
+        where = key_path("global", _SECRETS, name)
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            c.add(where, "not a valid secret name",
+                  'use letters, digits and "_" (it becomes TFYARN_SECRET_<name>).')
+            continue
+        if not isinstance(value, str) or not value.strip():
+            c.add(where, "must be the path of a file holding the secret",
+                  'give a path, e.g. "~/.secrets/db-password".', value=value)
+            continue
+        path = Path(os.path.abspath(base / Path(value.strip()).expanduser()))
+        if not path.is_file():
+            c.add(where, f"no such file ({path})",
+                  "create the file, or give its path relative to appConfig.json.", value=value)
+            continue
+        secrets[name] = path
+    return secrets
+
+
+def _work_dir(c: Checker, settings: dict[str, Any], user: str | None) -> str | None:
+    work_dir = _text(c, settings, _WORK_DIR, "hdfs:///user/${USER_NAME}/tfyarn")
+    if work_dir is None:
+        return None
+    unknown = sorted(set(re.findall(r"\$\{([^}]*)\}", work_dir)) - _WORK_DIR_PLACEHOLDERS)
+    if unknown:
+        c.add(
+            key_path("global", _WORK_DIR),
+            "unknown placeholder " + ", ".join("${" + u + "}" for u in unknown),
+            "use only ${USER_NAME} (the submitting user) and ${APP_ID} (the YARN application).",
+            value=work_dir,
+        )
+    if "${USER_NAME}" in work_dir:
+        # ${APP_ID} stays: only the AppMaster knows it.
+        work_dir = work_dir.replace("${USER_NAME}", user or getpass.getuser())
+    return work_dir
+
+
+def _seconds(c: Checker, settings: dict[str, Any], key: str, default: float | None):
+    """A positive number of seconds (a number or a numeric string), or the default."""
+    if key not in settings:
+        return default
+    value = settings[key]
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = None
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        c.add(
+            key_path("global", key),
+            "must be a positive number of seconds",
+            'give seconds, e.g. "300".',
+            value=value,
+        )
+        return default
+    return seconds

@@ -1,0 +1,149 @@
+"""Reading one job file (JSON or YAML) and recording its problems, each with a fix."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tfyarn.jobconfig.model import Problem
+
+_TOP_LEVEL_KEYS = ("schema", "metadata", "global", "components")
+_PLAIN_KEY_PART = re.compile(r"[A-Za-z0-9_-]+")
+
+# Marks "no value to show" in a problem, since None (JSON null) can itself be the bad value.
+NO_VALUE: Any = object()
+
+
+class Checker:
+    """Records the problems of one file into a list shared by both files."""
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        self.file = file
+        self.problems = problems
+
+    def add(self, key: str | None, message: str, fix: str, value: Any = NO_VALUE) -> None:
+        shown = None if value is NO_VALUE else _show(value)
+        problem = Problem(self.file, key, shown, message, fix)
+        # A bad "global" value is seen by every component; report it once.
+        if problem not in self.problems:
+            self.problems.append(problem)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def key_path(*parts: str) -> str:
+    """A readable path into the document, quoting parts that contain dots."""
+    return ".".join(p if _PLAIN_KEY_PART.fullmatch(p) else json.dumps(p) for p in parts)
+
+
+def kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def report_unknown(c: Checker, where: str, name: str, allowed: Sequence[str], what: str) -> None:
+    match = difflib.get_close_matches(name, allowed, n=1)
+    if match:
+        fix = f'did you mean "{match[0]}"?'
+    else:
+        fix = "remove it; allowed: " + ", ".join(allowed) + "."
+    c.add(where, f"unknown {what}", fix)
+
+
+def read_document(c: Checker, path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        c.add(
+            None, f"no such file ({path.absolute()})", "check the path given on the command line."
+        )
+        return None
+    except UnicodeDecodeError:
+        c.add(None, "not UTF-8 text", "save the file as UTF-8.")
+        return None
+    except OSError as e:
+        c.add(None, f"cannot read the file: {e.strerror}", "check the path and its permissions.")
+        return None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.MarkedYAMLError as e:
+            where = ""
+            if e.problem_mark is not None:  # marks are 0-based; editors count from 1
+                where = f" at line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1}"
+            c.add(None, f"not valid YAML: {e.problem}{where}", f"correct the syntax{where}.")
+            return None
+        except yaml.YAMLError as e:
+            c.add(None, f"not valid YAML: {e}", "correct the syntax.")
+            return None
+    else:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            where = f"line {e.lineno}, column {e.colno}"
+            c.add(None, f"not valid JSON: {e.msg} at {where}", f"correct the syntax at {where}.")
+            return None
+    if not isinstance(doc, dict):
+        c.add(
+            None,
+            f"the document must be an object, not {kind_of(doc)}",
+            'write it as {"schema": ..., "global": {...}, "components": {...}}.',
+        )
+        return None
+    return {str(k): v for k, v in doc.items()}
+
+
+def mapping(c: Checker, value: Any, where: str) -> dict[str, Any] | None:
+    """An object's contents; None (an empty YAML entry) counts as empty."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        c.add(where, f"must be an object, not {kind_of(value)}", "write it as {...}.", value=value)
+        return None
+    return {str(k): v for k, v in value.items()}
+
+
+def top_level(
+    c: Checker, doc: dict[str, Any]
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Checks the top-level keys; returns the "global" and "components" sections."""
+    for key in doc:
+        if key not in _TOP_LEVEL_KEYS:
+            report_unknown(c, key_path(key), key, _TOP_LEVEL_KEYS, "top-level key")
+    return (
+        mapping(c, doc.get("global"), "global"),
+        mapping(c, doc.get("components"), "components"),
+    )
+
+
+
+def as_int(value: Any) -> int | None:
+    # bool is an int subclass in Python, but "true" is no number of containers.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+        return int(value)
+    return None
+

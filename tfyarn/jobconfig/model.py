@@ -1,0 +1,112 @@
+"""What a job's two files say, once checked: components, app settings, problems."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FAILURE_THRESHOLD_MEANING = (
+    'yarn.container.failure.threshold N means "N failures of that component are tolerated, '
+    'each replaced; failure N+1 fails the job", 0 = no failure tolerated (the default when '
+    "absent), -1 = unlimited. Note that Slider treated 0 as unlimited; tfyarn follows the "
+    "reading most users assume."
+)
+
+APPMASTER = "slider-appmaster"
+TASK_KINDS = ("ps", "chiefworker", "worker")
+TENSORBOARD = "tensorboard"
+COMPONENT_NAMES = (APPMASTER, *TASK_KINDS, TENSORBOARD)
+
+# What a task failure does (within the threshold for "restart"); "ignore" drops the task.
+FAILURE_POLICIES = ("restart", "fatal", "ignore")
+# What ends the job with SUCCEEDED: the chief's exit 0, or that of every worker.
+SUCCESS_POLICIES = ("chief", "all-workers")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a job file, with the change that fixes it."""
+
+    file: str  # the path as the user gave it
+    key: str | None  # where in the document, e.g. components.worker."yarn.memory"; None: whole file
+    value: str | None  # the offending value as JSON text; None when there is none to show
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        head = self.file if self.key is None else f"{self.file}: {self.key}"
+        if self.value is not None:
+            head += f" = {self.value}"
+        return f"{head}: {self.message}. Fix: {self.fix}"
+
+
+def describe_problems(problems: Sequence[Problem]) -> str:
+    """Every problem on a line of its own."""
+    return "\n".join(str(p) for p in problems)
+
+
+class JobConfigError(ValueError):
+    """The job files have problems; `problems` lists all of them."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__(describe_problems(self.problems))
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    priority: int
+    instances: int
+    memory_mb: int
+    vcores: int
+    failure_threshold: int  # see FAILURE_THRESHOLD_MEANING
+    label: str | None  # YARN node label; None = the default partition
+    gpus: int = 0
+    failure_policy: str = "restart"  # one of FAILURE_POLICIES
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    entry: str  # as written, relative to scripts_dir
+    scripts_dir: Path  # absolute
+    entry_path: Path  # absolute, an existing file
+    script_args: tuple[str, ...]
+    env: dict[str, str]
+    queue: str
+    name: str
+    work_dir: str | None  # None: the submitter picks a default; may contain ${APP_ID}
+    registration_timeout_s: float
+    python: str | None  # interpreter in containers; None: the submitting interpreter
+    ignored: tuple[str, ...]  # Slider-only keys that were accepted but have no effect
+    docker_image: str | None
+    success_policy: str = "chief"  # one of SUCCESS_POLICIES
+    allocation_timeout_s: float = 120.0
+    deadline_s: float | None = None  # the whole job's, from submission; None = none
+    am_max_attempts: int = 2
+    python_env: Path | None = None  # a packed env archive (absolute) every container runs
+    docker_mounts: tuple[str, ...] = ()  # source:dest[:mode] for the tasks' Docker containers
+    # name -> local file; each task gets the file, and its path in TFYARN_SECRET_<name>
+    secrets: dict[str, Path] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    components: tuple[Component, ...]  # in priority order; the AppMaster is not among them
+    am_memory_mb: int
+    am_vcores: int
+    app: AppConfig
+    resources_path: Path
+    app_config_path: Path
+
+    def component(self, name: str) -> Component | None:
+        return next((c for c in self.components if c.name == name), None)
+
+    def tasks(self) -> list[Component]:
+        """TensorFlow tasks (ps, chiefworker, worker) that have containers, in priority order."""
+        return [c for c in self.components if c.name in TASK_KINDS and c.instances > 0]
+
+    def total_tasks(self) -> int:
+        return sum(c.instances for c in self.tasks())
+

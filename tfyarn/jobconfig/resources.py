@@ -1,0 +1,251 @@
+"""resources.json: Slider's components, each with its YARN resources and restart rules."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tfyarn.jobconfig.documents import (
+    Checker,
+    as_int,
+    key_path,
+    kind_of,
+    mapping,
+    report_unknown,
+    top_level,
+)
+from tfyarn.jobconfig.model import (
+    APPMASTER,
+    COMPONENT_NAMES,
+    FAILURE_POLICIES,
+    TENSORBOARD,
+    Component,
+)
+
+# resources.json keys, per component (or in "global" as defaults for all components).
+_PRIORITY = "yarn.role.priority"
+_INSTANCES = "yarn.component.instances"
+_MEMORY = "yarn.memory"
+_VCORES = "yarn.vcores"
+_THRESHOLD = "yarn.container.failure.threshold"
+_LABEL = "yarn.label.expression"
+_GPUS = "yarn.gpus"
+_POLICY = "yarn.container.failure.policy"
+_RESOURCE_KEYS = (_PRIORITY, _INSTANCES, _MEMORY, _VCORES, _THRESHOLD, _LABEL, _GPUS, _POLICY)
+
+_LABEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class _IntRule:
+    low: int
+    high: int | None
+    unit: str  # shown after the bounds, e.g. " MB"
+    noun: str  # what the number counts, for the fix
+    example: str
+    note: str = ""  # appended to the fix
+
+
+_INT_RULES = {
+    _PRIORITY: _IntRule(1, None, "", "the priority", "1", " (each component its own)"),
+    _INSTANCES: _IntRule(0, None, "", "the number of containers", "1"),
+    _MEMORY: _IntRule(32, 1048576, " MB", "megabytes", "2048"),
+    _VCORES: _IntRule(1, 1024, "", "virtual cores", "1"),
+    _GPUS: _IntRule(0, 64, "", "GPUs per container", "1"),
+    _THRESHOLD: _IntRule(-1, None, "", "tolerated failures", "0", " (-1 = unlimited)"),
+}
+
+
+
+def _whole(c: Checker, where: str, value: Any, key: str) -> int | None:
+    rule = _INT_RULES[key]
+    number = as_int(value)
+    if number is None:
+        fix = f'give {rule.noun} as a whole number, e.g. "{rule.example}"{rule.note}.'
+        c.add(where, "not a whole number", fix, value=value)
+        return None
+    if number < rule.low or (rule.high is not None and number > rule.high):
+        if rule.high is None:
+            message, bounds = f"must be at least {rule.low}", f"of {rule.low} or more"
+        else:
+            message = f"must be between {rule.low} and {rule.high}{rule.unit}"
+            bounds = f"from {rule.low} to {rule.high}{rule.unit}"
+        fix = f'give a whole number {bounds}, e.g. "{rule.example}"{rule.note}.'
+        c.add(where, message, fix, value=value)
+        return None
+    return number
+
+
+class _Settings:
+    """One component's settings, falling back to "global" as Slider did."""
+
+    def __init__(self, c: Checker, name: str, own: dict[str, Any], defaults: dict[str, Any]):
+        self.c, self.name, self.own, self.defaults = c, name, own, defaults
+
+    def find(self, key: str) -> tuple[Any, str] | None:
+        """The value and where it was written, or None when absent."""
+        if key in self.own:
+            return self.own[key], key_path("components", self.name, key)
+        if key in self.defaults:
+            return self.defaults[key], key_path("global", key)
+        return None
+
+    def whole(self, key: str, default: int | None) -> int | None:
+        found = self.find(key)
+        return default if found is None else _whole(self.c, found[1], found[0], key)
+
+
+def parse_resources(
+    c: Checker, doc: dict[str, Any]
+) -> tuple[tuple[Component, ...], int, int] | None:
+    defaults, components = top_level(c, doc)
+    for key in defaults or {}:
+        if key not in _RESOURCE_KEYS:
+            report_unknown(c, key_path("global", key), key, _RESOURCE_KEYS, "key")
+    if components is None:
+        return None
+    found: list[Component] = []
+    priorities: dict[int, str] = {}
+    am_memory_mb, am_vcores = 512, 1
+    for name, value in components.items():
+        if name not in COMPONENT_NAMES:
+            report_unknown(c, key_path("components", name), name, COMPONENT_NAMES, "component")
+            continue
+        own = mapping(c, value, key_path("components", name))
+        if own is None:
+            continue
+        for key in own:
+            if key not in _RESOURCE_KEYS:
+                report_unknown(c, key_path("components", name, key), key, _RESOURCE_KEYS, "key")
+        settings = _Settings(c, name, own, defaults or {})
+        if name == APPMASTER:
+            # Only the AppMaster's container size matters; YARN places it itself.
+            am_memory_mb = settings.whole(_MEMORY, 512) or am_memory_mb
+            am_vcores = settings.whole(_VCORES, 1) or am_vcores
+            continue
+        component = _component(settings, priorities)
+        if component is not None:
+            found.append(component)
+    if "chiefworker" not in components:
+        c.add(
+            key_path("components", "chiefworker"),
+            "missing: every job needs exactly one chief worker",
+            'add "chiefworker": {"yarn.role.priority": "2", "yarn.component.instances": "1", '
+            '"yarn.memory": "4096", "yarn.vcores": "1"} to "components".',
+        )
+    return tuple(sorted(found, key=lambda x: x.priority)), am_memory_mb, am_vcores
+
+
+def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
+    """Checks every setting of a task component; None when any is wrong."""
+    priority = _priority(s, priorities)
+    instances = s.whole(_INSTANCES, 1)
+    if s.name == "chiefworker" and instances not in (None, 1):
+        value, where = s.find(_INSTANCES) or (None, "")  # the default is 1, so it was written
+        s.c.add(
+            where,
+            "there must be exactly 1 chief worker",
+            'set it to "1"; add more containers to "worker" instead.',
+            value=value,
+        )
+        instances = None
+    if s.name == TENSORBOARD and instances not in (None, 0, 1):
+        value, where = s.find(_INSTANCES) or (None, "")
+        s.c.add(where, "at most 1 TensorBoard per job", 'set it to "1" (or "0" for none).',
+                value=value)
+        instances = None
+    memory = s.whole(_MEMORY, 1024)
+    vcores = s.whole(_VCORES, 1)
+    gpus = s.whole(_GPUS, 0)
+    threshold = s.whole(_THRESHOLD, 0)
+    policy = _choice(s, _POLICY, FAILURE_POLICIES, "restart")
+    if policy == "ignore" and s.name != "worker":
+        value, where = s.find(_POLICY) or (None, "")
+        s.c.add(where, f"a {s.name} cannot be ignored: the job cannot go on without it",
+                'use "restart" or "fatal"; "ignore" is for workers.', value=value)
+        policy = None
+    label, label_ok = _label(s)
+    if (
+        priority is None
+        or instances is None
+        or memory is None
+        or vcores is None
+        or gpus is None
+        or threshold is None
+        or policy is None
+        or not label_ok
+    ):
+        return None
+    return Component(s.name, priority, instances, memory, vcores, threshold, label, gpus, policy)
+
+
+def _choice(s: _Settings, key: str, allowed: Sequence[str], default: str) -> str | None:
+    found = s.find(key)
+    if found is None:
+        return default
+    value, where = found
+    if value not in allowed:
+        choices = ", ".join(f'"{a}"' for a in allowed)
+        s.c.add(where, f"must be one of {choices}", f'write e.g. "{default}".', value=value)
+        return None
+    return value
+
+
+def _priority(s: _Settings, priorities: dict[int, str]) -> int | None:
+    found = s.find(_PRIORITY)
+    if found is None:
+        s.c.add(
+            key_path("components", s.name, _PRIORITY),
+            "missing",
+            f'add "{_PRIORITY}": "N" with a whole number N >= 1 that no other component uses.',
+        )
+        return None
+    value, where = found
+    priority = _whole(s.c, where, value, _PRIORITY)
+    if priority is None:
+        return None
+    # YARN tells containers' requests apart by priority, so two components cannot share one.
+    other = priorities.setdefault(priority, s.name)
+    if other != s.name:
+        s.c.add(
+            where,
+            f"{other} and {s.name} both have priority {priority}",
+            "give each component its own priority.",
+            value=value,
+        )
+        return None
+    return priority
+
+
+def _label(s: _Settings) -> tuple[str | None, bool]:
+    """The node label (None: default partition), and whether the setting was valid."""
+    found = s.find(_LABEL)
+    if found is None or found[0] is None:
+        return None, True
+    value, where = found
+    if not isinstance(value, str):
+        message = f"must be a string, not {kind_of(value)}"
+        s.c.add(where, message, 'give a label name, e.g. "gpu".', value=value)
+        return None, False
+    label = value.strip()
+    if not label:
+        return None, True
+    if any(sep in label for sep in ("&&", "||", ",")) or re.search(r"\s", label):
+        s.c.add(
+            where,
+            "YARN accepts one node label per request, not an expression of several",
+            'give a single label name, e.g. "gpu".',
+            value=value,
+        )
+        return None, False
+    if not _LABEL_NAME.fullmatch(label):
+        s.c.add(
+            where,
+            "not a valid node label name",
+            'use letters, digits, "_", "-" and ".", starting with a letter or digit.',
+            value=value,
+        )
+        return None, False
+    return label, True
