@@ -591,6 +591,57 @@ def kill_app(cluster: Cluster, app_id: str) -> None:
                    capture_output=True, timeout=120)
 
 
+@dataclass
+class FinishedRun:
+    """A tfyarn job followed to its end, and what every experiment reads of it."""
+
+    app_id: str
+    submitted: float
+    cli_returned: float
+    final: dict  # YARN's report at the end
+    events: RmEvents
+    driver: DriverLog
+    follower: AppFollower
+
+    def timeline(self) -> dict[str, float | None]:
+        """The phase times every tfyarn run has (epoch s; None where not seen)."""
+        g0 = self.driver.phases.get(0, {})
+        return {
+            "submit": self.submitted, "cli_returned": self.cli_returned,
+            "rm_accepted": self.final["startedTime"] / 1000,
+            "am_running": self.events.am_running[0] if self.events.am_running else None,
+            "master_up": self.driver.first_line, "requested": g0.get("requested"),
+            "allocated": self.events.last("ALLOCATED"), "acquired": self.events.last("ACQUIRED"),
+            "containers_running": self.events.last("RUNNING"),
+            "all_started": g0.get("all started"), "all_registered": g0.get("all registered"),
+            "spec_published": g0.get("spec published"), "all_running": g0.get("all running"),
+            "job_end": self.final["finishedTime"] / 1000,
+        }
+
+    def meta(self) -> dict[str, Any]:
+        meta = {"final": f"{self.final['state']}/{self.final['finalStatus']}",
+                **self.follower.sampler.summary()}
+        if self.driver.usage:
+            meta["python_cpu_s_logged"], meta["python_peak_rss_kb_logged"] = self.driver.usage
+        return meta
+
+
+def run_to_end(cluster: Cluster, res_path: Path, app_path: Path, variant: Variant, what: str,
+               timeout_s: float, watch: Callable[[str], LogWatch] | None = None) -> FinishedRun:
+    """Submit, follow (watching the logs ``watch(app_id)`` names) and read the run's records;
+    the app is killed if it does not end in time."""
+    rm = RmLog(cluster)
+    app_id, t0, t1 = submit_tfyarn(cluster, res_path, app_path, variant)
+    log(f"  tfyarn ({variant.name}) {app_id}{what}")
+    follower = AppFollower(cluster, app_id, watch(app_id) if watch else None)
+    try:
+        final = follower.wait_end(timeout_s)
+    except Exception:
+        kill_app(cluster, app_id)
+        raise
+    return FinishedRun(app_id, t0, t1, final, rm.events(app_id), follower.driver_log(), follower)
+
+
 # ---------------------------------------------------------------- conditions, statistics, output
 
 

@@ -55,7 +55,7 @@ from bench.common import (
     submit_tfyarn,
     wait_for_room,
 )
-from bench.seed_job import trainer_files
+from bench.seed_job import trainer_files, trainer_watch
 
 TRAIN_ARGS = ["--train_steps", "3000", "--step_sleep", "0.1"]  # never ends before recovery
 MIN_CHECKPOINT_STEP = 50
@@ -100,8 +100,7 @@ def run_tfyarn_recovery(cluster: Cluster, run_dir: Path, victim: str, var: Varia
     app_id, t0, _ = submit_tfyarn(cluster, res_path, app_path, var)
     log(f"  tfyarn ({var.name}) {app_id}: kill the {victim}")
     work = work_root / app_id
-    watch = LogWatch(lambda: [d / n for d in cluster.app_log_dirs(app_id) for n in names],
-                     {"start": floors.START, "step": floors.STEP})
+    watch = trainer_watch(cluster, resources)(app_id)
     follower = AppFollower(cluster, app_id, watch, sample_am=False)
     job_name, index, stdout = VICTIM[victim]
     try:

@@ -37,20 +37,17 @@ from bench.common import (
     RESULTS,
     SCRATCH,
     VARIANTS,
-    AppFollower,
     Cluster,
-    RmLog,
     Variant,
     job_files,
-    kill_app,
     kinds_to_run,
     log,
     machine_info,
     make_variant,
     mtimes,
     record_run,
+    run_to_end,
     save,
-    submit_tfyarn,
     wait_for_room,
 )
 from bench.private_cluster import private_cluster
@@ -103,37 +100,12 @@ def run_tfyarn_light(cluster: Cluster, run_dir: Path, n: int, var: Variant,
         run_dir, args=["--sleep", str(sleep_for(n))], scripts_dir=LIGHT_APPS,
         entry="light_task.py", resources=light_resources(n),
         settings={"app.name": f"tfyarn-bench-light-{n}"})
-    rm = RmLog(cluster)
-    app_id, t0, t1 = submit_tfyarn(cluster, res_path, app_path, var)
-    log(f"  tfyarn ({var.name}) {app_id} ({n} light tasks)")
-    follower = AppFollower(cluster, app_id)
-    try:
-        final = follower.wait_end(timeout_s)
-    except Exception:
-        kill_app(cluster, app_id)
-        raise
-    events = rm.events(app_id)
-    driver = follower.driver_log()
-    g0 = driver.phases.get(0, {})
-    started = mtimes((work_root / app_id / "light").glob("*.json"))
-    t = {
-        "submit": t0, "cli_returned": t1,
-        "rm_accepted": final["startedTime"] / 1000,
-        "am_running": events.am_running[0] if events.am_running else None,
-        "master_up": driver.first_line, "requested": g0.get("requested"),
-        "allocated": events.last("ALLOCATED"), "acquired": events.last("ACQUIRED"),
-        "containers_running": events.last("RUNNING"),
-        "all_started": g0.get("all started"), "all_registered": g0.get("all registered"),
-        "spec_published": g0.get("spec published"), "all_running": g0.get("all running"),
-        "tasks_started": max(started.values()) if len(started) >= n else None,
-        "job_end": final["finishedTime"] / 1000,
-    }
-    meta = {"final": f"{final['state']}/{final['finalStatus']}", "started": len(started),
-            **follower.sampler.summary()}
-    if driver.usage:
-        meta["python_cpu_s_logged"], meta["python_peak_rss_kb_logged"] = driver.usage
-    return {"kind": "tfyarn", "variant": var.name, "app_id": app_id, "n": n, "t": t,
-            "meta": meta}
+    run = run_to_end(cluster, res_path, app_path, var, f" ({n} light tasks)", timeout_s)
+    started = mtimes((work_root / run.app_id / "light").glob("*.json"))
+    t = {**run.timeline(),
+         "tasks_started": max(started.values()) if len(started) >= n else None}
+    return {"kind": "tfyarn", "variant": var.name, "app_id": run.app_id, "n": n, "t": t,
+            "meta": {**run.meta(), "started": len(started)}}
 
 
 def run_all(cluster: Cluster, sizes: list[int], runs: int, variants: list[Variant],

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from bench import floors, report
@@ -29,21 +30,18 @@ from bench.common import (
     RESULTS,
     SCRATCH,
     VARIANTS,
-    AppFollower,
     Cluster,
     LogWatch,
-    RmLog,
     Variant,
     job_files,
-    kill_app,
     kinds_to_run,
     log,
     machine_info,
     make_variant,
     mtimes,
     record_run,
+    run_to_end,
     save,
-    submit_tfyarn,
     wait_for_room,
 )
 
@@ -55,6 +53,14 @@ def trainer_files(resources: dict) -> list[str]:
     return ["chiefworker-0.stdout", *(f"worker-{i}.stdout" for i in range(workers))]
 
 
+def trainer_watch(cluster: Cluster, resources: dict) -> Callable[[str], LogWatch]:
+    """Watches the trainers' stdout for their first "start" and "step" lines."""
+    names = trainer_files(resources)
+    return lambda app_id: LogWatch(
+        lambda: [d / n for d in cluster.app_log_dirs(app_id) for n in names],
+        {"start": floors.START, "step": floors.STEP})
+
+
 def run_tfyarn_seed(cluster: Cluster, run_dir: Path, args: list[str], var: Variant,
                     timeout_s: float = JOB_TIMEOUT_S) -> dict:
     resources = json.loads((REPO / "resources.json").read_text())
@@ -62,45 +68,22 @@ def run_tfyarn_seed(cluster: Cluster, run_dir: Path, args: list[str], var: Varia
                                               settings={"app.name": "tfyarn-bench-seed"})
     names = trainer_files(resources)
     n_tasks = len(names) + int(resources["components"]["ps"]["yarn.component.instances"])
-    rm = RmLog(cluster)
-    app_id, t0, t1 = submit_tfyarn(cluster, res_path, app_path, var)
-    log(f"  tfyarn ({var.name}) {app_id}")
-    watch = LogWatch(lambda: [d / n for d in cluster.app_log_dirs(app_id) for n in names],
-                     {"start": floors.START, "step": floors.STEP})
-    follower = AppFollower(cluster, app_id, watch)
-    try:
-        final = follower.wait_end(timeout_s)
-    except Exception:
-        kill_app(cluster, app_id)
-        raise
-    events = rm.events(app_id)
-    driver = follower.driver_log()
-    g0 = driver.phases.get(0, {})
-    work = work_root / app_id
+    run = run_to_end(cluster, res_path, app_path, var, "", timeout_s,
+                     trainer_watch(cluster, resources))
+    work = work_root / run.app_id
     flags = mtimes((work / "flags").glob("*.json"))
     result = work / "result.json"
-    trainers = [t for _, t in watch.first("step")]
+    trainers = [t for _, t in run.follower.watch.first("step")]
     t = {
-        "submit": t0, "cli_returned": t1,
-        "rm_accepted": final["startedTime"] / 1000,
-        "am_container_launched": final["launchTime"] / 1000,
-        "am_running": events.am_running[0] if events.am_running else None,
-        "master_up": driver.first_line,
-        "requested": g0.get("requested"),
-        "allocated": events.last("ALLOCATED"), "acquired": events.last("ACQUIRED"),
-        "containers_running": events.last("RUNNING"),
-        "all_started": g0.get("all started"), "all_registered": g0.get("all registered"),
-        "spec_published": g0.get("spec published"), "all_running": g0.get("all running"),
+        **run.timeline(),
+        "am_container_launched": run.final["launchTime"] / 1000,
         "scripts_started": max(flags.values()) if len(flags) == n_tasks else None,
         "training": max(trainers) if len(trainers) == len(names) else None,
         "chief_done": result.stat().st_mtime if result.exists() else None,
-        "chief_finished_am": driver.chief_finished,
-        "job_end": final["finishedTime"] / 1000,
+        "chief_finished_am": run.driver.chief_finished,
     }
-    meta = {"final": f"{final['state']}/{final['finalStatus']}", **follower.sampler.summary()}
-    if driver.usage:
-        meta["python_cpu_s_logged"], meta["python_peak_rss_kb_logged"] = driver.usage
-    return {"kind": "tfyarn", "variant": var.name, "app_id": app_id, "t": t, "meta": meta}
+    return {"kind": "tfyarn", "variant": var.name, "app_id": run.app_id, "t": t,
+            "meta": run.meta()}
 
 
 def main(argv: list[str]) -> int:
