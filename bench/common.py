@@ -707,9 +707,10 @@ def save(path: Path, data: dict) -> None:
     log(f"wrote {path}")
 
 
-def kinds_to_run(variants: list[Variant], floors: list[str]) -> list[tuple[str, Variant | None]]:
-    """Each tfyarn variant, then each floor, as (kind, variant) pairs."""
-    return [("tfyarn", v) for v in variants] + [(floor, None) for floor in floors]
+def kinds_to_run(variants: list[Variant],
+                 floors: list[str]) -> list[tuple[str, Variant | None, str]]:
+    """Each tfyarn variant, then each floor, as (kind, variant, name in the results)."""
+    return [("tfyarn", v, v.name) for v in variants] + [(f, None, f) for f in floors]
 
 
 def record_run(data: dict, out: Path, run_dir: Path, *, kind: str, name: str, rep: int,

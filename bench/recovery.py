@@ -290,8 +290,7 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(scratch, ignore_errors=True)
     for rep in range(opts.runs):
         for victim in victims:
-            for kind, var in kinds_to_run(variants, [] if opts.no_floor else ["local"]):
-                name = var.name if var else kind
+            for kind, var, name in kinds_to_run(variants, [] if opts.no_floor else ["local"]):
                 run_dir = scratch / f"{victim}-{rep}-{name}"
                 conditions = wait_for_room(cluster, {"": 3, "gpu": 2}, 300)
                 log(f"recovery ({victim}) run {rep + 1}/{opts.runs} {name} ({conditions})")

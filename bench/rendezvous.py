@@ -120,8 +120,7 @@ def run_all(cluster: Cluster, sizes: list[int], runs: int, variants: list[Varian
                     log(f"N={n}: skipped: {reason}")
                     data["skipped"][str(n)] = reason
                 continue
-            for kind, var in kinds_to_run(variants, ["skein"] if with_floor else []):
-                name = var.name if var else kind
+            for kind, var, name in kinds_to_run(variants, ["skein"] if with_floor else []):
                 run_dir = scratch / f"{n}-{rep}-{name}"
                 conditions = wait_for_room(cluster, needs(n), 600)
                 log(f"N={n} run {rep + 1}/{runs} {name} ({conditions})")

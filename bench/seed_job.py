@@ -108,8 +108,7 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(scratch, ignore_errors=True)
     try:
         for rep in range(opts.runs):
-            for kind, var in kinds_to_run(variants, floor_kinds):
-                name = var.name if var else kind
+            for kind, var, name in kinds_to_run(variants, floor_kinds):
                 run_dir = scratch / f"{rep}-{name}"
                 # The seed job needs 2 vcores in each partition (+1 for the AppMaster).
                 conditions = wait_for_room(cluster, {"": 3, "gpu": 2}, 300)
