@@ -10,6 +10,7 @@ client environment (skein's driver finds YARN through `yarn classpath`).
 from __future__ import annotations
 
 import contextlib
+import queue
 import shlex
 import sys
 import time
@@ -63,15 +64,17 @@ def run_probe(timeout_s: float = TIMEOUT_S) -> str:
                                        f"not start (waited up to {timeout_s:.0f} s).")
                 time.sleep(0.1)
             app = client.connect(app_id)
-            while True:
-                running = {key.removeprefix(RAN_KEY) for key in app.kv.get_prefix(RAN_KEY)}
-                if running == set(spec.services):
-                    break
-                if time.monotonic() > deadline:
+            reports = app.kv.event_queue()
+            reports.subscribe(prefix=RAN_KEY, event_type="PUT")
+            ran = {key.removeprefix(RAN_KEY) for key in app.kv.get_prefix(RAN_KEY)}
+            while ran != set(spec.services):
+                try:
+                    event = reports.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
                     raise RuntimeError(
                         f"{app_id} ({PROBE_NAME}): after {timeout_s:.0f} s, containers ran for "
-                        f"{sorted(running) or 'no partition'} of {sorted(spec.services)}.")
-                time.sleep(0.1)
+                        f"{sorted(ran) or 'no partition'} of {sorted(spec.services)}.") from None
+                ran.add(event.key.removeprefix(RAN_KEY))
             app.shutdown("SUCCEEDED", "a container ran in each partition")
         except Exception as exc:
             diagnostics = client.application_report(app_id).diagnostics or "(none)"
