@@ -60,8 +60,10 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
         files=files,
         script=_launch(plan, "appmaster.master", environment.master_python),
-        # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so.
-        env={"JAVA_TOOL_OPTIONS": QUICK_JVM_OPTIONS},
+        # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so,
+        # and its web UI's templates reflect on java.util's entries, which JDK 17 must open.
+        env={"JAVA_TOOL_OPTIONS":
+             f"{QUICK_JVM_OPTIONS} --add-opens=java.base/java.util=ALL-UNNAMED"},
     )
     return skein.ApplicationSpec(
         name=plan.name,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
 
 import click
 
+from appmaster.webpage import job_page_url
 from tfyarn import environments, jobview
 from tfyarn.jobconfig import JobConfigError, load_job
 from tfyarn.plan import Placement, build_plan, format_plan, format_plan_json, plan_document
@@ -74,12 +76,15 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
         with skein_client() as client:
             app_id = submit(client, job, plan, placement, environment)
             report = client.application_report(app_id)
+            job_page = job_page_url(report.tracking_url)
             if as_json and not wait:
-                click.echo(f'{{"application_id": "{app_id}", '
-                           f'"tracking_url": "{report.tracking_url}"}}')
+                click.echo(json.dumps({"application_id": app_id,
+                                       "tracking_url": report.tracking_url,
+                                       "job_page": job_page}))
                 return
             click.echo(f"Submitted {app_id} ({plan.name}) to queue {placement.queue}.")
             click.echo(f"Tracking URL: {report.tracking_url}")
+            click.echo(f"Job page: {job_page}")
             click.echo(f"Logs: yarn logs -applicationId {app_id}")
             if not wait:
                 return

@@ -1,0 +1,269 @@
+"""The job page's HTML: one region per part of the job view, and the page that holds them.
+
+The page is rendered whole on the first request. It then fetches ``parts.json`` (the same
+regions, rendered again) every few seconds and replaces only the regions that changed, so
+the reader keeps their place. When the AppMaster is gone, YARN's proxy no longer answers
+with the parts: the page then asks the ResourceManager's REST API (same origin through the
+proxy) how the job ended and says so.
+
+Fields this module does not know (added to the view later) are shown as they come: simple
+values and flat dicts as facts about the job, or as extra columns of the task table.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+
+TASK_COLUMNS = ("role", "index", "state", "address", "container", "yarn_container_id", "node",
+                "restarts", "exit_code")
+# Keys of the view that have their own place on the page (everything else is a "fact").
+PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks", "tensorboard",
+                    "tensorboard_url", "cluster_spec", "restarts", "phases"})
+HIDDEN_TASK_KEYS = frozenset({"log_url"})
+REFRESH_MS = 3000
+FINAL_STATES = ("SUCCEEDED", "FAILED", "KILLED")
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value))
+
+
+def text_of(value: object) -> str:
+    """A field's value as one short line: numbers compact, flat dicts as ``key value`` pairs."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {text_of(item)}" for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(text_of(item) for item in value)
+    return str(value)
+
+
+def label_of(key: str) -> str:
+    return key.replace("_", " ")
+
+
+def summary_html(view: dict) -> str:
+    state = str(view["state"])
+    updated = time.strftime("%H:%M:%S UTC", time.gmtime(view["updated"] / 1000))
+    facts = [("generation", view["generation"]),
+             *((label_of(k), v) for k, v in view.items() if k not in PLACED)]
+    items = "".join(f"<div><dt>{esc(name)}</dt><dd>{esc(text_of(value))}</dd></div>"
+                    for name, value in facts)
+    return (f'<span class="state state-{esc(state.lower())}" data-state="{esc(state)}">'
+            f"{esc(state)}</span>"
+            f'<span class="updated">updated {esc(updated)}</span><dl class="facts">{items}</dl>')
+
+
+def task_columns(tasks: list[dict]) -> list[str]:
+    """The known columns, then any other field a task row has, in order of appearance."""
+    extra: list[str] = []
+    for task in tasks:
+        extra += [k for k in task if k not in TASK_COLUMNS and k not in HIDDEN_TASK_KEYS
+                  and k not in extra]
+    return [*TASK_COLUMNS, *extra]
+
+
+def tasks_html(view: dict) -> str:
+    columns = task_columns(view["tasks"])
+    head = "".join(f"<th>{esc(label_of(c))}</th>" for c in columns) + "<th>logs</th>"
+    rows = []
+    for task in view["tasks"]:
+        cells = "".join(f'<td class="col-{esc(c)}">{esc(text_of(task.get(c)))}</td>'
+                        for c in columns)
+        link = f'<a href="{esc(task["log_url"])}">logs</a>' if task.get("log_url") else ""
+        rows.append(f'<tr class="task-{esc(task.get("state", ""))}" '
+                    f'data-task="{esc(task["role"])}-{esc(task["index"])}">{cells}'
+                    f"<td>{link}</td></tr>")
+    return (f'<table id="task-table"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def tensorboard_html(view: dict) -> str:
+    if not view.get("tensorboard_url"):
+        return ""
+    return ('<p>TensorBoard: <a href="../tensorboard/">through YARN\'s proxy</a> or '
+            f'<a href="{esc(view["tensorboard_url"])}">directly</a></p>')
+
+
+def restarts_html(view: dict) -> str:
+    return "<ul>" + ("".join(f"<li>{esc(line)}</li>" for line in view["restarts"])
+                     or "<li>none</li>") + "</ul>"
+
+
+def phases_html(view: dict) -> str:
+    rows = "".join(f'<tr><td>{esc(name)}</td><td class="num">{seconds:.3f} s</td></tr>'
+                   for name, seconds in view["phases"].items())
+    return f"<table>{rows}</table>" if rows else "<p>none yet</p>"
+
+
+def spec_html(view: dict) -> str:
+    return f"<pre>{esc(json.dumps(view['cluster_spec'], indent=2))}</pre>"
+
+
+REGIONS = {"summary": summary_html, "tasks": tasks_html, "tensorboard": tensorboard_html,
+           "restarts": restarts_html, "phases": phases_html, "spec": spec_html}
+
+
+def render_parts(view: dict) -> dict:
+    """What the page fetches to refresh itself: the job's state and every region's HTML."""
+    return {"state": view["state"], "regions": {name: render(view)
+                                                for name, render in REGIONS.items()}}
+
+
+STYLE = """
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2329;
+ background:#f5f6f8}
+header{background:#24292f;color:#fff;padding:10px 20px;display:flex;flex-wrap:wrap;gap:4px 16px;
+ align-items:baseline}
+header h1{font-size:18px;margin:0}
+header .app{font-family:ui-monospace,monospace;color:#c9d1d9}
+header nav{margin-left:auto}
+header a{color:#9ecbff;margin-left:12px}
+main{padding:12px 20px;max-width:1500px}
+section{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:10px 14px;
+ margin-bottom:12px}
+h2{font-size:15px;margin:0 0 8px}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse}
+#task-table{width:100%}
+th,td{padding:4px 10px;text-align:left;border-bottom:1px solid #eaeef2;white-space:nowrap}
+thead th{background:#f6f8fa;position:sticky;top:0}
+td.col-yarn_container_id,td.col-address,td.col-node{font-family:ui-monospace,monospace;
+ font-size:12.5px}
+td.num{text-align:right}
+.state{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;color:#fff;
+ background:#6e7781}
+.state-running{background:#0969da}.state-succeeded{background:#1a7f37}
+.state-failed{background:#cf222e}.state-killed{background:#bc4c00}
+.updated{color:#57606a;margin-left:12px}
+dl.facts{display:flex;flex-wrap:wrap;gap:4px 24px;margin:8px 0 0}
+dl.facts dt{color:#57606a;display:inline}dl.facts dt:after{content:":"}
+dl.facts dd{display:inline;margin:0 0 0 4px;font-weight:500}
+tr.task-running td.col-state{color:#1a7f37;font-weight:600}
+tr.task-failed td.col-state{color:#cf222e;font-weight:600}
+#ended{border-color:#bf8700;background:#fff8c5}
+#ended.final-succeeded{border-color:#1a7f37;background:#dafbe1}
+#ended.final-failed,#ended.final-killed{border-color:#cf222e;background:#ffebe9}
+#ended pre{white-space:pre-wrap}
+body.ended #task-table{opacity:.7}
+.two{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
+.two section{margin-bottom:0}
+pre{margin:0;font-size:12.5px}
+"""
+
+# Replaces changed regions in place; once the parts stop coming (the AppMaster is gone),
+# asks the ResourceManager how the job ended. Through YARN's proxy the page lives at
+# <RM>/proxy/<app id>/pages/tfyarn/, so the RM's REST API is same-origin.
+SCRIPT = """
+(function () {
+  var appId = document.body.dataset.appId, refreshMs = +document.body.dataset.refreshMs;
+  var finalStates = ["SUCCEEDED", "FAILED", "KILLED"];
+  var proxied = location.pathname.indexOf("/proxy/" + appId + "/") >= 0;
+  var rmBase = proxied ? location.pathname.split("/proxy/" + appId + "/")[0] : null;
+  var ended = document.getElementById("ended");
+  var shown = {};  // each region's HTML as last put in place
+
+  function show(kind, title, lines, link) {
+    ended.hidden = false;
+    ended.className = "final-" + kind.toLowerCase();
+    ended.querySelector("h2").textContent = title;
+    ended.querySelector("pre").textContent = lines.join("\\n");
+    var a = ended.querySelector("a");
+    a.hidden = !link;
+    if (link) { a.href = link; }
+  }
+
+  function apply(parts) {
+    Object.keys(parts.regions).forEach(function (name) {
+      var el = document.getElementById(name);
+      if (el && shown[name] !== parts.regions[name]) {
+        el.innerHTML = parts.regions[name];
+        shown[name] = parts.regions[name];
+      }
+    });
+    if (finalStates.indexOf(parts.state) >= 0) {
+      show(parts.state, "The job has ended: " + parts.state,
+           ["The AppMaster is shutting down; this page stops updating."], null);
+    }
+  }
+
+  function askYarn() {
+    if (!proxied) {
+      show("unknown", "The job page stopped answering",
+           ["The job has probably ended. Run: tfyarn status " + appId], null);
+      return Promise.resolve(true);
+    }
+    var appPage = rmBase + "/cluster/app/" + appId;
+    return fetch(rmBase + "/ws/v1/cluster/apps/" + appId,
+                 {cache: "no-store", headers: {Accept: "application/json"}})
+      .then(function (r) { return r.json(); })
+      .then(function (doc) {
+        var app = doc.app;
+        if (["FINISHED", "FAILED", "KILLED"].indexOf(app.state) < 0) {
+          show("unknown", "The job page is not answering (YARN says " + app.state + ")",
+               ["Retrying..."], appPage);
+          return false;
+        }
+        document.body.classList.add("ended");
+        show(app.finalStatus === "UNDEFINED" ? app.state : app.finalStatus,
+             "The job has ended: " + app.state + ", final status " + app.finalStatus,
+             [app.diagnostics || "(no diagnostics)",
+              "The table below is the last state this page received. " +
+              "The final task table: tfyarn status " + appId],
+             appPage);
+        return true;
+      })
+      .catch(function () {
+        show("unknown", "The job page stopped answering",
+             ["Neither the AppMaster nor the ResourceManager answers. Run: tfyarn status " +
+              appId], appPage);
+        return false;
+      });
+  }
+
+  function poll() {
+    fetch("parts.json", {cache: "no-store"})
+      .then(function (r) {
+        var json = (r.headers.get("Content-Type") || "").indexOf("application/json") === 0;
+        if (!r.ok || !json) { throw new Error("no parts"); }
+        return r.json();
+      })
+      .then(function (parts) { apply(parts); return false; })
+      .catch(askYarn)
+      .then(function (done) { if (!done) { setTimeout(poll, refreshMs); } });
+  }
+  setTimeout(poll, refreshMs);
+})();
+"""
+
+
+def render_page(view: dict) -> str:
+    regions = render_parts(view)["regions"]
+
+    def region(name: str) -> str:
+        return f'<div id="{name}">{regions[name]}</div>'
+
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(view['name'])} &middot; {esc(view['app_id'])}</title><style>{STYLE}</style></head>
+<body data-app-id="{esc(view['app_id'])}" data-refresh-ms="{REFRESH_MS}">
+<header><h1>{esc(view['name'])}</h1><span class="app">{esc(view['app_id'])}</span>
+<nav><a href="tasks.json">tasks.json</a><a href="../../overview">skein overview</a></nav></header>
+<main>
+<section id="ended" hidden><h2></h2><pre></pre><a hidden>YARN's application page</a></section>
+<section>{region("summary")}</section>
+<section><h2>Tasks</h2><div class="scroll">{region("tasks")}</div>{region("tensorboard")}</section>
+<div class="two">
+<section><h2>Restarts</h2>{region("restarts")}</section>
+<section><h2>Start-up phases (this generation)</h2>{region("phases")}</section>
+</div>
+<section><details><summary><h2 style="display:inline">Cluster spec</h2></summary>
+{region("spec")}</details></section>
+</main><script>{SCRIPT}</script></body></html>"""
