@@ -130,11 +130,17 @@ def resource_types() -> dict[str, object]:
 
 def capacity_scheduler() -> dict[str, object]:
     return {
-        "yarn.scheduler.capacity.root.queues": "default",
+        "yarn.scheduler.capacity.root.queues": "default,small",
         "yarn.scheduler.capacity.root.default.capacity": 100,
         "yarn.scheduler.capacity.root.default.maximum-capacity": 100,
         "yarn.scheduler.capacity.root.default.user-limit-factor": 1,
         "yarn.scheduler.capacity.root.default.state": "RUNNING",
+        # A queue with no guaranteed share that may grow to a quarter of the default
+        # partition, without the gpu label: for tests of jobs a queue can never hold.
+        "yarn.scheduler.capacity.root.small.capacity": 0,
+        "yarn.scheduler.capacity.root.small.maximum-capacity": 25,
+        "yarn.scheduler.capacity.root.small.accessible-node-labels": " ",
+        "yarn.scheduler.capacity.root.small.state": "RUNNING",
         "yarn.scheduler.capacity.maximum-am-resource-percent": 0.5,
         # GPUs and vcores count, not only memory.
         "yarn.scheduler.capacity.resource-calculator":
