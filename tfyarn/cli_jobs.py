@@ -9,11 +9,20 @@ import time
 
 import click
 
+from appmaster.jobplan import JobPlan
 from appmaster.webpage import job_page_url
-from tfyarn import environments, jobview
-from tfyarn.jobconfig import JobConfigError, load_job
+from tfyarn import environments, jobview, preflight
+from tfyarn.jobconfig import JobConfig, JobConfigError, describe_problems, load_job
+from tfyarn.jobconfig.documents import key_path
 from tfyarn.plan import Placement, build_plan, format_plan, format_plan_json, plan_document
-from tfyarn.submit import FINAL_STATES, SubmitError, follow, skein_client, submit
+from tfyarn.submit import (
+    FINAL_STATES,
+    SubmitError,
+    follow,
+    plain_diagnosis,
+    skein_client,
+    submit,
+)
 
 
 @click.command("submit")
@@ -64,10 +73,19 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
     placement = Placement(queue=queue or job.app.queue, tags=tags,
                           am_memory_mb=am_memory or job.am_memory_mb,
                           am_vcores=am_vcores or job.am_vcores, am_label=am_label)
+    checked = cluster_check(job, plan, placement, app_config_path, queue,
+                            {"--am-memory": am_memory, "--am-vcores": am_vcores,
+                             "--am-label": am_label})
     if dry_run:
         document = plan_document(job, plan, placement)
-        click.echo(format_plan_json(document) if as_json else format_plan(document))
+        document["preflight"] = checked.to_json()
+        click.echo(format_plan_json(document) if as_json
+                   else "\n".join([format_plan(document), "", *checked.lines()]))
+        refuse_if_unrunnable(checked)
         return
+    refuse_if_unrunnable(checked)
+    for line in checked.lines():
+        click.echo(line, err=True)
     try:
         environment = environments.prepare(job, plan.python, lambda m: click.echo(m, err=True))
     except environments.JobEnvironmentError as exc:
@@ -102,9 +120,26 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
                 sys.exit(130)
     except SubmitError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"{app_id} {final.final_status}: {final.diagnostics.strip()}")
+    click.echo(f"{app_id} {final.final_status}: {plain_diagnosis(final.diagnostics)}")
     sys.exit(0 if str(final.final_status) == "SUCCEEDED" else 1)
 
+
+def cluster_check(job: JobConfig, plan: JobPlan, placement: Placement, app_config_path: str,
+                  queue_option: str | None, options: dict[str, object]) -> preflight.Preflight:
+    """Pre-flight against the live cluster (tfyarn/preflight.py), naming what the user wrote."""
+    queue_source = ((preflight.COMMAND_LINE, "--queue") if queue_option else
+                    (app_config_path, key_path("global", "site.global.queue")))
+    given = frozenset(option for option, value in options.items() if value is not None)
+    return preflight.run_preflight(preflight.job_requests(job, plan, placement, given),
+                                   placement.queue, queue_source)
+
+
+def refuse_if_unrunnable(checked: preflight.Preflight) -> None:
+    if checked.problems:
+        notes = "".join(f"\nNote: {note}" for note in checked.notes)
+        raise click.ClickException(
+            f"nothing was submitted: the cluster ({checked.rm_url}) cannot run this job:\n"
+            f"{describe_problems(checked.problems)}{notes}")
 
 
 class LiveProgress:

@@ -13,6 +13,10 @@ from tfyarn import environments
 from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, TENSORBOARD, Component, JobConfig
 
 DEFAULT_WORK_DIR = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
+# A dry run of thousands of tasks stays quick and small: a role with more tasks than this
+# shows its first ones and its last, and a longer host list shows its ends.
+TASKS_SHOWN = 8
+HOSTS_SHOWN = 8
 
 
 @dataclass(frozen=True)
@@ -84,22 +88,40 @@ def restart_limit(role: RolePlan) -> str:
     return f"{role.failure_threshold} failure(s) tolerated, each replaced"
 
 
+def shown_tasks(instances: int) -> list[int]:
+    """The task indices a dry run shows: all, or the first few and the last."""
+    if instances <= TASKS_SHOWN:
+        return list(range(instances))
+    return [*range(TASKS_SHOWN - 1), instances - 1]
+
+
+def summarised(arg: str) -> str:
+    """``--worker_hosts=a,b,...`` with its middle left out when it is long."""
+    flag, equals, hosts = arg.partition("=")
+    items = hosts.split(",")
+    if not equals or not flag.endswith("_hosts") or len(items) <= HOSTS_SHOWN:
+        return arg
+    return f"{flag}={','.join(items[:HOSTS_SHOWN - 2])},...({len(items) - HOSTS_SHOWN + 1} more)" \
+           f"...,{items[-1]}"
+
+
 def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
     spec = placeholder_spec(plan)
     work_dir = plan.work_dir
     roles = []
     for role in plan.roles:
+        shown = shown_tasks(role.instances)
         commands = [
-            shlex.join(plan.task_command(spec, role.name, i, work_dir))
-            for i in range(role.instances)
+            shlex.join(map(summarised, plan.task_command(spec, role.name, i, work_dir)))
+            for i in shown
         ]
         roles.append({
             "role": role.name, "priority": role.priority, "instances": role.instances,
             "memory_mb": role.memory_mb, "vcores": role.vcores, "gpus": role.gpus,
             "node_label": role.label, "failure_threshold": role.failure_threshold,
             "failure_policy": role.failure_policy, "restarts": restart_limit(role),
-            "commands": commands,
-            "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in range(role.instances)],
+            "tasks_shown": shown, "commands": commands,
+            "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in shown],
         })
     return {
         "name": plan.name,
@@ -166,8 +188,14 @@ def format_plan(document: dict) -> str:
             f"{role['memory_mb']} MB, {role['vcores']} vcore(s){gpus}, node label {label}; "
             f"{role['restarts']}"
         )
-        for command, task in zip(role["commands"], role["tf_config_task"], strict=True):
+        previous = -1
+        for index, command, task in zip(role["tasks_shown"], role["commands"],
+                                        role["tf_config_task"], strict=True):
+            if index != previous + 1:
+                lines.append(f"  ... {index - previous - 1} more {role['role']} tasks like "
+                             "these (host lists summarised)")
             lines.append(f"  [{task['type']} {task['index']}] {command}")
+            previous = index
     if document["env"]:
         lines.append(f"\nEnvironment variables set for every task: {', '.join(document['env'])}")
     if document["secrets"]:

@@ -78,6 +78,31 @@ class RestReports:
             raise RestError(f"{response.status_code}: {message}")
         return response.json()
 
+    def get(self, path: str, **params: str) -> dict:
+        """Any answer of the RM's /ws/v1/cluster/ resources (scheduler, nodes, ...)."""
+        return self._get(path, **params)
+
+    def may_submit(self, queue: str, user: str) -> bool | None:
+        """Whether the RM lets ``user`` submit to ``queue``; None where it enforces no ACLs.
+
+        The answer comes as XML: Hadoop 3.5's RM fails to write this resource as JSON.
+        """
+        conf = requests.get(f"{self.base_url}/conf", params={"name": "yarn.acl.enable"},
+                            headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
+        if conf.ok and str(conf.json().get("property", {}).get("value")).lower() == "false":
+            return None
+        response = requests.get(
+            f"{self.base_url}/ws/v1/cluster/queues/{queue}/access",
+            params={"user": user, "queue-acl-type": "SUBMIT_APPLICATIONS"},
+            headers={"Accept": "application/xml"}, timeout=TIMEOUT_S)
+        try:
+            root = ET.fromstring(response.text)
+        except ET.ParseError:
+            raise RestError(f"{response.status_code}: {response.text[:300]}") from None
+        if response.status_code != 200:
+            raise RestError(f"{response.status_code}: {root.findtext('message') or ''}")
+        return root.findtext("allowed", "").strip().lower() == "true"
+
     def application_report(self, app_id: str) -> AppReport:
         return AppReport.from_json(self._get(f"apps/{app_id}")["app"])
 

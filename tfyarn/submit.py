@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,6 +24,15 @@ QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 LOG4J = Path(__file__).with_name("driver-log4j.properties")
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
+
+log = logging.getLogger(__name__)
+# A Java stack frame ("\tat org.apache...(File.java:42)", "... 12 more") and a class name
+# in front of a message ("org.apache.hadoop.yarn.exceptions.YarnException: ").
+_FRAME = re.compile(r"^\s*(at [\w$.<>/]+\(.*\)|\.\.\. \d+ more)\s*$")
+_JAVA_CLASS = re.compile(r"\b(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::\s*|$)")
+# skein's and Hadoop's wrappers around the RM's own words.
+_WRAPPERS = re.compile(r"^(Failed to submit application, exception:\s*|Failed to submit "
+                       r"application_\d+_\d+ to YARN : )")
 
 
 class SubmitError(RuntimeError):
@@ -48,6 +60,39 @@ def configure_driver(principal: str | None, keytab: str | None, verbose: bool = 
     if keytab and not Path(keytab).is_file():
         raise SubmitError(f"--keytab {keytab}: no such file.")
     DRIVER = DriverSettings(principal, keytab, "INFO" if verbose else "ERROR")
+    if verbose:  # tfyarn's own debug log (YARN's stack frames, say) goes to stderr too
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("tfyarn").addHandler(handler)
+        logging.getLogger("tfyarn").setLevel(logging.DEBUG)
+
+
+def _unrepeat(line: str) -> str:
+    """YARN sometimes pastes a message into itself: "P" then "P and more" becomes the latter."""
+    for k in range(20, len(line) // 2 + 1):
+        if line.startswith(line[:k], k):
+            return line[k:]
+    return line
+
+
+def plain_diagnosis(text: str) -> str:
+    """YARN's diagnosis in plain words, once: no Java stack frames, class names or wrappers.
+
+    The full text goes to the debug log (`tfyarn -v`)."""
+    text = str(text).strip()
+    lines: list[str] = []
+    for raw in text.splitlines():
+        if _FRAME.match(raw):
+            continue
+        line = _unrepeat(_JAVA_CLASS.sub("", _WRAPPERS.sub("", raw.strip())).strip())
+        if line.startswith("Caused by:"):
+            line = line.removeprefix("Caused by:").strip()
+        if line and not any(line in seen for seen in lines):
+            lines.append(line)
+    plain = "\n".join(lines)
+    if plain != text:
+        log.debug("YARN's full diagnosis:\n%s", text)
+    return plain
 
 
 def skein_client():
@@ -83,7 +128,7 @@ def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
         try:
             return client.submit(spec)
         except Exception as exc:
-            raise SubmitError(f"YARN refused the application: {exc}") from exc
+            raise SubmitError(f"YARN refused the application: {plain_diagnosis(exc)}") from exc
 
 
 def follow(client, app_id: str, show: Callable[[object], None], poll_s: float = 1.0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +84,10 @@ def read_document(c: Checker, path: Path) -> dict[str, Any] | None:
     except OSError as e:
         c.add(None, f"cannot read the file: {e.strerror}", "check the path and its permissions.")
         return None
-    if path.suffix.lower() in (".yaml", ".yml"):
+    yaml_file = path.suffix.lower() in (".yaml", ".yml")
+    if yaml_file:
         try:
+            report_duplicate_keys(c, yaml.compose(text, Loader=yaml.SafeLoader))
             doc = yaml.safe_load(text)
         except yaml.MarkedYAMLError as e:
             where = ""
@@ -97,12 +99,15 @@ def read_document(c: Checker, path: Path) -> dict[str, Any] | None:
             c.add(None, f"not valid YAML: {e}", "correct the syntax.")
             return None
     else:
+        repeated: list[str] = []
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, object_pairs_hook=lambda pairs: _object(pairs, repeated))
         except json.JSONDecodeError as e:
             where = f"line {e.lineno}, column {e.colno}"
             c.add(None, f"not valid JSON: {e.msg} at {where}", f"correct the syntax at {where}.")
             return None
+        if repeated:
+            _report_json_duplicates(c, text, repeated)
     if not isinstance(doc, dict):
         c.add(
             None,
@@ -111,6 +116,53 @@ def read_document(c: Checker, path: Path) -> dict[str, Any] | None:
         )
         return None
     return {str(k): v for k, v in doc.items()}
+
+
+def _object(pairs: list[tuple[str, Any]], repeated: list[str]) -> dict[str, Any]:
+    """A JSON object; keys it holds twice go to ``repeated`` (JSON would keep the last)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            repeated.append(key)
+        result[key] = value
+    return result
+
+
+def _report_json_duplicates(c: Checker, text: str, repeated: list[str]) -> None:
+    """Where each repeated key is: JSON is YAML, whose parser keeps every key's place."""
+    try:
+        report_duplicate_keys(c, yaml.compose(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:  # JSON that YAML does not read (tabs, say): name the keys only
+        for key in dict.fromkeys(repeated):
+            c.add(None, f'the key "{key}" is written twice in one object; only the last '
+                  "would count", "keep one of them (merge what they hold).")
+
+
+def _duplicates(node: yaml.Node | None,
+                path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], yaml.Mark,
+                                                              yaml.Mark]]:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, yaml.Mark] = {}
+        for key_node, value_node in node.value:
+            key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None:
+                continue
+            if key in seen:
+                yield (*path, key), seen[key], key_node.start_mark
+            else:
+                seen[key] = key_node.start_mark
+            yield from _duplicates(value_node, (*path, key))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from _duplicates(item, (*path, str(index)))
+
+
+def report_duplicate_keys(c: Checker, root: yaml.Node | None) -> None:
+    """A key written twice in one object or mapping, naming both places."""
+    for where, first, again in _duplicates(root):
+        c.add(key_path(*where), f"written twice, at line {first.line + 1}, column "
+              f"{first.column + 1} and at line {again.line + 1}, column {again.column + 1}; "
+              "only the last would count", "keep one of them (merge what they hold).")
 
 
 def mapping(c: Checker, value: Any, where: str) -> dict[str, Any] | None:
