@@ -215,7 +215,7 @@ def cluster_view(scheduler: Mapping, nodes: Mapping) -> ClusterView:
 class Request:
     """Containers of one kind the job asks for, and where the user set each of their values."""
 
-    what: str  # "worker", "the AppMaster"
+    what: str  # "worker", "AppMaster"
     count: int
     size: Resources
     label: str
@@ -258,7 +258,7 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
     for option, dimension in (("--am-memory", "memory_mb"), ("--am-vcores", "vcores")):
         if option in given:
             am_keys[dimension] = option
-    containers.append(Request("the AppMaster", 1,
+    containers.append(Request("AppMaster", 1,
                             Resources(placement.am_memory_mb, placement.am_vcores),
                             placement.am_label or "", resources, am_keys, appmaster=True))
     return containers
@@ -285,9 +285,8 @@ def check(view: ClusterView, containers: list[Request], queue_name: str,
     verdict = Verdict()
     queue = _check_queue(view, queue_name, queue_source, submit_allowed, user, verdict)
     labels_ok = _check_labels(view, containers, queue, verdict)
-    for request in containers:
-        _check_container(view, request, queue, verdict)
-    if queue is not None and queue.leaf and labels_ok:
+    sizes_ok = all([_check_container(view, request, queue, verdict) for request in containers])
+    if queue is not None and queue.leaf and labels_ok and sizes_ok:
         _check_whole_job(view, containers, queue, verdict)
     return verdict
 
@@ -364,13 +363,14 @@ def _check_labels(view: ClusterView, containers: list[Request], queue: Queue | N
 
 
 def _check_container(view: ClusterView, request: Request, queue: Queue | None,
-                     verdict: Verdict) -> None:
+                     verdict: Verdict) -> bool:
+    """Whether one container fits the maximum allocation and some active node."""
     size = request.size
     if size.gpus and not view.gpus_declared:
         verdict.problems.append(request.problem(
             "gpus", f"the cluster declares no {GPU} resource", f"set {KEYS['gpus']} to 0, or "
             "use a cluster whose NodeManagers offer GPUs.", size.gpus))
-        return
+        return False
     # A queue may cap containers below the cluster's maximum allocation.
     own_cap = queue is not None and queue.leaf and queue.max_allocation != view.max_allocation
     cap = queue.max_allocation if own_cap and queue is not None else view.max_allocation
@@ -388,7 +388,7 @@ def _check_container(view: ClusterView, request: Request, queue: Queue | None,
                 f"at most {getattr(cap, dimension)}; the maximum container is {cap}.",
                 getattr(size, dimension)))
         if too_big:
-            return
+            return False
     nodes = view.active_nodes(request.label)
     if nodes and not any(size.fits_in(n.total) for n in nodes):
         largest = max(nodes, key=lambda n: n.total)
@@ -398,6 +398,8 @@ def _check_container(view: ClusterView, request: Request, queue: Queue | None,
             f"{request.what} container asks for {size}; the largest node there has "
             f"{largest.total} ({largest.id})",
             f"at most what one node offers ({largest.total}).", getattr(size, dimension)))
+        return False
+    return True
 
 
 def _needs(containers: list[Request]) -> dict[str, Resources]:

@@ -1,0 +1,356 @@
+"""Pre-flight checks as pure functions of the RM's answers (recorded from the local cluster).
+
+tests/test_preflight_rm.json holds what an idle local ResourceManager answered to
+/ws/v1/cluster/scheduler and /ws/v1/cluster/nodes; each test changes the job, or the
+recording where the cluster must look different (a busy node, a stopped queue).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from functools import cache
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jobtools import prepare_job
+
+from tfyarn.jobconfig import load_job
+from tfyarn.plan import Placement, build_plan
+from tfyarn.preflight import (
+    ClusterView,
+    Request,
+    Resources,
+    Verdict,
+    check,
+    cluster_view,
+    job_requests,
+    needs_acl_answer,
+    run_preflight,
+)
+from tfyarn.submit import plain_diagnosis
+
+RECORDING = Path(__file__).with_name("test_preflight_rm.json")
+QUEUE_KEY = ("appConfig.json", 'global."site.global.queue"')
+
+
+@cache
+def _recording() -> dict[str, Any]:
+    return json.loads(RECORDING.read_text())
+
+
+def recorded() -> dict[str, Any]:
+    return copy.deepcopy(_recording())
+
+
+def view(doc: dict[str, Any] | None = None) -> ClusterView:
+    doc = doc or recorded()
+    return cluster_view(doc["scheduler"], doc["nodes"])
+
+
+def scheduler_info(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc["scheduler"]["scheduler"]["schedulerInfo"]
+
+
+def leaf(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(q for q in scheduler_info(doc)["queues"]["queue"]
+                if q["queueName"] == name)
+
+
+def node(doc: dict[str, Any], label: str) -> dict[str, Any]:
+    rows = doc["nodes"]["nodes"]["node"]
+    return next(n for n in rows if (n.get("nodeLabels") or [""])[0] == label)
+
+
+def resource_json(memory: int, vcores: int, gpus: int = 0) -> dict[str, Any]:
+    info = [{"name": "memory-mb", "value": memory}, {"name": "vcores", "value": vcores},
+            {"name": "yarn.io/gpu", "value": gpus}]
+    return {"memory": memory, "vCores": vcores, "resourceInformations": {
+        "resourceInformation": info}}
+
+
+def job(tmp_path: Path, components: dict[str, dict[str, str]] | None = None,
+        am_label: str | None = None, am_memory_mb: int | None = None) -> list[Request]:
+    """The containers of the seed job (ps, chief on the default partition, 2 gpu workers)."""
+    resources, app_config = prepare_job(tmp_path, components=components)
+    config = load_job(resources, app_config)
+    plan = build_plan(config, default_label=am_label)
+    placement = Placement(am_memory_mb=am_memory_mb or config.am_memory_mb,
+                          am_vcores=config.am_vcores, am_label=am_label)
+    given = frozenset({"--am-memory"} if am_memory_mb else set()) | frozenset(
+        {"--am-label"} if am_label else set())
+    return job_requests(config, plan, placement, given)
+
+
+def verdict(tmp_path: Path, queue: str = "default", doc: dict[str, Any] | None = None,
+            **job_changes: Any) -> Verdict:
+    return check(view(doc), job(tmp_path, **job_changes), queue, QUEUE_KEY)
+
+
+def texts(v: Verdict) -> list[str]:
+    return [str(p) for p in v.problems]
+
+
+# ---- reading the answers ----
+
+def test_the_recording_reads_as_the_local_cluster_is() -> None:
+    cluster = view()
+    assert cluster.scheduler == "capacityScheduler"
+    assert cluster.labels == {"gpu"}
+    assert cluster.max_allocation == Resources(8192, 8, 2)
+    assert cluster.gpus_declared
+    assert cluster.leaves() == ["root.default", "root.small"]
+    default, small = cluster.find_queue("default"), cluster.find_queue("root.small")
+    assert default is not None and small is not None
+    assert default.leaf and default.state == "RUNNING" and default.may_use("gpu")
+    assert not small.may_use("gpu") and small.may_use("")
+    assert small.max_by_label[""] == Resources(4096, 4)
+    assert default.max_by_label["gpu"] == Resources(16384, 16, 2)
+    assert [n.label for n in cluster.active_nodes("gpu")] == ["gpu"]
+    assert cluster.active_nodes("")[0].total == Resources(16384, 16, 0)
+
+
+def test_the_seed_job_passes(tmp_path: Path) -> None:
+    assert verdict(tmp_path) == Verdict([], [])
+
+
+# ---- the issue's table: each refused with file, key, fix and what the cluster offers ----
+
+def test_an_unknown_label(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, components={"worker": {"yarn.label.expression": "tpu"}}))
+    assert len(found) == 1
+    assert found[0].startswith(f'{tmp_path}/job/resources.json: components.worker.'
+                               '"yarn.label.expression" = "tpu": no node label "tpu"')
+    assert 'the cluster has "gpu" (1 active node)' in found[0] and "Fix: " in found[0]
+
+
+def test_more_memory_than_the_maximum_allocation(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, components={"worker": {"yarn.memory": "20000"}}))
+    assert len(found) == 1
+    assert 'components.worker."yarn.memory" = 20000' in found[0]
+    assert "maximum allocation per container, 8192" in found[0]
+    assert "yarn.scheduler.maximum-allocation-mb" in found[0]
+    assert "Fix: at most 8192" in found[0]
+
+
+def test_an_unknown_queue(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, queue="nosuchqueue"))
+    assert found == ['appConfig.json: global."site.global.queue" = "nosuchqueue": no such queue '
+                     "in the cluster. Fix: use one of its running leaf queues: root.default, "
+                     "root.small."]
+
+
+def test_more_gpus_than_any_container_may_have(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, components={"worker": {"yarn.gpus": "3"}}))
+    assert len(found) == 1  # not also "the whole job is too big"
+    assert 'components.worker."yarn.gpus" = 3' in found[0] and "Fix: at most 2" in found[0]
+
+
+def test_more_gpus_than_the_partition_holds_at_once(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, components={"worker": {"yarn.gpus": "2"}}))
+    assert len(found) == 1
+    assert "needs 2048 MB, 2 vcore(s), 4 GPU(s) in label \"gpu\" at once" in found[0]
+    assert "can never hold more than 16384 MB, 16 vcore(s), 2 GPU(s)" in found[0]
+
+
+def test_a_job_larger_than_its_queue_can_ever_hold(tmp_path: Path) -> None:
+    components = {"worker": {"yarn.label.expression": "", "yarn.memory": "2048",
+                             "yarn.component.instances": "4"}}
+    found = texts(verdict(tmp_path, queue="small", components=components))
+    assert len(found) == 1
+    assert f"{tmp_path}/job/resources.json: components: the whole job needs 10752 MB" in found[0]
+    assert "queue root.small can never hold more than 4096 MB, 4 vcore(s)" in found[0]
+    assert "maximum capacity 25%" in found[0] and "wait forever" in found[0]
+
+
+def test_a_stopped_queue(tmp_path: Path) -> None:
+    doc = recorded()
+    leaf(doc, "default")["state"] = "STOPPED"
+    found = texts(verdict(tmp_path, doc=doc))
+    assert found == ['appConfig.json: global."site.global.queue" = "default": queue root.default '
+                     "is STOPPED and takes no new applications. Fix: use a running queue "
+                     "(root.small), or ask the cluster's administrators to start it."]
+
+
+def test_a_parent_queue(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, queue="root"))
+    assert len(found) == 1 and "root is a parent queue" in found[0]
+    assert "root.default, root.small" in found[0]
+
+
+def test_a_label_the_queue_may_not_use(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, queue="small"))
+    assert len(found) == 1
+    assert 'queue root.small may not use node label "gpu" (its labels: none)' in found[0]
+
+
+def test_a_label_without_an_active_node(tmp_path: Path) -> None:
+    doc = recorded()
+    node(doc, "gpu")["state"] = "LOST"
+    found = texts(verdict(tmp_path, doc=doc))
+    assert len(found) == 1
+    assert 'label "gpu" has no active node (localhost:8454 LOST)' in found[0]
+
+
+def test_a_container_larger_than_every_node(tmp_path: Path) -> None:
+    doc = recorded()
+    node(doc, "")["totalResource"] = resource_json(4096, 16)
+    found = texts(verdict(tmp_path, components={"ps": {"yarn.memory": "6000"}}, doc=doc))
+    assert len(found) == 1
+    assert 'components.ps."yarn.memory" = 6000: no active node in the default partition' in (
+        found[0])
+    assert "the largest node there has 4096 MB, 16 vcore(s) (localhost:8444)" in found[0]
+
+
+def test_every_problem_at_once(tmp_path: Path) -> None:
+    doc = recorded()
+    leaf(doc, "small")["state"] = "STOPPED"
+    components = {"worker": {"yarn.label.expression": "tpu"},
+                  "ps": {"yarn.memory": "20000"}, "chiefworker": {"yarn.vcores": "9"}}
+    found = texts(verdict(tmp_path, queue="small", doc=doc, components=components,
+                          am_memory_mb=9000))
+    assert len(found) == 5, found
+    assert "is STOPPED" in found[0]
+    assert 'no node label "tpu"' in found[1]
+    assert 'components.ps."yarn.memory" = 20000' in found[2]
+    assert 'components.chiefworker."yarn.vcores" = 9' in found[3]
+    assert found[4].startswith("command line: --am-memory = 9000: one AppMaster container")
+
+
+def test_the_appmaster_label_names_the_option(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, am_label="tpu"))
+    # the AppMaster and the two roles without their own label get --am-label's label
+    assert len(found) == 3 and all(": --am-label = \"tpu\"" in line for line in found)
+
+
+# ---- waiting is not an error ----
+
+def test_a_busy_cluster_is_a_note(tmp_path: Path) -> None:
+    doc = recorded()
+    gpu = node(doc, "gpu")
+    gpu["availableResource"] = resource_json(1024, 15, 2)
+    for usage in leaf(doc, "default")["resources"]["resourceUsagesByPartition"]:
+        if usage["partitionName"] == "gpu":
+            usage["used"] = resource_json(15360, 1)
+    found = verdict(tmp_path, doc=doc)
+    assert found.problems == []
+    assert len(found.notes) == 1 and found.notes[0].startswith(
+        'the cluster is busy: label "gpu" has 1024 MB, 15 vcore(s), 2 GPU(s) free for queue '
+        "root.default now, the job needs 2048 MB, 2 vcore(s)")
+
+
+def test_an_appmaster_above_the_queues_share_is_a_note(tmp_path: Path) -> None:
+    small_tasks = {role: {"yarn.memory": "256"} for role in ("ps", "chiefworker")}
+    small_tasks["worker"] = {"yarn.memory": "256", "yarn.label.expression": "",
+                             "yarn.component.instances": "1"}
+    found = verdict(tmp_path, queue="small", am_memory_mb=3000, components=small_tasks)
+    assert found.problems == []
+    assert any("larger than queue root.small's share for AppMasters (2048 MB, 2 vcore(s)"
+               in note for note in found.notes)
+
+
+# ---- ACLs ----
+
+def test_acls_are_asked_for_only_where_one_may_forbid() -> None:
+    doc = recorded()
+    cluster = view(doc)
+    assert not needs_acl_answer(cluster, cluster.find_queue("default"))  # root's "*"
+    for acl in scheduler_info(doc)["queueAcls"]["queueAcl"]:
+        acl["accessControlList"] = "alice admins"
+    cluster = view(doc)
+    assert needs_acl_answer(cluster, cluster.find_queue("default"))
+    assert not needs_acl_answer(cluster, None)
+
+
+def test_a_queue_the_user_may_not_submit_to(tmp_path: Path) -> None:
+    found = check(view(), job(tmp_path), "default", QUEUE_KEY, submit_allowed=False, user="bob")
+    assert [str(p) for p in found.problems] == [
+        'appConfig.json: global."site.global.queue" = "default": user bob may not submit to '
+        "queue root.default (its SUBMIT_APP and ADMINISTER_QUEUE ACLs). Fix: use a queue you "
+        "may submit to, or ask the cluster's administrators to add you to the queue's ACL."]
+
+
+# ---- when the RM cannot be asked, pre-flight steps aside ----
+
+def write_conf(directory: Path, properties: dict[str, str]) -> None:
+    rows = "".join(f"<property><name>{k}</name><value>{v}</value></property>"
+                   for k, v in properties.items())
+    (directory / "yarn-site.xml").write_text(f"<configuration>{rows}</configuration>")
+
+
+@pytest.mark.parametrize(("properties", "reason"), [
+    ({}, "names no ResourceManager web address"),
+    ({"hadoop.security.authentication": "kerberos", "yarn.resourcemanager.hostname": "rm"},
+     "uses Kerberos"),
+    ({"yarn.resourcemanager.webapp.address": "127.0.0.1:9"}, "REST API did not answer"),
+], ids=["no-address", "kerberos", "no-answer"])
+def test_skipped_with_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               properties: dict[str, str], reason: str) -> None:
+    write_conf(tmp_path, properties)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    outcome = run_preflight([], "default", QUEUE_KEY)
+    assert not outcome.checked and reason in (outcome.skipped_reason or "")
+    assert outcome.lines() == [f"Pre-flight check skipped: {outcome.skipped_reason}."]
+
+
+def test_asks_the_rm_over_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Against a server answering with the recording: two requests, and a verdict."""
+    paths: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            paths.append(self.path)
+            body = json.dumps(_recording()[self.path.rsplit("/", 1)[-1]]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        write_conf(tmp_path, {"yarn.resourcemanager.webapp.address":
+                              f"127.0.0.1:{server.server_port}"})
+        monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+        monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+        outcome = run_preflight(job(tmp_path, components={"worker": {"yarn.memory": "20000"}}),
+                                "default", QUEUE_KEY)
+    finally:
+        server.shutdown()
+    assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/nodes"]
+    assert outcome.checked and len(outcome.problems) == 1
+    assert outcome.to_json()["problems"] == [str(outcome.problems[0])]
+
+
+# ---- YARN's own refusals, in plain words ----
+
+FRAMES = "".join(f"\tat org.apache.hadoop.yarn.server.Some{i}.call(Some{i}.java:{i})\n"
+                 for i in range(28))
+
+
+def test_java_stack_frames_are_left_out() -> None:
+    diagnosis = ("Failure in container allocator:\nInvalid resource request, queue=default "
+                 "doesn't have permission to access all labels in resource request. "
+                 "labelExpression of resource request=tpu. Queue labels=gpu\n" + FRAMES)
+    assert plain_diagnosis(diagnosis) == diagnosis.split("\n\tat")[0]
+
+
+def test_a_message_pasted_into_itself_is_said_once() -> None:
+    message = ("Failed to submit application, exception:\nFailed to submit application_1_0002 "
+               "to YARN : Application application_1_0002 submitted by user rootApplication "
+               "application_1_0002 submitted by user root to unknown queue: nosuchqueue")
+    assert plain_diagnosis(message) == ("Application application_1_0002 submitted by user root "
+                                        "to unknown queue: nosuchqueue")
+
+
+def test_exception_class_names_and_causes_repeating_it_go() -> None:
+    text = ("org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException: Too big\n"
+            + FRAMES + "Caused by: java.io.IOException: Too big\n\t... 12 more")
+    assert plain_diagnosis(text) == "Too big"
