@@ -153,7 +153,8 @@ tr.task-failed td.col-state{color:#cf222e;font-weight:600}
 #ended.final-failed,#ended.final-killed{border-color:#cf222e;background:#ffebe9}
 #ended pre{white-space:pre-wrap}
 body.ended #task-table{opacity:.7}
-.two{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}
+.two{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px;
+ margin-bottom:12px;align-items:start}
 .two section{margin-bottom:0}
 pre{margin:0;font-size:12.5px}
 """

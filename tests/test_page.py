@@ -1,0 +1,90 @@
+"""The job page without YARN: what it renders from a view, and what its server answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from appmaster import webpage
+from appmaster.jobpage import render_page, render_parts, task_columns
+
+TASK = {"role": "worker", "index": 1, "state": "running", "address": "h:3",
+        "container": "worker_1", "yarn_container_id": "container_w1", "node": "n:8042",
+        "restarts": 2, "exit_code": None, "log_url": "http://n:8042/node/containerlogs/c/u"}
+VIEW = {
+    "app_id": "application_1_0007", "name": "demo", "state": "RUNNING", "generation": 2,
+    "updated": 1_700_000_000_000, "tasks": [TASK], "tensorboard": None,
+    "tensorboard_url": "http://n:6006", "cluster_spec": {"worker": ["h:3"]},
+    "restarts": ["worker 1 failed (exit 3): replaced"], "phases": {"all started": 1.25},
+}
+
+
+def test_known_parts_are_rendered() -> None:
+    page = render_page(VIEW)
+    assert '<tr class="task-running" data-task="worker-1">' in page
+    assert '<a href="http://n:8042/node/containerlogs/c/u">logs</a>' in page
+    assert 'href="../tensorboard/"' in page and 'href="http://n:6006"' in page
+    assert "worker 1 failed (exit 3): replaced" in page and "1.250 s" in page
+    assert 'data-state="RUNNING"' in page and "<dd>2</dd>" in page  # the generation
+    assert "http-equiv" not in page  # it refreshes itself in place, never by reloading
+
+
+def test_fields_added_later_are_shown() -> None:
+    view = {**VIEW, "work_dir": "hdfs://nn/jobs/a", "global_step": 1200, "steps_per_s": 35.123,
+            "metrics": {"loss": 0.2512345, "accuracy": 0.9},
+            "mirror": {"lag_s": 4.5, "last": "ckpt-1200"},
+            "tasks": [{**TASK, "mirror": {"lag_s": 2.0}}, {**TASK, "index": 2, "step": 7}]}
+    page = render_page(view)
+    for text in ("<dt>work dir</dt><dd>hdfs://nn/jobs/a</dd>", "<dt>global step</dt><dd>1200</dd>",
+                 "<dt>steps per s</dt><dd>35.12</dd>",
+                 "<dt>metrics</dt><dd>loss 0.2512, accuracy 0.9</dd>",
+                 "<dt>mirror</dt><dd>lag_s 4.5, last ckpt-1200</dd>",
+                 "<th>mirror</th><th>step</th><th>logs</th>",
+                 '<td class="col-mirror">lag_s 2</td>'):
+        assert text in page, text
+    assert task_columns(view["tasks"])[-2:] == ["mirror", "step"]
+
+
+def test_text_is_escaped_everywhere() -> None:
+    hostile = "<script>x</script>"
+    view = {**VIEW, "name": hostile, "note": hostile, "restarts": [hostile],
+            "tasks": [{**TASK, "address": hostile}]}
+    page = render_page(view)
+    assert page.count("<script>") == 1  # the page's own
+    assert "&lt;script&gt;x&lt;/script&gt;" in page
+
+
+def test_parts_are_the_page_regions() -> None:
+    parts = render_parts(VIEW)
+    assert parts["state"] == "RUNNING"
+    page = render_page(VIEW)
+    for name, fragment in parts["regions"].items():
+        assert f'<div id="{name}">{fragment}</div>' in page, name
+
+
+@pytest.fixture
+def served() -> Iterator[str]:
+    server = webpage.serve(lambda: VIEW)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def test_server_answers_the_page_and_its_json(served: str) -> None:
+    page = requests.get(served + "/", timeout=5)
+    assert page.headers["Content-Type"].startswith("text/html") and "demo" in page.text
+    parts = requests.get(served + "/parts.json", timeout=5)
+    assert parts.headers["Content-Type"] == "application/json"
+    assert parts.json() == json.loads(json.dumps(render_parts(VIEW)))
+    assert parts.headers["Cache-Control"] == "no-store"
+    assert requests.get(served + "/tasks.json", timeout=5).json() == VIEW
+    assert requests.get(served + "/nothing", timeout=5).status_code == 404
+
+
+def test_job_page_url_is_under_the_tracking_url() -> None:
+    assert (webpage.job_page_url("http://rm:8088/proxy/application_1_0007/")
+            == "http://rm:8088/proxy/application_1_0007/pages/tfyarn/")

@@ -1,0 +1,194 @@
+"""The pages a person opens, in a real browser: YARN's tracking URL, skein's pages, the job page.
+
+Headless Chromium from Debian's packages (scripts/setup.sh installs it), driven by Selenium,
+goes through the ResourceManager's proxy exactly as a user following YARN's link does, on a
+light job (no TensorFlow) running on the local YARN. The tests run in file order: the last
+one ends the job while its page is open.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import requests
+from jobtools import app_state, prepare_light_job, run_tfyarn
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from appmaster.jobpage import REFRESH_MS
+from tfyarn import jobview
+
+pytestmark = pytest.mark.yarn
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's packages
+LAPTOP = (1366, 768)
+START_TIMEOUT_S = 240  # submit -> every task running, on a loaded 2-core machine
+WAIT_S = 60
+SKEIN_ERRORS = ("Problem accessing", "Exception", "HTTP ERROR")
+EXPECTED_TASKS = {"ps-0", "chiefworker-0", "worker-0", "worker-1"}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    app_id: str
+    tracking_url: str  # exactly as `tfyarn submit --json` printed it
+    job_page: str
+    release_file: Path  # the light job's tasks end (SUCCEEDED) once it exists
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = WAIT_S) -> T:
+    """probe()'s first truthy answer; fails naming `what` after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            answer = probe()
+        except WebDriverException:
+            answer = None
+        if answer:
+            return answer
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.5)
+
+
+def all_running(tracking_url: str) -> dict | None:
+    view = jobview.live_view(tracking_url)
+    ready = view and len(view["tasks"]) == len(EXPECTED_TASKS) and all(
+        task["state"] == "running" and task["log_url"] for task in view["tasks"])
+    return view if ready else None
+
+
+@pytest.fixture(scope="module")
+def running_job(yarn_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningJob]:
+    """A light job submitted with `tfyarn submit --detach --json`, every task running."""
+    tmp = tmp_path_factory.mktemp("page")
+    release = tmp / "release"
+    res, app = prepare_light_job(tmp, ["--sleep", "900", "--release_file", str(release)])
+    out = run_tfyarn(yarn_cluster, "submit", "--resources", str(res), "--app-config", str(app),
+                     "--detach", "--json", timeout_s=180)
+    assert out.returncode == 0, out.stderr
+    printed = json.loads(out.stdout)
+    job = RunningJob(printed["application_id"], printed["tracking_url"], printed["job_page"],
+                     release)
+    try:
+        wait_for("every task running", lambda: all_running(job.tracking_url), START_TIMEOUT_S)
+        yield job
+    finally:
+        if app_state(yarn_cluster, job.app_id) not in ("FINISHED", "FAILED", "KILLED"):
+            run_tfyarn(yarn_cluster, "kill", job.app_id)
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    """Headless Chromium at laptop size; Selenium uses the given binaries, downloads nothing."""
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                f"--window-size={LAPTOP[0]},{LAPTOP[1]}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def assert_no_error(browser: WebDriver) -> None:
+    source = browser.page_source
+    assert not [e for e in SKEIN_ERRORS if e in source], f"{browser.current_url}:\n{source}"
+
+
+def task_rows(browser: WebDriver) -> set[str]:
+    return {row.get_attribute("data-task")
+            for row in browser.find_elements(By.CSS_SELECTOR, "#task-table tbody tr")}
+
+
+def save_screenshot(browser: WebDriver, path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A picture for people to look at; the test's output says where it is."""
+    browser.save_screenshot(str(path))
+    with capsys.disabled():
+        print(f"\nscreenshot: {path}")
+
+
+def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: WebDriver,
+                                            tmp_path: Path, capsys) -> None:
+    browser.get(running_job.tracking_url)
+    assert browser.title.startswith("Overview - Skein"), browser.title
+    assert_no_error(browser)
+    # skein lists the job page under "Service Pages": open the menu, follow the link.
+    browser.find_element(By.ID, "servicePages").click()
+    browser.find_element(By.LINK_TEXT, "TensorFlow job").click()
+    wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
+    assert browser.current_url == running_job.job_page
+    assert browser.find_element(By.CSS_SELECTOR, "#summary .state").text == "RUNNING"
+
+    # Every task's log link answers with the container's log files.
+    links = browser.find_elements(By.CSS_SELECTOR, "#task-table tbody a")
+    assert len(links) == len(EXPECTED_TASKS)
+    first = links[0].get_attribute("href")
+    logs = requests.get(first, timeout=10)
+    assert logs.ok and ".stdout" in logs.text, f"{first}: {logs.status_code}"
+
+    # It fits a laptop's width: nothing scrolls sideways.
+    width = browser.execute_script("return document.documentElement.scrollWidth")
+    assert width <= browser.execute_script("return window.innerWidth"), width
+
+    save_screenshot(browser, tmp_path / "job-page.png", capsys)
+
+
+def test_the_page_refreshes_in_place(running_job: RunningJob, browser: WebDriver) -> None:
+    browser.get(running_job.job_page)
+    wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
+    browser.execute_script("window.readerMark = 1;")
+    browser.find_element(By.CSS_SELECTOR, "details summary").click()  # open the cluster spec
+    first = browser.find_element(By.CSS_SELECTOR, "#summary .updated").text
+    wait_for("a refresh", lambda: browser.find_element(By.CSS_SELECTOR, "#summary .updated")
+             .text != first, timeout_s=10 * REFRESH_MS / 1000)
+    # The document was not reloaded, and what the reader opened stays open.
+    assert browser.execute_script("return window.readerMark") == 1
+    assert browser.find_element(By.CSS_SELECTOR, "details").get_attribute("open") is not None
+    assert task_rows(browser) == EXPECTED_TASKS
+
+
+def test_skein_pages_answer(running_job: RunningJob, browser: WebDriver) -> None:
+    browser.get(running_job.tracking_url + "kv")
+    assert browser.title.startswith("Key/Value - Skein"), browser.title
+    assert_no_error(browser)
+    keys = {cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "tbody td:first-of-type")}
+    assert "spec/0" in keys, keys
+    browser.get(running_job.tracking_url + "overview")
+    assert_no_error(browser)
+    pages = browser.find_elements(By.CSS_SELECTOR, "#servicePages + .dropdown-menu a")
+    assert [p.get_attribute("textContent").strip() for p in pages] == ["TensorFlow job"]
+
+
+def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: WebDriver,
+                                              tmp_path: Path, capsys) -> None:
+    browser.get(running_job.job_page)
+    wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
+    running_job.release_file.touch()  # the chief and workers exit 0: the job succeeds
+
+    ended = browser.find_element(By.ID, "ended")
+    wait_for("the page to say the job ended",
+             lambda: "FINISHED" in ended.text and ended.is_displayed(), timeout_s=180)
+    assert "final status SUCCEEDED" in ended.text and "The chief finished" in ended.text
+    assert "tfyarn status " + running_job.app_id in ended.text
+    assert_no_error(browser)
+    assert task_rows(browser) == EXPECTED_TASKS  # the last table stays readable
+    save_screenshot(browser, tmp_path / "ended-job-page.png", capsys)
+
+    # Afterwards the tracking URL YARN keeps leads to YARN's page for the application.
+    browser.get(running_job.tracking_url)
+    assert f"/cluster/app/{running_job.app_id}" in browser.current_url
+    assert "SUCCEEDED" in browser.find_element(By.TAG_NAME, "body").text
