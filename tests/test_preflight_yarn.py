@@ -1,0 +1,211 @@
+"""Pre-flight on the local YARN: what the cluster cannot run is refused before submitting.
+
+Each refusal is checked as a user meets it: `tfyarn submit` exits non-zero with one message
+listing every problem, no Java stack frame, and the RM's application list unchanged. A job
+that only has to wait for a busy cluster is submitted and runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import wait_for_final_state
+from jobtools import REPO, prepare_job, prepare_light_job, run_tfyarn, submit_and_wait
+
+from tfyarn.jobconfig import load_job
+from tfyarn.localyarn import cluster
+from tfyarn.localyarn.siteconf import capacity_scheduler, xml_document
+from tfyarn.plan import Placement, build_plan
+from tfyarn.submit import FINAL_STATES, SubmitError, submit
+
+pytestmark = pytest.mark.yarn
+
+STACK_FRAME = re.compile(r"^\s*at [\w$.]+\(.*\)\s*$", re.MULTILINE)
+SMALL_JOB = {"ps": {"yarn.memory": "256"}, "chiefworker": {"yarn.memory": "256"},
+             "worker": {"yarn.memory": "256", "yarn.label.expression": "",
+                        "yarn.component.instances": "1"}}
+
+
+def application_ids(yarn_cluster) -> set[str]:
+    apps = (cluster.rest(yarn_cluster.layout, "apps").get("apps") or {}).get("app") or []
+    return {app["id"] for app in apps}
+
+
+def assert_refused(yarn_cluster, resources: Path, app_config: Path, *options: str) -> str:
+    """`tfyarn submit` refused before YARN saw anything; returns what the user read."""
+    before = application_ids(yarn_cluster)
+    result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources),
+                        "--app-config", str(app_config), "--detach", *options)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert output.count("Error: nothing was submitted") == 1, output
+    assert not STACK_FRAME.search(output), output
+    assert "Exception" not in output, output
+    assert application_ids(yarn_cluster) == before, "an application was submitted"
+    return output
+
+
+@pytest.mark.parametrize(("components", "options", "expected"), [
+    ({"worker": {"yarn.label.expression": "tpu"}}, (),
+     ['components.worker."yarn.label.expression" = "tpu": no node label "tpu"',
+      'the cluster has "gpu" (']),
+    ({"worker": {"yarn.memory": "20000"}}, (),
+     ['components.worker."yarn.memory" = 20000', "maximum allocation per container, 8192 "
+      "(yarn.scheduler.maximum-allocation-mb). Fix: at most 8192"]),
+    ({}, ("--queue", "nosuchqueue"),
+     ['command line: --queue = "nosuchqueue": no such queue in the cluster. Fix: use one of '
+      "its running leaf queues: root.default, root.small."]),
+    ({"worker": {"yarn.gpus": "3"}}, (),
+     ['components.worker."yarn.gpus" = 3', "Fix: at most 2"]),
+], ids=["unknown-label", "memory-above-maximum", "unknown-queue", "gpus-no-node-has"])
+def test_refused_before_submitting(yarn_cluster, tmp_path: Path, components: dict,
+                                   options: tuple[str, ...], expected: list[str]) -> None:
+    resources, app_config = prepare_job(tmp_path, components=components)
+    output = assert_refused(yarn_cluster, resources, app_config, *options)
+    for text in expected:
+        assert text in output, output
+
+
+def small_queue_memory(yarn_cluster) -> int:
+    """The most memory root.small can ever hold (a quarter of the default partition)."""
+    queues = cluster.rest(yarn_cluster.layout, "scheduler")["scheduler"]["schedulerInfo"]
+    small = next(q for q in queues["queues"]["queue"] if q["queueName"] == "small")
+    return small["maxEffectiveCapacity"]["memory"]
+
+
+def test_a_job_larger_than_its_queue(yarn_cluster, tmp_path: Path) -> None:
+    workers = small_queue_memory(yarn_cluster) // 2048 + 1
+    resources, app_config = prepare_job(tmp_path, components={"worker": {
+        "yarn.label.expression": "", "yarn.memory": "2048",
+        "yarn.component.instances": str(workers)}})
+    output = assert_refused(yarn_cluster, resources, app_config, "--queue", "small")
+    assert re.search(r"components: the whole job needs \d+ MB, \d+ vcore\(s\) in the default "
+                     r"partition \(no label\) at once .* queue root\.small can never hold more "
+                     rf"than {small_queue_memory(yarn_cluster)} MB, .*\(maximum capacity 25% "
+                     r".*wait forever\. Fix: ", output), output
+
+
+def test_every_problem_in_one_message(yarn_cluster, tmp_path: Path) -> None:
+    resources, app_config = prepare_job(tmp_path, components={
+        "worker": {"yarn.label.expression": "tpu"}, "ps": {"yarn.memory": "20000"}})
+    output = assert_refused(yarn_cluster, resources, app_config, "--queue", "nosuchqueue")
+    problems = [line for line in output.splitlines() if "Fix: " in line]
+    assert len(problems) == 3, output
+    assert "no such queue" in problems[0]
+    assert 'no node label "tpu"' in problems[1]
+    assert 'components.ps."yarn.memory" = 20000' in problems[2]
+
+
+def test_a_key_written_twice(yarn_cluster, tmp_path: Path) -> None:
+    resources, app_config = prepare_job(tmp_path)
+    text = resources.read_text()
+    worker = json.loads(text)["components"]["worker"]
+    doubled = text.replace('"components": {', '"components": {\n    "worker": '
+                           + json.dumps(worker) + ",", 1)
+    resources.write_text(doubled)
+    output = assert_refused(yarn_cluster, resources, app_config)
+    assert re.search(r'resources\.json: components\.worker: written twice, at line 6, column 5 '
+                     r"and at line \d+, column 5; only the last would count\. Fix: ", output), (
+        output)
+
+
+@contextmanager
+def queue_state(yarn_cluster, queue: str, state: str) -> Iterator[None]:
+    """The local cluster's queue in ``state`` (yarn rmadmin -refreshQueues), then as before."""
+    path = yarn_cluster.layout.conf_dir / "capacity-scheduler.xml"
+    original = path.read_text()
+
+    def refresh() -> None:
+        subprocess.run(["yarn", "rmadmin", "-refreshQueues"], env=yarn_cluster.env,
+                       check=True, capture_output=True, timeout=120)
+
+    path.write_text(xml_document({**capacity_scheduler(),
+                                  f"yarn.scheduler.capacity.root.{queue}.state": state}))
+    refresh()
+    try:
+        yield
+    finally:
+        path.write_text(original)
+        refresh()
+
+
+def test_a_stopped_queue(yarn_cluster, tmp_path: Path) -> None:
+    resources, app_config = prepare_job(tmp_path, components=SMALL_JOB)
+    with queue_state(yarn_cluster, "small", "STOPPED"):
+        output = assert_refused(yarn_cluster, resources, app_config, "--queue", "small")
+    assert ('command line: --queue = "small": queue root.small is STOPPED and takes no new '
+            "applications. Fix: use a running queue (root.default)") in output, output
+
+
+def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
+                                                tmp_path: Path) -> None:
+    """Past pre-flight (the cluster changed since): YARN's own refusal, once, no frames."""
+    resources, app_config = prepare_job(tmp_path, components=SMALL_JOB)
+    job = load_job(resources, app_config)
+    before = application_ids(yarn_cluster)
+    with pytest.raises(SubmitError) as refused:
+        submit(skein_client, job, build_plan(job), Placement(queue="nosuchqueue"))
+    message = str(refused.value)
+    assert message.startswith("YARN refused the application: Application application_"), message
+    assert message.endswith("to unknown queue: nosuchqueue"), message
+    assert message.count("submitted by user") == 1 and not STACK_FRAME.search(message)
+    assert len(application_ids(yarn_cluster)) <= len(before) + 1  # YARN records the refusal
+
+
+def gpu_nodes(yarn_cluster) -> list[dict]:
+    return [n for n in cluster.nodes(yarn_cluster.layout)
+            if n.get("nodeLabels") and n["state"] == "RUNNING"]
+
+
+def gpu_memory_free(yarn_cluster) -> int:
+    return sum(n["availableResource"]["memory"] for n in gpu_nodes(yarn_cluster))
+
+
+def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path: Path) -> None:
+    """The gpu node is nearly full for a while: the job is submitted, waits, and runs."""
+    import skein
+
+    nodes = len(gpu_nodes(yarn_cluster))
+    blocker = skein_client.submit(skein.ApplicationSpec(
+        name="preflight-blocker", queue="default", max_attempts=1,
+        services={"block": skein.Service(instances=2 * nodes, node_label="gpu", max_restarts=0,
+                                         resources=skein.Resources(memory=8000, vcores=1),
+                                         script="sleep 30")},
+        master=skein.Master(resources=skein.Resources(memory=256, vcores=1))))
+    try:
+        deadline = time.monotonic() + 120
+        while gpu_memory_free(yarn_cluster) > 1024 * nodes:  # two 8000 MB containers a node
+            assert time.monotonic() < deadline, "the blocker never got its containers"
+            time.sleep(0.5)
+        # More 256 MB workers than fit in what is left, fewer than fit in an idle partition.
+        workers = gpu_memory_free(yarn_cluster) // 256 + 1
+        resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
+        document = json.loads(resources.read_text())
+        document["components"]["worker"]["yarn.component.instances"] = str(workers)
+        resources.write_text(json.dumps(document))
+        run = submit_and_wait(yarn_cluster, tmp_path, resources, app_config)
+    finally:
+        if str(skein_client.application_report(blocker).state) not in FINAL_STATES:
+            skein_client.kill_application(blocker)
+    assert run.returncode == 0, run.output
+    assert 'Note: the cluster is busy: label "gpu" has' in run.output, run.output
+    assert run.output.index("Note: the cluster is busy") < run.output.index("Submitted ")
+    assert f"{run.app_id} SUCCEEDED" in run.output
+    wait_for_final_state(skein_client, blocker)
+
+
+def test_dry_run_shows_the_check(yarn_cluster, tmp_path: Path) -> None:
+    result = run_tfyarn(yarn_cluster, "submit", "--dry-run", "--json", "--resources",
+                        str(REPO / "resources.json"), "--app-config",
+                        str(REPO / "appConfig.json"))
+    assert result.returncode == 0, result.stderr
+    preflight = json.loads(result.stdout)["preflight"]
+    assert preflight["checked"] and preflight["problems"] == []
+    assert preflight["resourcemanager"] == yarn_cluster.layout.webapp_url
