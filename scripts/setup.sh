@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Prepare this checkout from nothing: JDK 17 and Maven (for the local YARN), a virtualenv
-# in .venv with tfyarn, TensorFlow and the test tools. Safe to run again: quick when done.
+# Prepare this checkout from nothing: JDK 17 and Maven (for the local YARN), Chromium (for the
+# browser tests), a virtualenv in .venv with tfyarn, TensorFlow and the test tools. Safe to run
+# again: quick when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 ls -d /usr/lib/jvm/*17* >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+# Headless Chromium and its driver for the browser tests of the job page (tests/test_page_yarn.py).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing ${need_apt[*]} with apt-get..."
     apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null
   else
-    echo "Missing: ${need_apt[*]}. Install them (JDK 17 and Maven), then run this again." >&2
+    echo "Missing: ${need_apt[*]}. Install them (JDK 17, Maven, Chromium), then run this again." >&2
     exit 1
   fi
 fi
