@@ -22,11 +22,16 @@ import skein
 from appmaster import registry
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import SECRET_FILE_PREFIX, JobPlan
+from appmaster.mirror import MirrorStatus, WorkDirMirror
+from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 
 log = logging.getLogger("tfyarn.agent")
 
 STDERR_TAIL_LINES = 20
 TERMINATE_GRACE_S = 5.0
+RESTORE_TIMEOUT_S = 300.0
+LAST_MIRROR_TIMEOUT_S = 120.0
+LOCAL_WORK_DIR = "work"  # in the container's directory: the node's own fast disk
 
 
 def reserve_port(port: int = 0) -> socket.socket:
@@ -94,8 +99,56 @@ def secret_environment(names: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
+class TaskWorkDir:
+    """The directory the script works in, and how it is kept in step with the job's work
+    dir when that is on HDFS: restored before the start (every task but the ps), mirrored
+    up while the chief runs, pulled down for TensorBoard (appmaster/mirror.py)."""
+
+    def __init__(self, plan: JobPlan, app_id: str, role: str, index: int) -> None:
+        self.job_dir = plan.resolved_work_dir(app_id)
+        self.role, self.mirror = role, None
+        self.is_chief = (role, index) == plan.chief
+        if not is_remote(self.job_dir):  # a path every node mounts (or a one-node cluster)
+            self.path = self.job_dir
+            Path(self.path).mkdir(parents=True, exist_ok=True)
+            return
+        self.path = str(Path(LOCAL_WORK_DIR).resolve())
+        Path(self.path).mkdir(parents=True, exist_ok=True)
+        self.mirror = WorkDirMirror(Path(self.path), RemoteDir(self.job_dir),
+                                    plan.mirror_interval_s)
+
+    def prepare(self, report) -> None:
+        """Restore, then start mirroring or following; ``report(status)`` on each round."""
+        if self.mirror is None:
+            return
+        what = f"HDFS ({self.job_dir})"
+        if self.role == "tensorboard":
+            bounded(self.mirror.pull, RESTORE_TIMEOUT_S, what)
+            self.mirror.start("pull", report)
+            return
+        if self.role != "ps":  # a ps holds no files: the chief restores its variables
+            bounded(self.mirror.restore, RESTORE_TIMEOUT_S, what)
+            log.info("restored %s from %s", self.mirror.status.restored or "nothing",
+                     self.job_dir)
+        if self.is_chief:
+            bounded(self.mirror.remote.make, RESTORE_TIMEOUT_S, what)
+            self.mirror.start("sync", report)
+        report(self.mirror.status)
+
+    def finish(self, report) -> None:
+        """The chief's last copy up, after its script ended."""
+        if self.mirror is None or not self.is_chief:
+            return
+        if self.mirror.finish(LAST_MIRROR_TIMEOUT_S):
+            log.info("work dir mirrored to %s (%s)", self.job_dir,
+                     self.mirror.status.last_checkpoint or "no checkpoint")
+        else:
+            log.error("the last copy to %s failed: %s", self.job_dir, self.mirror.status.error)
+        report(self.mirror.status)
+
+
 def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir: str,
-                     secrets: tuple[str, ...] = ()) -> dict:
+                     secrets: tuple[str, ...] = (), work_dir_url: str | None = None) -> dict:
     env = dict(os.environ)
     env.update(secret_environment(secrets))
     env.update({
@@ -107,6 +160,8 @@ def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir:
         "TFYARN_WORK_DIR": work_dir,
         "PYTHONUNBUFFERED": "1",  # output reaches the log files as it happens
     })
+    if work_dir_url:  # the job's work dir on HDFS, which tfyarn keeps work_dir in step with
+        env["TFYARN_WORK_DIR_URL"] = work_dir_url
     return env
 
 
@@ -161,9 +216,18 @@ def main() -> int:
     plan = JobPlan.from_container()
     task = registry.TaskAssignment.from_json(app.kv.wait(registry.task_key(container)))
     name = f"{task.role}-{task.index}"
-    work_dir = plan.resolved_work_dir(app.id)
-    if "://" not in work_dir:
-        Path(work_dir).mkdir(parents=True, exist_ok=True)
+    work = TaskWorkDir(plan, app.id, task.role, task.index)
+
+    def report_mirror(status: MirrorStatus) -> None:
+        app.kv.put(registry.mirror_key(container), json.dumps(status.to_dict()).encode())
+
+    try:
+        work.prepare(report_mirror)
+    except (StorageError, OSError) as exc:
+        log.error("%s cannot start: the job's work dir %s: %s", name, work.job_dir, exc)
+        _status(app, container, "exited", exit_code=registry.STORAGE_FAILED_EXIT)
+        return registry.STORAGE_FAILED_EXIT
+    work_dir = work.path
 
     reservation = reserve_port(previous_port(task))
     port = reservation.getsockname()[1]
@@ -181,12 +245,14 @@ def main() -> int:
     else:
         spec = wait_for_spec(app, task.generation, address, task.role, task.index)
         command = plan.task_command(spec, task.role, task.index, work_dir)
-        env = task_environment(spec, task, work_dir, plan.secrets)
+        env = task_environment(spec, task, work_dir, plan.secrets,
+                               work.job_dir if work.mirror else None)
     log.info("starting %s: %s", name, " ".join(command))
     _status(app, container, "running", address=address)
     code, tail = run_task(command, env, name)
     reservation.close()
     log.info("%s exited with code %d", name, code)
+    work.finish(report_mirror)
     if code != 0 and any(sign in tail for sign in registry.PORT_TAKEN_SIGNS):
         log.warning("%s could not bind %s: another process listens there", name, address)
         code = registry.PORT_TAKEN_EXIT

@@ -3,7 +3,8 @@
 skein's AppMaster unregisters only on success or on the last attempt, so a job that
 tfyarn fails on purpose (a threshold, a timeout) would otherwise run again from scratch
 in the next attempt. The decision is written beside the checkpoints, in the work dir,
-which every attempt shares: on local disk directly, elsewhere (HDFS, ...) with `hadoop fs`.
+which every attempt shares wherever YARN starts it: on HDFS through the native client (no
+JVM), or on a local path for a one-node cluster.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import subprocess
 from pathlib import Path
+
+from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 
 log = logging.getLogger("tfyarn.attempts")
 
@@ -28,12 +29,16 @@ def attempt_number() -> int:
 
 def read_outcome(work_dir: str) -> tuple[str, str] | None:
     """(status, diagnostics) an earlier attempt decided, if any."""
-    target = f"{work_dir.rstrip('/')}/{OUTCOME_FILE}"
-    if "://" not in work_dir:
-        path = Path(target)
-        text = path.read_text() if path.is_file() else None
+    if is_remote(work_dir):
+        try:
+            data = bounded(lambda: RemoteDir(work_dir).read_bytes(OUTCOME_FILE))
+        except StorageError as exc:
+            log.warning("could not read %s/%s: %s", work_dir, OUTCOME_FILE, exc)
+            return None
+        text = data.decode() if data else None
     else:
-        text = _hadoop_fs("-cat", target)
+        path = Path(work_dir) / OUTCOME_FILE
+        text = path.read_text() if path.is_file() else None
     if not text:
         return None
     data = json.loads(text)
@@ -42,26 +47,12 @@ def read_outcome(work_dir: str) -> tuple[str, str] | None:
 
 def write_outcome(work_dir: str, status: str, diagnostics: str) -> None:
     text = json.dumps({"status": status, "diagnostics": diagnostics})
-    target = f"{work_dir.rstrip('/')}/{OUTCOME_FILE}"
-    if "://" not in work_dir:
+    if not is_remote(work_dir):
         Path(work_dir).mkdir(parents=True, exist_ok=True)
-        Path(target).write_text(text)
-    elif _hadoop_fs("-mkdir", "-p", work_dir) is None or \
-            _hadoop_fs("-put", "-f", "-", target, stdin=text) is None:
-        log.warning("could not record the outcome in %s: a later AppMaster attempt would run "
-                    "the job again", work_dir)
-
-
-def _hadoop_fs(*args: str, stdin: str | None = None) -> str | None:
-    """`hadoop fs ARGS` output, or None when it fails or no `hadoop` is on the node."""
-    home = os.environ.get("HADOOP_HOME")
-    hadoop = shutil.which("hadoop") or (
-        f"{home}/bin/hadoop" if home and os.path.isfile(f"{home}/bin/hadoop") else None)
-    if hadoop is None:
-        log.warning("no `hadoop` command on this node's PATH (%s)", os.environ.get("PATH"))
-        return None
-    result = subprocess.run([hadoop, "fs", *args], input=stdin, capture_output=True, text=True)
-    if result.returncode != 0:
-        log.warning("`hadoop fs %s` failed: %s", " ".join(args), result.stderr.strip()[-500:])
-        return None
-    return result.stdout
+        (Path(work_dir) / OUTCOME_FILE).write_text(text)
+        return
+    try:
+        bounded(lambda: RemoteDir(work_dir).write_bytes(OUTCOME_FILE, text.encode()))
+    except StorageError as exc:
+        log.warning("could not record the outcome in %s (%s): a later AppMaster attempt "
+                    "would run the job again", work_dir, exc)

@@ -52,6 +52,13 @@ class JobPlan:
     am_max_attempts: int = 2
     secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
     tensorboard: RolePlan | None = None  # a TensorBoard beside the tasks, on the work dir
+    mirror_interval_s: float = 10.0  # the chief's local work dir -> HDFS, this often
+
+    @property
+    def chief(self) -> tuple[str, int]:
+        """The task that drives training and saves checkpoints: the chief worker, or worker 0
+        in a job without one (Slider's own package)."""
+        return ("chiefworker", 0) if self.role("chiefworker") else ("worker", 0)
 
     def role(self, name: str) -> RolePlan | None:
         return next((role for role in self.roles if role.name == name), None)

@@ -53,6 +53,7 @@ class Task:
     node: str | None = None  # the NodeManager's host:http-port
     user: str | None = None
     exit_code: int | None = None
+    mirror: dict | None = None  # its local work dir against HDFS (appmaster/mirror.py)
 
     def row(self) -> dict:
         log_url = (f"http://{self.node}/node/containerlogs/{self.yarn_container_id}/{self.user}"
@@ -60,7 +61,8 @@ class Task:
         return {"role": self.role, "index": self.index, "state": self.state,
                 "address": self.address, "container": self.container,
                 "yarn_container_id": self.yarn_container_id, "node": self.node,
-                "restarts": self.attempt, "exit_code": self.exit_code, "log_url": log_url}
+                "restarts": self.attempt, "exit_code": self.exit_code, "log_url": log_url,
+                "mirror": self.mirror}
 
     @property
     def name(self) -> str:
@@ -133,6 +135,7 @@ class Master:
         events.subscribe(prefix="exports/", event_type="PUT")
         events.subscribe(prefix="status/", event_type="PUT")
         events.subscribe(prefix="task/", event_type="DELETE")
+        events.subscribe(prefix="mirror/", event_type="PUT")
         with self.lock:
             self.request_all()
         try:
@@ -160,6 +163,7 @@ class Master:
         with self.lock:
             return {
                 "app_id": self.app.id, "name": self.plan.name, "state": self.state,
+                "work_dir": self.work_dir,
                 "generation": self.generation, "updated": int(time.time() * 1000),
                 "tasks": [task.row() for task in self.tasks.values()],
                 "tensorboard": self.tensorboard.row() if self.tensorboard else None,
@@ -177,6 +181,9 @@ class Master:
             self.on_status(registry.container_of(event.key), json.loads(event.result.value))
         elif kind == "task":
             self.on_container_end(registry.container_of(event.key))
+        elif kind == "mirror" and (task := self.by_container.get(
+                registry.container_of(event.key))):
+            task.mirror = json.loads(event.result.value)
 
     # ------------------------------------------------------------ requests
 

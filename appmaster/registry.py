@@ -8,6 +8,7 @@
 - ``spec/<generation>``: the cluster spec, published once every task of a generation exported.
 - ``status/<container>``: the agent's last word on its task (started, running, exited...).
 - ``tail/<container>``: the last stderr lines of a task that failed, for diagnostics.
+- ``mirror/<container>``: how the task's local work dir stands against HDFS (mirror.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from dataclasses import asdict, dataclass
 PORT_TAKEN_EXIT = 75
 PORT_TAKEN_SIGNS = ("Address already in use", "Could not start gRPC server",
                     "Failed to add port to server")
+# The agent's exit code when the job's work dir on HDFS could not be read before the start:
+# starting without the checkpoint would lose the job's progress, so the task fails instead.
+STORAGE_FAILED_EXIT = 74
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,10 @@ def status_key(container: str) -> str:
 
 def tail_key(container: str) -> str:
     return f"tail/{container}"
+
+
+def mirror_key(container: str) -> str:
+    return f"mirror/{container}"
 
 
 def container_of(key: str) -> str:

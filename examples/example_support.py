@@ -70,7 +70,7 @@ def tf2_start(argv: list[str], description: str) -> tuple[argparse.Namespace, di
     for the tests and otherwise ignored.
     """
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--work_dir", required=True, help="shared by all tasks")
+    parser.add_argument("--work_dir", required=True, help="checkpoints and results (kept on HDFS by tfyarn)")
     parser.add_argument("--train_steps", type=int, default=100, help="last global step")
     parser.add_argument("--batch_size", type=int, default=100, help="per task")
     parser.add_argument("--learning_rate", type=float, default=0.3)

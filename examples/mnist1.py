@@ -37,7 +37,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--worker_hosts", required=True, help="chief first, then workers")
     parser.add_argument("--job_name", required=True, choices=["ps", "worker"])
     parser.add_argument("--task_index", type=int, required=True)
-    parser.add_argument("--work_dir", required=True, help="shared by all tasks")
+    parser.add_argument("--work_dir", required=True, help="checkpoints and results (kept on HDFS by tfyarn)")
     parser.add_argument("--train_steps", type=int, default=300, help="last global step")
     parser.add_argument("--batch_size", type=int, default=100)
     parser.add_argument("--learning_rate", type=float, default=0.3)
@@ -139,9 +139,15 @@ def main(argv: list[str]) -> int:
     last_loss: float | None = None  # stays None when a finished job is started again
     local_steps = 0
     if is_chief:
+        # Save and restore every variable from this host (the chief's): the default sharded
+        # saver runs a save op on each ps, writing into a directory of the same name on the
+        # ps's own disk, which on another machine does not exist or is not mirrored.
+        with tf.compat.v1.device(worker_device):
+            saver = tf.compat.v1.train.Saver(sharded=False, max_to_keep=3)
         session = tf.compat.v1.train.MonitoredTrainingSession(
             master=server.target,
             is_chief=True,
+            scaffold=tf.compat.v1.train.Scaffold(saver=saver),
             checkpoint_dir=checkpoint_dir,  # restored from here on (re)start
             hooks=hooks,
             save_checkpoint_steps=args.save_checkpoint_steps,

@@ -57,8 +57,11 @@ def main(argv: list[str]) -> int:
     manager = tf.train.CheckpointManager(
         checkpoint, os.path.join(args.work_dir, "checkpoints"), max_to_keep=3
     )
+    # Read and write every variable from this (the chief's) host: by default each ps would
+    # write its own variables into a directory of the same name on its own disk.
+    on_chief = tf.train.CheckpointOptions(experimental_io_device="/job:chief/replica:0/task:0/device:CPU:0")
     if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint)
+        checkpoint.restore(manager.latest_checkpoint, options=on_chief)
     first_step = int(global_step.numpy())
     print(f"start global_step {first_step}", flush=True)
 
@@ -85,7 +88,7 @@ def main(argv: list[str]) -> int:
     final_step = int(global_step.numpy())
     print(f"step {final_step} loss {loss}", flush=True)
 
-    manager.save(checkpoint_number=final_step)
+    manager.save(checkpoint_number=final_step, options=on_chief)
     write_result(args.work_dir, final_step, loss, first_step)
     sys.stdout.flush()
     sys.stderr.flush()

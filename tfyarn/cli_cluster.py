@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tfyarn.localyarn import cluster
-from tfyarn.localyarn.layout import Layout, default_state_dir
+from tfyarn.localyarn.layout import DEFAULT_NODES, MAX_NODES, Layout, default_state_dir
 from tfyarn.localyarn.provision import ClusterError
 
 state_dir_option = click.option(
@@ -20,24 +20,29 @@ state_dir_option = click.option(
 )
 
 
-def _layout(state_dir: str | None) -> Layout:
-    return Layout(default_state_dir() if state_dir is None else Path(state_dir).resolve())
+def _layout(state_dir: str | None, nodes: int | None = None) -> Layout:
+    return Layout(default_state_dir() if state_dir is None else Path(state_dir).resolve(),
+                  nodes=nodes)
 
 
 @click.group("cluster")
 def cluster_group() -> None:
-    """A local YARN: one ResourceManager and two NodeManagers on 127.0.0.1.
+    """A local Hadoop cluster: HDFS, a ResourceManager and NodeManagers that behave as
+    separate hosts (each its own address 127.0.0.N and its own /tmp and HOME).
 
-    NodeManager 2 is in the exclusive `gpu` node-label partition and advertises
+    The last NodeManager is in the exclusive `gpu` node-label partition and advertises
     2 yarn.io/gpu, so label and GPU requests schedule as on a real cluster.
     """
 
 
 @cluster_group.command("up")
 @state_dir_option
-def up_command(state_dir: str | None) -> None:
+@click.option("--nodes", type=click.IntRange(2, MAX_NODES), default=None,
+              help="NodeManagers (hosts), the last one in the gpu partition "
+              f"[default: $TFYARN_CLUSTER_NODES, what the cluster had, or {DEFAULT_NODES}].")
+def up_command(state_dir: str | None, nodes: int | None) -> None:
     """Fetch the Hadoop jars (first run), then start the cluster and wait until it schedules."""
-    layout = _layout(state_dir)
+    layout = _layout(state_dir, nodes)
     try:
         result = cluster.up(layout, echo=lambda line: click.echo(line, err=True))
     except ClusterError as exc:

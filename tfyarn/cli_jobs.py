@@ -11,7 +11,7 @@ import click
 
 from appmaster.jobplan import JobPlan
 from appmaster.webpage import job_page_url
-from tfyarn import environments, jobview, preflight
+from tfyarn import environments, jobview, preflight, workdir
 from tfyarn.jobconfig import JobConfig, JobConfigError, describe_problems, load_job
 from tfyarn.jobconfig.documents import key_path
 from tfyarn.plan import Placement, build_plan, format_plan, format_plan_json, plan_document
@@ -68,7 +68,8 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
     try:  # the job's Python env and Docker image (tfyarn/environments.py)
         job = environments.with_overrides(job, python_env, docker_image, docker_mounts)
         plan = build_plan(job, name, default_label=am_label)
-    except environments.JobEnvironmentError as exc:
+        workdir.check(plan.work_dir)  # on HDFS: reachable and writable by this user
+    except (environments.JobEnvironmentError, workdir.WorkDirError) as exc:
         raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
     placement = Placement(queue=queue or job.app.queue, tags=tags,
                           am_memory_mb=am_memory or job.am_memory_mb,

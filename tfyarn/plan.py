@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
 from tfyarn import environments
 from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, TENSORBOARD, Component, JobConfig
+from tfyarn.workdir import default_work_dir
 
-DEFAULT_WORK_DIR = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
 # A dry run of thousands of tasks stays quick and small: a role with more tasks than this
 # shows its first ones and its last, and a longer host list shows its ends.
 TASKS_SHOWN = 8
@@ -54,7 +53,7 @@ def build_plan(job: JobConfig, name: str | None = None,
             None if app.python_env is None else environments.archive_python(app.python_env),
             app.python, app.docker_image,
         ),
-        work_dir=app.work_dir or DEFAULT_WORK_DIR,
+        work_dir=app.work_dir or default_work_dir(),
         roles=roles,
         script_args=app.script_args,
         registration_timeout_s=app.registration_timeout_s,
@@ -66,6 +65,7 @@ def build_plan(job: JobConfig, name: str | None = None,
         secrets=tuple(sorted(app.secrets)),
         tensorboard=(role_plan(tensorboard, default_label)
                      if tensorboard and tensorboard.instances else None),
+        mirror_interval_s=app.mirror_interval_s,
     )
 
 

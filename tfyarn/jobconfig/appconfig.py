@@ -20,7 +20,7 @@ from tfyarn.jobconfig.documents import (
     report_unknown,
     top_level,
 )
-from tfyarn.jobconfig.model import SUCCESS_POLICIES, AppConfig
+from tfyarn.jobconfig.model import DEFAULT_MIRROR_INTERVAL_S, SUCCESS_POLICIES, AppConfig
 
 # appConfig.json keys, all under "global".
 _G = "site.global."
@@ -41,6 +41,7 @@ _ALLOCATION_TIMEOUT = _G + "allocation.timeout"
 _DEADLINE = _G + "job.deadline"
 _AM_ATTEMPTS = _G + "am.max.attempts"
 _SECRETS = _G + "user.secrets"
+_MIRROR_INTERVAL = _G + "checkpoint.mirror.interval"
 _APP_KEYS = (
     _ENTRY,
     _SCRIPTS_DIR,
@@ -59,6 +60,7 @@ _APP_KEYS = (
     _DEADLINE,
     _AM_ATTEMPTS,
     _SECRETS,
+    _MIRROR_INTERVAL,
 )
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
 _SLIDER_ONLY_KEYS = (
@@ -108,6 +110,7 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
     timeout = _seconds(c, settings, _REGISTRATION_TIMEOUT, 300.0)
     allocation_timeout = _seconds(c, settings, _ALLOCATION_TIMEOUT, 120.0)
     deadline = _seconds(c, settings, _DEADLINE, None)
+    mirror_interval = _seconds(c, settings, _MIRROR_INTERVAL, DEFAULT_MIRROR_INTERVAL_S)
     success_policy = settings.get(_SUCCESS_POLICY, "chief")
     if success_policy not in SUCCESS_POLICIES:
         c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
@@ -143,6 +146,7 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
         python_env=python_env,
         docker_mounts=docker_mounts,
         secrets=_secrets(c, settings, Path(os.path.abspath(path)).parent),
+        mirror_interval_s=mirror_interval or DEFAULT_MIRROR_INTERVAL_S,
     )
 
 

@@ -67,6 +67,9 @@ class Component:
     failure_policy: str = "restart"  # one of FAILURE_POLICIES
 
 
+DEFAULT_MIRROR_INTERVAL_S = 10.0
+
+
 @dataclass(frozen=True)
 class AppConfig:
     entry: str  # as written, relative to scripts_dir
@@ -89,6 +92,8 @@ class AppConfig:
     docker_mounts: tuple[str, ...] = ()  # source:dest[:mode] for the tasks' Docker containers
     # name -> local file; each task gets the file, and its path in TFYARN_SECRET_<name>
     secrets: dict[str, Path] = field(default_factory=dict)
+    # seconds between copies of the chief's checkpoints to the work dir on HDFS
+    mirror_interval_s: float = DEFAULT_MIRROR_INTERVAL_S
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import requests
 
-from tfyarn.localyarn import daemons
+from tfyarn.localyarn import daemons, hdfs, hostview
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
-from tfyarn.localyarn.layout import GPU_LABEL, NODE_MANAGERS, RM_PORTS, Layout
+from tfyarn.localyarn.layout import GPU_LABEL, RM_PORTS, Layout, cache_root
 from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
 from tfyarn.localyarn.siteconf import write_configuration
 
@@ -36,10 +36,25 @@ class UpResult:
     seconds: float
 
 
-def daemons_of(layout: Layout) -> list[Daemon]:
+def daemons_of(layout: Layout, node_wrapper: tuple[str, ...] = ()) -> list[Daemon]:
+    """HDFS first, then the ResourceManager, then the NodeManagers (each run by
+    ``node_wrapper`` with its host's view, see hostview.py)."""
     rm = Daemon("rm", RM_CLASS, layout.conf_dir, RM_HEAP_MB)
-    nms = [Daemon(nm.name, NM_CLASS, layout.node_conf_dir(nm), NM_HEAP_MB) for nm in NODE_MANAGERS]
-    return [rm, *nms]
+    nms = [Daemon(nm.name, NM_CLASS, layout.node_conf_dir(nm), NM_HEAP_MB,
+                  wrapper=(*node_wrapper, *_host_view_command(layout, nm)) if node_wrapper
+                  else ())
+           for nm in layout.node_managers]
+    return [*hdfs.daemons_of(layout), rm, *nms]
+
+
+def _host_view_command(layout: Layout, nm) -> tuple[str, ...]:
+    """python -m tfyarn.localyarn.hostview ... --: the node's own /tmp and HOME."""
+    import tfyarn
+
+    keep = [layout.state_dir, cache_root(), Path(sys.prefix), Path(sys.base_prefix),
+            Path(tfyarn.__file__).resolve().parents[1], find_java_home()]
+    return (sys.executable, "-m", "tfyarn.localyarn.hostview", str(layout.host_view_dir(nm)),
+            *map(str, hostview.private_paths()), "--keep", *map(str, keep), "--")
 
 
 def running_daemons(layout: Layout) -> list[str]:
@@ -60,22 +75,45 @@ def up(layout: Layout, echo: Echo = print) -> UpResult:
     if partly:
         echo(f"Only {', '.join(partly)} of the cluster is running: restarting it whole.")
     down(layout)  # what a half-started earlier attempt left (one daemon alive, say) goes first
+    if layout.nodes is not None:
+        layout.state_dir.mkdir(parents=True, exist_ok=True)
+        layout.nodes_file.write_text(f"{layout.nodes}\n")
     _check_ports_free(layout)
     write_configuration(layout)
     write_launcher(layout, java_home)
-    rm, *nms = daemons_of(layout)
+    wrapper = _node_wrapper(layout, echo)
+    namenode, datanode, rm, *nms = daemons_of(layout, wrapper)
     try:
-        daemons.start(layout, java_home, rm)
+        hdfs.format_once(layout, java_home)
+        for daemon in (namenode, datanode, rm):
+            daemons.start(layout, java_home, daemon)
+        _wait(layout, [namenode, datanode], "HDFS to leave safe mode with a live DataNode",
+              lambda: hdfs.ready(layout))
+        hdfs.prepare_directories(layout)
         _wait(layout, [rm], "the ResourceManager to start", lambda: _rm_started(layout))
         _ensure_gpu_label(layout)
         for nm in nms:
             daemons.start(layout, java_home, nm)
-        _wait(layout, [rm, *nms], "both NodeManagers to register", lambda: _nodes_ready(layout))
+        _wait(layout, [rm, *nms], "every NodeManager to register", lambda: _nodes_ready(layout))
         _run_probe(layout, [rm, *nms], echo)
     except BaseException:
         down(layout)
         raise
     return UpResult(False, layout.webapp_url, time.monotonic() - started_at)
+
+
+def _node_wrapper(layout: Layout, echo: Echo) -> tuple[str, ...]:
+    """How each NodeManager gets a host view of its own; () where the kernel refuses."""
+    prefix = hostview.unshare_prefix()
+    shared_marker = layout.state_dir / "hosts-share-files"
+    if prefix is None:
+        shared_marker.write_text("mount namespaces refused\n")
+        echo("WARNING: this machine refuses mount namespaces, so every NodeManager sees the "
+             "same /tmp and HOME. A job that wrongly relies on files shared between hosts "
+             "will work here and fail on a real cluster; only HDFS is shared there.")
+        return ()
+    shared_marker.unlink(missing_ok=True)
+    return tuple(prefix)
 
 
 def down(layout: Layout) -> list[str]:
@@ -85,7 +123,7 @@ def down(layout: Layout) -> list[str]:
     return stopped
 
 
-LAUNCHERS = ("yarn", "hadoop")  # bin/<name>: the same script, dispatching on its name
+LAUNCHERS = ("yarn", "hadoop", "hdfs")  # bin/<name>: the same script, dispatching on its name
 
 
 def write_launcher(layout: Layout, java_home: Path) -> Path:
@@ -176,7 +214,8 @@ def node_gpus(node: dict) -> tuple[int, int]:
 
 
 def status_lines(layout: Layout) -> list[str]:
-    lines = [f"ResourceManager: {layout.webapp_url} (state dir {layout.state_dir})", "Nodes:"]
+    lines = [f"ResourceManager: {layout.webapp_url} (state dir {layout.state_dir})",
+             hdfs.status_line(layout), "Nodes:"]
     for node in nodes(layout):
         used_gpus, total_gpus = node_gpus(node)
         labels = ",".join(node.get("nodeLabels") or []) or "<default partition>"
@@ -188,6 +227,8 @@ def status_lines(layout: Layout) -> list[str]:
             f"{node.get('usedVirtualCores', 0) + node.get('availableVirtualCores', 0)}  "
             f"gpus {used_gpus}/{total_gpus}  containers {node.get('numContainers', 0)}"
         )
+    if (layout.state_dir / "hosts-share-files").exists():
+        lines.append("WARNING: the NodeManagers share /tmp and HOME (no mount namespaces here)")
     labels = [f"{label['name']}(exclusive={str(label.get('exclusivity', True)).lower()})"
               for label in _cluster_labels(layout)]
     lines.append(f"Node labels: {', '.join(labels) or 'none'}")
@@ -200,29 +241,30 @@ def status_lines(layout: Layout) -> list[str]:
 # ---------------------------------------------------------------- start-up steps
 
 def _check_ports_free(layout: Layout) -> None:
-    wanted = {f"ResourceManager {key}": port for key, port in RM_PORTS.items()}
-    for nm in NODE_MANAGERS:
+    wanted = {f"ResourceManager {key}": ("127.0.0.1", port) for key, port in RM_PORTS.items()}
+    wanted.update({f"HDFS {what}": ("127.0.0.1", port) for what, port in hdfs.PORTS.items()})
+    for nm in layout.node_managers:
         wanted.update({
-            f"NodeManager {nm.name} RPC": nm.rpc_port,
-            f"NodeManager {nm.name} localizer": nm.localizer_port,
-            f"NodeManager {nm.name} web UI": nm.webapp_port,
-            f"NodeManager {nm.name} collector": nm.collector_port,
+            f"NodeManager {nm.name} RPC": (nm.host, nm.rpc_port),
+            f"NodeManager {nm.name} localizer": (nm.host, nm.localizer_port),
+            f"NodeManager {nm.name} web UI": (nm.host, nm.webapp_port),
+            f"NodeManager {nm.name} collector": (nm.host, nm.collector_port),
         })
-    ports = {what: layout.port(port) for what, port in wanted.items()}
-    busy = [f"{port} ({what})" for what, port in ports.items() if _port_in_use(port)]
+    busy = [f"{host}:{layout.port(port)} ({what})" for what, (host, port) in wanted.items()
+            if _port_in_use(host, layout.port(port))]
     if busy:
         raise ClusterError(
-            f"Port(s) in use on 127.0.0.1: {', '.join(busy)}. The local cluster needs them. "
+            f"Port(s) in use: {', '.join(busy)}. The local cluster needs them. "
             "Fix: stop whatever listens there (`ss -ltnp` shows it), or if it is another "
             "tfyarn cluster, run `tfyarn cluster down` with its TFYARN_CLUSTER_DIR."
         )
 
 
-def _port_in_use(port: int) -> bool:
+def _port_in_use(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("127.0.0.1", port))
+            sock.bind((host, port))
         except OSError:
             return True
     return False
@@ -298,11 +340,10 @@ def _ensure_gpu_label(layout: Layout) -> None:
 
 
 def _nodes_ready(layout: Layout) -> bool:
-    """Both NMs RUNNING, the gpu NM in its partition with its GPUs, free room on both."""
-    # The RM names nodes by the NM's canonical host name (localhost here): match on the port.
-    by_port = {int(node["id"].rsplit(":", 1)[1]): node for node in nodes(layout)}
-    for spec in NODE_MANAGERS:
-        node = by_port.get(layout.port(spec.rpc_port))
+    """Every NM RUNNING, the gpu NM in its partition with its GPUs, free room on each."""
+    by_id = {node["id"]: node for node in nodes(layout)}
+    for spec in layout.node_managers:
+        node = by_id.get(f"{spec.host}:{layout.port(spec.rpc_port)}")
         if node is None or node["state"] != "RUNNING" or node.get("availMemoryMB", 0) <= 0:
             return False
         if (node.get("nodeLabels") or []) != ([spec.partition] if spec.partition else []):
@@ -311,9 +352,4 @@ def _nodes_ready(layout: Layout) -> bool:
             return False
     return True
 
-
-def default_layout() -> Layout:
-    from tfyarn.localyarn.layout import default_state_dir
-
-    return Layout(default_state_dir())
 

@@ -15,6 +15,8 @@ from tfyarn.localyarn.proctable import scan_processes
 
 RM_CLASS = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
 NM_CLASS = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+NAMENODE_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+DATANODE_CLASS = "org.apache.hadoop.hdfs.server.datanode.DataNode"
 
 # What Hadoop's own scripts pass on JDK 17: its reflection needs these packages opened.
 ADD_OPENS = [
@@ -31,14 +33,17 @@ JDK17_OPTIONS = ["-XX:+IgnoreUnrecognizedVMOptions", *ADD_OPENS]
 
 @dataclass(frozen=True)
 class Daemon:
-    name: str  # "rm", "nm1", ...
+    name: str  # "rm", "nm1", "namenode", ...
     main_class: str
     conf_dir: Path
     heap_mb: int
+    args: tuple[str, ...] = ()
+    wrapper: tuple[str, ...] = ()  # runs the JVM, e.g. in a host view of its own
 
 
 def java_command(layout: Layout, java_home: Path, daemon: Daemon) -> list[str]:
     return [
+        *daemon.wrapper,
         str(java_home / "bin" / "java"),
         f"-Xmx{daemon.heap_mb}m",
         "-XX:+UseSerialGC",
@@ -50,8 +55,9 @@ def java_command(layout: Layout, java_home: Path, daemon: Daemon) -> list[str]:
         f"-Dyarn.log.dir={layout.log_dir}",
         f"-Dhadoop.log.file={layout.daemon_log(daemon.name)}",
         "-cp",
-        f"{daemon.conf_dir}:{layout.lib_dir}/*",
+        f"{daemon.conf_dir}:{layout.lib_dir}/*:{layout.webapps_dir}",
         daemon.main_class,
+        *daemon.args,
     ]
 
 

@@ -25,9 +25,10 @@ def default_state_dir() -> Path:
 
 @dataclass(frozen=True)
 class NodeManagerSpec:
-    """One NodeManager: its ports and what it advertises to the scheduler."""
+    """One NodeManager, a host of its own: its address, ports and what it offers."""
 
     name: str
+    host: str  # its own loopback address: tasks on different nodes get different host:port
     rpc_port: int
     localizer_port: int
     webapp_port: int
@@ -36,6 +37,11 @@ class NodeManagerSpec:
     vcores: int
     gpus: int = 0
     partition: str | None = None  # an exclusive node-label partition, or the default one
+
+    @property
+    def node_id(self) -> str:
+        """How the ResourceManager names this node (no port offset)."""
+        return f"{self.host}:{self.rpc_port}"
 
 
 RM_PORTS = {
@@ -46,17 +52,45 @@ RM_PORTS = {
     "webapp.address": 8088,
 }
 
-GPU_LABEL = "gpu"
+# The NameNode and the one DataNode (HDFS is the storage every host shares) on 127.0.0.1.
+HDFS_PORTS = {
+    "namenode rpc": 8020,
+    "namenode http": 8021,
+    "datanode data": 8022,
+    "datanode http": 8023,
+    "datanode ipc": 8024,
+    "datanode internal proxy": 8025,
+}
 
-# Every port sits below Linux's ephemeral range (32768-60999 by default), even with the
-# offsets tests and bench add: a port in that range can be taken at any moment by an
-# outgoing connection or by a task that binds port 0.
-NODE_MANAGERS = (
-    NodeManagerSpec("nm1", 8144, 8140, 8142, 8148, memory_mb=16384, vcores=16),
-    NodeManagerSpec(
-        "nm2", 8154, 8150, 8152, 8158, memory_mb=16384, vcores=16, gpus=2, partition=GPU_LABEL
-    ),
-)
+GPU_LABEL = "gpu"
+GPUS_PER_GPU_NODE = 2
+DEFAULT_NODES = 3  # NodeManagers: all in the default partition but the last, the gpu one
+MAX_NODES = 14  # keeps every NodeManager port below the next cluster's (offsets of 300)
+NODE_MEMORY_MB = 16384
+NODE_VCORES = 16
+
+
+def node_managers(count: int, vcores: int = NODE_VCORES) -> tuple[NodeManagerSpec, ...]:
+    """``count`` NodeManagers, each its own host 127.0.0.<k+1>; the last is in the gpu
+    partition. Ports differ too, so a daemon that binds every interface cannot collide.
+
+    Every port sits below Linux's ephemeral range (32768-60999 by default), even with the
+    offsets tests and bench add: a port in that range can be taken at any moment by an
+    outgoing connection or by a task that binds port 0.
+    """
+    if not 2 <= count <= MAX_NODES:
+        raise ValueError(f"the local cluster has 2 to {MAX_NODES} NodeManagers, not {count}")
+    specs = []
+    for k in range(1, count + 1):
+        base = 8140 + 10 * (k - 1)
+        gpu_node = k == count
+        specs.append(NodeManagerSpec(
+            f"nm{k}", f"127.0.0.{k + 1}", rpc_port=base + 4, localizer_port=base,
+            webapp_port=base + 2, collector_port=base + 8, memory_mb=NODE_MEMORY_MB,
+            vcores=vcores, gpus=GPUS_PER_GPU_NODE if gpu_node else 0,
+            partition=GPU_LABEL if gpu_node else None,
+        ))
+    return tuple(specs)
 
 
 @dataclass(frozen=True)
@@ -69,6 +103,26 @@ class Layout:
     port_offset: int = field(
         default_factory=lambda: int(os.environ.get("TFYARN_CLUSTER_PORT_OFFSET", "0"))
     )
+    # NodeManagers: given to `up`; otherwise what the running cluster was started with.
+    nodes: int | None = None
+    node_vcores: int = NODE_VCORES
+
+    @property
+    def node_count(self) -> int:
+        if self.nodes is not None:
+            return self.nodes
+        try:
+            return int(self.nodes_file.read_text())
+        except (OSError, ValueError):
+            return int(os.environ.get("TFYARN_CLUSTER_NODES", DEFAULT_NODES))
+
+    @property
+    def nodes_file(self) -> Path:
+        return self.state_dir / "nodes"
+
+    @property
+    def node_managers(self) -> tuple[NodeManagerSpec, ...]:
+        return node_managers(self.node_count, self.node_vcores)
 
     def port(self, base: int) -> int:
         return base + self.port_offset
@@ -92,6 +146,27 @@ class Layout:
     def node_dir(self, nm: NodeManagerSpec) -> Path:
         return self.state_dir / nm.name
 
+    def host_view_dir(self, nm: NodeManagerSpec) -> Path:
+        """What the node's tasks see at the paths private to each host (/tmp, HOME)."""
+        return self.node_dir(nm) / "host"
+
+    @property
+    def hdfs_dir(self) -> Path:
+        return self.state_dir / "hdfs"
+
+    @property
+    def webapps_dir(self) -> Path:
+        """Empty web apps the NameNode and DataNode insist on (Maven's jar has none)."""
+        return self.hadoop_home / "webapps-stub"
+
+    @property
+    def default_fs(self) -> str:
+        return f"hdfs://127.0.0.1:{self.port(HDFS_PORTS['namenode rpc'])}"
+
+    @property
+    def namenode_web_url(self) -> str:
+        return f"http://127.0.0.1:{self.port(HDFS_PORTS['namenode http'])}"
+
     @property
     def bin_dir(self) -> Path:
         return self.state_dir / "bin"
@@ -103,11 +178,6 @@ class Layout:
     @property
     def run_dir(self) -> Path:
         return self.state_dir / "run"
-
-    @property
-    def app_log_dir(self) -> Path:
-        """Aggregated container logs, read by ``yarn logs`` after an application ends."""
-        return self.state_dir / "app-logs"
 
     @property
     def label_store_dir(self) -> Path:

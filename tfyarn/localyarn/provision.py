@@ -25,6 +25,9 @@ ARTIFACTS = (
     "hadoop-mapreduce-client-core",
     # The RM's web app binds timeline-collector classes even with the timeline service off.
     "hadoop-yarn-server-timelineservice",
+    # HDFS: the NameNode and DataNode (hadoop-hdfs marks the client `provided`).
+    "hadoop-hdfs",
+    "hadoop-hdfs-client",
 )
 
 POM_TEMPLATE = """<project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -100,8 +103,8 @@ def ensure_hadoop_jars(layout: Layout, echo=print) -> Path:
     layout.hadoop_home.mkdir(parents=True, exist_ok=True)
     pom = layout.hadoop_home / "pom.xml"
     pom.write_text(pom_text)
-    if layout.lib_dir.exists():
-        shutil.rmtree(layout.lib_dir)  # a half-finished earlier attempt
+    # Jars are only ever added (a cluster may be running from this directory): an earlier,
+    # shorter or half-finished list is completed in place.
     echo(f"Fetching Apache Hadoop {layout.hadoop_version} jars with Maven (first run only)...")
     env = dict(os.environ, JAVA_HOME=str(find_java_home()))
     result = subprocess.run(

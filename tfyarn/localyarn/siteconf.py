@@ -5,9 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from tfyarn.localyarn.layout import GPU_LABEL, NODE_MANAGERS, RM_PORTS, Layout, NodeManagerSpec
+from tfyarn.localyarn.layout import (
+    GPU_LABEL,
+    GPUS_PER_GPU_NODE,
+    HDFS_PORTS,
+    RM_PORTS,
+    Layout,
+    NodeManagerSpec,
+)
 
-MAX_GPUS_PER_CONTAINER = max(nm.gpus for nm in NODE_MANAGERS)
+MAX_GPUS_PER_CONTAINER = GPUS_PER_GPU_NODE
+APP_LOG_DIR = "/app-logs"  # aggregated container logs, on HDFS: `yarn logs` reads them there
 
 DAEMON_LOG4J = """log4j.rootLogger=INFO,RFA
 log4j.appender.RFA=org.apache.log4j.FileAppender
@@ -38,13 +46,38 @@ def xml_document(properties: dict[str, object]) -> str:
 
 def core_site(layout: Layout, tmp_dir: Path) -> dict[str, object]:
     return {
-        # The local disk seen through ViewFs: skein 0.8.2's driver fails with a
-        # NullPointerException when the default filesystem is plain file:/// (its
-        # same-filesystem check reads the URI's host, which file:/// lacks).
-        "fs.defaultFS": "viewfs://local/",
-        "fs.viewfs.mounttable.local.linkFallback": "file:///",
+        # HDFS is the one storage every host shares: skein's uploads, packed envs, the
+        # aggregated logs and every job's work dir live there.
+        "fs.defaultFS": layout.default_fs,
         "hadoop.tmp.dir": tmp_dir,
         "hadoop.security.authentication": "simple",
+    }
+
+
+def hdfs_site(layout: Layout) -> dict[str, object]:
+    """One NameNode and one DataNode on 127.0.0.1, small and quick to start."""
+    address = {name: f"127.0.0.1:{layout.port(port)}" for name, port in HDFS_PORTS.items()}
+    return {
+        "dfs.namenode.rpc-address": address["namenode rpc"],
+        "dfs.namenode.http-address": address["namenode http"],
+        "dfs.datanode.address": address["datanode data"],
+        "dfs.datanode.http.address": address["datanode http"],
+        "dfs.datanode.ipc.address": address["datanode ipc"],
+        # Otherwise the DataNode's internal web server takes a random port.
+        "dfs.datanode.http.internal-proxy.port": layout.port(HDFS_PORTS["datanode internal proxy"]),
+        "dfs.namenode.name.dir": f"file://{layout.hdfs_dir / 'name'}",
+        "dfs.datanode.data.dir": f"file://{layout.hdfs_dir / 'data'}",
+        "dfs.replication": 1,
+        # Out of safe mode as soon as the one DataNode reports, not 30 s later.
+        "dfs.namenode.safemode.extension": 0,
+        "dfs.namenode.safemode.min.datanodes": 1,
+        "dfs.heartbeat.interval": 1,
+        "dfs.namenode.handler.count": 10,
+        "dfs.datanode.handler.count": 5,
+        "dfs.permissions.enabled": "true",
+        # A nearly full CI disk must not stop writes (YARN's disk checker is relaxed too).
+        "dfs.namenode.resource.du.reserved": 0,
+        "dfs.datanode.du.reserved": 0,
     }
 
 
@@ -87,7 +120,7 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         ),
         # `yarn logs -applicationId` reads containers' output after the app ends.
         "yarn.log-aggregation-enable": "true",
-        "yarn.nodemanager.remote-app-log-dir": f"file://{layout.app_log_dir}",
+        "yarn.nodemanager.remote-app-log-dir": APP_LOG_DIR,
         "yarn.log-aggregation.retain-seconds": 7 * 24 * 3600,
         "yarn.node-labels.enabled": "true",
         "yarn.node-labels.fs-store.root-dir": f"file://{layout.label_store_dir}",
@@ -103,11 +136,15 @@ def node_manager_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
     node_dir = layout.node_dir(nm)
     props = yarn_site(layout)
     props.update({
-        "yarn.nodemanager.hostname": "127.0.0.1",
-        "yarn.nodemanager.address": f"127.0.0.1:{layout.port(nm.rpc_port)}",
-        "yarn.nodemanager.localizer.address": f"127.0.0.1:{layout.port(nm.localizer_port)}",
-        "yarn.nodemanager.webapp.address": f"127.0.0.1:{layout.port(nm.webapp_port)}",
-        "yarn.nodemanager.collector-service.address": f"127.0.0.1:{layout.port(nm.collector_port)}",
+        # Its own address is its host name: what YARN, the tasks and their peers call it.
+        "yarn.nodemanager.hostname": nm.host,
+        "yarn.nodemanager.address": f"{nm.host}:{layout.port(nm.rpc_port)}",
+        "yarn.nodemanager.localizer.address": f"{nm.host}:{layout.port(nm.localizer_port)}",
+        "yarn.nodemanager.webapp.address": f"{nm.host}:{layout.port(nm.webapp_port)}",
+        "yarn.nodemanager.collector-service.address":
+            f"{nm.host}:{layout.port(nm.collector_port)}",
+        # Containers' HOME: the node's own (each host sees a private one, see hostview.py).
+        "yarn.nodemanager.user-home-dir": str(Path.home()),
         "yarn.nodemanager.local-dirs": node_dir / "local",
         "yarn.nodemanager.log-dirs": node_dir / "containers",
         "yarn.nodemanager.resource.memory-mb": nm.memory_mb,
@@ -166,15 +203,21 @@ def write_configuration(layout: Layout) -> None:
         core=core_site(layout, layout.state_dir / "tmp" / "rm"),
         yarn=yarn_site(layout),
     )
+    (layout.conf_dir / "hdfs-site.xml").write_text(xml_document(hdfs_site(layout)))
+    for web_app in ("hdfs", "datanode"):  # the NameNode and DataNode refuse to start without
+        web_xml = layout.webapps_dir / "webapps" / web_app / "WEB-INF" / "web.xml"
+        web_xml.parent.mkdir(parents=True, exist_ok=True)
+        web_xml.write_text("<web-app/>\n")
     (layout.conf_dir / "capacity-scheduler.xml").write_text(xml_document(capacity_scheduler()))
     (layout.conf_dir / "log4j-daemon.properties").write_text(DAEMON_LOG4J)
-    for nm in NODE_MANAGERS:
+    for nm in layout.node_managers:
         conf = layout.node_conf_dir(nm)
         _write_dir(
             conf,
             core=core_site(layout, layout.node_dir(nm) / "tmp"),
             yarn=node_manager_site(layout, nm),
         )
+        (conf / "hdfs-site.xml").write_text(xml_document(hdfs_site(layout)))
         if nm.gpus:
             node_resources = {"yarn.nodemanager.resource-type.yarn.io/gpu": nm.gpus}
             (conf / "node-resources.xml").write_text(xml_document(node_resources))

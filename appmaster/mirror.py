@@ -1,0 +1,290 @@
+"""A task's local work dir kept in step with the job's work dir on HDFS.
+
+- ``restore``: before the script starts, the latest checkpoints on HDFS come down into the
+  local dir, so a task restarted on any node resumes where the job was.
+- ``sync``: the chief's local dir goes up, on an interval while it runs and once more when it
+  ends. Checkpoints go up whole or not at all: data and index files first (each under a
+  temporary name, renamed into place, several at once), then the ``checkpoint`` state file,
+  so a reader on HDFS never sees a state file naming a missing file. Checkpoints the state
+  file no longer lists are pruned. Other files (TensorBoard event files, results) go up when
+  they change.
+- ``pull``: TensorBoard's local dir follows HDFS.
+
+A checkpoint whose data shards are not all in the local dir was written partly from another
+host (TensorFlow's sharded saving puts each variable's shard on the ps holding it). It is
+never mirrored; the status says so, and the script must save from the chief (README).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from appmaster.storage import TEMPORARY_MARK, RemoteDir, StorageError, bounded
+
+log = logging.getLogger("tfyarn.mirror")
+
+STATE_FILE = "checkpoint"  # TensorFlow's checkpoint state file, in every checkpoint dir
+SKIPPED_NAMES = (".tfyarn-outcome.json",)
+PARALLEL_UPLOADS = 4
+MAX_BACKOFF_S = 60.0
+_PATHS = re.compile(r'^(model_checkpoint_path|all_model_checkpoint_paths):\s*"(.*)"\s*$')
+_SHARD = re.compile(r"\.data-(\d+)-of-(\d+)$")
+
+
+def listed_checkpoints(state_text: str) -> list[str]:
+    """Checkpoint prefixes a state file names (relative to its dir), newest last."""
+    prefixes: list[str] = []
+    for line in state_text.splitlines():
+        match = _PATHS.match(line.strip())
+        if match:
+            name = os.path.basename(match.group(2))  # TF may write absolute paths
+            if name not in prefixes:
+                prefixes.append(name)
+    latest = next((m.group(2) for line in state_text.splitlines()
+                   if (m := _PATHS.match(line.strip())) and m.group(1) == "model_checkpoint_path"),
+                  None)
+    if latest is not None:  # the latest last
+        latest = os.path.basename(latest)
+        prefixes = [p for p in prefixes if p != latest] + [latest]
+    return prefixes
+
+
+def checkpoint_files(names: list[str], prefix: str) -> list[str]:
+    """Files of one checkpoint among ``names`` (a dir's file names)."""
+    return [n for n in names if n.startswith(prefix + ".") and
+            (n.endswith((".index", ".meta")) or _SHARD.search(n))]
+
+
+def missing_shards(names: list[str], prefix: str) -> list[str]:
+    """Data shards an index promises that the dir lacks: ``<prefix>.data-00001-of-00002``."""
+    shards = [m for n in checkpoint_files(names, prefix) if (m := _SHARD.search(n))]
+    if not shards:
+        return [f"{prefix}.data-*"] if f"{prefix}.index" in names else []
+    total = int(shards[0].group(2))
+    present = {int(m.group(1)) for m in shards}
+    return [f"{prefix}.data-{i:05d}-of-{total:05d}" for i in range(total) if i not in present]
+
+
+def is_checkpoint_file(name: str) -> bool:
+    return name.endswith((".index", ".meta")) or bool(_SHARD.search(name))
+
+
+@dataclass
+class MirrorStatus:
+    """What the job's status shows about a task's mirror."""
+
+    remote: str
+    interval_s: float
+    last_sync: float | None = None  # when a sync last completed
+    last_checkpoint: str | None = None  # the newest checkpoint now on HDFS
+    files_up: int = 0
+    bytes_up: int = 0
+    restored: str | None = None  # the checkpoint brought down at start
+    error: str | None = None  # the last failure, while it lasts
+    failing_since: float | None = None
+    warning: str | None = None  # e.g. a checkpoint split across hosts
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Seen:
+    """What this task already put on HDFS, so unchanged files are not sent again."""
+
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> (size, mtime_ns)
+
+
+class WorkDirMirror:
+    def __init__(self, local: Path, remote: RemoteDir, interval_s: float = 10.0) -> None:
+        self.local = local
+        self.remote = remote
+        self.interval_s = interval_s
+        self.status = MirrorStatus(remote.url, interval_s)
+        self._seen = _Seen()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one sync at a time (the loop's and the last one)
+
+    # ------------------------------------------------------------ down
+
+    def restore(self) -> str | None:
+        """Bring every checkpoint dir's listed checkpoints and state file down; returns the
+        newest checkpoint restored (None when HDFS has none yet)."""
+        remote_files = self.remote.list_files()
+        newest = None
+        for state_path in sorted(p for p in remote_files if os.path.basename(p) == STATE_FILE):
+            directory = os.path.dirname(state_path)
+            state_text = (self.remote.read_bytes(state_path) or b"").decode()
+            names = [os.path.basename(p) for p in remote_files if os.path.dirname(p) == directory]
+            wanted = [f for prefix in listed_checkpoints(state_text)
+                      for f in checkpoint_files(names, prefix)]
+            for name in wanted:
+                self._download(os.path.join(directory, name))
+            target = self.local / state_path  # the state file last: it names the rest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(state_text)
+            self._remember(state_path)
+            prefixes = listed_checkpoints(state_text)
+            if prefixes:
+                newest = os.path.join(directory, prefixes[-1])
+        self.status.restored = newest
+        return newest
+
+    def pull(self) -> int:
+        """Fetch what changed on HDFS (for a reader such as TensorBoard); returns file count."""
+        fetched = 0
+        for relative, info in self.remote.list_files().items():
+            key = (info.length, info.modified_ms)
+            if self._seen.files.get("remote:" + relative) != key:
+                self._download(relative)
+                self._seen.files["remote:" + relative] = key
+                fetched += 1
+        return fetched
+
+    def _download(self, relative: str) -> None:
+        self.remote.download(relative, self.local / relative)
+        self._remember(relative)
+
+    def _remember(self, relative: str) -> None:
+        stat = (self.local / relative).stat()
+        self._seen.files[relative] = (stat.st_size, stat.st_mtime_ns)
+
+    # ------------------------------------------------------------ up
+
+    def sync(self) -> int:
+        """Put what changed locally on HDFS; returns the number of files sent."""
+        with self._lock:
+            sent = self._sync()
+        self.status.last_sync = time.time()
+        self.status.error = self.status.failing_since = None
+        return sent
+
+    def _sync(self) -> int:
+        files = self._local_files()
+        by_dir: dict[str, list[str]] = {}
+        for relative in files:
+            by_dir.setdefault(os.path.dirname(relative), []).append(os.path.basename(relative))
+        plain, checkpoint_dirs = [], []
+        for directory, names in by_dir.items():
+            if STATE_FILE in names:
+                checkpoint_dirs.append(directory)
+                plain += [os.path.join(directory, n) for n in names
+                          if n != STATE_FILE and not is_checkpoint_file(n)]
+            else:
+                plain += [os.path.join(directory, n) for n in names]
+        sent = self._upload_changed(plain)
+        for directory in checkpoint_dirs:
+            sent += self._sync_checkpoints(directory, by_dir[directory])
+        return sent
+
+    def _sync_checkpoints(self, directory: str, names: list[str]) -> int:
+        state_path = os.path.join(directory, STATE_FILE)
+        state_text = (self.local / state_path).read_text()
+        prefixes = listed_checkpoints(state_text)
+        split = {p: missing for p in prefixes if (missing := missing_shards(names, p))}
+        if split:
+            prefix, missing = next(iter(split.items()))
+            self.status.warning = (
+                f"checkpoint {os.path.join(directory, prefix)} lacks {', '.join(missing)} in "
+                "this task's dir: its shards were written on other hosts (sharded saving on "
+                "the ps). It is not mirrored; save from the chief (see README).")
+            log.warning("%s", self.status.warning)
+            return 0
+        wanted = [os.path.join(directory, f) for p in prefixes for f in checkpoint_files(names, p)]
+        sent = self._upload_changed(wanted)
+        if any(not (self.local / w).exists() for w in wanted):
+            return sent  # TensorFlow deleted an old one meanwhile: the state file next time
+        if sent or self._changed(state_path):
+            self._upload(state_path)  # last: everything it names is already there
+            sent += 1
+            self.status.last_checkpoint = os.path.join(directory, prefixes[-1]) if prefixes \
+                else None
+        self._prune(directory, set(wanted))
+        return sent
+
+    def _prune(self, directory: str, keep: set[str]) -> None:
+        """Delete checkpoint files of this dir on HDFS that the state file no longer lists."""
+        for relative in list(self.remote.list_files()):
+            if (os.path.dirname(relative) == directory and relative not in keep
+                    and is_checkpoint_file(os.path.basename(relative))):
+                self.remote.delete(relative)
+                self._seen.files.pop(relative, None)
+
+    def _upload_changed(self, paths: list[str]) -> int:
+        changed = [p for p in paths if self._changed(p)]
+        if not changed:
+            return 0
+        with ThreadPoolExecutor(PARALLEL_UPLOADS) as pool:  # each close waits on the DataNode
+            list(pool.map(self._upload, changed))
+        return len(changed)
+
+    def _upload(self, relative: str) -> None:
+        local = self.local / relative
+        try:
+            before = local.stat()
+            size = self.remote.upload(local, relative)
+        except FileNotFoundError:
+            return  # deleted by the script while we sent it (an old checkpoint, say)
+        self._seen.files[relative] = (before.st_size, before.st_mtime_ns)
+        self.status.files_up += 1
+        self.status.bytes_up += size
+
+    def _changed(self, relative: str) -> bool:
+        try:
+            stat = (self.local / relative).stat()
+        except FileNotFoundError:
+            return False
+        return self._seen.files.get(relative) != (stat.st_size, stat.st_mtime_ns)
+
+    def _local_files(self) -> list[str]:
+        found = []
+        for root, dirs, names in os.walk(self.local):
+            # TensorFlow writes a checkpoint in "<name>_temp" dirs, then renames it.
+            dirs[:] = [d for d in dirs if not d.endswith("_temp")]
+            for name in names:
+                if TEMPORARY_MARK in name or name in SKIPPED_NAMES or ".tmp" in name:
+                    continue
+                found.append(os.path.relpath(os.path.join(root, name), self.local))
+        return found
+
+    # ------------------------------------------------------------ the loop
+
+    def start(self, action: str = "sync", on_status=None) -> None:
+        """Run ``sync`` (or ``pull``) every interval in a thread, backing off on failures."""
+        def loop() -> None:
+            delay = self.interval_s
+            while not self._stop.wait(delay):
+                try:
+                    bounded(getattr(self, action), what=f"HDFS ({self.remote.url})")
+                    delay = self.interval_s
+                except (StorageError, OSError) as exc:
+                    self._failed(exc)
+                    delay = min(MAX_BACKOFF_S, delay * 2)
+                if on_status:
+                    on_status(self.status)
+
+        self._thread = threading.Thread(target=loop, daemon=True, name=f"mirror-{action}")
+        self._thread.start()
+
+    def finish(self, timeout_s: float) -> bool:
+        """Stop the loop and sync once more; whether everything reached HDFS."""
+        self._stop.set()
+        try:
+            bounded(self.sync, timeout_s, what=f"HDFS ({self.remote.url})")
+            return True
+        except (StorageError, OSError) as exc:
+            self._failed(exc)
+            return False
+
+    def _failed(self, exc: BaseException) -> None:
+        self.status.error = str(exc)
+        self.status.failing_since = self.status.failing_since or time.time()
+        log.warning("mirroring to %s failed (will retry): %s", self.remote.url, exc)

@@ -1,0 +1,183 @@
+"""The job's directory on the cluster's shared file system (HDFS), through a native client.
+
+Each NodeManager is a different machine with its own disks; HDFS is the only storage every
+container shares. TensorFlow 2.21 cannot open ``hdfs://`` itself, so tasks keep working on a
+local directory and this module moves files between it and HDFS. It uses hdfs-native (HDFS's
+RPC protocol in Rust, no JVM per call), which reads HADOOP_CONF_DIR for name services and
+takes delegation tokens from HADOOP_TOKEN_FILE_LOCATION, as every YARN container has them.
+
+Writes are safe against readers and crashes: a file is written under a temporary name and
+renamed into place, so nobody ever sees half a file under its real name.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+REMOTE_SCHEMES = ("hdfs", "viewfs")  # what hdfs-native speaks
+TEMPORARY_MARK = "._tfyarn_tmp_"  # in the name of a file still being written
+CHUNK = 4 * 2**20
+CALL_TIMEOUT_S = 60.0  # hdfs-native retries an unreachable NameNode without end
+
+T = TypeVar("T")
+
+
+class StorageError(RuntimeError):
+    """HDFS could not be used; the message is the NameNode's reason without Java frames."""
+
+
+def is_remote(work_dir: str) -> bool:
+    """A URL on a Hadoop file system; plain paths and file:// stay on the node's disk."""
+    return urlsplit(work_dir).scheme in REMOTE_SCHEMES
+
+
+def plain_reason(exc: BaseException) -> str:
+    """hdfs-native's errors carry the NameNode's Java stack: keep the exception's message."""
+    text = str(exc)
+    for marker in ("\\n\\tat ", "\n\tat "):
+        text = text.split(marker, 1)[0]
+    if text.startswith("RPCError("):
+        parts = text[len("RPCError("):].split('", "', 1)
+        text = parts[-1].strip('")') if len(parts) == 2 else text
+    return text.strip()
+
+
+def bounded(call: Callable[[], T], timeout_s: float = CALL_TIMEOUT_S, what: str = "HDFS") -> T:
+    """Run ``call`` in a helper thread and give up after ``timeout_s`` (an unreachable
+    NameNode makes hdfs-native retry forever)."""
+    answers: queue.Queue = queue.Queue(maxsize=1)
+
+    def run() -> None:
+        try:
+            answers.put((True, call()))
+        except BaseException as exc:  # handed to the caller's thread
+            answers.put((False, exc))
+
+    threading.Thread(target=run, daemon=True, name="hdfs-call").start()
+    try:
+        ok, value = answers.get(timeout=timeout_s)
+    except queue.Empty:
+        raise StorageError(f"{what} did not answer within {timeout_s:.0f} s") from None
+    if not ok:
+        if isinstance(value, StorageError):
+            raise value
+        raise StorageError(plain_reason(value)) from value
+    return value
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    path: str  # relative to the directory
+    length: int
+    modified_ms: int
+
+
+class RemoteDir:
+    """One directory on HDFS, given as ``hdfs://authority/path`` or ``viewfs://...``."""
+
+    def __init__(self, url: str) -> None:
+        from hdfs_native import Client  # imported here: the client side uses it only to check
+
+        parts = urlsplit(url)
+        if parts.scheme not in REMOTE_SCHEMES:
+            raise StorageError(f"{url}: not an hdfs:// or viewfs:// URL")
+        self.url = url.rstrip("/")
+        self.root = parts.path.rstrip("/") or "/"
+        authority = f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
+        # No authority (hdfs:///path): the configuration's default file system.
+        self.client = Client(authority) if authority else Client()
+
+    def path(self, relative: str = "") -> str:
+        return f"{self.root}/{relative}".rstrip("/") if relative else self.root
+
+    def make(self) -> None:
+        self.client.mkdirs(self.root, permission=0o755, create_parent=True)
+
+    def exists(self, relative: str = "") -> bool:
+        try:
+            self.client.get_file_info(self.path(relative))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def list_files(self) -> dict[str, RemoteFile]:
+        """Every file below the directory (none if it does not exist), by relative path."""
+        try:
+            statuses = list(self.client.list_status(self.root, recursive=True))
+        except FileNotFoundError:
+            return {}
+        found = {}
+        for status in statuses:
+            if status.isdir or TEMPORARY_MARK in status.path:
+                continue
+            relative = status.path[len(self.root):].lstrip("/")
+            found[relative] = RemoteFile(relative, status.length, status.modification_time)
+        return found
+
+    def read_bytes(self, relative: str) -> bytes | None:
+        try:
+            with self.client.read(self.path(relative)) as reader:
+                return reader.read()
+        except FileNotFoundError:
+            return None
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        """Under a temporary name, then renamed over the old file: all or nothing."""
+        target = self.path(relative)
+        temporary = self._temporary(target)
+        self.client.mkdirs(os.path.dirname(target), permission=0o755, create_parent=True)
+        with self.client.create(temporary) as writer:
+            writer.write(data)
+        self.client.rename(temporary, target, overwrite=True)
+
+    def upload(self, local: Path, relative: str) -> int:
+        """Copy a local file up (temporary name, then rename); returns its size."""
+        target = self.path(relative)
+        temporary = self._temporary(target)
+        self.client.mkdirs(os.path.dirname(target), permission=0o755, create_parent=True)
+        size = 0
+        with open(local, "rb") as source, self.client.create(temporary) as writer:
+            while chunk := source.read(CHUNK):
+                writer.write(chunk)
+                size += len(chunk)
+        self.client.rename(temporary, target, overwrite=True)
+        return size
+
+    def download(self, relative: str, local: Path) -> int:
+        """Copy a file down; it appears under its name only when complete."""
+        local.parent.mkdir(parents=True, exist_ok=True)
+        partial = local.with_name(f".{local.name}{TEMPORARY_MARK}")
+        size = 0
+        with self.client.read(self.path(relative)) as reader, open(partial, "wb") as out:
+            while chunk := reader.read(CHUNK):
+                out.write(chunk)
+                size += len(chunk)
+        os.replace(partial, local)
+        return size
+
+    def delete(self, relative: str) -> None:
+        self.client.delete(self.path(relative), recursive=False)
+
+    def check_writable(self) -> None:
+        """Create the directory and write, read back and delete a small file in it."""
+        self.make()
+        probe = f".tfyarn-write-check-{uuid.uuid4().hex}"
+        self.write_bytes(probe, b"ok")
+        try:
+            if self.read_bytes(probe) != b"ok":
+                raise StorageError(f"{self.url}: a file written there did not read back")
+        finally:
+            self.delete(probe)
+
+    @staticmethod
+    def _temporary(target: str) -> str:
+        head, name = os.path.split(target)
+        return f"{head}/.{name}{TEMPORARY_MARK}{uuid.uuid4().hex[:8]}"
