@@ -693,3 +693,35 @@ def test_secret_file_must_exist_and_name_be_plain(job_dir: Path) -> None:
                    "not a valid secret name")
     assert_problem(text, "appConfig.json", 'global."site.global.user.secrets".KEY',
                    "no such file")
+
+
+# ---- a key written twice ----
+
+def test_json_key_written_twice_names_both_places(job_dir: Path) -> None:
+    text = SLIDER_RESOURCES.replace('"ps":{', '"worker":{"yarn.memory":"1"},"ps":{', 1).replace(
+        '"yarn.vcores":"1"}', '"yarn.vcores":"1","yarn.vcores":"2"}', 1)
+    out = errors(job_dir, resources=text)
+    first = text.index('"worker"') + 1
+    again = text.index('"worker"', first) + 1
+    assert_problem(out, "resources.json", "components.worker",
+                   f"written twice, at line 1, column {first} and at line 1, column {again}; "
+                   "only the last would count")
+    assert_problem(out, "resources.json", 'components.tensorboard."yarn.vcores"', "twice")
+
+
+def test_yaml_key_written_twice(job_dir: Path) -> None:
+    (job_dir / "resources.yaml").write_text(
+        "components:\n  chiefworker:\n    yarn.role.priority: 1\n"
+        "  worker:\n    yarn.role.priority: 2\n  worker:\n    yarn.role.priority: 3\n")
+    write_doc(job_dir / "appConfig.json", SLIDER_APP_CONFIG)
+    with pytest.raises(JobConfigError) as info:
+        load_job("resources.yaml", "appConfig.json")
+    assert_problem(str(info.value), "resources.yaml", "components.worker",
+                   "written twice, at line 4, column 3 and at line 6, column 3")
+
+
+def test_key_written_twice_in_json_that_yaml_cannot_read(job_dir: Path) -> None:
+    # Tabs make the text unreadable as YAML: the key is named without its places.
+    text = SLIDER_RESOURCES.replace('{"schema"', '{\n\t"global": {},\n\t"schema"', 1)
+    assert_problem(errors(job_dir, resources=text), "resources.json", None,
+                   'the key "global" is written twice in one object')
