@@ -289,3 +289,28 @@ def test_dry_run_seed_job_json(monkeypatch: pytest.MonkeyPatch) -> None:
         assert role["restarts"] == "no failure tolerated (the first fails the job)"
     assert doc["failure_threshold_meaning"] == FAILURE_THRESHOLD_MEANING
     assert doc["appmaster"] == {"memory_mb": 512, "vcores": 1, "node_label": None}
+
+
+def test_dry_run_of_thousands_of_tasks_is_summarised(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    resources = json.loads(SEED_RESOURCES.read_text())
+    resources["components"]["worker"]["yarn.component.instances"] = "3000"
+    path = write_doc(tmp_path / "resources.json", resources)
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    monkeypatch.setattr(sys.modules[__name__], "SEED_RESOURCES", path)
+    doc = json.loads(dry_run(monkeypatch, "--json"))
+    worker = next(role for role in doc["roles"] if role["role"] == "worker")
+    assert worker["instances"] == 3000
+    assert worker["tasks_shown"] == [0, 1, 2, 3, 4, 5, 6, 2999]
+    assert len(worker["commands"]) == len(worker["tf_config_task"]) == 8
+    assert worker["tf_config_task"][-1] == {"type": "worker", "index": 2999}
+    hosts = ("--worker_hosts=<chiefworker-0-host:port>,<worker-0-host:port>,"
+             "<worker-1-host:port>,<worker-2-host:port>,<worker-3-host:port>,"
+             "<worker-4-host:port>,...(2994 more)...,<worker-2999-host:port>")
+    assert all(hosts in command for command in worker["commands"])
+    assert "--task_index=3000" in worker["commands"][-1]
+    assert doc["preflight"]["checked"] is False
+    text = dry_run(monkeypatch)
+    assert "  ... 2992 more worker tasks like these (host lists summarised)" in text
+    assert len(text.splitlines()) < 40 and len(text) < 20_000
