@@ -151,7 +151,7 @@ tr.task-failed td.col-state{color:#cf222e;font-weight:600}
 #ended{border-color:#bf8700;background:#fff8c5}
 #ended.final-succeeded{border-color:#1a7f37;background:#dafbe1}
 #ended.final-failed,#ended.final-killed{border-color:#cf222e;background:#ffebe9}
-#ended pre{white-space:pre-wrap}
+#ended pre{white-space:pre-wrap;font:inherit;margin-bottom:4px}
 body.ended #task-table{opacity:.7}
 .two{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px;
  margin-bottom:12px;align-items:start}
@@ -212,8 +212,12 @@ SCRIPT = """
                ["Retrying..."], appPage);
           return false;
         }
+        var final = app.finalStatus === "UNDEFINED" ? app.state : app.finalStatus;
+        var badge = document.querySelector("#summary .state");
+        badge.textContent = final;
+        badge.className = "state state-" + final.toLowerCase();
         document.body.classList.add("ended");
-        show(app.finalStatus === "UNDEFINED" ? app.state : app.finalStatus,
+        show(final,
              "The job has ended: " + app.state + ", final status " + app.finalStatus,
              [app.diagnostics || "(no diagnostics)",
               "The table below is the last state this page received. " +

@@ -185,6 +185,7 @@ def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: 
     assert "final status SUCCEEDED" in ended.text and "The chief finished" in ended.text
     assert "tfyarn status " + running_job.app_id in ended.text
     assert_no_error(browser)
+    assert browser.find_element(By.CSS_SELECTOR, "#summary .state").text == "SUCCEEDED"
     assert task_rows(browser) == EXPECTED_TASKS  # the last table stays readable
     save_screenshot(browser, tmp_path / "ended-job-page.png", capsys)
 
