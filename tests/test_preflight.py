@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import threading
 from functools import cache
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -348,6 +349,13 @@ def test_a_message_pasted_into_itself_is_said_once() -> None:
                "application_1_0002 submitted by user root to unknown queue: nosuchqueue")
     assert plain_diagnosis(message) == ("Application application_1_0002 submitted by user root "
                                         "to unknown queue: nosuchqueue")
+
+
+def test_the_full_text_goes_to_the_debug_log(caplog: pytest.LogCaptureFixture) -> None:
+    text = "Too big\n" + FRAMES
+    with caplog.at_level(logging.DEBUG, logger="tfyarn"):
+        assert plain_diagnosis(text) == "Too big"
+    assert FRAMES.strip() in caplog.text
 
 
 def test_exception_class_names_and_causes_repeating_it_go() -> None:

@@ -202,8 +202,8 @@ def cluster_view(scheduler: Mapping, nodes: Mapping) -> ClusterView:
             labels.add(row.get("partitionName", ""))
     max_allocation = queues["root"].max_allocation if "root" in queues else ZERO
     gpus_declared = max_allocation.gpus > 0 or any(
-        info.get("name") == GPU for row in node_rows
-        for info in ((row.get("totalResource") or {}).get("resourceInformations") or {}).get(
+        entry.get("name") == GPU for row in node_rows
+        for entry in ((row.get("totalResource") or {}).get("resourceInformations") or {}).get(
             "resourceInformation") or [])
     labels.discard(DEFAULT_PARTITION)
     return ClusterView(kind, queues, node_list, frozenset(labels), max_allocation, gpus_declared)
