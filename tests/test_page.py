@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
+from jobtools import REPO
 
 from appmaster import webpage
 from appmaster.jobpage import render_page, render_parts, task_columns
+from appmaster.jobplan import JOB_FILE
+from tfyarn import skeinui
+from tfyarn.appspec import application_spec
+from tfyarn.jobconfig import load_job
+from tfyarn.plan import Placement, build_plan
 
 TASK = {"role": "worker", "index": 1, "state": "running", "address": "h:3",
         "container": "worker_1", "yarn_container_id": "container_w1", "node": "n:8042",
@@ -88,3 +96,22 @@ def test_server_answers_the_page_and_its_json(served: str) -> None:
 def test_job_page_url_is_under_the_tracking_url() -> None:
     assert (webpage.job_page_url("http://rm:8088/proxy/application_1_0007/")
             == "http://rm:8088/proxy/application_1_0007/pages/tfyarn/")
+
+
+def test_skein_overview_gets_a_button_per_service_page(tmp_path: Path) -> None:
+    written = skeinui.write_overview(tmp_path / skeinui.UI_DIR) / skeinui.TEMPLATE
+    with zipfile.ZipFile(skeinui.SKEIN_JAR) as jar:
+        original = jar.read(skeinui.TEMPLATE).decode()
+    text = written.read_text()
+    assert text.replace(skeinui.BUTTONS, "") == original  # skein's page, plus the buttons
+    assert text.index(skeinui.BUTTONS) > text.index("</nav>")  # under the title bar
+
+
+def test_the_appmaster_gets_the_overview_and_opens_java_util(tmp_path: Path) -> None:
+    plan = build_plan(load_job(REPO / "resources.json", REPO / "appConfig.json"))
+    spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, Placement())
+    shipped = Path(spec.master.files[skeinui.UI_DIR].source.replace("file://", ""))
+    assert (shipped / skeinui.TEMPLATE).read_text().count(skeinui.BUTTONS) == 1
+    options = spec.master.env["JAVA_TOOL_OPTIONS"].split()
+    assert {"--add-opens=java.base/java.util=ALL-UNNAMED", skeinui.JVM_OPTION} <= set(options)
+    assert not any(skeinui.UI_DIR in service.files for service in spec.services.values())

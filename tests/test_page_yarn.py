@@ -126,9 +126,10 @@ def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: We
     browser.get(running_job.tracking_url)
     assert browser.title.startswith("Overview - Skein"), browser.title
     assert_no_error(browser)
-    # skein lists the job page under "Service Pages": open the menu, follow the link.
-    browser.find_element(By.ID, "servicePages").click()
-    browser.find_element(By.LINK_TEXT, "TensorFlow job").click()
+    # One click: the button tfyarn adds to skein's Overview (tfyarn/skeinui.py).
+    button = browser.find_element(By.CSS_SELECTOR, ".container-fluid > a.btn")
+    assert button.text == "TensorFlow job →"
+    button.click()
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
     assert browser.current_url == running_job.job_page
     assert browser.find_element(By.CSS_SELECTOR, "#summary .state").text == "RUNNING"
@@ -169,8 +170,12 @@ def test_skein_pages_answer(running_job: RunningJob, browser: WebDriver) -> None
     assert "spec/0" in keys, keys
     browser.get(running_job.tracking_url + "overview")
     assert_no_error(browser)
+    # skein's own list of pages: the "Service Pages" menu leads to the job page too.
+    browser.find_element(By.ID, "servicePages").click()
     pages = browser.find_elements(By.CSS_SELECTOR, "#servicePages + .dropdown-menu a")
-    assert [p.get_attribute("textContent").strip() for p in pages] == ["TensorFlow job"]
+    assert [p.text for p in pages] == ["TensorFlow job"]
+    pages[0].click()
+    wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
 
 
 def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: WebDriver,

@@ -8,6 +8,7 @@ import skein
 
 import appmaster
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR, SECRET_FILE_PREFIX, JobPlan
+from tfyarn import skeinui
 from tfyarn.environments import JobEnvironment
 from tfyarn.plan import Placement
 from tfyarn.submit import QUICK_JVM_OPTIONS
@@ -58,12 +59,14 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     }
     master = skein.Master(
         resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
-        files=files,
+        files={**files, skeinui.UI_DIR: skein.File(
+            str(skeinui.write_overview(job_file.parent / skeinui.UI_DIR)), type="file")},
         script=_launch(plan, "appmaster.master", environment.master_python),
         # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so,
-        # and its web UI's templates reflect on java.util's entries, which JDK 17 must open.
-        env={"JAVA_TOOL_OPTIONS":
-             f"{QUICK_JVM_OPTIONS} --add-opens=java.base/java.util=ALL-UNNAMED"},
+        # its web UI's templates reflect on java.util's entries, which JDK 17 must open, and
+        # its Overview links the job page (tfyarn/skeinui.py).
+        env={"JAVA_TOOL_OPTIONS": f"{QUICK_JVM_OPTIONS} "
+             f"--add-opens=java.base/java.util=ALL-UNNAMED {skeinui.JVM_OPTION}"},
     )
     return skein.ApplicationSpec(
         name=plan.name,

@@ -1,0 +1,37 @@
+"""skein's Overview page with the job's pages one click away: YARN's tracking URL lands there.
+
+skein's Java AppMaster renders its Overview from a Mustache template that it loads from the
+classpath, and hides the service pages (the job page, TensorBoard) in a drop-down menu. The
+AppMaster gets skein's own template, read from this skein's jar, with one button per service
+page added under the title bar. It sits in a directory on the JVM's boot class path
+(``-Xbootclasspath/a``), where resources are looked up before skein.jar. If the template is
+not the one expected, it is shipped unchanged: skein's own page shows.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import skein
+
+SKEIN_JAR = Path(skein.__file__).parent / "java" / "skein.jar"
+TEMPLATE = "overview.mustache.html"
+UI_DIR = "skein-ui"  # the directory's name in the AppMaster's container
+JVM_OPTION = f"-Xbootclasspath/a:{UI_DIR}"
+ANCHOR = '<div class="container-fluid">'
+BUTTONS = """
+      {{#pages}}<a class="btn btn-primary mt-3 mr-2"
+         href=".{{proxyPrefix}}/{{getValue}}">{{getKey}} &rarr;</a>{{/pages}}
+"""
+
+
+def write_overview(dest: Path) -> Path:
+    """Writes the Overview template into the directory ``dest``, which is returned."""
+    with zipfile.ZipFile(SKEIN_JAR) as jar:
+        text = jar.read(TEMPLATE).decode()
+    if text.count(ANCHOR) == 1:
+        text = text.replace(ANCHOR, ANCHOR + BUTTONS)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / TEMPLATE).write_text(text)
+    return dest
