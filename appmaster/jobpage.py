@@ -192,6 +192,8 @@ SCRIPT = """
     if (finalStates.indexOf(parts.state) >= 0) {
       show(parts.state, "The job has ended: " + parts.state,
            ["The AppMaster is shutting down; this page stops updating."], null);
+    } else {
+      ended.hidden = true;  // answering again, e.g. after YARN started a new AppMaster attempt
     }
   }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -24,6 +25,7 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
 
 from appmaster.jobpage import REFRESH_MS
 from tfyarn import jobview
@@ -69,10 +71,10 @@ def all_running(tracking_url: str) -> dict | None:
     return view if ready else None
 
 
-@pytest.fixture(scope="module")
-def running_job(yarn_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningJob]:
-    """A light job submitted with `tfyarn submit --detach --json`, every task running."""
-    tmp = tmp_path_factory.mktemp("page")
+@contextmanager
+def light_job(yarn_cluster, tmp: Path) -> Iterator[RunningJob]:
+    """A light job submitted with `tfyarn submit --detach --json`, every task running; killed
+    on the way out if it still runs."""
     release = tmp / "release"
     res, app = prepare_light_job(tmp, ["--sleep", "900", "--release_file", str(release)])
     out = run_tfyarn(yarn_cluster, "submit", "--resources", str(res), "--app-config", str(app),
@@ -87,6 +89,12 @@ def running_job(yarn_cluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
     finally:
         if app_state(yarn_cluster, job.app_id) not in ("FINISHED", "FAILED", "KILLED"):
             run_tfyarn(yarn_cluster, "kill", job.app_id)
+
+
+@pytest.fixture(scope="module")
+def running_job(yarn_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningJob]:
+    with light_job(yarn_cluster, tmp_path_factory.mktemp("page")) as job:
+        yield job
 
 
 @pytest.fixture
@@ -178,15 +186,21 @@ def test_skein_pages_answer(running_job: RunningJob, browser: WebDriver) -> None
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
 
 
+def wait_for_the_end(browser: WebDriver, state: str) -> WebElement:
+    """The page's notice that the job ended, once it names YARN's final `state`."""
+    ended = browser.find_element(By.ID, "ended")
+    wait_for(f"the page to say the job ended {state}",
+             lambda: f"ended: {state}," in ended.text and ended.is_displayed(), timeout_s=180)
+    return ended
+
+
 def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: WebDriver,
                                               tmp_path: Path, capsys) -> None:
     browser.get(running_job.job_page)
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
     running_job.release_file.touch()  # the chief and workers exit 0: the job succeeds
 
-    ended = browser.find_element(By.ID, "ended")
-    wait_for("the page to say the job ended",
-             lambda: "FINISHED" in ended.text and ended.is_displayed(), timeout_s=180)
+    ended = wait_for_the_end(browser, "FINISHED")
     assert "final status SUCCEEDED" in ended.text and "The chief finished" in ended.text
     assert "tfyarn status " + running_job.app_id in ended.text
     assert_no_error(browser)
@@ -198,3 +212,16 @@ def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: 
     browser.get(running_job.tracking_url)
     assert f"/cluster/app/{running_job.app_id}" in browser.current_url
     assert "SUCCEEDED" in browser.find_element(By.TAG_NAME, "body").text
+
+
+def test_the_open_page_says_the_job_was_killed(yarn_cluster, browser: WebDriver,
+                                               tmp_path: Path) -> None:
+    with light_job(yarn_cluster, tmp_path) as job:
+        browser.get(job.job_page)
+        wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
+        killed = run_tfyarn(yarn_cluster, "kill", job.app_id)
+        assert killed.returncode == 0, killed.stderr
+        ended = wait_for_the_end(browser, "KILLED")
+    assert "final status KILLED" in ended.text, ended.text
+    assert browser.find_element(By.CSS_SELECTOR, "#summary .state").text == "KILLED"
+    assert_no_error(browser)
