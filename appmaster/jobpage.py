@@ -62,11 +62,11 @@ def summary_html(view: dict) -> str:
 
 
 def task_columns(tasks: list[dict]) -> list[str]:
-    """The known columns, then any other field a task row has, in order of appearance."""
+    """The known columns, then any other field some task has a value for, in order."""
     extra: list[str] = []
     for task in tasks:
-        extra += [k for k in task if k not in TASK_COLUMNS and k not in HIDDEN_TASK_KEYS
-                  and k not in extra]
+        extra += [k for k, v in task.items() if k not in TASK_COLUMNS
+                  and k not in HIDDEN_TASK_KEYS and k not in extra and v not in (None, "", {})]
     return [*TASK_COLUMNS, *extra]
 
 

@@ -54,6 +54,7 @@ def test_fields_added_later_are_shown() -> None:
                  '<td class="col-mirror">lag_s 2</td>'):
         assert text in page, text
     assert task_columns(view["tasks"])[-2:] == ["mirror", "step"]
+    assert task_columns([{**TASK, "mirror": None}]) == task_columns([TASK])  # no empty column
 
 
 def test_text_is_escaped_everywhere() -> None:

@@ -64,19 +64,29 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = WAIT_S
         time.sleep(0.5)
 
 
-def all_running(tracking_url: str) -> dict | None:
+def all_running(tracking_url: str, restarts: int) -> dict | None:
+    """The job's view once every task runs (after `restarts` restarts), else None."""
     view = jobview.live_view(tracking_url)
-    ready = view and len(view["tasks"]) == len(EXPECTED_TASKS) and all(
-        task["state"] == "running" and task["log_url"] for task in view["tasks"])
+    ready = view and len(view["restarts"]) == restarts and len(view["tasks"]) == len(
+        EXPECTED_TASKS) and all(task["state"] == "running" and task["log_url"]
+                                for task in view["tasks"])
     return view if ready else None
 
 
 @contextmanager
-def light_job(yarn_cluster, tmp: Path) -> Iterator[RunningJob]:
+def light_job(yarn_cluster, tmp: Path, fail_worker: int | None = None) -> Iterator[RunningJob]:
     """A light job submitted with `tfyarn submit --detach --json`, every task running; killed
-    on the way out if it still runs."""
+    on the way out if it still runs. With `fail_worker`, that worker fails once and is
+    replaced."""
     release = tmp / "release"
-    res, app = prepare_light_job(tmp, ["--sleep", "900", "--release_file", str(release)])
+    args = ["--sleep", "900", "--release_file", str(release)]
+    if fail_worker is not None:  # TF's naming: the chief is worker 0
+        args += ["--fail", f"worker:{fail_worker + 1}"]
+    res, app = prepare_light_job(tmp, args)
+    if fail_worker is not None:
+        doc = json.loads(res.read_text())
+        doc["components"]["worker"]["yarn.container.failure.threshold"] = "1"
+        res.write_text(json.dumps(doc))
     out = run_tfyarn(yarn_cluster, "submit", "--resources", str(res), "--app-config", str(app),
                      "--detach", "--json", timeout_s=180)
     assert out.returncode == 0, out.stderr
@@ -84,7 +94,9 @@ def light_job(yarn_cluster, tmp: Path) -> Iterator[RunningJob]:
     job = RunningJob(printed["application_id"], printed["tracking_url"], printed["job_page"],
                      release)
     try:
-        wait_for("every task running", lambda: all_running(job.tracking_url), START_TIMEOUT_S)
+        restarts = 0 if fail_worker is None else 1
+        wait_for("every task running", lambda: all_running(job.tracking_url, restarts),
+                 START_TIMEOUT_S)
         yield job
     finally:
         if app_state(yarn_cluster, job.app_id) not in ("FINISHED", "FAILED", "KILLED"):
@@ -93,7 +105,7 @@ def light_job(yarn_cluster, tmp: Path) -> Iterator[RunningJob]:
 
 @pytest.fixture(scope="module")
 def running_job(yarn_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningJob]:
-    with light_job(yarn_cluster, tmp_path_factory.mktemp("page")) as job:
+    with light_job(yarn_cluster, tmp_path_factory.mktemp("page"), fail_worker=1) as job:
         yield job
 
 
@@ -141,13 +153,17 @@ def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: We
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
     assert browser.current_url == running_job.job_page
     assert browser.find_element(By.CSS_SELECTOR, "#summary .state").text == "RUNNING"
+    restarts = browser.find_element(By.ID, "restarts").text
+    assert "worker 1 replaced" in restarts, restarts
+    assert browser.find_element(By.CSS_SELECTOR, '[data-task="worker-1"] .col-restarts').text == "1"
 
     # Every task's log link answers with the container's log files.
     links = browser.find_elements(By.CSS_SELECTOR, "#task-table tbody a")
     assert len(links) == len(EXPECTED_TASKS)
-    first = links[0].get_attribute("href")
-    logs = requests.get(first, timeout=10)
-    assert logs.ok and ".stdout" in logs.text, f"{first}: {logs.status_code}"
+    for link in links:
+        url = link.get_attribute("href")
+        logs = requests.get(url, timeout=10)
+        assert logs.ok and ".stdout" in logs.text, f"{url}: {logs.status_code}"
 
     # It fits a laptop's width: nothing scrolls sideways.
     width = browser.execute_script("return document.documentElement.scrollWidth")
