@@ -342,6 +342,7 @@ class Master:
                 raise Outcome(FAILED, f"Every worker failed and was dropped. Last: {reason}")
             return
         if not role.may_restart(failures):
+            task.state = "failed"  # the failure that ends the job, not a task tfyarn stopped
             raise Outcome(FAILED, self.over_threshold_message(task, failures, reason))
         if task.role == "worker":
             self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})")

@@ -47,7 +47,8 @@ def prepare_job(tmp_path: Path, *, scripts_dir: Path = EXAMPLES, args: list[str]
     """Copies of a job's files (the seed job's by default) in tmp_path/job, changed as asked.
 
     ``settings`` are appConfig keys without the ``site.global.`` prefix; ``components`` are
-    resources.json keys per role, merged in. Work always goes to tmp_path/work/<app id>.
+    resources.json keys per role, merged in. The work dir is tfyarn's default, on HDFS
+    (/user/<user>/tfyarn/jobs/<app id>): the cluster's hosts share no disk.
     """
     job = tmp_path / "job"
     job.mkdir()
@@ -56,7 +57,6 @@ def prepare_job(tmp_path: Path, *, scripts_dir: Path = EXAMPLES, args: list[str]
         res["components"].setdefault(role, {}).update(values)
     app = json.loads(app_config.read_text())
     app["global"][G + "user.scripts.dir"] = str(scripts_dir)
-    app["global"][G + "user.work.dir"] = str(tmp_path / "work" / "${APP_ID}")
     app["global"][G + "user.scripts.args"] = args or []
     if entry is not None:
         app["global"][G + "user.scripts.entry"] = entry
@@ -81,12 +81,64 @@ def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120) -> subprocess.C
                           text=True, timeout=timeout_s, cwd=REPO)
 
 
+class JobFiles:
+    """A job's files where an operator finds them: the job's work dir on HDFS, and each
+    container's local work dir on its own host (NodeManagers keep finished containers'
+    dirs for a while: yarn.nodemanager.delete.debug-delay-sec)."""
+
+    def __init__(self, layout, app_id: str) -> None:
+        self.layout, self.app_id = layout, app_id
+        self.url = f"{layout.default_fs}/user/{cluster_user()}/tfyarn/jobs/{app_id}"
+
+    def container_dirs(self) -> dict[str, Path]:
+        """Container id -> its local work dir (`<container dir>/work`), on every host."""
+        found = {}
+        for nm in self.layout.node_managers:
+            appcache = self.layout.node_dir(nm) / "local" / "usercache"
+            for work in appcache.glob(f"*/appcache/{self.app_id}/container_*/work"):
+                found[work.parent.name] = work
+        return found
+
+    def glob(self, pattern: str) -> list[Path]:
+        """Files matching ``pattern`` in any container's local work dir."""
+        return sorted(p for d in self.container_dirs().values() for p in d.glob(pattern))
+
+    def local(self, relative: str) -> Path | None:
+        """The one container-local copy of ``relative`` (None if no task wrote it)."""
+        copies = [d / relative for d in self.container_dirs().values() if (d / relative).exists()]
+        assert len(copies) <= 1, f"{relative} in several containers: {copies}"
+        return copies[0] if copies else None
+
+    def remote(self):
+        from appmaster.storage import RemoteDir
+
+        return RemoteDir(self.url)
+
+    def remote_text(self, relative: str) -> str | None:
+        data = self.remote().read_bytes(relative)
+        return None if data is None else data.decode()
+
+    def remote_json(self, relative: str) -> Any:
+        text = self.remote_text(relative)
+        assert text is not None, f"missing {self.url}/{relative}"
+        return json.loads(text)
+
+    def remote_names(self) -> set[str]:
+        return set(self.remote().list_files())
+
+
+def cluster_user() -> str:
+    from tfyarn.environments import cluster_user as user
+
+    return user()
+
+
 @dataclass
 class Run:
     app_id: str
     returncode: int
     output: str
-    work_dir: Path
+    files: JobFiles
     seconds: float
 
 
@@ -114,7 +166,7 @@ def submit_and_wait(yarn_cluster, tmp_path: Path, resources: Path, app_config: P
     match = re.search(r"^Submitted (application_\d+_\d+) ", output, re.MULTILINE)
     assert match, f"no application submitted:\n{output}"
     app_id = match.group(1)
-    return Run(app_id, proc.returncode, output, tmp_path / "work" / app_id, seconds)
+    return Run(app_id, proc.returncode, output, JobFiles(yarn_cluster.layout, app_id), seconds)
 
 
 def processes_with(text: str) -> list[int]:
@@ -126,10 +178,11 @@ def processes_mentioning(text: str) -> list[Proc]:
     return [p for p in scan_processes() if any(text in arg for arg in p.argv)]
 
 
-def assert_no_task_process_left(work_dir: Path) -> None:
-    """No process whose command line names the app's work dir, a few seconds after its end."""
+def assert_no_task_process_left(app_id: str) -> None:
+    """No process of the app (in one of its container dirs, or naming it on its command
+    line), a few seconds after its end."""
     deadline = time.monotonic() + PROCESS_TIMEOUT_S
-    while alive := processes_mentioning(str(work_dir)):
+    while alive := [p for p in scan_processes() if p.mentions(app_id)]:
         if time.monotonic() > deadline:
             raise AssertionError(f"task processes survive the job {PROCESS_TIMEOUT_S} s on: "
                                  f"{[p.short() for p in alive]}")

@@ -1,7 +1,9 @@
 """End-to-end jobs on the local YARN: `tfyarn submit --wait`, then what the tasks saw and left.
 
-Each test copies its job files into tmp_path and points the work dir there, so nothing is
-written under ~/tfyarn. The machine is small: jobs run one at a time with few steps.
+Each test copies its job files into tmp_path; the work dir is tfyarn's default on HDFS. The
+cluster's NodeManagers are separate hosts (own address, own /tmp and HOME): what a task
+wrote locally is read from its own container dir, what the job kept from HDFS. The machine
+is small: jobs run one at a time with few steps.
 """
 
 from __future__ import annotations
@@ -9,13 +11,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jobtools import (
     EXAMPLES,
+    LOGS_TIMEOUT_S,
+    TFYARN,
     ContainerLogs,
+    JobFiles,
     app_report,
     assert_no_task_process_left,
     prepare_job,
@@ -23,8 +30,6 @@ from jobtools import (
     submit_and_wait,
     yarn_logs,
 )
-
-from tfyarn.localyarn.layout import NODE_MANAGERS
 
 pytestmark = pytest.mark.yarn
 
@@ -55,22 +60,40 @@ def exported_address(c: ContainerLogs, task: str) -> str:
 
 
 def gpu_node(yarn_cluster) -> str:
-    nm = next(nm for nm in NODE_MANAGERS if nm.partition == "gpu")
-    return f"localhost_{yarn_cluster.layout.port(nm.rpc_port)}"
+    """The gpu NodeManager as `yarn logs` names it (host_port)."""
+    nm = next(nm for nm in yarn_cluster.layout.node_managers if nm.partition == "gpu")
+    return f"{nm.host}_{yarn_cluster.layout.port(nm.rpc_port)}"
 
 
-# ---------------------------------------------------------------- processes, REST
+# ---------------------------------------------------------------- what each task wrote
 
 
-def flags_records(work_dir: Path) -> dict[str, dict[str, Any]]:
-    return {p.stem: read_json(p) for p in sorted((work_dir / "flags").glob("*.json"))}
+def flags_records(files: JobFiles) -> dict[str, dict[str, Any]]:
+    """Each task's record, from its own container's local work dir; with the dir it got."""
+    records = {}
+    for path in files.glob("flags/*.json"):
+        records[path.stem] = read_json(path)
+        records[path.stem]["own_work_dir"] = str(path.parent.parent)
+    return records
+
+
+def assert_checkpoint_on_hdfs(files: JobFiles, min_step: int) -> None:
+    """The job's last checkpoint reached HDFS whole: state file, index and data."""
+    state = files.remote_text("checkpoints/checkpoint")
+    assert state, f"no checkpoint state file in {files.url}/checkpoints"
+    latest = re.search(r'^model_checkpoint_path: "(.*?)"$', state, re.MULTILINE).group(1)
+    latest = os.path.basename(latest)
+    assert int(latest.rsplit("-", 1)[1]) >= min_step, state
+    names = files.remote_names()
+    assert f"checkpoints/{latest}.index" in names, sorted(names)
+    assert any(n.startswith(f"checkpoints/{latest}.data-") for n in names), sorted(names)
 
 
 # ---------------------------------------------------------------- a tiny script to swap in
 
 SWAP_SCRIPT = '''\
-"""Records argv and TF_CONFIG; the ps (and, with --mode fail, the workers) block until
-ended; the chief waits for every task's record, then exits 0, or 3 with --mode fail."""
+"""Records argv and TF_CONFIG in its work dir; the ps (and, with --mode fail, the workers)
+block until ended; the chief exits 0 after a moment, or 3 with --mode fail."""
 import argparse
 import json
 import os
@@ -91,34 +114,14 @@ with open(path + ".tmp", "w") as f:
 os.replace(path + ".tmp", path)
 print(f"swapped {args.job_name} {args.task_index} running", flush=True)
 chief = os.environ.get("TFYARN_ROLE") == "chiefworker"
-if args.job_name == "ps" or (args.mode == "fail" and not chief):
-    while True:
+if not chief:
+    while True:  # ended by tfyarn when the chief ends
         time.sleep(1)
-if chief:
-    tasks = len([h for h in args.ps_hosts.split(",") if h]) + len(args.worker_hosts.split(","))
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        names = [n for n in os.listdir(args.work_dir) if n.startswith("swapped_")
-                 and n.endswith(".json")]
-        if len(names) == tasks:
-            break
-        time.sleep(0.2)
-    # Which tasks' processes the test's /proc scan would see now (so its "none left" counts).
-    alive = {}
-    for name in names:
-        with open(os.path.join(args.work_dir, name)) as f:
-            pid = json.load(f)["pid"]
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                alive[name] = args.work_dir.encode() in f.read()
-        except OSError:
-            alive[name] = False
-    with open(os.path.join(args.work_dir, "alive_seen.json"), "w") as f:
-        json.dump(alive, f)
-    if args.mode == "fail":
-        print("tfyarn-test: the chief fails on purpose with exit code 3", file=sys.stderr,
-              flush=True)
-        sys.exit(3)
+time.sleep(3)  # every task has started: the spec was published once all registered
+if args.mode == "fail":
+    print("tfyarn-test: the chief fails on purpose with exit code 3", file=sys.stderr,
+          flush=True)
+    sys.exit(3)
 print("swapped done", flush=True)
 '''
 
@@ -140,6 +143,33 @@ SEED_TASKS = {  # flags file name: (TFYARN_ROLE, role index, TF_CONFIG task type
 }
 
 
+def swapped_records(files: JobFiles) -> dict[str, dict[str, Any]]:
+    records = {}
+    for path in files.glob("swapped_*.json"):
+        name = path.stem.removeprefix("swapped_")
+        records[name] = read_json(path)
+        records[name]["own_work_dir"] = str(path.parent)
+    return records
+
+
+def assert_ended_by_tfyarn(run, tasks: set[str]) -> dict[str, str]:
+    """Every task other than the chief was stopped by tfyarn at the end, not left running."""
+    deadline = time.monotonic() + LOGS_TIMEOUT_S
+    while True:  # after the end the view comes from the AppMaster's aggregated log
+        status = subprocess.run([*TFYARN, "status", run.app_id, "--json"], capture_output=True,
+                                text=True, timeout=120, env=os.environ)
+        assert status.returncode == 0, status.stderr
+        view = json.loads(status.stdout)["job"]
+        if view or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert view, f"no task table for {run.app_id}"
+    states = {f"{t['role']}-{t['index']}": t["state"] for t in view["tasks"]}
+    assert {name for name, state in states.items() if state == "stopped"} == tasks, states
+    assert_no_task_process_left(run.app_id)
+    return states
+
+
 def test_swapped_script(yarn_cluster, tmp_path: Path) -> None:
     """The seed config with another entry script: it runs, with the same flags."""
     res, app = prepare_job(tmp_path, scripts_dir=swap_scripts(tmp_path), args=["--mode", "ok"],
@@ -148,25 +178,22 @@ def test_swapped_script(yarn_cluster, tmp_path: Path) -> None:
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
 
-    records = {p.stem.removeprefix("swapped_"): read_json(p)
-               for p in run.work_dir.glob("swapped_*.json")}
+    records = swapped_records(run.files)
     assert set(records) == set(SEED_TASKS)
-    assert not (run.work_dir / "flags").exists(), "mnist1.py ran instead of the new script"
+    assert not run.files.glob("flags"), "mnist1.py ran instead of the new script"
     ps_hosts = records["ps_0"]["argv"][0]
     worker_hosts = records["ps_0"]["argv"][1]
     for name, (role, _index, task_type) in SEED_TASKS.items():
         job_name, task_index = name.split("_")
         assert records[name]["argv"] == [
             ps_hosts, worker_hosts, f"--job_name={job_name}", f"--task_index={task_index}",
-            f"--work_dir={run.work_dir}", "--mode", "ok",
+            f"--work_dir={records[name]['own_work_dir']}", "--mode", "ok",
         ]
         assert records[name]["tfyarn_role"] == role
         assert records[name]["tf_config"]["task"]["type"] == task_type
     assert re.fullmatch(r"--ps_hosts=[^,]+:\d+", ps_hosts)
     assert re.fullmatch(r"--worker_hosts=[^,]+:\d+(,[^,]+:\d+){2}", worker_hosts)
-    # The ps was running (and findable by its work dir) when the chief ended; now it is gone.
-    assert read_json(run.work_dir / "alive_seen.json")["swapped_ps_0.json"] is True
-    assert_no_task_process_left(run.work_dir)
+    assert_ended_by_tfyarn(run, {"ps-0", "worker-0", "worker-1"})
 
 
 def test_chief_failure_fails_the_job(yarn_cluster, tmp_path: Path) -> None:
@@ -181,12 +208,10 @@ def test_chief_failure_fails_the_job(yarn_cluster, tmp_path: Path) -> None:
     diagnostics = report["diagnostics"]
     assert "tfyarn-test: the chief fails on purpose with exit code 3" in diagnostics, diagnostics
     assert re.search(r"chiefworker 0\b.* failed .*exit code 3\b", diagnostics), diagnostics
-    # Every task had started (the chief waited for them); none outlives the job.
-    started = {p.stem for p in run.work_dir.glob("swapped_*.json")}
-    assert started == {f"swapped_{name}" for name in SEED_TASKS}
-    alive = read_json(run.work_dir / "alive_seen.json")
-    assert alive == {f"swapped_{name}.json": True for name in SEED_TASKS}, alive
-    assert_no_task_process_left(run.work_dir)
+    # Every task had started (the chief started after all registered); none outlives the job.
+    assert set(swapped_records(run.files)) == set(SEED_TASKS)
+    states = assert_ended_by_tfyarn(run, {"ps-0", "worker-0", "worker-1"})
+    assert states["chiefworker-0"] == "failed", states
 
 
 def test_seed_job(yarn_cluster, tmp_path: Path) -> None:
@@ -194,10 +219,9 @@ def test_seed_job(yarn_cluster, tmp_path: Path) -> None:
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
-    work = run.work_dir
 
     # --- what each task received
-    records = flags_records(work)
+    records = flags_records(run.files)
     assert set(records) == set(SEED_TASKS), sorted(records)
     chief = records["worker_0"]
     ps_hosts = chief["flags"]["ps_hosts"].split(",")
@@ -214,9 +238,11 @@ def test_seed_job(yarn_cluster, tmp_path: Path) -> None:
         job_name, task_index = name.split("_")
         assert record["argv"] == [
             f"--ps_hosts={','.join(ps_hosts)}", f"--worker_hosts={','.join(worker_hosts)}",
-            f"--job_name={job_name}", f"--task_index={task_index}", f"--work_dir={work}",
-            "--train_steps", "100",
+            f"--job_name={job_name}", f"--task_index={task_index}",
+            f"--work_dir={record['own_work_dir']}", "--train_steps", "100",
         ], name
+        # Each task works in a directory on its own host's disk, not a shared one.
+        assert f"/appcache/{run.app_id}/container_" in record["own_work_dir"], record
         assert (record["tfyarn_role"], record["tfyarn_task_index"]) == (role, index), name
         assert record["tfyarn_attempt"] == 0
         assert record["tf_config"] == {
@@ -237,6 +263,8 @@ def test_seed_job(yarn_cluster, tmp_path: Path) -> None:
     gpu = gpu_node(yarn_cluster)
     assert tasks["worker-0"].node == gpu and tasks["worker-1"].node == gpu
     assert tasks["ps-0"].node != gpu and tasks["chiefworker-0"].node != gpu
+    # Tasks on different hosts have different host names (the cluster's own addresses).
+    assert len({worker_hosts[1].split(":")[0], ps_hosts[0].split(":")[0]}) == 2
 
     position = {  # task -> (its flags record, where its address must be)
         "ps-0": ("ps_0", ps_hosts[0]),
@@ -263,23 +291,21 @@ def test_seed_job(yarn_cluster, tmp_path: Path) -> None:
         assert re.search(r"^step \d+ loss ", tasks[task].files[f"{task}.stdout"], re.MULTILINE)
     assert not re.search(r"^step ", tasks["ps-0"].files["ps-0.stdout"], re.MULTILINE)
 
-    # --- the training's outcome
-    checkpoints = work / "checkpoints"
-    assert (checkpoints / "checkpoint").is_file()
-    assert list(checkpoints.glob("model.ckpt-*")), sorted(os.listdir(checkpoints))
-    result = read_json(work / "result.json")
-    assert result["global_step"] >= 100
+    # --- the training's outcome, kept on HDFS (the chief's host keeps its own copy only)
+    assert_checkpoint_on_hdfs(run.files, 100)
+    assert run.files.remote_json("result.json")["global_step"] >= 100
+    assert "checkpoints/checkpoint" in run.files.remote_names()
 
-    assert_no_task_process_left(work)
+    assert_no_task_process_left(run.app_id)
 
 
-def assert_tf2_records(work: Path, tasks: dict[str, tuple[str, int]],
+def assert_tf2_records(files: JobFiles, tasks: dict[str, tuple[str, int]],
                        script_args: list[str]) -> None:
     """Each task's TF_CONFIG matches its role and agrees with the legacy flags it was given.
 
     `tasks`: flags file name (TF_CONFIG type_index) -> (TFYARN_ROLE, index).
     """
-    records = flags_records(work)
+    records = flags_records(files)
     assert set(records) == set(tasks), sorted(records)
     clusters = [r["tf_config"]["cluster"] for r in records.values()]
     assert all(c == clusters[0] for c in clusters)
@@ -295,8 +321,8 @@ def assert_tf2_records(work: Path, tasks: dict[str, tuple[str, int]],
         assert record["argv"] == [
             f"--ps_hosts={','.join(spec.get('ps', []))}",
             f"--worker_hosts={','.join(spec.get('chief', []) + spec.get('worker', []))}",
-            f"--job_name={job_name}", f"--task_index={task_index}", f"--work_dir={work}",
-            *script_args,
+            f"--job_name={job_name}", f"--task_index={task_index}",
+            f"--work_dir={record['own_work_dir']}", *script_args,
         ], name
 
 
@@ -316,9 +342,9 @@ def test_tf2_example(yarn_cluster, tmp_path: Path, example: str,
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
-    assert_tf2_records(run.work_dir, tasks, args)
-    spec = flags_records(run.work_dir)["chief_0"]["tf_config"]["cluster"]
+    assert_tf2_records(run.files, tasks, args)
+    spec = flags_records(run.files)["chief_0"]["tf_config"]["cluster"]
     assert set(spec) == cluster
-    assert read_json(run.work_dir / "result.json")["global_step"] >= 50
-    assert (run.work_dir / "checkpoints" / "checkpoint").is_file()
-    assert_no_task_process_left(run.work_dir)
+    assert run.files.remote_json("result.json")["global_step"] >= 50
+    assert_checkpoint_on_hdfs(run.files, 50)
+    assert_no_task_process_left(run.app_id)

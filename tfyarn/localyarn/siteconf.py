@@ -111,7 +111,9 @@ def yarn_site(layout: Layout) -> dict[str, object]:
             "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,"
             "CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ"
         ),
-        "yarn.nodemanager.delete.debug-delay-sec": 0,
+        # Finished containers' dirs stay 10 minutes, so tests (and people) can look at what
+        # each task left on its own host's disk, as YARN's debug setting allows anywhere.
+        "yarn.nodemanager.delete.debug-delay-sec": 600,
         # Containers start with a bare PATH; put the cluster's `hadoop`/`yarn` and JDK 17 on
         # it, as a real cluster's nodes have them.
         "yarn.nodemanager.admin-env": (
