@@ -1,7 +1,8 @@
 """A task script with no TensorFlow: records what it received, then behaves like its role.
 
 ps blocks until the launcher ends it; the chief and workers exit 0 after --sleep seconds (the
-chief after --chief_sleep, if given), or as soon as --release_file exists. --fail
+chief after --chief_sleep, if given), or as soon as --release_file exists (a path on HDFS,
+hdfs://..., since the hosts share no disk). --fail
 worker:2 makes that task (TF's job name and index) exit 3 at once on its first attempt.
 With TFYARN_SECRET_* set, it records each secret's sha256 (never the secret itself).
 """
@@ -25,8 +26,25 @@ parser.add_argument("--fail", default="", help="job_name:task_index failing on i
 parser.add_argument("--take_own_port", action="store_true",
                     help="worker task 1, first attempt: another listener takes its port first")
 parser.add_argument("--release_file", default="",
-                    help="the chief and workers end once this file exists (or after --sleep)")
+                    help="the chief and workers end once this HDFS file exists (or after --sleep)")
 args, _ = parser.parse_known_args()
+
+
+def released() -> bool:
+    if not args.release_file:
+        return False
+    from urllib.parse import urlsplit
+
+    from hdfs_native import Client  # tfyarn's own HDFS client, in the same environment
+
+    url = urlsplit(args.release_file)
+    client = Client(f"{url.scheme}://{url.netloc}") if url.netloc else Client()
+    try:
+        client.get_file_info(url.path)
+    except FileNotFoundError:
+        return False
+    return True
+
 
 secrets = {}
 for name, path in os.environ.items():
@@ -68,7 +86,7 @@ is_chief = args.job_name == "worker" and args.task_index == 0
 sleep = args.chief_sleep if is_chief and args.chief_sleep is not None else args.sleep
 deadline = time.monotonic() + sleep
 while time.monotonic() < deadline:
-    if args.release_file and os.path.exists(args.release_file):
+    if released():
         break
     time.sleep(0.2)
 if args.exit_code:
