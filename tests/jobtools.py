@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from tfyarn.localyarn import cluster
+from tfyarn.localyarn.layout import Layout, NodeManagerSpec
 from tfyarn.localyarn.proctable import Proc, scan_processes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -254,3 +255,51 @@ def app_state(yarn_cluster, app_id: str) -> str:
 def read_json(path: Path) -> Any:
     assert path.is_file(), f"missing {path}"
     return json.loads(path.read_text())
+
+
+# ---------------------------------------------------------------- added for the HDFS cluster
+
+def rm_node_id(layout: Layout, nm: NodeManagerSpec) -> str:
+    """How the ResourceManager names a NodeManager of ``layout`` (host:port, offset applied)."""
+    return f"{nm.host}:{layout.port(nm.rpc_port)}"
+
+
+def logs_node_name(layout: Layout, nm: NodeManagerSpec) -> str:
+    """How `yarn logs` headers name that NodeManager (host_port)."""
+    return rm_node_id(layout, nm).replace(":", "_")
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    """A file on the cluster's HDFS whose existence tells light_task.py's tasks to end
+    (the test process is a client machine: it shares no disk with the hosts)."""
+
+    layout: Layout
+    url: str
+
+    @classmethod
+    def fresh(cls, layout: Layout) -> ReleaseFile:
+        import uuid
+
+        return cls(layout, f"{layout.default_fs}/tmp/tfyarn-test-release-{uuid.uuid4().hex}")
+
+    @property
+    def path(self) -> str:
+        return self.url.removeprefix(self.layout.default_fs)
+
+    def touch(self) -> None:
+        from hdfs_native import Client
+
+        Client(self.layout.default_fs).create(self.path).close()
+
+    def remove(self) -> None:
+        from hdfs_native import Client
+
+        Client(self.layout.default_fs).delete(self.path)
+
+
+def task_processes(app_id: str, text: str) -> list[Proc]:
+    """The app's processes (cwd in one of its container dirs, or its id in an argument)
+    with ``text`` in an argument."""
+    return [p for p in scan_processes()
+            if p.mentions(app_id) and any(text in arg for arg in p.argv)]

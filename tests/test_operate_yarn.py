@@ -11,13 +11,21 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import TFYARN, app_report, prepare_light_job, run_tfyarn
+from jobtools import (
+    TFYARN,
+    ReleaseFile,
+    app_report,
+    prepare_light_job,
+    read_json,
+    run_tfyarn,
+    submit_and_wait,
+)
 
 pytestmark = pytest.mark.yarn
 
 
-def light_job(tmp_path: Path, sleep_s: float, release: Path) -> tuple[Path, Path]:
-    return prepare_light_job(tmp_path, ["--sleep", str(sleep_s), "--release_file", str(release)],
+def light_job(tmp_path: Path, sleep_s: float, release: ReleaseFile) -> tuple[Path, Path]:
+    return prepare_light_job(tmp_path, ["--sleep", str(sleep_s), "--release_file", release.url],
                              settings={"app.name": "tfyarn-operate-test"})
 
 
@@ -32,7 +40,8 @@ def wait_for(what: str, probe, timeout_s: float = 120.0):
 
 
 def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Path):
-    release = tmp_path / "release"  # the tasks end once it exists: live checks come first
+    # The tasks end once it exists (on HDFS): live checks come first.
+    release = ReleaseFile.fresh(yarn_cluster.layout)
     resources, app_config = light_job(tmp_path, sleep_s=240, release=release)
     submitted = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
                        str(app_config), "--detach", "--json", "--tag", "team-a",
@@ -158,26 +167,26 @@ def test_reports_come_from_skein_when_the_rm_web_address_does_not_answer(
 
 def test_a_taken_port_restarts_the_task_on_a_new_one(yarn_cluster, tmp_path: Path):
     """The job does not fail: the task re-registers on a new port, uncounted (threshold 0)."""
-    release = tmp_path / "never"
+    release = ReleaseFile.fresh(yarn_cluster.layout)  # never created
     resources, app_config = light_job(tmp_path, sleep_s=3, release=release)
     app = json.loads(app_config.read_text())
     app["global"]["site.global.user.scripts.args"].append("--take_own_port")
     app["global"]["site.global.success.policy"] = "all-workers"  # wait for the new worker
     app_config.write_text(json.dumps(app))
-    out = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                 str(app_config), "--wait", timeout_s=300)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "worker 0 found its port taken: restarted on a new one" in out.stdout
-    app_id = next(w for w in out.stdout.split() if w.startswith("application_"))
-    record = json.loads((tmp_path / "work" / app_id / "light" / "worker_1.json").read_text())
-    assert record["attempt"] == "1"  # the restarted worker 0 (task_index 1) ran to its end
+    run = submit_and_wait(yarn_cluster, tmp_path, resources, app_config)
+    assert run.returncode == 0, run.output
+    assert "worker 0 found its port taken: restarted on a new one" in run.output
+    # Each attempt ran in a container of its own and wrote its record in that container's
+    # work dir: the first (whose port was taken) and the restarted worker 0 (task_index 1).
+    records = [read_json(path) for path in run.files.glob("light/worker_1.json")]
+    assert sorted(record["attempt"] for record in records) == ["0", "1"], records
 
 
 @pytest.mark.parametrize("kill_on_exit", [False, True], ids=["keeps-running", "kill-on-exit"])
 def test_ctrl_c_on_submit_wait(yarn_cluster, tmp_path: Path, kill_on_exit: bool):
     import signal
 
-    release = tmp_path / "release"
+    release = ReleaseFile.fresh(yarn_cluster.layout)
     resources, app_config = light_job(tmp_path, sleep_s=240, release=release)
     command = [*TFYARN, "submit", "--resources", str(resources),
                "--app-config", str(app_config), "--wait"]
