@@ -411,6 +411,8 @@ def _needs(containers: list[Request]) -> dict[str, Resources]:
 
 def _check_whole_job(view: ClusterView, containers: list[Request], queue: Queue,
                      verdict: Verdict) -> None:
+    if not containers:
+        return
     resources = containers[0].file
     busy = []
     for label, need in sorted(_needs(containers).items()):
