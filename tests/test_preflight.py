@@ -11,6 +11,8 @@ import copy
 import json
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -298,36 +300,77 @@ def test_skipped_with_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert outcome.lines() == [f"Pre-flight check skipped: {outcome.skipped_reason}."]
 
 
-def test_asks_the_rm_over_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Against a server answering with the recording: two requests, and a verdict."""
+@contextmanager
+def fake_rm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+            answers: dict[str, str]) -> Iterator[list[str]]:
+    """An HTTP server answering each path (query left out) with the text given for it, named
+    as the RM's web address in HADOOP_CONF_DIR; yields the paths asked for, in order."""
     paths: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            paths.append(self.path)
-            body = json.dumps(_recording()[self.path.rsplit("/", 1)[-1]]).encode()
+            paths.append(self.path.split("?")[0])
+            body = answers[paths[-1]]
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "application/xml" if body.startswith("<")
+                             else "application/json")
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(body.encode())
 
         def log_message(self, *args: object) -> None:
             pass
 
     server = HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    write_conf(tmp_path, {"yarn.resourcemanager.webapp.address":
+                          f"127.0.0.1:{server.server_port}"})
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
     try:
-        write_conf(tmp_path, {"yarn.resourcemanager.webapp.address":
-                              f"127.0.0.1:{server.server_port}"})
-        monkeypatch.delenv("YARN_CONF_DIR", raising=False)
-        monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
-        outcome = run_preflight(job(tmp_path, components={"worker": {"yarn.memory": "20000"}}),
-                                "default", QUEUE_KEY)
+        yield paths
     finally:
         server.shutdown()
+
+
+def rm_answers(doc: dict[str, Any]) -> dict[str, str]:
+    return {f"/ws/v1/cluster/{name}": json.dumps(doc[name]) for name in ("scheduler", "nodes")}
+
+
+def test_asks_the_rm_over_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Against a server answering with the recording: two requests, and a verdict."""
+    with fake_rm(tmp_path, monkeypatch, rm_answers(recorded())) as paths:
+        outcome = run_preflight(job(tmp_path, components={"worker": {"yarn.memory": "20000"}}),
+                                "default", QUEUE_KEY)
     assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/nodes"]
     assert outcome.checked and len(outcome.problems) == 1
     assert outcome.to_json()["problems"] == [str(outcome.problems[0])]
+
+
+# What Hadoop 3.5's RM answers to /conf?name=yarn.acl.enable and (as XML: it fails to write
+# this one as JSON) to /ws/v1/cluster/queues/<queue>/access.
+ACLS_ON = ('{"property":{"key":"yarn.acl.enable","value":"true","isFinal":false,'
+           '"resource":"yarn-site.xml"}}')
+ACCESS = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?><rmQueueAclInfo><allowed>'
+          "{allowed}</allowed><user>{user}</user><diagnostics></diagnostics></rmQueueAclInfo>")
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_asks_the_rm_where_an_acl_may_forbid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             allowed: bool) -> None:
+    doc = recorded()
+    for acl in scheduler_info(doc)["queueAcls"]["queueAcl"]:
+        acl["accessControlList"] = "alice admins"
+    monkeypatch.setenv("HADOOP_USER_NAME", "bob")
+    answers = {**rm_answers(doc), "/conf": ACLS_ON,
+               "/ws/v1/cluster/queues/root.default/access":
+                   ACCESS.format(allowed=str(allowed).lower(), user="bob")}
+    with fake_rm(tmp_path, monkeypatch, answers) as paths:
+        outcome = run_preflight(job(tmp_path), "default", QUEUE_KEY)
+    assert paths[2:] == ["/conf", "/ws/v1/cluster/queues/root.default/access"]
+    assert outcome.checked
+    assert [p.message for p in outcome.problems] == ([] if allowed else [
+        "user bob may not submit to queue root.default (its SUBMIT_APP and ADMINISTER_QUEUE "
+        "ACLs)"])
 
 
 # ---- YARN's own refusals, in plain words ----
