@@ -24,7 +24,7 @@ from jobtools import TFYARN, write_doc
 
 from tfyarn.cli import main
 from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING
-from tfyarn.plan import DEFAULT_WORK_DIR
+from tfyarn.workdir import LOCAL_DEFAULT as DEFAULT_WORK_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 SEED_RESOURCES = REPO / "resources.json"
@@ -232,8 +232,11 @@ def expected_commands() -> dict[str, list[str]]:
 
 
 def dry_run(monkeypatch: pytest.MonkeyPatch, *extra: str) -> str:
-    # In-process, so the commands name this interpreter; no yarn reachable either way.
+    # In-process, so the commands name this interpreter; no yarn reachable either way, and
+    # no Hadoop settings: the work dir is the local default and pre-flight is skipped.
     monkeypatch.setenv("PATH", env_without_yarn()["PATH"])
+    for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(main, [
         "submit", "--resources", str(SEED_RESOURCES), "--app-config", str(SEED_APP_CONFIG),
         "--dry-run", *extra,
@@ -296,8 +299,6 @@ def test_dry_run_of_thousands_of_tasks_is_summarised(tmp_path: Path,
     resources = json.loads(SEED_RESOURCES.read_text())
     resources["components"]["worker"]["yarn.component.instances"] = "3000"
     path = write_doc(tmp_path / "resources.json", resources)
-    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
-    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
     monkeypatch.setattr(sys.modules[__name__], "SEED_RESOURCES", path)
     doc = json.loads(dry_run(monkeypatch, "--json"))
     worker = next(role for role in doc["roles"] if role["role"] == "worker")
