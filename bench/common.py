@@ -12,9 +12,10 @@ Sources, per point of a job's start-up:
   ALLOCATED`, `... to ACQUIRED`, `... to RUNNING`), read from where it was at submit;
 - requested, all started/registered/spec published/all running: the AppMaster's phase
   lines (`phase <name>: X s after the container requests`) in application.driver.log;
-- script started: the mtime of the file each example writes once, first thing
-  (`<work_dir>/flags/<job>_<index>.json` for mnist1.py, `<work_dir>/light/...` for the light
-  task);
+- script started: the mtime of the file each example writes once, first thing, in its own
+  local work dir on the host that ran it (`<container dir>/work/flags/<job>_<index>.json` for
+  mnist1.py, `.../work/light/...` for the light task; the job's work dir is on HDFS, and the
+  NodeManagers keep finished containers' dirs for a while);
 - training: the first `step N` line of each worker's stdout, polled from the NodeManager's
   log directory (the file's mtime when that line is the newest one, else when it was seen);
 - job end: YARN's REST `finishedTime`.
@@ -37,11 +38,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tfyarn.localyarn import cluster as localcluster
 from tfyarn.localyarn import layout as layout_module
-from tfyarn.localyarn.layout import Layout, default_state_dir
+from tfyarn.localyarn.layout import Layout, NodeManagerSpec, default_state_dir
 from tfyarn.localyarn.proctable import Proc, scan_processes
+from tfyarn.workdir import default_work_dir
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -83,8 +86,8 @@ class Cluster:
     def active_apps(self) -> list[dict]:
         return localcluster.running_apps(self.layout)
 
-    def node_managers(self) -> tuple:
-        return layout_module.NODE_MANAGERS
+    def node_managers(self) -> tuple[NodeManagerSpec, ...]:
+        return self.layout.node_managers
 
     def free_vcores(self) -> dict[str, tuple[int, int]]:
         """Per partition ("" = default): (free vcores, total vcores) of RUNNING nodes."""
@@ -106,6 +109,28 @@ class Cluster:
             with contextlib.suppress(OSError):
                 dirs += [p for p in base.iterdir() if p.name.startswith("container_")]
         return dirs
+
+    def task_files(self, app_id: str, pattern: str) -> list[Path]:
+        """Files matching ``pattern`` in the local work dir (`<container dir>/work`) of each
+        of the app's containers, on whichever host ran it (the NodeManagers keep finished
+        containers' dirs for yarn.nodemanager.delete.debug-delay-sec)."""
+        found: list[Path] = []
+        for nm in self.node_managers():
+            appcache = self.layout.node_dir(nm) / "local" / "usercache"
+            found += appcache.glob(f"*/appcache/{app_id}/container_*/work/{pattern}")
+        return sorted(found)
+
+    def job_dir(self, app_id: str) -> str:
+        """The job's work dir on HDFS (tfyarn's default, which bench jobs keep)."""
+        return default_work_dir(self.env).replace("${APP_ID}", app_id)
+
+    def remove_job_dir(self, app_id: str) -> None:
+        """The job's work dir on HDFS, checkpoints and all, goes (if it is there)."""
+        from hdfs_native import Client
+
+        url = urlsplit(self.job_dir(app_id))
+        with contextlib.suppress(FileNotFoundError):
+            Client(f"{url.scheme}://{url.netloc}").delete(url.path, recursive=True)
 
     @property
     def rm_log(self) -> Path:
@@ -384,11 +409,10 @@ class AmSampler:
         return out
 
 
-def processes_of_work_dir(work_dir: Path, script: str) -> list[Proc]:
-    """The training script processes of one job (the examples get --work_dir=<work dir>)."""
-    flag = f"--work_dir={work_dir}"
+def processes_of_app(app_id: str, script: str) -> list[Proc]:
+    """The training script processes of one job (each runs in one of its container dirs)."""
     return [p for p in scan_processes()
-            if flag in p.argv and len(p.argv) > 1 and p.argv[1].endswith(script)]
+            if p.mentions(app_id) and len(p.argv) > 1 and p.argv[1].endswith(script)]
 
 
 # ---------------------------------------------------------------- variants of tfyarn
@@ -474,19 +498,18 @@ def make_variant(name: str) -> Variant:
 def job_files(run_dir: Path, *, args: list[str], scripts_dir: Path = EXAMPLES,
               entry: str | None = None, components: dict[str, dict[str, str]] | None = None,
               settings: dict[str, Any] | None = None,
-              resources: dict | None = None) -> tuple[Path, Path, Path]:
+              resources: dict | None = None) -> tuple[Path, Path]:
     """resources.json/appConfig.json in run_dir: the seed job's, changed as asked.
 
-    Returns (resources, appConfig, the work dir's parent: the work dir is <it>/<app id>).
+    The work dir is tfyarn's default, on HDFS (Cluster.job_dir): the hosts share no disk.
+    What each task writes in its own local work dir is found with Cluster.task_files.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     res = resources or json.loads((REPO / "resources.json").read_text())
     for role, values in (components or {}).items():
         res["components"].setdefault(role, {}).update(values)
     app = json.loads((REPO / "appConfig.json").read_text())
-    work_root = run_dir / "work"
     app["global"][G + "user.scripts.dir"] = str(scripts_dir)
-    app["global"][G + "user.work.dir"] = str(work_root / "${APP_ID}")
     app["global"][G + "user.scripts.args"] = args
     if entry is not None:
         app["global"][G + "user.scripts.entry"] = entry
@@ -494,7 +517,7 @@ def job_files(run_dir: Path, *, args: list[str], scripts_dir: Path = EXAMPLES,
     res_path, app_path = run_dir / "resources.json", run_dir / "appConfig.json"
     res_path.write_text(json.dumps(res, indent=2))
     app_path.write_text(json.dumps(app, indent=2))
-    return res_path, app_path, work_root
+    return res_path, app_path
 
 
 def submit_tfyarn(cluster: Cluster, res_path: Path, app_path: Path,
@@ -715,11 +738,12 @@ def kinds_to_run(variants: list[Variant],
 
 def record_run(data: dict, out: Path, run_dir: Path, *, kind: str, name: str, rep: int,
                conditions: str, run: Callable[[], dict], show: Callable[[dict], None],
-               **identity: Any) -> None:
+               cluster: Cluster | None = None, **identity: Any) -> None:
     """Runs one measurement and records it in ``data``, saved to ``out`` at once.
 
     A failed run is recorded with its error, not raised: one bad run must not lose the
     others. ``identity`` (the task count, the victim) goes into a failed run's record.
+    A tfyarn run's work dir on HDFS is removed afterwards (with ``cluster``).
     """
     try:
         record = run()
@@ -731,7 +755,13 @@ def record_run(data: dict, out: Path, run_dir: Path, *, kind: str, name: str, re
     data["runs"].append(record)
     show(record)
     save(out, data)
-    shutil.rmtree(run_dir / "work", ignore_errors=True)  # checkpoints add up over an hour
+    # Checkpoints add up over an hour: a floor's local ones, a tfyarn job's on HDFS.
+    shutil.rmtree(run_dir / "work", ignore_errors=True)
+    if cluster is not None and kind == "tfyarn" and record.get("app_id"):
+        try:
+            cluster.remove_job_dir(record["app_id"])
+        except Exception as exc:  # a leftover directory must not lose the run's record
+            log(f"  could not remove {cluster.job_dir(record['app_id'])}: {exc}")
 
 
 def fmt(value: float | None, digits: int = 2) -> str:

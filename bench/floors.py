@@ -4,7 +4,9 @@
     with the same flags: no YARN, no launcher. The least any launcher can take.
 (b) skein: a plain skein application with the same containers (same resources, labels and
     shipped files) and no rendezvous: each container runs the task script directly with
-    addresses the bench picked beforehand (possible only because every node is this machine).
+    addresses the bench picked beforehand (possible only because every node is this machine:
+    the NodeManagers are hosts of their own for files, but share its network), and a work
+    dir of its own in its container dir, as a tfyarn task has.
     What YARN and skein cost by themselves. It has no driver script, so its AppMaster asks for
     every container as soon as it registers, and its JVMs (skein's driver and AppMaster) start
     with the quick-start options (JVM_OPTIONS): the least YARN and skein can take here.
@@ -98,7 +100,11 @@ def task_index_expr(offset: int) -> str:
     return f"$(( ${{SKEIN_CONTAINER_ID##*_}} + {offset} ))"
 
 
-def seed_floor_spec(resources: dict, work_dir: Path, args: list[str]) -> dict:
+# Each floor container's own local work dir, as tfyarn gives its tasks (Cluster.task_files).
+CONTAINER_WORK_DIR = '--work_dir="$PWD/work"'
+
+
+def seed_floor_spec(resources: dict, args: list[str]) -> dict:
     """mnist1.py in plain skein containers, with the seed job's roles and resources."""
     comps = resources["components"]
     count = {role: int(comps[role]["yarn.component.instances"])
@@ -114,13 +120,13 @@ def seed_floor_spec(resources: dict, work_dir: Path, args: list[str]) -> dict:
         command = " ".join([
             shlex.quote(sys.executable), "app/mnist1.py", f"--ps_hosts={ps_hosts}",
             f"--worker_hosts={worker_hosts}", f"--job_name={job_name}",
-            f"--task_index={task_index_expr(offset)}",
-            f"--work_dir={shlex.quote(str(work_dir))}", *map(shlex.quote, args)])
+            f"--task_index={task_index_expr(offset)}", CONTAINER_WORK_DIR,
+            *map(shlex.quote, args)])
         services[role] = service(comps[role], count[role], f"exec {command}")
     return floor_spec("bench-floor-skein-mnist1", comps, services, EXAMPLES)
 
 
-def light_floor_spec(resources: dict, work_dir: Path, sleep_s: float) -> dict:
+def light_floor_spec(resources: dict, sleep_s: float) -> dict:
     """light_task.py in plain skein containers: the rendezvous benchmark's floor."""
     comps = resources["components"]
     job = {"ps": ("ps", 0), "chiefworker": ("worker", 0), "worker": ("worker", 1)}
@@ -131,8 +137,8 @@ def light_floor_spec(resources: dict, work_dir: Path, sleep_s: float) -> dict:
         job_name, offset = job[role]
         command = " ".join([
             shlex.quote(sys.executable), "app/light_task.py", f"--job_name={job_name}",
-            f"--task_index={task_index_expr(offset)}",
-            f"--work_dir={shlex.quote(str(work_dir))}", f"--sleep={sleep_s}"])
+            f"--task_index={task_index_expr(offset)}", CONTAINER_WORK_DIR,
+            f"--sleep={sleep_s}"])
         services[role] = service(values, int(values["yarn.component.instances"]),
                                  f"exec {command}")
     return floor_spec("bench-floor-skein-light", comps, services, LIGHT_APPS)
@@ -218,9 +224,8 @@ class SkeinClient:
 def run_skein_seed(cluster: Cluster, run_dir: Path, resources: dict, args: list[str],
                    timeout_s: float = 600) -> dict:
     """Floor (b) for the seed job: the same milestones as a tfyarn run, where they exist."""
-    work = run_dir / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    desc = seed_floor_spec(resources, work, args)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    desc = seed_floor_spec(resources, args)
     n_trainers = sum(int(resources["components"][r]["yarn.component.instances"])
                      for r in ("chiefworker", "worker"))
     n_tasks = n_trainers + int(resources["components"]["ps"]["yarn.component.instances"])
@@ -244,8 +249,8 @@ def run_skein_seed(cluster: Cluster, run_dir: Path, resources: dict, args: list[
         client.kill_application(app_id)
         raise
     events = rm.events(app_id)
-    flags = mtimes((work / "flags").glob("*.json"))
-    result = work / "result.json"
+    flags = mtimes(cluster.task_files(app_id, "flags/*.json"))
+    result = next(iter(cluster.task_files(app_id, "result.json")), None)
     trainers = [t for _, t in watch.first("step")]
     t = {
         "submit": t0, "cli_returned": t1,
@@ -256,7 +261,7 @@ def run_skein_seed(cluster: Cluster, run_dir: Path, resources: dict, args: list[
         "containers_running": events.last("RUNNING"),
         "scripts_started": max(flags.values()) if len(flags) == n_tasks else None,
         "training": max(trainers) if len(trainers) >= n_trainers else None,
-        "chief_done": result.stat().st_mtime if result.exists() else None,
+        "chief_done": result.stat().st_mtime if result else None,
         "job_end": report["finishedTime"] / 1000,
     }
     return {"kind": "skein", "app_id": app_id, "t": t,
@@ -266,22 +271,21 @@ def run_skein_seed(cluster: Cluster, run_dir: Path, resources: dict, args: list[
 def run_skein_light(cluster: Cluster, run_dir: Path, resources: dict, n_tasks: int,
                     sleep_s: float, timeout_s: float = 600) -> dict:
     """Floor (b) at scale: N light tasks in plain skein containers, submit -> all started."""
-    work = run_dir / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    desc = light_floor_spec(resources, work, sleep_s)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    desc = light_floor_spec(resources, sleep_s)
     rm = RmLog(cluster)
     app_id, t0, t1 = submit_floor(cluster, desc, run_dir / "skein-spec.json")
     log(f"  skein floor {app_id} ({n_tasks} light tasks)")
     follower = AppFollower(cluster, app_id, sample_am=False)
-    started = work / "light"
     try:
         follower.until(f"{n_tasks} light tasks started",
-                       lambda: len(list(started.glob("*.json"))) >= n_tasks, timeout_s)
+                       lambda: len(cluster.task_files(app_id, "light/*.json")) >= n_tasks,
+                       timeout_s)
     finally:
         kill_app(cluster, app_id)
     report = follower.wait_end(120)
     events = rm.events(app_id)
-    times = mtimes(started.glob("*.json"))
+    times = mtimes(cluster.task_files(app_id, "light/*.json"))
     t = {
         "submit": t0, "cli_returned": t1,
         "rm_accepted": report["startedTime"] / 1000,

@@ -3,15 +3,17 @@
 - worker: the seed job with `yarn.container.failure.threshold` 1 for workers; worker 1's
   script (TF task worker:2) is killed once it trains. tfyarn replaces its container; done
   when the replacement's stdout shows its first `step` line.
-- ps: threshold 1 for the ps; the ps is killed once a checkpoint at step >= 50 exists. tfyarn
-  ends every container and starts the cluster again as generation 1; done when every worker
-  of generation 1 printed its first step (the chief restores the checkpoint first).
+- ps: threshold 1 for the ps; the ps is killed once a checkpoint at step >= 50 is in the
+  job's work dir on HDFS (the chief's copy, mirrored there). tfyarn ends every container and
+  starts the cluster again as generation 1; done when every worker of generation 1 printed
+  its first step (the chief restores the checkpoint from HDFS first).
 
 Milestones after the kill: the AppMaster heard the failure (its log), the new containers were
 allocated and run (RM log), the tasks registered (AppMaster log), the scripts started (flags
-file mtime) and trained (stdout). The floor is the same recovery by hand on 127.0.0.1: the
-killed process started again at once with the same flags (worker), or every process killed
-and started again (ps), timed to the same first `step` lines.
+file mtime, in the new container's local work dir) and trained (stdout). The floor is the
+same recovery by hand on 127.0.0.1: the killed process started again at once with the same
+flags (worker), or every process killed and started again (ps), timed to the same first
+`step` lines.
 
     python -m bench.recovery --runs 3 [--victims worker,ps]
 """
@@ -49,7 +51,7 @@ from bench.common import (
     log,
     machine_info,
     make_variant,
-    processes_of_work_dir,
+    processes_of_app,
     record_run,
     save,
     submit_tfyarn,
@@ -66,11 +68,32 @@ STUCK_S = 60.0  # a replacement that printed no step this long after its start i
 
 
 def checkpoint_step(work: Path) -> int | None:
+    """The step of the latest checkpoint in a local work dir."""
     try:
-        match = CHECKPOINT.search((work / "checkpoints" / "checkpoint").read_text())
+        return checkpoint_of((work / "checkpoints" / "checkpoint").read_text())
     except OSError:
         return None
+
+
+def checkpoint_of(text: str) -> int | None:
+    match = CHECKPOINT.search(text)
     return int(match.group(1)) if match else None
+
+
+class JobCheckpoint:
+    """The latest checkpoint in a tfyarn job's work dir on HDFS (what a restart restores)."""
+
+    def __init__(self, cluster: Cluster, app_id: str) -> None:
+        from appmaster.storage import RemoteDir
+
+        self.remote = RemoteDir(cluster.job_dir(app_id))
+
+    def step(self) -> int | None:
+        try:
+            data = self.remote.read_bytes("checkpoints/checkpoint")
+        except Exception:  # the NameNode busy or the dir not made yet: ask again
+            return None
+        return checkpoint_of(data.decode()) if data else None
 
 
 def wait(what: str, probe, timeout_s: float, poll=None):
@@ -93,13 +116,13 @@ def run_tfyarn_recovery(cluster: Cluster, run_dir: Path, victim: str, var: Varia
     resources = json.loads((REPO / "resources.json").read_text())
     names = trainer_files(resources)
     role = "worker" if victim == "worker" else "ps"
-    res_path, app_path, work_root = job_files(
+    res_path, app_path = job_files(
         run_dir, args=TRAIN_ARGS, components={role: {"yarn.container.failure.threshold": "1"}},
         settings={"app.name": f"tfyarn-bench-recovery-{victim}"})
     rm = RmLog(cluster)
     app_id, t0, _ = submit_tfyarn(cluster, res_path, app_path, var)
     log(f"  tfyarn ({var.name}) {app_id}: kill the {victim}")
-    work = work_root / app_id
+    checkpoint = JobCheckpoint(cluster, app_id)
     watch = trainer_watch(cluster, resources)(app_id)
     follower = AppFollower(cluster, app_id, watch, sample_am=False)
     job_name, index, stdout = VICTIM[victim]
@@ -108,9 +131,9 @@ def run_tfyarn_recovery(cluster: Cluster, run_dir: Path, victim: str, var: Varia
             follower.until(f"{stdout} training", lambda: watch.first("step", stdout), TIMEOUT_S)
         else:
             follower.until(f"a checkpoint at step >= {MIN_CHECKPOINT_STEP}",
-                           lambda: (checkpoint_step(work) or 0) >= MIN_CHECKPOINT_STEP, TIMEOUT_S)
-        step_at_kill = checkpoint_step(work)
-        procs = [p for p in processes_of_work_dir(work, "mnist1.py")
+                           lambda: (checkpoint.step() or 0) >= MIN_CHECKPOINT_STEP, TIMEOUT_S)
+        step_at_kill = checkpoint.step()
+        procs = [p for p in processes_of_app(app_id, "mnist1.py")
                  if (p.flag("job_name"), p.flag("task_index")) == (job_name, str(index))]
         if len(procs) != 1:
             raise RuntimeError(f"expected one {job_name}:{index} process, found {procs}")
@@ -122,13 +145,14 @@ def run_tfyarn_recovery(cluster: Cluster, run_dir: Path, victim: str, var: Varia
             return [(p, t) for p, t in watch.first("step") if p not in before]
 
         if victim == "worker":
-            replacement = work / "flags" / f"{job_name}_{index}.attempt1.json"
+            replacement = f"flags/{job_name}_{index}.attempt1.json"
 
             def trained_or_stuck() -> bool:
                 if any(p.name == stdout for p, _ in new_firsts()):
                     return True
-                return (replacement.exists()  # started, but no step for STUCK_S: say so
-                        and time.time() - replacement.stat().st_mtime > STUCK_S)
+                started = cluster.task_files(app_id, replacement)
+                # started, but no step for STUCK_S: say so
+                return bool(started) and time.time() - started[0].stat().st_mtime > STUCK_S
 
             follower.until("the replacement's first step", trained_or_stuck, TIMEOUT_S)
         else:
@@ -149,13 +173,13 @@ def run_tfyarn_recovery(cluster: Cluster, run_dir: Path, victim: str, var: Varia
     if victim == "worker":
         t["registered"] = next((at for at, name in driver.registered
                                 if at >= t_kill and name == "worker 1"), None)
-        flags = work / "flags" / f"{job_name}_{index}.attempt1.json"
-        t["scripts_started"] = flags.stat().st_mtime if flags.exists() else None
+        flags = cluster.task_files(app_id, f"flags/{job_name}_{index}.attempt1.json")
+        t["scripts_started"] = flags[0].stat().st_mtime if flags else None
         t["training_again"] = next((at for p, at in new if p.name == stdout), None)
     else:
         g1 = driver.phases.get(1, {})
         t["registered"] = g1.get("all registered")
-        attempt1 = list((work / "flags").glob("*.attempt1.json"))
+        attempt1 = cluster.task_files(app_id, "flags/*.attempt1.json")
         t["scripts_started"] = (max(p.stat().st_mtime for p in attempt1)
                                 if len(attempt1) == len(names) + 1 else None)
         t["training_again"] = max(at for _, at in new) if len(new) >= len(names) else None
@@ -300,7 +324,7 @@ def main(argv: list[str]) -> int:
                     run = functools.partial(run_local_recovery, run_dir, victim)
                 record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
                            conditions=conditions, run=run, show=report.print_recovery_run,
-                           victim=victim)
+                           cluster=cluster, victim=victim)
     data["machine"]["load_at_end"] = os.getloadavg()
     save(out, data)
     print(report.recovery_tables(data))

@@ -11,10 +11,11 @@ and peak RSS (VmHWM), read from /proc just before it exits: tfyarn's master.py (
 skein's Java AppMaster. Floor (b) (the same containers as a plain skein application running
 the light task directly) runs in the same repetition.
 
-The shared local cluster has 16 vcores per NodeManager, so N >= 32 cannot fit there (see
-docs/benchmarks.md); `--cluster private` runs everything on a bench-owned second local YARN
-with 64 vcores per NodeManager (bench/private_cluster.py), `--cluster auto` (the default) does
-so only when some N does not fit the shared one.
+The shared local cluster has 16 vcores per NodeManager (two in the default partition, one in
+`gpu`), so N = 64 cannot fit there (see docs/benchmarks.md); `--cluster private` runs
+everything on a bench-owned second local YARN with 64 vcores per NodeManager
+(bench/private_cluster.py), `--cluster auto` (the default) does so only when some N does not
+fit the shared one.
 
     python -m bench.rendezvous --n 2,4,8,16,32,64 --runs 3 [--cluster auto|shared|private]
 """
@@ -96,12 +97,12 @@ def sleep_for(n: int) -> float:
 
 def run_tfyarn_light(cluster: Cluster, run_dir: Path, n: int, var: Variant,
                      timeout_s: float = 600) -> dict:
-    res_path, app_path, work_root = job_files(
+    res_path, app_path = job_files(
         run_dir, args=["--sleep", str(sleep_for(n))], scripts_dir=LIGHT_APPS,
         entry="light_task.py", resources=light_resources(n),
         settings={"app.name": f"tfyarn-bench-light-{n}"})
     run = run_to_end(cluster, res_path, app_path, var, f" ({n} light tasks)", timeout_s)
-    started = mtimes((work_root / run.app_id / "light").glob("*.json"))
+    started = mtimes(cluster.task_files(run.app_id, "light/*.json"))
     t = {**run.timeline(),
          "tasks_started": max(started.values()) if len(started) >= n else None}
     return {"kind": "tfyarn", "variant": var.name, "app_id": run.app_id, "n": n, "t": t,
@@ -130,7 +131,8 @@ def run_all(cluster: Cluster, sizes: list[int], runs: int, variants: list[Varian
                     run = functools.partial(floors.run_skein_light, cluster, run_dir,
                                             light_resources(n), n, sleep_for(n))
                 record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
-                           conditions=conditions, run=run, show=report.print_light_run, n=n)
+                           conditions=conditions, run=run, show=report.print_light_run,
+                           cluster=cluster, n=n)
 
 
 def main(argv: list[str]) -> int:

@@ -64,22 +64,20 @@ def trainer_watch(cluster: Cluster, resources: dict) -> Callable[[str], LogWatch
 def run_tfyarn_seed(cluster: Cluster, run_dir: Path, args: list[str], var: Variant,
                     timeout_s: float = JOB_TIMEOUT_S) -> dict:
     resources = json.loads((REPO / "resources.json").read_text())
-    res_path, app_path, work_root = job_files(run_dir, args=args,
-                                              settings={"app.name": "tfyarn-bench-seed"})
+    res_path, app_path = job_files(run_dir, args=args, settings={"app.name": "tfyarn-bench-seed"})
     names = trainer_files(resources)
     n_tasks = len(names) + int(resources["components"]["ps"]["yarn.component.instances"])
     run = run_to_end(cluster, res_path, app_path, var, "", timeout_s,
                      trainer_watch(cluster, resources))
-    work = work_root / run.app_id
-    flags = mtimes((work / "flags").glob("*.json"))
-    result = work / "result.json"
+    flags = mtimes(cluster.task_files(run.app_id, "flags/*.json"))
+    result = next(iter(cluster.task_files(run.app_id, "result.json")), None)
     trainers = [t for _, t in run.follower.watch.first("step")]
     t = {
         **run.timeline(),
         "am_container_launched": run.final["launchTime"] / 1000,
         "scripts_started": max(flags.values()) if len(flags) == n_tasks else None,
         "training": max(trainers) if len(trainers) == len(names) else None,
-        "chief_done": result.stat().st_mtime if result.exists() else None,
+        "chief_done": result.stat().st_mtime if result else None,
         "chief_finished_am": run.driver.chief_finished,
     }
     return {"kind": "tfyarn", "variant": var.name, "app_id": run.app_id, "t": t,
@@ -121,7 +119,8 @@ def main(argv: list[str]) -> int:
                 else:
                     run = functools.partial(floors.run_local_seed, run_dir, args)
                 record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
-                           conditions=conditions, run=run, show=report.print_run)
+                           conditions=conditions, run=run, show=report.print_run,
+                           cluster=cluster)
     finally:
         floors.SkeinClient.close()
     data["machine"]["load_at_end"] = os.getloadavg()
