@@ -6,7 +6,7 @@ from appmaster.cluster_spec import ClusterSpec
 from appmaster.webpage import render_page, slider_exports
 from tfyarn.jobview import format_progress, format_table, parse_log_dump, role_counts
 
-DUMP = """Container: container_1_0001_01_000005 on localhost:8154
+DUMP = """Container: container_1_0001_01_000005 on 127.0.0.2:8144
 LogAggregationType: LOCAL
 ====================================================================
 LogType:worker-1.stdout
@@ -23,7 +23,7 @@ End of LogType:worker-1.stdout.This log file belongs to a running container.
 def task(role: str, index: int, state: str, address: str | None = None) -> dict:
     return {"role": role, "index": index, "state": state, "address": address,
             "container": f"{role}_{index}", "yarn_container_id": f"container_{role}{index}",
-            "node": "localhost:8142", "restarts": 0, "exit_code": None, "log_url": None}
+            "node": "127.0.0.2:8144", "restarts": 0, "exit_code": None, "log_url": None}
 
 
 VIEW = {
