@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import pytest
 import requests
-from jobtools import app_state, prepare_light_job, run_tfyarn
+from jobtools import ReleaseFile, app_state, prepare_light_job, run_tfyarn
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.options import Options
@@ -46,7 +46,7 @@ class RunningJob:
     app_id: str
     tracking_url: str  # exactly as `tfyarn submit --json` printed it
     job_page: str
-    release_file: Path  # the light job's tasks end (SUCCEEDED) once it exists
+    release: ReleaseFile  # the light job's tasks end (SUCCEEDED) once it exists
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = WAIT_S) -> T:
@@ -78,8 +78,8 @@ def light_job(yarn_cluster, tmp: Path, fail_worker: int | None = None) -> Iterat
     """A light job submitted with `tfyarn submit --detach --json`, every task running; killed
     on the way out if it still runs. With `fail_worker`, that worker fails once and is
     replaced."""
-    release = tmp / "release"
-    args = ["--sleep", "900", "--release_file", str(release)]
+    release = ReleaseFile.fresh(yarn_cluster.layout)
+    args = ["--sleep", "900", "--release_file", release.url]
     if fail_worker is not None:  # TF's naming: the chief is worker 0
         args += ["--fail", f"worker:{fail_worker + 1}"]
     res, app = prepare_light_job(tmp, args)
@@ -101,6 +101,7 @@ def light_job(yarn_cluster, tmp: Path, fail_worker: int | None = None) -> Iterat
     finally:
         if app_state(yarn_cluster, job.app_id) not in ("FINISHED", "FAILED", "KILLED"):
             run_tfyarn(yarn_cluster, "kill", job.app_id)
+        release.remove()
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +215,7 @@ def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: 
                                               tmp_path: Path, capsys) -> None:
     browser.get(running_job.job_page)
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
-    running_job.release_file.touch()  # the chief and workers exit 0: the job succeeds
+    running_job.release.touch()  # the chief and workers exit 0: the job succeeds
 
     ended = wait_for_the_end(browser, "FINISHED")
     assert "final status SUCCEEDED" in ended.text and "The chief finished" in ended.text
