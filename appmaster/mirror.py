@@ -25,6 +25,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from appmaster.storage import TEMPORARY_MARK, RemoteDir, StorageError, bounded
 
@@ -76,6 +77,11 @@ def is_checkpoint_file(name: str) -> bool:
     return name.endswith((".index", ".meta")) or bool(_SHARD.search(name))
 
 
+def _prefix_of(name: str) -> str:
+    """``model.ckpt-10.data-00000-of-00001`` / ``.index`` / ``.meta`` -> ``model.ckpt-10``."""
+    return _SHARD.sub("", name).removesuffix(".index").removesuffix(".meta")
+
+
 @dataclass
 class MirrorStatus:
     """What the job's status shows about a task's mirror."""
@@ -109,6 +115,7 @@ class WorkDirMirror:
         self.interval_s = interval_s
         self.status = MirrorStatus(remote.url, interval_s)
         self._seen = _Seen()
+        self._sent_states: dict[str, str] = {}  # the state file put on HDFS, per dir
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one sync at a time (the loop's and the last one)
@@ -182,64 +189,103 @@ class WorkDirMirror:
                 plain += [os.path.join(directory, n) for n in names]
         sent = self._upload_changed(plain)
         for directory in checkpoint_dirs:
-            sent += self._sync_checkpoints(directory, by_dir[directory])
+            sent += self._sync_checkpoints(directory)
         return sent
 
-    def _sync_checkpoints(self, directory: str, names: list[str]) -> int:
-        state_path = os.path.join(directory, STATE_FILE)
-        state_text = (self.local / state_path).read_text()
+    def _sync_checkpoints(self, directory: str) -> int:
+        """Send the newest checkpoint, then a state file naming only checkpoints that are
+        whole on HDFS, then prune the others there. Only the newest is sent: a chief that
+        saves faster than HDFS takes a checkpoint still gets its latest one up each round."""
+        # The state file first, the directory after: TensorFlow writes a checkpoint's files
+        # before the state file that names it, so every file it names is listed below.
+        state_text = (self.local / directory / STATE_FILE).read_text()
+        names = os.listdir(self.local / directory)
         prefixes = listed_checkpoints(state_text)
-        split = {p: missing for p in prefixes if (missing := missing_shards(names, p))}
-        if split:
-            prefix, missing = next(iter(split.items()))
+        if not prefixes or f"{prefixes[-1]}.index" not in names:
+            return 0  # a state file naming nothing, or being replaced: the next round
+        latest = prefixes[-1]
+        missing = missing_shards(names, latest)
+        if missing:
             self.status.warning = (
-                f"checkpoint {os.path.join(directory, prefix)} lacks {', '.join(missing)} in "
+                f"checkpoint {os.path.join(directory, latest)} lacks {', '.join(missing)} in "
                 "this task's dir: its shards were written on other hosts (sharded saving on "
                 "the ps). It is not mirrored; save from the chief (see README).")
             log.warning("%s", self.status.warning)
             return 0
-        wanted = [os.path.join(directory, f) for p in prefixes for f in checkpoint_files(names, p)]
-        sent = self._upload_changed(wanted)
-        if any(not (self.local / w).exists() for w in wanted):
-            return sent  # TensorFlow deleted an old one meanwhile: the state file next time
-        if sent or self._changed(state_path):
-            self._upload(state_path)  # last: everything it names is already there
+        files = [os.path.join(directory, f) for f in checkpoint_files(names, latest)]
+        # Opened together before sending: the script may delete them meanwhile (it saves
+        # faster than they travel), and an open file stays readable.
+        opened = self._open_all(files)
+        if opened is None:
+            return 0  # already deleted: a newer one is there for the next round
+        try:
+            sent = self._upload_changed(files, opened)
+        finally:
+            for source in opened.values():
+                source.close()
+        on_hdfs = [os.path.basename(p) for p in self.remote.list_files()
+                   if os.path.dirname(p) == directory]
+        whole = [p for p in prefixes if f"{p}.index" in on_hdfs and not missing_shards(on_hdfs, p)]
+        state = f'model_checkpoint_path: "{latest}"\n' + "".join(
+            f'all_model_checkpoint_paths: "{p}"\n' for p in whole)
+        state_path = os.path.join(directory, STATE_FILE)
+        if state != self._sent_states.get(state_path):
+            self.remote.write_bytes(state_path, state.encode())  # last: it names the rest
+            self._sent_states[state_path] = state
+            self.status.files_up += 1
+            self.status.last_checkpoint = os.path.join(directory, latest)
             sent += 1
-            self.status.last_checkpoint = os.path.join(directory, prefixes[-1]) if prefixes \
-                else None
-        self._prune(directory, set(wanted))
+        self._prune(directory, on_hdfs, set(whole))
         return sent
 
-    def _prune(self, directory: str, keep: set[str]) -> None:
-        """Delete checkpoint files of this dir on HDFS that the state file no longer lists."""
-        for relative in list(self.remote.list_files()):
-            if (os.path.dirname(relative) == directory and relative not in keep
-                    and is_checkpoint_file(os.path.basename(relative))):
+    def _prune(self, directory: str, on_hdfs: list[str], keep: set[str]) -> None:
+        """Delete this dir's checkpoint files on HDFS that the state file there no longer
+        names (TensorFlow deleted them locally, or they were never whole)."""
+        for name in on_hdfs:
+            if is_checkpoint_file(name) and _prefix_of(name) not in keep:
+                relative = os.path.join(directory, name)
                 self.remote.delete(relative)
                 self._seen.files.pop(relative, None)
 
-    def _upload_changed(self, paths: list[str]) -> int:
-        changed = [p for p in paths if self._changed(p)]
+    def _open_all(self, paths: list[str]) -> dict[str, BinaryIO] | None:
+        opened: dict[str, BinaryIO] = {}
+        try:
+            for relative in paths:
+                opened[relative] = open(self.local / relative, "rb")  # noqa: SIM115
+        except FileNotFoundError:
+            for source in opened.values():
+                source.close()
+            return None
+        return opened
+
+    def _upload_changed(self, paths: list[str],
+                        opened: dict[str, BinaryIO] | None = None) -> int:
+        opened = opened or {}
+        changed = [p for p in paths if self._changed(p, opened.get(p))]
         if not changed:
             return 0
         with ThreadPoolExecutor(PARALLEL_UPLOADS) as pool:  # each close waits on the DataNode
-            list(pool.map(self._upload, changed))
+            list(pool.map(lambda p: self._upload(p, opened.get(p)), changed))
         return len(changed)
 
-    def _upload(self, relative: str) -> None:
-        local = self.local / relative
-        try:
-            before = local.stat()
-            size = self.remote.upload(local, relative)
-        except FileNotFoundError:
-            return  # deleted by the script while we sent it (an old checkpoint, say)
+    def _upload(self, relative: str, source: BinaryIO | None = None) -> None:
+        """Send one file (already open, or opened now); an HDFS error propagates."""
+        if source is None:
+            opened = self._open_all([relative])
+            if opened is None:
+                return  # deleted by the script meanwhile
+            with opened[relative] as own:
+                self._upload(relative, own)
+            return
+        before = os.fstat(source.fileno())
+        size = self.remote.upload(source, relative)
         self._seen.files[relative] = (before.st_size, before.st_mtime_ns)
         self.status.files_up += 1
         self.status.bytes_up += size
 
-    def _changed(self, relative: str) -> bool:
+    def _changed(self, relative: str, source: BinaryIO | None = None) -> bool:
         try:
-            stat = (self.local / relative).stat()
+            stat = os.fstat(source.fileno()) if source else (self.local / relative).stat()
         except FileNotFoundError:
             return False
         return self._seen.files.get(relative) != (stat.st_size, stat.st_mtime_ns)

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 from urllib.parse import urlsplit
 
 REMOTE_SCHEMES = ("hdfs", "viewfs")  # what hdfs-native speaks
@@ -138,13 +138,13 @@ class RemoteDir:
             writer.write(data)
         self.client.rename(temporary, target, overwrite=True)
 
-    def upload(self, local: Path, relative: str) -> int:
-        """Copy a local file up (temporary name, then rename); returns its size."""
+    def upload(self, source: BinaryIO, relative: str) -> int:
+        """Copy an open local file up (temporary name, then rename); returns its size."""
         target = self.path(relative)
         temporary = self._temporary(target)
         self.client.mkdirs(os.path.dirname(target), permission=0o755, create_parent=True)
         size = 0
-        with open(local, "rb") as source, self.client.create(temporary) as writer:
+        with self.client.create(temporary) as writer:
             while chunk := source.read(CHUNK):
                 writer.write(chunk)
                 size += len(chunk)

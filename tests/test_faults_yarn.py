@@ -1,10 +1,12 @@
 """Fault injection on the local YARN: kill -9 tasks, the AppMaster or the job, and watch tfyarn.
 
-Every test submits with `tfyarn submit --detach --json`, then watches the job's work dir (in
-tmp_path) and the process table (/proc). Tasks are found by their command line
-(`--work_dir=<work dir> --job_name=... --task_index=...`), the AppMaster's Python driver by
-`appmaster.master` and its container directory. Every wait is bounded and says what it waited
-for. Recovery times are printed (run pytest with -s to see them), never asserted.
+Every test submits with `tfyarn submit --detach --json`, then watches the job's files (its
+work dir on HDFS, and what each task wrote in its own container's local work dir on its own
+host) and the process table (/proc). Tasks are found by their command line
+(`--work_dir=<container dir of the app>/work --job_name=... --task_index=...`), the
+AppMaster's Python driver by `appmaster.master` and its container directory. Every wait is
+bounded and says what it waited for. Recovery times are printed (run pytest with -s to see
+them), never asserted.
 
 The machine is small (2 cores): one job at a time, a small model, few steps.
 """
@@ -27,10 +29,17 @@ from typing import Any
 
 import pytest
 from conftest import wait_for_final_state
-from jobtools import REPO, TFYARN, prepare_job, prepare_light_job, run_tfyarn, yarn_logs
+from jobtools import (
+    REPO,
+    TFYARN,
+    JobFiles,
+    prepare_job,
+    prepare_light_job,
+    run_tfyarn,
+    yarn_logs,
+)
 
 from tfyarn.localyarn import cluster
-from tfyarn.localyarn.layout import NODE_MANAGERS
 from tfyarn.localyarn.proctable import CONTAINER_ID, Proc, scan_processes
 
 pytestmark = pytest.mark.yarn
@@ -59,15 +68,16 @@ def app_processes(app_id: str, exclude: int | None = None) -> list[Proc]:
     return [p for p in scan_processes() if p.pid != exclude and p.mentions(app_id)]
 
 
-def task_processes(work_dir: Path) -> list[Proc]:
-    """The training scripts of the job: they get --work_dir=<the job's work dir>.
+def task_processes(app_id: str) -> list[Proc]:
+    """The training scripts of the job: each gets --work_dir=<its container dir>/work, in the
+    app's dir on its host.
 
     A script's own short-lived fork (Python forks before exec'ing a helper, e.g. while
     importing TensorFlow) shows the same command line for a moment: children of a task
     process are not tasks.
     """
-    flag = f"--work_dir={work_dir}"
-    procs = [p for p in scan_processes() if flag in p.argv]
+    procs = [p for p in scan_processes()
+             if any(a.startswith("--work_dir=") and f"/{app_id}/" in a for a in p.argv)]
     pids = {p.pid for p in procs}
     return [p for p in procs if p.ppid not in pids]
 
@@ -112,12 +122,9 @@ def read_json(path: Path) -> Any:
         return None  # not there yet (the examples write atomically, but be safe)
 
 
-def latest_checkpoint(work_dir: Path) -> tuple[str, int] | None:
-    try:
-        text = (work_dir / "checkpoints" / "checkpoint").read_text()
-    except OSError:
-        return None
-    match = CHECKPOINT_PATH.search(text)
+def latest_checkpoint(state_text: str | None) -> tuple[str, int] | None:
+    """(path, step) of the newest checkpoint a `checkpoint` state file names."""
+    match = CHECKPOINT_PATH.search(state_text or "")
     return (match.group(1), int(match.group(2))) if match else None
 
 
@@ -130,7 +137,7 @@ class Job:
 
     yarn_cluster: Any
     app_id: str
-    work_dir: Path
+    files: JobFiles
     submitted_at: float
     killed_pids: list[int] = field(default_factory=list)
     # Each AppMaster attempt's driver log as last seen live (the NodeManager deletes it once
@@ -168,24 +175,29 @@ class Job:
 
     # ----- the job's files
 
-    def flags_path(self, job_name: str, index: int, attempt: int = 0) -> Path:
+    def flags(self, job_name: str, index: int, attempt: int = 0) -> dict | None:
+        """The record a task's script wrote in its own local work dir (on its host)."""
         suffix = f".attempt{attempt}" if attempt else ""
-        return self.work_dir / "flags" / f"{job_name}_{index}{suffix}.json"
+        path = self.files.local(f"flags/{job_name}_{index}{suffix}.json")
+        return None if path is None else read_json(path)
 
     def result(self) -> dict:
-        result = read_json(self.work_dir / "result.json")
-        assert result is not None, f"the chief wrote no {self.work_dir / 'result.json'}"
-        return result
+        """The chief's result.json, as mirrored to the job's work dir on HDFS."""
+        return self.files.remote_json("result.json")
+
+    def hdfs_checkpoint(self) -> tuple[str, int] | None:
+        return latest_checkpoint(self.files.remote_text("checkpoints/checkpoint"))
 
     def wait_for_checkpoint(self, min_step: int = MIN_CHECKPOINT_STEP) -> int:
+        """The step of the first checkpoint >= min_step that reached HDFS."""
         started = time.monotonic()
 
         def probe() -> int | None:
-            latest = latest_checkpoint(self.work_dir)
+            latest = self.hdfs_checkpoint()
             return latest[1] if latest and latest[1] >= min_step else None
 
-        step = wait_until(f"a checkpoint at step >= {min_step} in {self.work_dir}/checkpoints",
-                          probe, CHECKPOINT_TIMEOUT_S, fail_fast=self.ended_early)
+        step = wait_until(f"a checkpoint at step >= {min_step} in {self.files.url}/checkpoints",
+                          probe, CHECKPOINT_TIMEOUT_S, poll_s=0.5, fail_fast=self.ended_early)
         print(f"\n[{self.app_id}] checkpoint model.ckpt-{step} {time.monotonic() - started:.1f} s "
               f"after we started waiting ({time.monotonic() - self.submitted_at:.1f} s after "
               "submit)")
@@ -196,7 +208,7 @@ class Job:
     def task(self, job_name: str, index: int) -> Proc:
         """The one live training process of a task."""
         def probe() -> list[Proc]:
-            return [p for p in task_processes(self.work_dir)
+            return [p for p in task_processes(self.app_id)
                     if task_key(p) == (job_name, index)]
 
         procs = wait_until(f"the process of --job_name={job_name} --task_index={index}", probe,
@@ -226,7 +238,7 @@ class Job:
 
     def driver_log(self) -> str:
         """Every AppMaster attempt's driver log so far (read from the NodeManagers' log dirs)."""
-        for nm in NODE_MANAGERS:
+        for nm in self.yarn_cluster.layout.node_managers:
             base = self.yarn_cluster.layout.node_dir(nm) / "containers" / self.app_id
             for path in base.glob("container_*_000001/application.driver.log"):
                 with contextlib.suppress(OSError):  # aggregated and deleted meanwhile
@@ -307,7 +319,7 @@ def submit(yarn_cluster, skein_client, tmp_path: Path) -> Iterator[Callable[...,
         line = next((line for line in result.stdout.splitlines() if line.startswith("{")), None)
         assert line, f"no JSON from submit --json:\n{result.stdout}\n{result.stderr}"
         app_id = json.loads(line)["application_id"]
-        job = Job(yarn_cluster, app_id, tmp_path / "work" / app_id, started)
+        job = Job(yarn_cluster, app_id, JobFiles(yarn_cluster.layout, app_id), started)
         jobs.append(job)
         print(f"\n[{app_id}] submitted in {time.monotonic() - started:.1f} s")
         return job
@@ -351,11 +363,11 @@ def test_killed_worker_is_replaced(yarn_cluster, skein_client, submit, tmp_path:
     victim = job.task("worker", 2)  # worker role index 1 (the chief is TF worker 0)
     killed_at = job.kill9(victim)
 
-    replacement = job.flags_path("worker", 2, attempt=1)
-    wait_until(f"the replacement's {replacement.name}", replacement.exists, RECOVERY_TIMEOUT_S,
-               fail_fast=job.ended_early)
+    record = wait_until("the replacement's flags/worker_2.attempt1.json",
+                        lambda: job.flags("worker", 2, attempt=1), RECOVERY_TIMEOUT_S,
+                        fail_fast=job.ended_early)
     print(f"[{job.app_id}] worker 1 killed -> replacement started its script "
-          f"({replacement.name}) in {time.monotonic() - killed_at:.1f} s")
+          f"(worker_2.attempt1.json) in {time.monotonic() - killed_at:.1f} s")
     job.print_am_recovery_lines()
 
     app = job.final()
@@ -363,10 +375,9 @@ def test_killed_worker_is_replaced(yarn_cluster, skein_client, submit, tmp_path:
     assert job.result()["global_step"] >= TRAIN_STEPS, job.result()
     restarts = restarts_of(app["diagnostics"])
     assert len(restarts) == 1 and restarts[0].startswith("worker 1 replaced"), restarts
-    record = read_json(replacement)
     assert record["tfyarn_attempt"] == 1 and record["flags"]["task_index"] == 2, record
     assert record["pid"] != victim.pid
-    assert job.flags_path("worker", 1, attempt=1).exists() is False  # only worker 1 restarted
+    assert job.flags("worker", 1, attempt=1) is None  # only worker 1 restarted
     job.assert_no_process_left()
     assert_replacement_trained(job, "worker-1.stdout")
 
@@ -398,14 +409,14 @@ def test_killed_ps_or_chief_restarts_from_checkpoint(
     victim = job.task(*victim_task)
     killed_at = job.kill9(victim)
 
-    restarted = job.flags_path(*victim_task, attempt=1)
-    chief = job.flags_path("worker", 0, attempt=1)
-    wait_until(f"the restarted {restarted.name} and {chief.name}",
-               lambda: restarted.exists() and chief.exists(), RECOVERY_TIMEOUT_S,
-               fail_fast=job.ended_early)
-    started = sorted({restarted.name, chief.name})
+    old_dir = job.flags(*victim_task)["flags"]["work_dir"]
+    wait_until("the restarted task's and the chief's flags (attempt 1)",
+               lambda: job.flags(*victim_task, attempt=1) and job.flags("worker", 0, attempt=1),
+               RECOVERY_TIMEOUT_S, fail_fast=job.ended_early)
     print(f"[{job.app_id}] {role} killed -> generation 1 started its scripts "
-          f"({', '.join(started)}) in {time.monotonic() - killed_at:.1f} s")
+          f"in {time.monotonic() - killed_at:.1f} s")
+    # The new container works in a fresh local dir: what it resumes from came from HDFS.
+    assert job.flags(*victim_task, attempt=1)["flags"]["work_dir"] != old_dir
     job.print_am_recovery_lines(expected=4)
 
     app = job.final()
@@ -420,10 +431,23 @@ def test_killed_ps_or_chief_restarts_from_checkpoint(
     restarts = restarts_of(app["diagnostics"])
     assert len(restarts) == 1, restarts
     assert restarts[0].startswith(f"{role} failed: cluster restarted as generation 1"), restarts
-    for name in ("ps_0", "worker_0", "worker_1", "worker_2"):  # every task restarted
-        record = read_json(job.work_dir / "flags" / f"{name}.attempt1.json")
-        assert record and record["tfyarn_attempt"] == 1, (name, record)
+    for name, index in (("ps", 0), ("worker", 0), ("worker", 1), ("worker", 2)):
+        record = job.flags(name, index, attempt=1)  # every task restarted
+        assert record and record["tfyarn_attempt"] == 1, (name, index, record)
+    assert_restored_from_hdfs(job, "chiefworker-0.stdout", step_at_kill)
     job.assert_no_process_left()
+
+
+def assert_restored_from_hdfs(job: Job, stdout_name: str, min_step: int) -> None:
+    """The restarted task's agent brought a checkpoint >= min_step down from HDFS before its
+    script started (its own host never had the first container's files)."""
+    logs = yarn_logs(job.yarn_cluster, job.app_id, {stdout_name}, copies=2)
+    restored = [int(m.group(1)) for c in logs.values() if stdout_name in c.files
+                for text in c.files.values()  # the agent's own log, beside the script's
+                for m in re.finditer(r"restored checkpoints/model\.ckpt-(\d+) from hdfs://",
+                                     text)]
+    assert restored and max(restored) >= min_step, (
+        f"no restore of a checkpoint >= {min_step} from HDFS in {stdout_name}: {restored}")
 
 
 def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client, submit,
@@ -447,7 +471,7 @@ def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client,
     assert "yarn.container.failure.threshold of 0" in diagnostics, diagnostics
     assert "worker 0 (attempt 0) failed" in diagnostics, diagnostics
     assert "exit code 137" in diagnostics, diagnostics
-    assert not job.flags_path("worker", 1, attempt=1).exists(), "the worker was replaced"
+    assert job.flags("worker", 1, attempt=1) is None, "the worker was replaced"
 
     status = run_tfyarn(yarn_cluster, "status", job.app_id)
     assert status.returncode == 0, status.stderr
@@ -492,7 +516,7 @@ def test_ignore_policy_drops_the_failed_worker_and_the_job_succeeds(
     # end came first) and was never restarted.
     assert tasks[("worker", 0)]["state"] in ("finished", "stopped"), tasks
     assert tasks[("worker", 0)]["restarts"] == 0, tasks
-    records = {path.name for path in (job.work_dir / "light").iterdir()}
+    records = {path.name for path in job.files.glob("light/*.json")}
     assert records == {"ps_0.json", "worker_0.json", "worker_1.json", "worker_2.json"}, records
 
 
@@ -533,25 +557,23 @@ time.sleep(60)
 """
 
 
-def test_decided_failure_is_final_with_a_remote_work_dir(
+def test_decided_failure_is_final_with_the_work_dir_on_hdfs(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
-    """A work dir given as a URL (viewfs://, as hdfs:// would be): the AppMaster records its
-    decided FAILED there with `hadoop fs`, and the next AppMaster attempt replays it instead
+    """The AppMaster records its decided FAILED in the job's work dir on HDFS (native client,
+    no JVM), and the next AppMaster attempt, on whichever host YARN picks, replays it instead
     of running the job again."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     (scripts / "fail.py").write_text(FAILING_CHIEF_SCRIPT)
-    # The local cluster's default filesystem viewfs://local/ maps / to this machine's disk.
-    remote_work_dir = f"viewfs://local{tmp_path}/work/${{APP_ID}}"
     job = submit(*make_job(tmp_path, args=[], scripts_dir=scripts, entry="fail.py",
-                           settings={"user.work.dir": remote_work_dir, "am.max.attempts": "2"}))
+                           settings={"am.max.attempts": "2"}))
 
     app = job.final(timeout_s=180)
     job.print_attempts()
     assert_failed(job, app)
     assert "chiefworker 0 (attempt 0) failed" in app["diagnostics"], app["diagnostics"]
     assert "the chief gives up" in app["diagnostics"], app["diagnostics"]
-    outcome = read_json(job.work_dir / ".tfyarn-outcome.json")
+    outcome = job.files.remote_json(".tfyarn-outcome.json")
     assert outcome and outcome["status"] == "FAILED", outcome
     assert len(job.attempts()) == 2, job.attempts()
     # The second attempt ran no task: it replayed the first one's decision.
@@ -620,15 +642,15 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
     masters = master_processes(job.app_id)
     assert len(masters) == 1, [p.short() for p in masters]
     assert masters[0].am_attempt == 1, masters[0].short()
-    first_tasks = task_processes(job.work_dir)
+    first_tasks = task_processes(job.app_id)
     assert len(first_tasks) == 4, [p.short() for p in first_tasks]
     first_pids = {p.pid for p in first_tasks}
-    chief_pid = read_json(job.flags_path("worker", 0))["pid"]
+    chief_pid = job.flags("worker", 0)["pid"]
     killed_wall = time.time()
     killed_at = job.kill9(masters[0])
 
     gone = wait_until("every task process of attempt 1 to end",
-                      lambda: not (first_pids & {p.pid for p in task_processes(job.work_dir)})
+                      lambda: not (first_pids & {p.pid for p in task_processes(job.app_id)})
                       and time.monotonic(), 60)
     print(f"[{job.app_id}] AppMaster killed -> attempt 1's tasks gone in "
           f"{gone - killed_at:.1f} s")
@@ -639,7 +661,7 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
     while str(skein_client.application_report(job.app_id).state) not in FINAL_STATES:
         if time.monotonic() - killed_at > FINAL_TIMEOUT_S:
             raise AssertionError(f"{job.app_id} did not end {FINAL_TIMEOUT_S} s after the kill")
-        procs = task_processes(job.work_dir)
+        procs = task_processes(job.app_id)
         survivors = [p for p in procs if p.pid in first_pids or p.am_attempt == 1]
         assert not survivors, "attempt 1's tasks survive:\n" + "\n".join(
             p.short() for p in survivors)
@@ -654,7 +676,7 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
             samples += 1
         if new_chief_at is None:
             # Attempt 2 starts every task again, so its chief is on its second start.
-            record = read_json(job.flags_path("worker", 0, attempt=1))
+            record = job.flags("worker", 0, attempt=1)
             if record and record["pid"] != chief_pid and record["tfyarn_attempt"] == 1:
                 new_chief_at = time.monotonic()
         time.sleep(0.5)
@@ -685,6 +707,7 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
           f"at global step {result['first_global_step']}, ended at {result['global_step']}")
     assert result["first_global_step"] >= step_at_kill, result
     assert result["global_step"] >= TRAIN_STEPS, result
+    assert_restored_from_hdfs(job, "chiefworker-0.stdout", step_at_kill)
     job.assert_no_process_left()
 
 
@@ -703,7 +726,7 @@ def test_tfyarn_kill_ends_every_process_and_keeps_the_checkpoint(
     """`tfyarn kill` mid-job: KILLED, no process left, the checkpoints readable."""
     job = submit(*make_job(tmp_path, args=TRAIN_ARGS))
     job.wait_for_checkpoint()
-    assert len(task_processes(job.work_dir)) == 4
+    assert len(task_processes(job.app_id)) == 4
     # `tfyarn kill` in the background while the process table and YARN's state are watched.
     started = time.monotonic()
     kill = subprocess.Popen([*TFYARN, "kill", job.app_id],
@@ -735,15 +758,22 @@ def test_tfyarn_kill_ends_every_process_and_keeps_the_checkpoint(
     assert gone_after < 10, f"processes outlived the kill by {gone_after:.1f} s"
     job.assert_no_process_left(timeout_s=5)
 
-    latest = latest_checkpoint(job.work_dir)
-    assert latest, f"no checkpoint file in {job.work_dir / 'checkpoints'}"
-    text = (job.work_dir / "checkpoints" / "checkpoint").read_text()
-    listed = re.findall(r'^all_model_checkpoint_paths: "(.*)"$', text, re.MULTILINE)
-    assert latest[0] in listed, text
+    # The checkpoints on HDFS are whole: every file of every listed checkpoint, readable.
+    text = job.files.remote_text("checkpoints/checkpoint")
+    latest = latest_checkpoint(text)
+    assert latest, f"no checkpoint state file in {job.files.url}/checkpoints"
+    listed = [os.path.basename(p) for p in
+              re.findall(r'^all_model_checkpoint_paths: "(.*)"$', text, re.MULTILINE)]
+    assert os.path.basename(latest[0]) in listed, text
+    remote = job.files.remote()
+    names = remote.list_files()
+    local = tmp_path / "restored"
     for prefix in listed:
         for suffix in (".index", ".meta", ".data-00000-of-00001"):
-            path = Path(prefix + suffix)
-            assert path.is_file() and path.stat().st_size > 0, f"{path} missing or empty"
+            name = f"checkpoints/{prefix}{suffix}"
+            assert name in names and names[name].length > 0, f"{name} missing or empty"
+            remote.download(name, local / name)
+    latest = (str(local / "checkpoints" / os.path.basename(latest[0])), latest[1])
     loaded = subprocess.run([sys.executable, "-c", LOAD_CHECKPOINT, latest[0]],
                             capture_output=True, text=True, timeout=120,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
@@ -754,12 +784,11 @@ def test_tfyarn_kill_ends_every_process_and_keeps_the_checkpoint(
 
 def test_helpers_parse_checkpoint_file(tmp_path: Path) -> None:
     """The checkpoint-file parsing the tests rely on (no cluster needed)."""
-    (tmp_path / "checkpoints").mkdir()
-    (tmp_path / "checkpoints" / "checkpoint").write_text(
+    assert latest_checkpoint(
         'model_checkpoint_path: "/w/checkpoints/model.ckpt-152"\n'
         'all_model_checkpoint_paths: "/w/checkpoints/model.ckpt-101"\n'
-        'all_model_checkpoint_paths: "/w/checkpoints/model.ckpt-152"\n')
-    assert latest_checkpoint(tmp_path) == ("/w/checkpoints/model.ckpt-152", 152)
+        'all_model_checkpoint_paths: "/w/checkpoints/model.ckpt-152"\n'
+    ) == ("/w/checkpoints/model.ckpt-152", 152)
     assert restarts_of("The chief finished successfully. a -> b: 1.0 s. Restarts (1): "
                        "worker 1 replaced (attempt 1).") == ["worker 1 replaced (attempt 1)"]
     proc = Proc(1, ("python", "app/mnist1.py", "--job_name=worker", "--task_index=2"),

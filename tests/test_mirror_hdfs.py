@@ -1,0 +1,152 @@
+"""The work-dir mirror (appmaster/mirror.py) against the local cluster's real HDFS.
+
+A writer saves checkpoints the way TensorFlow does (files first, the `checkpoint` state file
+last, old checkpoints deleted after) while the mirror syncs: a state file on HDFS must never
+name a file that is not there, and a task restoring from HDFS gets a complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from appmaster.mirror import WorkDirMirror, listed_checkpoints, missing_shards
+from appmaster.storage import RemoteDir, StorageError, bounded, plain_reason
+
+pytestmark = pytest.mark.yarn
+
+SUFFIXES = (".data-00000-of-00001", ".index", ".meta")
+
+
+def save(directory: Path, step: int, keep: int = 3) -> None:
+    """What tf.compat.v1.train.Saver does: files, then the state file, then pruning."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for suffix in SUFFIXES:
+        temporary = directory / f".model.ckpt-{step}{suffix}.tmp"
+        temporary.write_bytes(os.urandom(20_000))
+        temporary.rename(directory / f"model.ckpt-{step}{suffix}")
+    steps = sorted({int(p.name.split("-")[1].split(".")[0])
+                    for p in directory.glob("model.ckpt-*.index")})[-keep:]
+    lines = [f'model_checkpoint_path: "{directory}/model.ckpt-{steps[-1]}"']
+    lines += [f'all_model_checkpoint_paths: "{directory}/model.ckpt-{s}"' for s in steps]
+    state = directory / "checkpoint.tmp"
+    state.write_text("\n".join(lines) + "\n")
+    state.rename(directory / "checkpoint")
+    for old in directory.glob("model.ckpt-*"):
+        if int(old.name.split("-")[1].split(".")[0]) not in steps:
+            old.unlink()
+
+
+def assert_whole_on_hdfs(remote: RemoteDir) -> list[str]:
+    """Every file the state file on HDFS names is on HDFS; returns the prefixes named."""
+    state = remote.read_bytes("checkpoints/checkpoint")
+    if state is None:
+        return []
+    names = {os.path.basename(p) for p in remote.list_files()}
+    prefixes = listed_checkpoints(state.decode())
+    for prefix in prefixes:
+        missing = [prefix + s for s in SUFFIXES if prefix + s not in names]
+        assert not missing, f"the state file on HDFS names missing files {missing}: {state!r}"
+    return prefixes
+
+
+@pytest.fixture
+def remote(yarn_cluster) -> RemoteDir:
+    url = f"{yarn_cluster.layout.default_fs}/tmp/mirror-test-{uuid.uuid4().hex[:8]}"
+    directory = RemoteDir(url)
+    yield directory
+    directory.client.delete(directory.root, recursive=True)
+
+
+def test_state_file_on_hdfs_never_names_a_missing_file(remote: RemoteDir, tmp_path: Path):
+    local = tmp_path / "work"
+    checkpoints = local / "checkpoints"
+    mirror = WorkDirMirror(local, remote)
+    stop = threading.Event()
+
+    def train() -> None:
+        step = 0
+        while not stop.is_set():
+            save(checkpoints, step)
+            step += 7
+            time.sleep(0.01)
+
+    writer = threading.Thread(target=train)
+    writer.start()
+    seen: set[str] = set()
+    try:
+        for _ in range(12):
+            mirror.sync()
+            seen.update(assert_whole_on_hdfs(remote))
+    finally:
+        stop.set()
+        writer.join()
+    mirror.sync()  # the last round, with the writer stopped: everything is up
+    final = assert_whole_on_hdfs(remote)
+    local = listed_checkpoints((checkpoints / "checkpoint").read_text())
+    assert final[-1] == local[-1] and set(final) <= set(local), (final, local)
+    assert len(seen) > 3, f"the writer's checkpoints hardly reached HDFS: {sorted(seen)}"
+    # Pruned: only the listed checkpoints' files are left on HDFS.
+    on_hdfs = {os.path.basename(p) for p in remote.list_files() if "model.ckpt-" in p}
+    assert on_hdfs == {prefix + s for prefix in final for s in SUFFIXES}
+
+
+def test_restore_brings_the_latest_checkpoint_to_a_fresh_dir(remote: RemoteDir,
+                                                             tmp_path: Path):
+    chief = tmp_path / "chief"
+    for step in (0, 50, 100, 150):
+        save(chief / "checkpoints", step)
+    (chief / "events.out.tfevents.1").write_bytes(b"x" * 100)
+    WorkDirMirror(chief, remote).sync()
+
+    fresh = tmp_path / "replacement"  # another host: nothing of the chief's dir is here
+    restored = WorkDirMirror(fresh, remote).restore()
+    assert restored == "checkpoints/model.ckpt-150"
+    got = sorted(p.name for p in (fresh / "checkpoints").iterdir())
+    # One round sent the newest checkpoint only (older ones were superseded before it).
+    assert got == sorted(["checkpoint"] + [f"model.ckpt-150{x}" for x in SUFFIXES])
+    for name in got[1:]:
+        assert (fresh / "checkpoints" / name).read_bytes() == \
+            (chief / "checkpoints" / name).read_bytes()
+    # The state file names what it brought, relative to its dir (TensorFlow resolves it there).
+    state = (fresh / "checkpoints" / "checkpoint").read_text()
+    assert listed_checkpoints(state) == ["model.ckpt-150"] and str(chief) not in state
+    # A fresh job (nothing on HDFS yet) restores nothing.
+    empty = RemoteDir(remote.url + "-empty")
+    assert WorkDirMirror(tmp_path / "other", empty).restore() is None
+
+
+def test_a_checkpoint_split_across_hosts_is_never_mirrored(remote: RemoteDir, tmp_path: Path):
+    """Sharded saving left the ps's shard on the ps's host: the chief's dir lacks it."""
+    local = tmp_path / "work"
+    checkpoints = local / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "model.ckpt-10.index").write_bytes(b"i")
+    (checkpoints / "model.ckpt-10.data-00001-of-00002").write_bytes(b"d")
+    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-10"\n')
+    mirror = WorkDirMirror(local, remote)
+    mirror.sync()
+    assert remote.read_bytes("checkpoints/checkpoint") is None
+    assert "model.ckpt-10.data-00000-of-00002" in (mirror.status.warning or "")
+    assert missing_shards(["m.index", "m.data-00000-of-00001"], "m") == []
+
+
+def test_unreachable_namenode_is_an_error_not_a_hang() -> None:
+    """hdfs-native retries a dead NameNode forever: every call is bounded."""
+    dead = RemoteDir("hdfs://127.0.0.1:1/nowhere")
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="did not answer within 2 s"):
+        bounded(dead.list_files, 2.0, what="The NameNode")
+    assert time.monotonic() - started < 10
+
+
+def test_namenode_errors_lose_their_java_frames() -> None:
+    error = RuntimeError('RPCError("org.apache.hadoop.security.AccessControlException", '
+                         '"Permission denied: user=alice, access=WRITE'
+                         '\\n\\tat org.apache.x(X.java:1)")')
+    assert plain_reason(error) == "Permission denied: user=alice, access=WRITE"
