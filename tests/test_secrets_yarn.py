@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 import subprocess
 import threading
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import TFYARN, prepare_light_job
+from jobtools import prepare_light_job, read_json, submit_and_wait
 
 
 def write_job(tmp_path: Path, secret_file: Path) -> tuple[Path, Path]:
@@ -48,17 +47,16 @@ def test_secret_is_delivered_as_a_file_and_leaks_nowhere(yarn_cluster, tmp_path)
     scanner = threading.Thread(target=scan_argv, args=(secret_text.encode(), seen, stop))
     scanner.start()
     try:
-        result = subprocess.run(
-            [*TFYARN, "submit", "--resources", str(resources), "--app-config", str(app_config),
-             "--wait"], capture_output=True, text=True, env=yarn_cluster.env, timeout=240)
+        run = submit_and_wait(yarn_cluster, tmp_path, resources, app_config)
     finally:
         stop.set()
         scanner.join()
-    assert result.returncode == 0, result.stdout + result.stderr
-    app_id = re.search(r"application_\d+_\d+", result.stdout).group(0)
+    assert run.returncode == 0, run.output
+    app_id = run.app_id
 
-    # Every task read the secret through the file named in TFYARN_SECRET_DB_PASSWORD.
-    records = [json.loads(p.read_text()) for p in (tmp_path / "work" / app_id / "light").iterdir()]
+    # Every task read the secret through the file named in TFYARN_SECRET_DB_PASSWORD (each
+    # task's record is in its own container's work dir, on its own host).
+    records = [read_json(path) for path in run.files.glob("light/*.json")]
     assert len(records) == 4
     digest = hashlib.sha256(secret_text.encode()).hexdigest()
     for record in records:
@@ -82,4 +80,4 @@ def test_secret_is_delivered_as_a_file_and_leaks_nowhere(yarn_cluster, tmp_path)
         time.sleep(1)
     assert logs.count("light task") >= 4, "task output never reached the aggregated logs"
     assert secret_text not in logs
-    assert secret_text not in result.stdout + result.stderr
+    assert secret_text not in run.output

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import TFYARN, app_state, prepare_job, processes_with
+from jobtools import TFYARN, app_state, prepare_job, task_processes
 
 pytestmark = pytest.mark.yarn
 
@@ -60,15 +60,16 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
         assert f"TensorBoard: {view['tensorboard_url']}" in status.stdout, status.stdout
         page = requests.get(f"{tracking}pages/tfyarn/", timeout=5).text
         assert re.search(r'href="\.\./tensorboard/"', page)
+        # Its process, in this job's container, is what the end must take away.
+        assert task_processes(app_id, "tensorboard.main")
     finally:
         deadline = time.monotonic() + 300
         while app_state(yarn_cluster, app_id) not in ("FINISHED", "FAILED", "KILLED"):
             assert time.monotonic() < deadline, f"{app_id} did not end"
             time.sleep(2)
     # It ends with the job: no TensorBoard process of this job is left.
-    work_dir = str(tmp_path / "work" / app_id)
     for _ in range(30):
-        if not processes_with(work_dir):
+        if not task_processes(app_id, "tensorboard.main"):
             break
         time.sleep(0.5)
-    assert processes_with(work_dir) == []
+    assert task_processes(app_id, "tensorboard.main") == []
