@@ -16,8 +16,9 @@ import html
 import json
 import time
 
-TASK_COLUMNS = ("role", "index", "state", "address", "container", "yarn_container_id", "node",
-                "restarts", "exit_code")
+# The task row's own fields, as shown after the task's name, its state and its logs link.
+TASK_COLUMNS = ("address", "node", "restarts", "exit_code", "yarn_container_id", "container")
+NAMED = ("role", "index", "state")  # in the first two columns
 # Keys of the view that have their own place on the page (everything else is a "fact").
 PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks", "tensorboard",
                     "tensorboard_url", "cluster_spec", "restarts", "phases"})
@@ -49,13 +50,51 @@ def label_of(key: str) -> str:
     return key.replace("_", " ")
 
 
+def size_of(count: float) -> str:
+    units = ("B", "KB", "MB", "GB")
+    step = 0
+    while count >= 1024 and step < len(units) - 1:
+        count, step = count / 1024, step + 1
+    return f"{count:.3g} {units[step]}"
+
+
+def mirror_text(mirror: dict, now_s: float) -> str:
+    """A task's (or the job's) checkpoint mirroring in a few words (appmaster/mirror.py)."""
+    def name(path: str) -> str:
+        return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+    parts = []
+    if mirror.get("error"):
+        parts.append(f"failing: {mirror['error']}")
+    if mirror.get("last_sync"):
+        parts.append(f"synced {max(0.0, now_s - mirror['last_sync']):.0f} s ago")
+    if mirror.get("last_checkpoint"):
+        parts.append(name(mirror["last_checkpoint"]))
+    if mirror.get("files_up"):
+        parts.append(f"{mirror['files_up']} files ({size_of(mirror.get('bytes_up') or 0)}) up")
+    if mirror.get("restored"):
+        parts.append(f"restored {name(mirror['restored'])}")
+    if mirror.get("warning"):
+        parts.append(f"warning: {mirror['warning']}")
+    return " · ".join(parts) or "nothing mirrored yet"
+
+
+def field_cell(tag: str, key: str, value: object, now_s: float, css: str = "") -> str:
+    """One field as a table cell or definition: a short text, the whole value on hover."""
+    text = mirror_text(value, now_s) if key == "mirror" and isinstance(value, dict) else (
+        text_of(value))
+    title = f' title="{esc(json.dumps(value))}"' if isinstance(value, (dict, list)) else ""
+    return f'<{tag}{css}{title}>{esc(text)}</{tag}>'
+
+
 def summary_html(view: dict) -> str:
     state = str(view["state"])
     updated = time.strftime("%H:%M:%S UTC", time.gmtime(view["updated"] / 1000))
+    now_s = view["updated"] / 1000
     facts = [("generation", view["generation"]),
-             *((label_of(k), v) for k, v in view.items() if k not in PLACED)]
-    items = "".join(f"<div><dt>{esc(name)}</dt><dd>{esc(text_of(value))}</dd></div>"
-                    for name, value in facts)
+             *((k, v) for k, v in view.items() if k not in PLACED and v not in (None, "", {}))]
+    items = "".join(f"<div><dt>{esc(label_of(key))}</dt>{field_cell('dd', key, value, now_s)}"
+                    "</div>" for key, value in facts)
     return (f'<span class="state state-{esc(state.lower())}" data-state="{esc(state)}">'
             f"{esc(state)}</span>"
             f'<span class="updated">updated {esc(updated)}</span><dl class="facts">{items}</dl>')
@@ -65,22 +104,26 @@ def task_columns(tasks: list[dict]) -> list[str]:
     """The known columns, then any other field some task has a value for, in order."""
     extra: list[str] = []
     for task in tasks:
-        extra += [k for k, v in task.items() if k not in TASK_COLUMNS
+        extra += [k for k, v in task.items() if k not in TASK_COLUMNS and k not in NAMED
                   and k not in HIDDEN_TASK_KEYS and k not in extra and v not in (None, "", {})]
     return [*TASK_COLUMNS, *extra]
 
 
 def tasks_html(view: dict) -> str:
     columns = task_columns(view["tasks"])
-    head = "".join(f"<th>{esc(label_of(c))}</th>" for c in columns) + "<th>logs</th>"
+    now_s = view["updated"] / 1000
+    head = "<th>task</th><th>state</th><th>logs</th>" + "".join(
+        f"<th>{esc(label_of(c))}</th>" for c in columns)
     rows = []
     for task in view["tasks"]:
-        cells = "".join(f'<td class="col-{esc(c)}">{esc(text_of(task.get(c)))}</td>'
+        cells = "".join(field_cell("td", c, task.get(c), now_s, f' class="col-{esc(c)}'
+                                   + ('"' if c in TASK_COLUMNS else ' extra"'))
                         for c in columns)
         link = f'<a href="{esc(task["log_url"])}">logs</a>' if task.get("log_url") else ""
-        rows.append(f'<tr class="task-{esc(task.get("state", ""))}" '
-                    f'data-task="{esc(task["role"])}-{esc(task["index"])}">{cells}'
-                    f"<td>{link}</td></tr>")
+        rows.append(f'<tr class="task-{esc(task["state"])}" '
+                    f'data-task="{esc(task["role"])}-{esc(task["index"])}">'
+                    f'<td class="col-task">{esc(task["role"])} {esc(task["index"])}</td>'
+                    f'<td class="col-state">{esc(task["state"])}</td><td>{link}</td>{cells}</tr>')
     return (f'<table id="task-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
 
@@ -133,11 +176,12 @@ h2{font-size:15px;margin:0 0 8px}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse}
 #task-table{width:100%}
-th,td{padding:4px 10px;text-align:left;border-bottom:1px solid #eaeef2;white-space:nowrap}
+th,td{padding:4px 8px;text-align:left;border-bottom:1px solid #eaeef2;white-space:nowrap}
 thead th{background:#f6f8fa;position:sticky;top:0}
 td.col-yarn_container_id,td.col-address,td.col-node{font-family:ui-monospace,monospace;
  font-size:12.5px}
 td.num{text-align:right}
+td.extra{white-space:normal;min-width:12em}
 .state{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;color:#fff;
  background:#6e7781}
 .state-running{background:#0969da}.state-succeeded{background:#1a7f37}

@@ -12,7 +12,7 @@ import requests
 from jobtools import REPO
 
 from appmaster import webpage
-from appmaster.jobpage import render_page, render_parts, task_columns
+from appmaster.jobpage import mirror_text, render_page, render_parts, task_columns
 from appmaster.jobplan import JOB_FILE
 from tfyarn import skeinui
 from tfyarn.appspec import application_spec
@@ -32,8 +32,9 @@ VIEW = {
 
 def test_known_parts_are_rendered() -> None:
     page = render_page(VIEW)
-    assert '<tr class="task-running" data-task="worker-1">' in page
-    assert '<a href="http://n:8042/node/containerlogs/c/u">logs</a>' in page
+    assert ('<tr class="task-running" data-task="worker-1"><td class="col-task">worker 1</td>'
+            '<td class="col-state">running</td>'
+            '<td><a href="http://n:8042/node/containerlogs/c/u">logs</a></td>') in page
     assert 'href="../tensorboard/"' in page and 'href="http://n:6006"' in page
     assert "worker 1 failed (exit 3): replaced" in page and "1.250 s" in page
     assert 'data-state="RUNNING"' in page and "<dd>2</dd>" in page  # the generation
@@ -42,19 +43,36 @@ def test_known_parts_are_rendered() -> None:
 
 def test_fields_added_later_are_shown() -> None:
     view = {**VIEW, "work_dir": "hdfs://nn/jobs/a", "global_step": 1200, "steps_per_s": 35.123,
-            "metrics": {"loss": 0.2512345, "accuracy": 0.9},
-            "mirror": {"lag_s": 4.5, "last": "ckpt-1200"},
-            "tasks": [{**TASK, "mirror": {"lag_s": 2.0}}, {**TASK, "index": 2, "step": 7}]}
+            "metrics": {"loss": 0.2512345, "accuracy": 0.9}, "nothing": None,
+            "tasks": [{**TASK, "step": 7}, {**TASK, "index": 2, "exit_code": 0}]}
     page = render_page(view)
     for text in ("<dt>work dir</dt><dd>hdfs://nn/jobs/a</dd>", "<dt>global step</dt><dd>1200</dd>",
                  "<dt>steps per s</dt><dd>35.12</dd>",
-                 "<dt>metrics</dt><dd>loss 0.2512, accuracy 0.9</dd>",
-                 "<dt>mirror</dt><dd>lag_s 4.5, last ckpt-1200</dd>",
-                 "<th>mirror</th><th>step</th><th>logs</th>",
-                 '<td class="col-mirror">lag_s 2</td>'):
+                 "<dt>metrics</dt><dd title=\"{&quot;loss&quot;: 0.2512345, &quot;accuracy&quot;: "
+                 "0.9}\">loss 0.2512, accuracy 0.9</dd>",
+                 "<th>container</th><th>step</th></tr>",
+                 '<td class="col-step extra">7</td>', '<td class="col-step extra"></td>'):
         assert text in page, text
-    assert task_columns(view["tasks"])[-2:] == ["mirror", "step"]
+    assert "nothing" not in page
+    assert task_columns(view["tasks"])[-1] == "step"
     assert task_columns([{**TASK, "mirror": None}]) == task_columns([TASK])  # no empty column
+
+
+def test_mirror_is_summarised() -> None:
+    now = VIEW["updated"] / 1000
+    chief = {"remote": "hdfs://nn/jobs/a", "interval_s": 30.0, "last_sync": now - 12.4,
+             "last_checkpoint": "hdfs://nn/jobs/a/model.ckpt-1200", "files_up": 14,
+             "bytes_up": 3 * 1024 * 1024, "restored": None, "error": None,
+             "failing_since": None, "warning": None}
+    failing = {**chief, "last_sync": None, "files_up": 0, "error": "connection refused",
+               "restored": "hdfs://nn/jobs/a/model.ckpt-900"}
+    assert mirror_text(chief, now) == "synced 12 s ago · model.ckpt-1200 · 14 files (3 MB) up"
+    assert mirror_text(failing, now) == ("failing: connection refused · model.ckpt-1200 · "
+                                         "restored model.ckpt-900")
+    assert mirror_text({"remote": "hdfs://nn/jobs/a"}, now) == "nothing mirrored yet"
+    page = render_page({**VIEW, "mirror": chief, "tasks": [{**TASK, "mirror": failing}]})
+    assert "<dt>mirror</dt><dd title=" in page and "14 files (3 MB) up</dd>" in page
+    assert "<th>mirror</th>" in page and "failing: connection refused" in page
 
 
 def test_text_is_escaped_everywhere() -> None:

@@ -166,9 +166,13 @@ def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: We
         logs = requests.get(url, timeout=10)
         assert logs.ok and ".stdout" in logs.text, f"{url}: {logs.status_code}"
 
-    # It fits a laptop's width: nothing scrolls sideways.
+    # It fits a laptop's width: nothing scrolls sideways, not even the task table.
     width = browser.execute_script("return document.documentElement.scrollWidth")
     assert width <= browser.execute_script("return window.innerWidth"), width
+    table, room = browser.execute_script(
+        "var t = document.getElementById('task-table');"
+        "return [t.offsetWidth, t.closest('.scroll').clientWidth];")
+    assert table <= room, (table, room)
 
     save_screenshot(browser, tmp_path / "job-page.png", capsys)
 
