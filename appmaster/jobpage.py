@@ -71,7 +71,9 @@ def mirror_text(mirror: dict, now_s: float) -> str:
     if mirror.get("last_checkpoint"):
         parts.append(name(mirror["last_checkpoint"]))
     if mirror.get("files_up"):
-        parts.append(f"{mirror['files_up']} files ({size_of(mirror.get('bytes_up') or 0)}) up")
+        files = mirror["files_up"]
+        parts.append(f"{files} file{'s' if files != 1 else ''} "
+                     f"({size_of(mirror.get('bytes_up') or 0)}) up")
     if mirror.get("restored"):
         parts.append(f"restored {name(mirror['restored'])}")
     if mirror.get("warning"):

@@ -70,6 +70,7 @@ def test_mirror_is_summarised() -> None:
     assert mirror_text(failing, now) == ("failing: connection refused · model.ckpt-1200 · "
                                          "restored model.ckpt-900")
     assert mirror_text({"remote": "hdfs://nn/jobs/a"}, now) == "nothing mirrored yet"
+    assert mirror_text({"files_up": 1, "bytes_up": 729}, now) == "1 file (729 B) up"
     page = render_page({**VIEW, "mirror": chief, "tasks": [{**TASK, "mirror": failing}]})
     assert "<dt>mirror</dt><dd title=" in page and "14 files (3 MB) up</dd>" in page
     assert "<th>mirror</th>" in page and "failing: connection refused" in page
