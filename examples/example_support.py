@@ -30,8 +30,8 @@ def write_json_atomic(path: str, data: dict) -> None:
 def record_flags(work_dir: str, name: str, flags: dict) -> None:
     """Save argv, flags and environment to <work_dir>/flags/<name>.json and print them.
 
-    A restarted task (TFYARN_ATTEMPT > 0) keeps the first attempt's file and writes
-    <name>.attempt<N>.json instead.
+    A restarted task (TFYARN_ATTEMPT > 0) writes <name>.attempt<N>.json instead, so its
+    record never passes for the first attempt's.
     """
     attempt = int(os.environ.get("TFYARN_ATTEMPT") or 0)
     task_index = os.environ.get("TFYARN_TASK_INDEX")
@@ -47,9 +47,8 @@ def record_flags(work_dir: str, name: str, flags: dict) -> None:
     }
     flags_dir = os.path.join(work_dir, "flags")
     os.makedirs(flags_dir, exist_ok=True)
-    path = os.path.join(flags_dir, f"{name}.json")
-    if attempt > 0 and os.path.exists(path):
-        path = os.path.join(flags_dir, f"{name}.attempt{attempt}.json")
+    suffix = f".attempt{attempt}" if attempt > 0 else ""
+    path = os.path.join(flags_dir, f"{name}{suffix}.json")
     write_json_atomic(path, record)
     print("tfyarn-example flags " + json.dumps(record), flush=True)
 

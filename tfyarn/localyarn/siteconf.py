@@ -220,9 +220,12 @@ def write_configuration(layout: Layout) -> None:
             yarn=node_manager_site(layout, nm),
         )
         (conf / "hdfs-site.xml").write_text(xml_document(hdfs_site(layout)))
+        node_resources = conf / "node-resources.xml"
         if nm.gpus:
-            node_resources = {"yarn.nodemanager.resource-type.yarn.io/gpu": nm.gpus}
-            (conf / "node-resources.xml").write_text(xml_document(node_resources))
+            gpus = {"yarn.nodemanager.resource-type.yarn.io/gpu": nm.gpus}
+            node_resources.write_text(xml_document(gpus))
+        else:  # a state dir where this node was the gpu one (another --nodes)
+            node_resources.unlink(missing_ok=True)
 
 
 def _write_dir(conf: Path, core: dict, yarn: dict) -> None:
