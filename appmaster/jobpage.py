@@ -215,6 +215,11 @@ SCRIPT = """
   var proxied = location.pathname.indexOf("/proxy/" + appId + "/") >= 0;
   var rmBase = proxied ? location.pathname.split("/proxy/" + appId + "/")[0] : null;
   var ended = document.getElementById("ended");
+  if (proxied) {  // YARN's page for the application, beside skein's
+    var yarnLink = document.getElementById("yarn-app");
+    yarnLink.href = rmBase + "/cluster/app/" + appId;
+    yarnLink.hidden = false;
+  }
   var shown = {};  // each region's HTML as last put in place
 
   function show(kind, title, lines, link) {
@@ -308,7 +313,8 @@ def render_page(view: dict) -> str:
 <title>{esc(view['name'])} &middot; {esc(view['app_id'])}</title><style>{STYLE}</style></head>
 <body data-app-id="{esc(view['app_id'])}" data-refresh-ms="{REFRESH_MS}">
 <header><h1>{esc(view['name'])}</h1><span class="app">{esc(view['app_id'])}</span>
-<nav><a href="tasks.json">tasks.json</a><a href="../../overview">skein overview</a></nav></header>
+<nav><a href="tasks.json">tasks.json</a><a href="../../overview">skein overview</a>
+<a id="yarn-app" hidden>YARN application</a></nav></header>
 <main>
 <section id="ended" hidden><h2></h2><pre></pre><a hidden>YARN's application page</a></section>
 <section>{region("summary")}</section>

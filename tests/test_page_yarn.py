@@ -154,6 +154,9 @@ def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: We
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
     assert browser.current_url == running_job.job_page
     assert browser.find_element(By.CSS_SELECTOR, "#summary .state").text == "RUNNING"
+    yarn_page = browser.find_element(By.ID, "yarn-app").get_attribute("href")
+    assert yarn_page == running_job.tracking_url.split("/proxy/")[0] + (
+        f"/cluster/app/{running_job.app_id}")
     restarts = browser.find_element(By.ID, "restarts").text
     assert "worker 1 replaced" in restarts, restarts
     assert browser.find_element(By.CSS_SELECTOR, '[data-task="worker-1"] .col-restarts').text == "1"
