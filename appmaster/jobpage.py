@@ -24,7 +24,6 @@ PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks",
                     "tensorboard_url", "cluster_spec", "restarts", "phases"})
 HIDDEN_TASK_KEYS = frozenset({"log_url"})
 REFRESH_MS = 3000
-FINAL_STATES = ("SUCCEEDED", "FAILED", "KILLED")
 
 
 def esc(value: object) -> str:
@@ -81,12 +80,14 @@ def mirror_text(mirror: dict, now_s: float) -> str:
     return " · ".join(parts) or "nothing mirrored yet"
 
 
-def field_cell(tag: str, key: str, value: object, now_s: float, css: str = "") -> str:
+def field_cell(tag: str, key: str, value: object, now_s: float, classes: str = "") -> str:
     """One field as a table cell or definition: a short text, the whole value on hover."""
     text = mirror_text(value, now_s) if key == "mirror" and isinstance(value, dict) else (
         text_of(value))
-    title = f' title="{esc(json.dumps(value))}"' if isinstance(value, (dict, list)) else ""
-    return f'<{tag}{css}{title}>{esc(text)}</{tag}>'
+    attrs = f' class="{esc(classes)}"' if classes else ""
+    if isinstance(value, (dict, list)):
+        attrs += f' title="{esc(json.dumps(value))}"'
+    return f"<{tag}{attrs}>{esc(text)}</{tag}>"
 
 
 def summary_html(view: dict) -> str:
@@ -118,8 +119,8 @@ def tasks_html(view: dict) -> str:
         f"<th>{esc(label_of(c))}</th>" for c in columns)
     rows = []
     for task in view["tasks"]:
-        cells = "".join(field_cell("td", c, task.get(c), now_s, f' class="col-{esc(c)}'
-                                   + ('"' if c in TASK_COLUMNS else ' extra"'))
+        cells = "".join(field_cell("td", c, task.get(c), now_s,
+                                   f"col-{c}" if c in TASK_COLUMNS else f"col-{c} extra")
                         for c in columns)
         link = f'<a href="{esc(task["log_url"])}">logs</a>' if task.get("log_url") else ""
         rows.append(f'<tr class="task-{esc(task["state"])}" '
@@ -149,6 +150,8 @@ def phases_html(view: dict) -> str:
 
 
 def spec_html(view: dict) -> str:
+    if not view["cluster_spec"]:
+        return "<p>not published yet (it is, once every task has registered)</p>"
     return f"<pre>{esc(json.dumps(view['cluster_spec'], indent=2))}</pre>"
 
 

@@ -39,6 +39,8 @@ def test_known_parts_are_rendered() -> None:
     assert "worker 1 failed (exit 3): replaced" in page and "1.250 s" in page
     assert 'data-state="RUNNING"' in page and "<dd>2</dd>" in page  # the generation
     assert "http-equiv" not in page  # it refreshes itself in place, never by reloading
+    assert "&quot;worker&quot;: [" in page  # the cluster spec
+    assert "not published yet" in render_page({**VIEW, "cluster_spec": None})
 
 
 def test_fields_added_later_are_shown() -> None:
