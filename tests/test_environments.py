@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from jobtools import prepare_job, submit_and_wait
+from jobtools import JobFiles, prepare_job, read_json, submit_and_wait
 
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR
 from tfyarn import environments as envs
@@ -156,8 +156,8 @@ def test_default_fs_reads_hadoop_conf_dir(tmp_path: Path) -> None:
     environ = {"HADOOP_CONF_DIR": str(tmp_path)}
     assert envs.default_fs(environ) == "hdfs://nn.example.com:8020"
     (tmp_path / "core-site.xml").write_text(CORE_SITE.replace("hdfs://nn.example.com:8020",
-                                                              "viewfs://local/"))
-    assert envs.default_fs(environ) == "viewfs://local"
+                                                              "hdfs://127.0.0.1:8020/"))
+    assert envs.default_fs(environ) == "hdfs://127.0.0.1:8020"
     (tmp_path / "core-site.xml").write_text(CORE_SITE.replace("hdfs://nn.example.com:8020",
                                                               "file:///"))
     with pytest.raises(JobEnvironmentError, match="every node reads it"):
@@ -182,8 +182,8 @@ def test_cached_archive_url() -> None:
     assert envs.cached_archive_url("hdfs://nn:8020/", "alice", SHA, ".tar.gz") == (
         f"hdfs://nn:8020/user/alice/.tfyarn/envs/{SHA}.tar.gz"
     )
-    assert envs.cached_archive_url("viewfs://local", "root", SHA, ".zip") == (
-        f"viewfs://local/user/root/.tfyarn/envs/{SHA}.zip"
+    assert envs.cached_archive_url("hdfs://127.0.0.1:8020", "root", SHA, ".zip") == (
+        f"hdfs://127.0.0.1:8020/user/root/.tfyarn/envs/{SHA}.zip"
     )
     with pytest.raises(ValueError):
         envs.cached_archive_url("hdfs://nn:8020", "alice", "abc", ".tar.gz")
@@ -469,13 +469,16 @@ def test_local_cluster_launchers(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- on the local YARN
 
 ENV_SCRIPT = '''\
-"""Records which Python runs this task; the ps blocks until ended, the chief waits for all."""
+"""Records which Python runs this task in its own work dir; the ps blocks until ended, the
+chief waits until every task has recorded (they say so in skein's key-value store: the hosts
+share no disk)."""
 import argparse
 import json
 import os
 import sys
 import time
 
+import skein
 import tfyarn_env_marker  # only in the packed env
 
 parser = argparse.ArgumentParser()
@@ -490,15 +493,15 @@ path = os.path.join(args.work_dir, f"env_{args.job_name}_{args.task_index}.json"
 with open(path + ".tmp", "w") as f:
     json.dump(record, f)
 os.replace(path + ".tmp", path)
+app = skein.ApplicationClient.from_current()
+app.kv.put(f"envtest/{args.job_name}_{args.task_index}", path.encode())
 if args.job_name == "ps":
     while True:
         time.sleep(1)
 if record["role"] == "chiefworker":
     tasks = len(args.ps_hosts.split(",")) + len(args.worker_hosts.split(","))
     deadline = time.time() + 120
-    while time.time() < deadline and len(
-            [n for n in os.listdir(args.work_dir) if n.startswith("env_") and n.endswith(".json")]
-    ) < tasks:
+    while time.time() < deadline and len(app.kv.get_prefix("envtest/")) < tasks:
         time.sleep(0.2)
 '''
 TASKS = {"env_ps_0", "env_worker_0", "env_worker_1", "env_worker_2"}
@@ -506,14 +509,15 @@ TASKS = {"env_ps_0", "env_worker_0", "env_worker_1", "env_worker_2"}
 
 @pytest.fixture(scope="module")
 def packed_env(tmp_path_factory) -> tuple[Path, str]:
-    """A small venv with skein (pinned to the versions tfyarn runs with) and a marker module,
-    packed with venv-pack; no TensorFlow, so that it stays small."""
+    """A small venv with skein and hdfs-native (pinned to the versions tfyarn runs with: its
+    code in the containers imports both) and a marker module, packed with venv-pack; no
+    TensorFlow, so that it stays small."""
     venv_pack = pytest.importorskip("venv_pack")
     root = tmp_path_factory.mktemp("pyenv")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     pins = [f"{name}=={metadata.version(name)}"
-            for name in ("skein", "grpcio", "protobuf", "cryptography", "pyyaml")]
+            for name in ("skein", "grpcio", "protobuf", "cryptography", "pyyaml", "hdfs-native")]
     pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *pins],
                          capture_output=True, text=True, timeout=600)
     if pip.returncode != 0:
@@ -526,7 +530,7 @@ def packed_env(tmp_path_factory) -> tuple[Path, str]:
     return archive, token
 
 
-def submit_with_env(yarn_cluster, tmp_path: Path, archive: Path) -> tuple[str, str, Path]:
+def submit_with_env(yarn_cluster, tmp_path: Path, archive: Path) -> tuple[str, str, JobFiles]:
     """`tfyarn submit --wait --python-env ARCHIVE` on the seed files with ENV_SCRIPT."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
@@ -536,13 +540,14 @@ def submit_with_env(yarn_cluster, tmp_path: Path, archive: Path) -> tuple[str, s
                           "--python-env", str(archive))
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output, run.output
-    return run.app_id, run.output, run.work_dir
+    return run.app_id, run.output, run.files
 
 
-def assert_ran_in_env(work_dir: Path, token: str, sha: str) -> set[str]:
+def assert_ran_in_env(files: JobFiles, token: str, sha: str) -> set[str]:
     """Every task ran the packed env's interpreter; returns the unpacked copies they used."""
-    records = {p.stem: json.loads(p.read_text()) for p in work_dir.glob("env_*.json")}
-    assert set(records) == TASKS, sorted(records)
+    paths = files.glob("env_*.json")  # each in its own container's work dir, on its host
+    records = {p.stem: read_json(p) for p in paths}
+    assert set(records) == TASKS and len(paths) == len(TASKS), sorted(map(str, paths))
     for name, record in records.items():
         assert record["marker"] == token, name
         assert Path(record["prefix"]).name == envs.ENV_DIR, record
@@ -562,29 +567,48 @@ def fs_mtime(env: dict[str, str], url: str) -> str:
     return result.stdout.strip()
 
 
+def unpacked_copies(layout: Layout, sha: str) -> dict[str, set[str]]:
+    """NodeManager name -> its unpacked copies of the archive (one per node and user, when
+    YARN reuses them: PRIVATE resources are kept in usercache/<user>/filecache)."""
+    return {nm.name: {str(p.resolve()) for p in layout.node_dir(nm).glob(
+                f"local/usercache/*/filecache/*/{sha}.tar.gz")}
+            for nm in layout.node_managers}
+
+
 @pytest.mark.yarn
 def test_jobs_run_in_the_packed_env_uploaded_once(yarn_cluster, packed_env, tmp_path: Path):
     archive, token = packed_env
     sha = envs.sha256_file(archive)
+    # The copy goes to the cluster's HDFS, the one file system every host reads.
+    assert envs.default_fs(yarn_cluster.env) == yarn_cluster.layout.default_fs
     url = envs.cached_archive_url(envs.default_fs(yarn_cluster.env),
                                   envs.cluster_user(yarn_cluster.env), sha, ".tar.gz")
     try:
         first_dir, second_dir = tmp_path / "first", tmp_path / "second"
         first_dir.mkdir()
         second_dir.mkdir()
-        _, output, work = submit_with_env(yarn_cluster, first_dir, archive)
+        _, output, files = submit_with_env(yarn_cluster, first_dir, archive)
         assert f"Python env {archive}: uploaded to {url}" in output
-        unpacked = assert_ran_in_env(work, token, sha)
+        unpacked = assert_ran_in_env(files, token, sha)
+        first_copies = unpacked_copies(yarn_cluster.layout, sha)
+        assert unpacked <= set().union(*first_copies.values()), (unpacked, first_copies)
         mtime = fs_mtime(yarn_cluster.env, url)
 
         time.sleep(1.0)  # a copy now would show in the modification time (ms)
-        _, output, work = submit_with_env(yarn_cluster, second_dir, archive)
+        _, output, files = submit_with_env(yarn_cluster, second_dir, archive)
         assert f"Python env {archive}: already at {url} (same sha256), not uploaded again" in (
             output
         )
         assert fs_mtime(yarn_cluster.env, url) == mtime
-        # The nodes reuse what they unpacked for the first job.
-        assert assert_ran_in_env(work, token, sha) <= unpacked
+        # The nodes reuse what they unpacked for the first job: no node unpacked it again,
+        # and the second job's tasks ran from copies made for the first.
+        again = assert_ran_in_env(files, token, sha)
+        second_copies = unpacked_copies(yarn_cluster.layout, sha)
+        for node, copies in first_copies.items():
+            if copies:
+                assert second_copies[node] == copies, (node, first_copies, second_copies)
+        assert all(len(copies) <= 1 for copies in second_copies.values()), second_copies
+        assert again & unpacked, (again, unpacked)
     finally:
         subprocess.run(["hadoop", "fs", "-rm", "-f", url], env=yarn_cluster.env,
                        capture_output=True, timeout=120)
