@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -303,3 +304,37 @@ def task_processes(app_id: str, text: str) -> list[Proc]:
     with ``text`` in an argument."""
     return [p for p in scan_processes()
             if p.mentions(app_id) and any(text in arg for arg in p.argv)]
+
+
+def gpu_nodes(yarn_cluster) -> list[dict]:
+    return [n for n in cluster.nodes(yarn_cluster.layout)
+            if n.get("nodeLabels") and n["state"] == "RUNNING"]
+
+
+def gpu_memory_free(yarn_cluster) -> int:
+    return sum(n["availableResource"]["memory"] for n in gpu_nodes(yarn_cluster))
+
+
+@contextlib.contextmanager
+def gpu_partition_busy(yarn_cluster, skein_client, seconds: int = 120):
+    """Another application holds all but ~1 GB of every gpu node's memory for a while (the
+    cluster was fine when a job was checked, then got busy): yields once it does."""
+    import skein
+
+    nodes = len(gpu_nodes(yarn_cluster))
+    blocker = skein_client.submit(skein.ApplicationSpec(
+        name="tfyarn-test-blocker", queue="default", max_attempts=1,
+        services={"block": skein.Service(instances=2 * nodes, node_label="gpu", max_restarts=0,
+                                         resources=skein.Resources(memory=8000, vcores=1),
+                                         script=f"sleep {seconds}")},
+        master=skein.Master(resources=skein.Resources(memory=256, vcores=1))))
+    try:
+        deadline = time.monotonic() + 120
+        while gpu_memory_free(yarn_cluster) > 1024 * nodes:  # two 8000 MB containers a node
+            assert time.monotonic() < deadline, "the blocker never got its containers"
+            time.sleep(0.5)
+        yield blocker
+    finally:
+        if str(skein_client.application_report(blocker).state) not in (
+                "FINISHED", "FAILED", "KILLED"):
+            skein_client.kill_application(blocker)

@@ -33,6 +33,7 @@ from jobtools import (
     REPO,
     TFYARN,
     JobFiles,
+    gpu_partition_busy,
     prepare_job,
     prepare_light_job,
     run_tfyarn,
@@ -594,24 +595,20 @@ time.sleep(60)
 
 def test_unschedulable_request_fails_after_allocation_timeout(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
-    """6 workers of 8192 MB in the gpu partition (16384 MB: 2 fit) -> FAILED after 20 s."""
+    """The job fits the cluster (pre-flight lets it through), but another application holds
+    the gpu partition: 2 workers of 1024 MB never get a container -> FAILED after 20 s."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     (scripts / "light.py").write_text(LIGHT_SCRIPT)
     timeout_s = 20
-    job = submit(*make_job(
-        tmp_path, args=[], scripts_dir=scripts, entry="light.py",
-        components={"worker": {"yarn.component.instances": "6", "yarn.memory": "8192"}},
-        settings={"allocation.timeout": str(timeout_s)}))
+    with gpu_partition_busy(yarn_cluster, skein_client, seconds=300):
+        job = submit(*make_job(
+            tmp_path, args=[], scripts_dir=scripts, entry="light.py",
+            components={"worker": {"yarn.component.instances": "2", "yarn.memory": "1024"}},
+            settings={"allocation.timeout": str(timeout_s)}))
+        job_ended = run_to_end_of_allocation_test(job, timeout_s)
+    app, elapsed, requested, decided = job_ended
 
-    running_at = wait_until(f"{job.app_id} RUNNING (its AppMaster registered)",
-                            lambda: job.state() in ("RUNNING", *FINAL_STATES) and
-                            time.monotonic(), 90)
-    app = job.final(timeout_s=timeout_s + 100)
-    elapsed = time.monotonic() - running_at
-    requested = job.am_event(r"generation 0: requested", attempt=1)
-    decided = job.am_event(r"ending the application: FAILED", attempt=1)
-    assert requested and decided, f"attempt 1's AppMaster log:\n{job.driver_log()}"
     print(f"[{job.app_id}] unschedulable: the AppMaster decided FAILED "
           f"{decided - requested:.1f} s after its container requests; YARN showed "
           f"{app['state']}/{app['finalStatus']} {elapsed:.1f} s after the AppMaster registered "
@@ -626,11 +623,25 @@ def test_unschedulable_request_fails_after_allocation_timeout(
     match = re.search(r"YARN did not allocate (\d+) container\(s\) within 20 s "
                       r"\(site\.global\.allocation\.timeout\)", diagnostics)
     assert match, diagnostics
-    assert int(match.group(1)) >= 4, diagnostics  # at most 2 of the 6 fit
-    waiting = re.findall(r"^\s+worker (\d+): asked for 8192 MB, 1 vcore\(s\) in node label "
+    assert int(match.group(1)) == 2, diagnostics  # neither worker got a container
+    waiting = re.findall(r"^\s+worker (\d+): asked for 1024 MB, 1 vcore\(s\) in node label "
                          r"'gpu'", diagnostics, re.MULTILINE)
     assert len(waiting) == int(match.group(1)), diagnostics
     job.assert_no_process_left()
+
+
+def run_to_end_of_allocation_test(job: Job, timeout_s: float):
+    """(YARN's final report, seconds from RUNNING to the end, when the AppMaster requested
+    its containers, when it decided FAILED)."""
+    running_at = wait_until(f"{job.app_id} RUNNING (its AppMaster registered)",
+                            lambda: job.state() in ("RUNNING", *FINAL_STATES) and
+                            time.monotonic(), 90)
+    app = job.final(timeout_s=timeout_s + 100)
+    elapsed = time.monotonic() - running_at
+    requested = job.am_event(r"generation 0: requested", attempt=1)
+    decided = job.am_event(r"ending the application: FAILED", attempt=1)
+    assert requested and decided, f"attempt 1's AppMaster log:\n{job.driver_log()}"
+    return app, elapsed, requested, decided
 
 
 def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, submit,

@@ -10,20 +10,27 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import wait_for_final_state
-from jobtools import REPO, prepare_job, prepare_light_job, run_tfyarn, submit_and_wait
+from jobtools import (
+    REPO,
+    gpu_memory_free,
+    gpu_partition_busy,
+    prepare_job,
+    prepare_light_job,
+    run_tfyarn,
+    submit_and_wait,
+)
 
 from tfyarn.jobconfig import load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.siteconf import capacity_scheduler, xml_document
 from tfyarn.plan import Placement, build_plan
-from tfyarn.submit import FINAL_STATES, SubmitError, submit
+from tfyarn.submit import SubmitError, submit
 
 pytestmark = pytest.mark.yarn
 
@@ -159,31 +166,9 @@ def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
     assert len(application_ids(yarn_cluster)) <= len(before) + 1  # YARN records the refusal
 
 
-def gpu_nodes(yarn_cluster) -> list[dict]:
-    return [n for n in cluster.nodes(yarn_cluster.layout)
-            if n.get("nodeLabels") and n["state"] == "RUNNING"]
-
-
-def gpu_memory_free(yarn_cluster) -> int:
-    return sum(n["availableResource"]["memory"] for n in gpu_nodes(yarn_cluster))
-
-
 def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path: Path) -> None:
     """The gpu node is nearly full for a while: the job is submitted, waits, and runs."""
-    import skein
-
-    nodes = len(gpu_nodes(yarn_cluster))
-    blocker = skein_client.submit(skein.ApplicationSpec(
-        name="preflight-blocker", queue="default", max_attempts=1,
-        services={"block": skein.Service(instances=2 * nodes, node_label="gpu", max_restarts=0,
-                                         resources=skein.Resources(memory=8000, vcores=1),
-                                         script="sleep 30")},
-        master=skein.Master(resources=skein.Resources(memory=256, vcores=1))))
-    try:
-        deadline = time.monotonic() + 120
-        while gpu_memory_free(yarn_cluster) > 1024 * nodes:  # two 8000 MB containers a node
-            assert time.monotonic() < deadline, "the blocker never got its containers"
-            time.sleep(0.5)
+    with gpu_partition_busy(yarn_cluster, skein_client, seconds=30) as blocker:
         # More 256 MB workers than fit in what is left, fewer than fit in an idle partition.
         workers = gpu_memory_free(yarn_cluster) // 256 + 1
         resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
@@ -191,9 +176,6 @@ def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path
         document["components"]["worker"]["yarn.component.instances"] = str(workers)
         resources.write_text(json.dumps(document))
         run = submit_and_wait(yarn_cluster, tmp_path, resources, app_config)
-    finally:
-        if str(skein_client.application_report(blocker).state) not in FINAL_STATES:
-            skein_client.kill_application(blocker)
     assert run.returncode == 0, run.output
     assert 'Note: the cluster is busy: label "gpu" has' in run.output, run.output
     assert run.output.index("Note: the cluster is busy") < run.output.index("Submitted ")
