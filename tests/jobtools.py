@@ -77,9 +77,11 @@ def prepare_light_job(tmp_path: Path, args: list[str],
                                                       for role in ("ps", "chiefworker", "worker")})
 
 
-def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
-    """A tfyarn command against the test cluster, its output captured."""
-    return subprocess.run([*TFYARN, *args], env=yarn_cluster.env, capture_output=True,
+def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """A tfyarn command against the test cluster (in ``env``, or the cluster's client
+    environment), its output captured."""
+    return subprocess.run([*TFYARN, *args], env=env or yarn_cluster.env, capture_output=True,
                           text=True, timeout=timeout_s, cwd=REPO)
 
 
