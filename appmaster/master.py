@@ -54,6 +54,7 @@ class Task:
     user: str | None = None
     exit_code: int | None = None
     mirror: dict | None = None  # its local work dir against HDFS (appmaster/mirror.py)
+    gpus: dict | None = None  # the GPUs its agent found and holds (appmaster/gpus.py)
 
     def row(self) -> dict:
         log_url = (f"http://{self.node}/node/containerlogs/{self.yarn_container_id}/{self.user}"
@@ -62,7 +63,7 @@ class Task:
                 "address": self.address, "container": self.container,
                 "yarn_container_id": self.yarn_container_id, "node": self.node,
                 "restarts": self.attempt, "exit_code": self.exit_code, "log_url": log_url,
-                "mirror": self.mirror}
+                "mirror": self.mirror, "gpus": self.gpus}
 
     @property
     def name(self) -> str:
@@ -223,6 +224,7 @@ class Master:
             container = self.app.add_container(task.role).id
         task.previous_address = task.address or task.previous_address
         task.container, task.state, task.address = container, "requested", None
+        task.gpus = None  # its new agent says which it holds
         self.by_container[container] = task
         assignment = registry.TaskAssignment(task.role, task.index, self.generation, task.attempt,
                                              task.previous_address)
@@ -236,6 +238,8 @@ class Master:
         task = self.by_container.get(container)
         if task is None:
             return
+        if "gpus" in status:  # what its agent found: its own GPUs, or why it found none
+            task.gpus = status["gpus"]
         if status["state"] == "started" and task.state == "requested":
             task.state = "started"
             task.yarn_container_id = status.get("yarn_container_id")

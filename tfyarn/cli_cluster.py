@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from tfyarn.localyarn import cluster
-from tfyarn.localyarn.layout import DEFAULT_NODES, MAX_NODES, Layout, default_state_dir
+from tfyarn.localyarn.layout import (
+    DEFAULT_NODES,
+    GPUS_PER_GPU_NODE,
+    MAX_GPUS_PER_GPU_NODE,
+    MAX_NODES,
+    Layout,
+    default_state_dir,
+)
 from tfyarn.localyarn.provision import ClusterError
 
 state_dir_option = click.option(
@@ -20,9 +27,10 @@ state_dir_option = click.option(
 )
 
 
-def _layout(state_dir: str | None, nodes: int | None = None) -> Layout:
+def _layout(state_dir: str | None, nodes: int | None = None,
+            gpus: int | None = None) -> Layout:
     return Layout(default_state_dir() if state_dir is None else Path(state_dir).resolve(),
-                  nodes=nodes)
+                  nodes=nodes, gpus=gpus)
 
 
 @click.group("cluster")
@@ -30,8 +38,9 @@ def cluster_group() -> None:
     """A local Hadoop cluster: HDFS, a ResourceManager and NodeManagers that behave as
     separate hosts (each its own address 127.0.0.N and its own /tmp and HOME).
 
-    The last NodeManager is in the exclusive `gpu` node-label partition and advertises
-    2 yarn.io/gpu, so label and GPU requests schedule as on a real cluster.
+    The last NodeManager is in the exclusive `gpu` node-label partition. It runs YARN's GPU
+    plugin, which discovers its GPUs (2 by default, --gpus) with a stand-in `nvidia-smi`
+    replaying a recorded H100 node; its containers find the same `nvidia-smi` on their PATH.
     """
 
 
@@ -40,9 +49,13 @@ def cluster_group() -> None:
 @click.option("--nodes", type=click.IntRange(2, MAX_NODES), default=None,
               help="NodeManagers (hosts), the last one in the gpu partition "
               f"[default: $TFYARN_CLUSTER_NODES, what the cluster had, or {DEFAULT_NODES}].")
-def up_command(state_dir: str | None, nodes: int | None) -> None:
+@click.option("--gpus", type=click.IntRange(1, MAX_GPUS_PER_GPU_NODE), default=None,
+              help="GPUs of the gpu node, as its stand-in nvidia-smi lists them and YARN's GPU "
+              "plugin discovers them [default: $TFYARN_CLUSTER_GPUS, what the cluster had, or "
+              f"{GPUS_PER_GPU_NODE}].")
+def up_command(state_dir: str | None, nodes: int | None, gpus: int | None) -> None:
     """Fetch the Hadoop jars (first run), then start the cluster and wait until it schedules."""
-    layout = _layout(state_dir, nodes)
+    layout = _layout(state_dir, nodes, gpus)
     try:
         result = cluster.up(layout, echo=lambda line: click.echo(line, err=True))
     except ClusterError as exc:

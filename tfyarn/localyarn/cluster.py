@@ -78,6 +78,9 @@ def up(layout: Layout, echo: Echo = print) -> UpResult:
     if layout.nodes is not None:
         layout.state_dir.mkdir(parents=True, exist_ok=True)
         layout.nodes_file.write_text(f"{layout.nodes}\n")
+    if layout.gpus is not None:
+        layout.state_dir.mkdir(parents=True, exist_ok=True)
+        layout.gpus_file.write_text(f"{layout.gpus}\n")
     _check_ports_free(layout)
     write_configuration(layout)
     write_launcher(layout, java_home)

@@ -63,14 +63,16 @@ HDFS_PORTS = {
 }
 
 GPU_LABEL = "gpu"
-GPUS_PER_GPU_NODE = 2
+GPUS_PER_GPU_NODE = 2  # the gpu node's GPUs unless `tfyarn cluster up --gpus N` says otherwise
+MAX_GPUS_PER_GPU_NODE = 16
 DEFAULT_NODES = 3  # NodeManagers: all in the default partition but the last, the gpu one
 MAX_NODES = 14  # keeps every NodeManager port below the next cluster's (offsets of 300)
 NODE_MEMORY_MB = 16384
 NODE_VCORES = 16
 
 
-def node_managers(count: int, vcores: int = NODE_VCORES) -> tuple[NodeManagerSpec, ...]:
+def node_managers(count: int, vcores: int = NODE_VCORES,
+                  gpus: int = GPUS_PER_GPU_NODE) -> tuple[NodeManagerSpec, ...]:
     """``count`` NodeManagers, each its own host 127.0.0.<k+1>; the last is in the gpu
     partition. Ports differ too, so a daemon that binds every interface cannot collide.
 
@@ -87,7 +89,7 @@ def node_managers(count: int, vcores: int = NODE_VCORES) -> tuple[NodeManagerSpe
         specs.append(NodeManagerSpec(
             f"nm{k}", f"127.0.0.{k + 1}", rpc_port=base + 4, localizer_port=base,
             webapp_port=base + 2, collector_port=base + 8, memory_mb=NODE_MEMORY_MB,
-            vcores=vcores, gpus=GPUS_PER_GPU_NODE if gpu_node else 0,
+            vcores=vcores, gpus=gpus if gpu_node else 0,
             partition=GPU_LABEL if gpu_node else None,
         ))
     return tuple(specs)
@@ -106,6 +108,8 @@ class Layout:
     # NodeManagers: given to `up`; otherwise what the running cluster was started with.
     nodes: int | None = None
     node_vcores: int = NODE_VCORES
+    # GPUs of the gpu node (its stand-in nvidia-smi lists them): given to `up`, or as started.
+    gpus: int | None = None
 
     @property
     def node_count(self) -> int:
@@ -121,8 +125,21 @@ class Layout:
         return self.state_dir / "nodes"
 
     @property
+    def gpu_count(self) -> int:
+        if self.gpus is not None:
+            return self.gpus
+        try:
+            return int(self.gpus_file.read_text())
+        except (OSError, ValueError):
+            return int(os.environ.get("TFYARN_CLUSTER_GPUS", GPUS_PER_GPU_NODE))
+
+    @property
+    def gpus_file(self) -> Path:
+        return self.state_dir / "gpus"
+
+    @property
     def node_managers(self) -> tuple[NodeManagerSpec, ...]:
-        return node_managers(self.node_count, self.node_vcores)
+        return node_managers(self.node_count, self.node_vcores, self.gpu_count)
 
     def port(self, base: int) -> int:
         return base + self.port_offset

@@ -5,16 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from tfyarn.localyarn.gpunode import write_stand_in
 from tfyarn.localyarn.layout import (
     GPU_LABEL,
-    GPUS_PER_GPU_NODE,
     HDFS_PORTS,
     RM_PORTS,
     Layout,
     NodeManagerSpec,
 )
 
-MAX_GPUS_PER_CONTAINER = GPUS_PER_GPU_NODE
 APP_LOG_DIR = "/app-logs"  # aggregated container logs, on HDFS: `yarn logs` reads them there
 
 DAEMON_LOG4J = """log4j.rootLogger=INFO,RFA
@@ -156,14 +155,35 @@ def node_manager_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
     if nm.partition:
         props["yarn.nodemanager.node-labels.provider"] = "config"
         props["yarn.nodemanager.node-labels.provider.configured-node-partition"] = nm.partition
+    if nm.gpus:
+        props.update(gpu_plugin_site(layout, nm))
     return props
 
 
-def resource_types() -> dict[str, object]:
-    """Declare yarn.io/gpu; the cap makes YARN reject (not queue forever) oversized asks."""
+def gpu_plugin_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
+    """YARN's GPU plugin, as a real GPU node runs it: the node's yarn.io/gpu comes from
+    discovery (`nvidia-smi -q -x`, here the stand-in of gpunode.py), not from a number.
+    With the DefaultContainerExecutor the plugin discovers and counts, but assigns and
+    isolates nothing (docs/gpus.md); tfyarn's agent assigns (appmaster/gpus.py)."""
+    stand_in = layout.node_dir(nm) / "bin" / "nvidia-smi"
+    return {
+        "yarn.nodemanager.resource-plugins": "yarn.io/gpu",
+        "yarn.nodemanager.resource-plugins.gpu.path-to-discovery-executables": stand_in,
+        "yarn.nodemanager.resource-plugins.gpu.allowed-gpu-devices": "auto",
+        # The node's containers find the same nvidia-smi on their PATH, as on a real node.
+        "yarn.nodemanager.admin-env": (
+            f"MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,PATH={stand_in.parent}:{layout.bin_dir}:"
+            "/usr/local/bin:/usr/bin:/bin"
+        ),
+    }
+
+
+def resource_types(max_gpus: int) -> dict[str, object]:
+    """Declare yarn.io/gpu; the cap (the gpu node's GPUs) makes YARN reject (not queue
+    forever) oversized asks."""
     return {
         "yarn.resource-types": "yarn.io/gpu",
-        "yarn.resource-types.yarn.io/gpu.maximum-allocation": MAX_GPUS_PER_CONTAINER,
+        "yarn.resource-types.yarn.io/gpu.maximum-allocation": max_gpus,
     }
 
 
@@ -200,10 +220,12 @@ def capacity_scheduler() -> dict[str, object]:
 
 def write_configuration(layout: Layout) -> None:
     """(Re)write every configuration directory; cheap, so done on every `up`."""
+    max_gpus = max(nm.gpus for nm in layout.node_managers)
     _write_dir(
         layout.conf_dir,
         core=core_site(layout, layout.state_dir / "tmp" / "rm"),
         yarn=yarn_site(layout),
+        max_gpus=max_gpus,
     )
     (layout.conf_dir / "hdfs-site.xml").write_text(xml_document(hdfs_site(layout)))
     for web_app in ("hdfs", "datanode"):  # the NameNode and DataNode refuse to start without
@@ -218,19 +240,21 @@ def write_configuration(layout: Layout) -> None:
             conf,
             core=core_site(layout, layout.node_dir(nm) / "tmp"),
             yarn=node_manager_site(layout, nm),
+            max_gpus=max_gpus,
         )
         (conf / "hdfs-site.xml").write_text(xml_document(hdfs_site(layout)))
-        node_resources = conf / "node-resources.xml"
+        # The gpu node's yarn.io/gpu comes from its plugin's discovery, never from a count
+        # (an older state dir may hold one).
+        (conf / "node-resources.xml").unlink(missing_ok=True)
         if nm.gpus:
-            gpus = {"yarn.nodemanager.resource-type.yarn.io/gpu": nm.gpus}
-            node_resources.write_text(xml_document(gpus))
+            write_stand_in(layout.node_dir(nm), nm.host, nm.gpus)
         else:  # a state dir where this node was the gpu one (another --nodes)
-            node_resources.unlink(missing_ok=True)
+            (layout.node_dir(nm) / "bin" / "nvidia-smi").unlink(missing_ok=True)
 
 
-def _write_dir(conf: Path, core: dict, yarn: dict) -> None:
+def _write_dir(conf: Path, core: dict, yarn: dict, max_gpus: int) -> None:
     conf.mkdir(parents=True, exist_ok=True)
     (conf / "core-site.xml").write_text(xml_document(core))
     (conf / "yarn-site.xml").write_text(xml_document(yarn))
-    (conf / "resource-types.xml").write_text(xml_document(resource_types()))
+    (conf / "resource-types.xml").write_text(xml_document(resource_types(max_gpus)))
     (conf / "log4j.properties").write_text(CLIENT_LOG4J)
