@@ -19,7 +19,7 @@ from pathlib import Path
 
 import skein
 
-from appmaster import registry
+from appmaster import gpus, registry
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
@@ -229,13 +229,24 @@ def main() -> int:
         return registry.STORAGE_FAILED_EXIT
     work_dir = work.path
 
+    try:  # the GPUs its role asked YARN for, held for its life (appmaster/gpus.py)
+        role = plan.role(task.role)
+        held = gpus.take(role.gpus if role else 0, log)
+    except gpus.GpuError as exc:
+        reason = f"{name} cannot start: its GPUs: {exc}"
+        log.error("%s", reason)
+        app.kv.put(registry.tail_key(container), reason.encode())
+        _status(app, container, "exited", exit_code=gpus.GPU_FAILED_EXIT,
+                gpus={"error": str(exc)})
+        return gpus.GPU_FAILED_EXIT
+
     reservation = reserve_port(previous_port(task))
     port = reservation.getsockname()[1]
     address = f"{advertised_host()}:{port}"
     export = registry.Export(address, container, task.generation)
     app.kv.put(registry.export_key(task.role, task.index), export.to_json().encode(),
                owner=container)
-    _status(app, container, "registered", address=address)
+    _status(app, container, "registered", address=address, gpus=held.summary())
     log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt, task.generation,
              address)
 
@@ -247,6 +258,7 @@ def main() -> int:
         command = plan.task_command(spec, task.role, task.index, work_dir)
         env = task_environment(spec, task, work_dir, plan.secrets,
                                work.job_dir if work.mirror else None)
+    env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
     log.info("starting %s: %s", name, " ".join(command))
     _status(app, container, "running", address=address)
     code, tail = run_task(command, env, name)
