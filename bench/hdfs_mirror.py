@@ -257,7 +257,7 @@ def container_processes(cluster: Cluster) -> dict[str, tuple[str, int]]:
     from tfyarn.localyarn.proctable import scan_processes
 
     state = str(cluster.layout.state_dir) + "/"
-    found = {}
+    found, agents, scripts = {}, {}, []
     for proc in scan_processes():
         if not proc.cwd.startswith(state) or "/appcache/" not in proc.cwd:
             continue
@@ -269,12 +269,16 @@ def container_processes(cluster: Cluster) -> dict[str, tuple[str, int]]:
             name = next((e.split(b"=", 1)[1].decode() for e in environ
                          if e.startswith(b"SKEIN_CONTAINER_ID=")), str(proc.pid))
             found[f"agent {name}"] = ("agent", proc.pid)
+            agents[proc.pid] = name
         elif "appmaster.master" in proc.argv:
             found["master.py"] = ("master", proc.pid)
         elif "com.anaconda.skein.ApplicationMaster" in proc.argv:
             found["skein AppMaster (Java)"] = ("java_am", proc.pid)
         elif len(proc.argv) > 1 and proc.argv[1].endswith(".py"):
-            found[f"script {proc.pid} {Path(proc.argv[1]).name}"] = ("script", proc.pid)
+            scripts.append(proc)
+    for proc in scripts:  # the agent is the script's parent (its wrapper exec'd the script)
+        owner = agents.get(proc.ppid, str(proc.pid))
+        found[f"script {owner} {Path(proc.argv[1]).name}"] = ("script", proc.pid)
     return found
 
 
