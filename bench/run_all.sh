@@ -23,9 +23,11 @@ rm -rf "${TFYARN_BENCH_SCRATCH:-/tmp/tfyarn-bench}/variants"
 if [ "$mode" = "--quick" ]; then
   out=bench/results-quick
   seed_runs=1; sizes=2,4,8,16; light_runs=1; recovery_runs=1; cluster=shared
+  mirror_runs=1; checkpoint_mb=1,10,100
 else
   out=bench/results
   seed_runs=5; sizes=2,4,8,16,32,64; light_runs=3; recovery_runs=3; cluster=auto
+  mirror_runs=3; checkpoint_mb=1,10,100,500
 fi
 mkdir -p "$out"
 
@@ -36,5 +38,9 @@ python -m bench.rendezvous --n "$sizes" --runs "$light_runs" --variants "$varian
   --cluster "$cluster" --out "$out"
 echo "== 3. recovery: $recovery_runs run(s) each"
 python -m bench.recovery --runs "$recovery_runs" --variants "$variants" --out "$out"
+echo "== 5. HDFS: mirror and restore per checkpoint size ($checkpoint_mb MB), a mirroring process's RSS"
+# The cluster's own cost (start-up time, daemons' RSS) needs a throwaway cluster:
+# TFYARN_CLUSTER_DIR=<unused dir> TFYARN_CLUSTER_PORT_OFFSET=1200 python -m bench.hdfs_mirror --cluster-cost
+python -m bench.hdfs_mirror --runs "$mirror_runs" --sizes "$checkpoint_mb" --out "$out"
 echo "== tables and plots"
 python -m bench.report --results "$out" | tee "$out/report.md"
