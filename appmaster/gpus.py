@@ -73,15 +73,23 @@ def _mib(text: str) -> int:
 
 def parse_query_csv(text: str) -> list[Gpu]:
     """``nvidia-smi --query-gpu=index,uuid,name,memory.total,pci.bus_id --format=csv``, with or
-    without the header line and the units."""
+    without units; with a header line, its columns may come in any order among others."""
+    columns = list(QUERY_FIELDS)
     gpus = []
     for line in text.splitlines():
         cells = [cell.strip() for cell in line.split(",")]
-        if not line.strip() or not cells[0].isdigit():
-            continue  # the header, or an empty line
-        if len(cells) < len(QUERY_FIELDS):
-            raise GpuError(f"cannot read nvidia-smi's line {line.strip()!r}")
-        gpus.append(Gpu(int(cells[0]), cells[1], cells[2], _mib(cells[3]), cells[4]))
+        if not line.strip():
+            continue
+        if not cells[0].isdigit():  # the header: where each field is
+            columns = [re.sub(r"\s*\[.*\]$", "", cell) for cell in cells]
+            continue
+        row = dict(zip(columns, cells, strict=False))
+        missing = [name for name in QUERY_FIELDS if name not in row]
+        if missing:
+            raise GpuError(f"cannot read nvidia-smi's line {line.strip()!r}: no "
+                           f"{', '.join(missing)}")
+        gpus.append(Gpu(int(row["index"]), row["uuid"], row["name"],
+                        _mib(row["memory.total"]), row["pci.bus_id"]))
     return sorted(gpus, key=lambda gpu: gpu.index)
 
 
@@ -232,3 +240,29 @@ def take(wanted: int, log=None, lock_dir: str | Path = LOCK_DIR,
                  "; ".join(f"{g.index} {g.uuid} {g.name} {g.memory_mib} MiB"
                            for g in result.gpus))
     return result
+
+
+# ---------------------------------------------------------------- how the GPUs are shown
+
+def short_text(summary: dict | None) -> str:
+    """A task's GPUs in a table cell: nvidia-smi's indices, "none", or "error"."""
+    if not summary:
+        return "-"
+    if summary.get("error"):
+        return "error"
+    return summary.get("visible") or "none"
+
+
+def device_text(device: dict) -> str:
+    return (f"GPU {device['index']}: {device['name']}, {device['memory_mib']} MiB, "
+            f"{device['uuid']}")
+
+
+def page_text(summary: dict | None) -> str:
+    """A task's GPUs on the job page: each one's index, model, memory and UUID."""
+    if not summary:
+        return ""
+    if summary.get("error"):
+        return f"failed: {summary['error']}"
+    devices = summary.get("devices") or []
+    return "; ".join(device_text(d) for d in devices) or "none (CUDA_VISIBLE_DEVICES empty)"

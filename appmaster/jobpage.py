@@ -16,6 +16,8 @@ import html
 import json
 import time
 
+from appmaster import gpus
+
 # The task row's own fields, as shown after the task's name, its state and its logs link.
 TASK_COLUMNS = ("address", "node", "restarts", "exit_code", "yarn_container_id", "container")
 NAMED = ("role", "index", "state")  # in the first two columns
@@ -83,7 +85,7 @@ def mirror_text(mirror: dict, now_s: float) -> str:
 def field_cell(tag: str, key: str, value: object, now_s: float, classes: str = "") -> str:
     """One field as a table cell or definition: a short text, the whole value on hover."""
     text = mirror_text(value, now_s) if key == "mirror" and isinstance(value, dict) else (
-        text_of(value))
+        gpus.page_text(value) if key == "gpus" and isinstance(value, dict) else text_of(value))
     attrs = f' class="{esc(classes)}"' if classes else ""
     if isinstance(value, (dict, list)):
         attrs += f' title="{esc(json.dumps(value))}"'

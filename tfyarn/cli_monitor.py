@@ -78,6 +78,9 @@ def status_command(app_id: str, as_json: bool) -> None:
         return
     click.echo(f"\nTasks ({source}; job {view['state']}, generation {view['generation']}):")
     click.echo(jobview.format_table(view))
+    if gpu_lines := jobview.gpu_lines(view):
+        click.echo("\nGPUs (as each task saw them; its script gets CUDA_VISIBLE_DEVICES):")
+        click.echo("\n".join(gpu_lines))
     if view["cluster_spec"]:
         click.echo(f"\nCluster spec: {json.dumps(view['cluster_spec'])}")
     if view.get("tensorboard_url"):

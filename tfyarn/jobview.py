@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import requests
 
+from appmaster import gpus
 from appmaster.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
 
 HTTP_TIMEOUT_S = 5.0
@@ -114,13 +115,31 @@ def format_progress(view: dict) -> str:
 def format_table(view: dict) -> str:
     columns = [("role", "ROLE"), ("index", "IDX"), ("state", "STATE"), ("address", "HOST:PORT"),
                ("yarn_container_id", "CONTAINER"), ("node", "NODE"), ("restarts", "RESTARTS"),
-               ("exit_code", "EXIT"), ("log_url", "LOGS")]
-    rows = [[str(task.get(key)) if task.get(key) is not None else "-" for key, _ in columns]
+               ("exit_code", "EXIT"), ("gpus", "GPUS"), ("log_url", "LOGS")]
+    rows = [[gpus.short_text(task.get(key)) if key == "gpus" else
+             str(task.get(key)) if task.get(key) is not None else "-" for key, _ in columns]
             for task in view["tasks"]]
     header = [title for _, title in columns]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(columns))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
                      for r in [header, *rows])
+
+
+def gpu_lines(view: dict) -> list[str]:
+    """Each task's GPUs as it saw them (index, model, memory, UUID), or why it has none."""
+    lines = []
+    for task in view["tasks"]:
+        summary = task.get("gpus")
+        if not summary:
+            continue
+        name = f"{task['role']} {task['index']}"
+        if summary.get("error"):
+            lines.append(f"  {name}: no GPUs: {summary['error']}")
+        elif summary.get("devices"):
+            how = ("its own" if summary.get("isolated")
+                   else f"held of the {summary.get('seen')} its node shows")
+            lines += [f"  {name}: {gpus.device_text(d)} ({how})" for d in summary["devices"]]
+    return lines
 
 
 def chief_progress(view: dict) -> str | None:

@@ -188,6 +188,11 @@ def format_plan(document: dict) -> str:
             f"{role['memory_mb']} MB, {role['vcores']} vcore(s){gpus}, node label {label}; "
             f"{role['restarts']}"
         )
+        if role["gpus"]:
+            lines.append(
+                f"  GPUs: {role['gpus']} yarn.io/gpu per task ({role['gpus'] * role['instances']}"
+                f" in all) on {'node label ' + label if role['node_label'] else label}; each "
+                "task's script gets its own in CUDA_VISIBLE_DEVICES")
         previous = -1
         for index, command, task in zip(role["tasks_shown"], role["commands"],
                                         role["tf_config_task"], strict=True):

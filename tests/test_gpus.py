@@ -1,0 +1,209 @@
+"""appmaster/gpus.py and the local cluster's stand-in nvidia-smi, on recorded nvidia-smi output
+(an NVIDIA H100 80GB node, driver 580: tfyarn/localyarn/nvidia_smi_h100/). No YARN, no GPU."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from appmaster import gpus
+from tfyarn.localyarn import gpunode, siteconf
+from tfyarn.localyarn.layout import GPUS_PER_GPU_NODE, Layout, node_managers
+
+H100_UUID = "GPU-3bf2767f-2fb6-945b-c28c-90e40aed6f44"
+H100 = gpus.Gpu(0, H100_UUID, "NVIDIA H100 80GB HBM3", 81559, "00000000:00:06.0")
+
+
+def node(count: int, host: str = "127.0.0.4") -> list[gpus.Gpu]:
+    return [gpus.Gpu(g["index"], g["uuid"], g["name"], g["memory_total_mib"], g["bus_id"])
+            for g in gpunode.gpu_identities(host, count)]
+
+
+def completed(stdout: str = "", code: int = 0, stderr: str = ""):
+    def runner(command, **_):
+        assert command[0] == "nvidia-smi"
+        return subprocess.CompletedProcess(command, code, stdout, stderr)
+    return runner
+
+
+# ---------------------------------------------------------------- parsing what nvidia-smi says
+
+def test_the_recorded_query_csv_with_header_and_units_parses() -> None:
+    # index, uuid, name, memory.total [MiB], memory.used, utilization, pci.bus_id, driver
+    text = gpunode.fixture("nvidia-smi-query.csv")
+    assert gpus.parse_query_csv(text) == [H100]
+
+
+def test_the_agents_own_query_without_header_or_units_parses() -> None:
+    text = ("1, GPU-b, NVIDIA H100 80GB HBM3, 81559, 00000000:07:00.0\n"
+            "0, GPU-a, NVIDIA H100 80GB HBM3, 81559, 00000000:06:00.0\n")
+    assert [(g.index, g.uuid, g.memory_mib) for g in gpus.parse_query_csv(text)] == [
+        (0, "GPU-a", 81559), (1, "GPU-b", 81559)]
+
+
+def test_the_recorded_q_x_xml_parses_despite_its_missing_dtd() -> None:
+    assert gpus.parse_xml(gpunode.fixture("nvidia-smi-q-x.xml")) == [H100]
+
+
+def test_an_unreadable_line_is_an_error_not_a_guess() -> None:
+    with pytest.raises(gpus.GpuError, match="cannot read"):
+        gpus.parse_query_csv("0, GPU-a\n")
+
+
+# ---------------------------------------------------------------- the stand-in nvidia-smi
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Path:
+    return gpunode.write_stand_in(tmp_path / "nm3", "127.0.0.4", 3)
+
+
+def test_the_stand_in_makes_an_n_gpu_node_of_the_recording(stand_in: Path) -> None:
+    xml = subprocess.run([stand_in, "-x", "-q"], capture_output=True, text=True, check=True)
+    listed = gpus.parse_xml(xml.stdout)
+    assert len(listed) == 3
+    assert len({g.uuid for g in listed}) == len({g.bus_id for g in listed}) == 3
+    assert "<attached_gpus>3</attached_gpus>" in xml.stdout
+    assert [f"<minor_number>{k}</minor_number>" in xml.stdout for k in range(3)] == [True] * 3
+    assert all(g.name == "NVIDIA H100 80GB HBM3" and g.memory_mib == 81559 for g in listed)
+    query = subprocess.run([stand_in, *gpus.QUERY_COMMAND[1:]], capture_output=True, text=True,
+                           check=True)
+    assert gpus.parse_query_csv(query.stdout) == listed
+    assert gpus.query(runner=lambda c, **kw: subprocess.run([stand_in, *c[1:]], **kw)) == listed
+    short = subprocess.run([stand_in, "-L"], capture_output=True, text=True, check=True).stdout
+    assert short.splitlines()[2] == f"GPU 2: NVIDIA H100 80GB HBM3 (UUID: {listed[2].uuid})"
+    table = subprocess.run([stand_in], capture_output=True, text=True, check=True).stdout
+    assert table.count("NVIDIA H100 80GB HBM3") == 3 and listed[2].bus_id in table
+    # Another host's GPUs are other GPUs.
+    assert {g.uuid for g in node(3, "127.0.0.5")}.isdisjoint(g.uuid for g in listed)
+
+
+def test_the_stand_in_fails_as_nvidia_smi_does_without_a_driver(stand_in: Path) -> None:
+    (stand_in.parent.parent / "gpu" / "fail").touch()
+    result = subprocess.run([stand_in, "-x", "-q"], capture_output=True, text=True)
+    assert result.returncode == 9
+    assert "couldn't communicate with the NVIDIA driver" in result.stdout
+
+
+# ---------------------------------------------------------------- nvidia-smi missing or failing
+
+def test_a_missing_nvidia_smi_is_said_and_nothing_guessed() -> None:
+    def missing(command, **_):
+        raise FileNotFoundError(2, "No such file or directory", command[0])
+
+    with pytest.raises(gpus.GpuError, match="nvidia-smi is not on this container's PATH"):
+        gpus.take(1, runner=missing)
+
+
+def test_a_failing_nvidia_smi_is_said_with_its_words() -> None:
+    with pytest.raises(gpus.GpuError, match=r"failed \(exit code 9\): NVIDIA-SMI has failed"):
+        gpus.take(1, runner=completed(gpunode.DRIVER_FAILURE, code=9))
+
+
+def test_a_task_without_gpus_needs_no_nvidia_smi_and_sees_none() -> None:
+    def never(*_a, **_k):
+        raise AssertionError("nvidia-smi run for a task that asked for no GPU")
+
+    held = gpus.take(0, runner=never)
+    assert held.environment() == {"CUDA_VISIBLE_DEVICES": ""}
+    assert held.summary()["devices"] == [] and gpus.short_text(held.summary()) == "none"
+
+
+def test_fewer_gpus_than_asked_is_an_error() -> None:
+    with pytest.raises(gpus.GpuError, match="asked for 2 GPU"):
+        gpus.hold(2, [H100])
+
+
+# ---------------------------------------------------------------- who gets which
+
+def test_choose_takes_the_first_free_in_nvidia_smis_order() -> None:
+    seen = node(4)
+    assert gpus.choose(seen, 2, set()) == seen[:2]
+    assert gpus.choose(seen, 2, {seen[0].uuid, seen[2].uuid}) == [seen[1], seen[3]]
+    with pytest.raises(gpus.GpuError, match="2 GPU"):
+        gpus.choose(seen, 2, {g.uuid for g in seen[1:]})
+
+
+def test_tasks_on_one_node_hold_different_gpus_and_a_replacement_the_freed_one(
+        tmp_path: Path) -> None:
+    seen = node(2)
+    first = gpus.hold(1, seen, tmp_path, wait_s=0)
+    second = gpus.hold(1, seen, tmp_path, wait_s=0)
+    assert first.gpus == [seen[0]] and second.gpus == [seen[1]]
+    assert first.environment() == {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert second.environment()["CUDA_VISIBLE_DEVICES"] == "1"
+    assert not first.isolated  # it sees the node's two
+    with pytest.raises(gpus.GpuError, match="stayed held by other tasks"):
+        gpus.hold(1, seen, tmp_path, wait_s=0)
+    second.release()  # its agent ended (the kernel drops the lock however it ends)
+    replacement = gpus.hold(1, seen, tmp_path, wait_s=0)
+    assert replacement.gpus == [seen[1]]
+
+
+def test_a_lock_held_by_another_process_counts(tmp_path: Path) -> None:
+    seen = node(2)
+    script = ("import sys, time; from appmaster import gpus; "
+              f"h = gpus.hold(1, gpus.parse_query_csv(sys.stdin.read()), {str(tmp_path)!r}, 0); "
+              "print(h.environment()['CUDA_VISIBLE_DEVICES'], flush=True); time.sleep(30)")
+    csv = "".join(f"{g.index}, {g.uuid}, {g.name}, {g.memory_mib}, {g.bus_id}\n" for g in seen)
+    other = subprocess.Popen(["python3", "-c", script], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True,
+                             cwd=Path(gpus.__file__).parent.parent)
+    try:
+        other.stdin.write(csv)
+        other.stdin.close()
+        assert other.stdout.readline().strip() == "0"
+        assert gpus.hold(1, seen, tmp_path, wait_s=0).gpus == [seen[1]]
+    finally:
+        other.kill()
+        other.wait()
+    assert gpus.hold(2, seen, tmp_path, wait_s=0).gpus == seen  # freed by its death
+
+
+def test_a_container_that_sees_only_its_own_gpus_uses_them(tmp_path: Path) -> None:
+    """Where YARN isolates (cgroups or Docker), nvidia-smi lists just the container's GPUs."""
+    own = [gpus.Gpu(0, "GPU-x", "NVIDIA H100 80GB HBM3", 81559, "00000000:0A:00.0"),
+           gpus.Gpu(1, "GPU-y", "NVIDIA H100 80GB HBM3", 81559, "00000000:0B:00.0")]
+    csv = "".join(f"{g.index}, {g.uuid}, {g.name}, {g.memory_mib}, {g.bus_id}\n" for g in own)
+    held = gpus.take(2, runner=completed(csv), lock_dir=tmp_path, wait_s=0)
+    assert held.isolated and held.gpus == own
+    assert held.environment()["CUDA_VISIBLE_DEVICES"] == "0,1"
+    summary = held.summary()
+    assert summary["devices"][1] == {"index": 1, "uuid": "GPU-y", "name": "NVIDIA H100 80GB HBM3",
+                                     "memory_mib": 81559, "bus_id": "00000000:0B:00.0"}
+    assert gpus.page_text(summary).startswith("GPU 0: NVIDIA H100 80GB HBM3, 81559 MiB, GPU-x")
+    assert gpus.short_text({"error": "nvidia-smi failed"}) == "error"
+
+
+# ---------------------------------------------------------------- the local cluster's settings
+
+def test_only_the_gpu_node_runs_yarns_gpu_plugin_with_the_stand_in(tmp_path: Path) -> None:
+    layout = Layout(tmp_path, port_offset=0, nodes=3, gpus=4)
+    nms = layout.node_managers
+    assert [nm.gpus for nm in nms] == [0, 0, 4]
+    gpu_site = siteconf.node_manager_site(layout, nms[-1])
+    stand_in = layout.node_dir(nms[-1]) / "bin" / "nvidia-smi"
+    assert gpu_site["yarn.nodemanager.resource-plugins"] == "yarn.io/gpu"
+    assert gpu_site["yarn.nodemanager.resource-plugins.gpu.path-to-discovery-executables"] \
+        == stand_in
+    assert gpu_site["yarn.nodemanager.resource-plugins.gpu.allowed-gpu-devices"] == "auto"
+    assert f"PATH={stand_in.parent}:" in gpu_site["yarn.nodemanager.admin-env"]
+    plain = siteconf.node_manager_site(layout, nms[0])
+    assert "yarn.nodemanager.resource-plugins" not in plain
+    assert "nm1/bin" not in plain["yarn.nodemanager.admin-env"]
+    siteconf.write_configuration(layout)
+    assert stand_in.is_file() and not (layout.node_dir(nms[0]) / "bin" / "nvidia-smi").exists()
+    for nm in nms:  # the count comes from discovery, never from a configured number
+        assert not (layout.node_conf_dir(nm) / "node-resources.xml").exists()
+    types = (layout.conf_dir / "resource-types.xml").read_text()
+    assert "<name>yarn.resource-types.yarn.io/gpu.maximum-allocation</name><value>4<" in types
+
+
+def test_the_gpu_count_is_kept_in_the_state_dir(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("TFYARN_CLUSTER_GPUS", raising=False)
+    assert Layout(tmp_path).gpu_count == GPUS_PER_GPU_NODE
+    (tmp_path / "gpus").write_text("5\n")
+    assert Layout(tmp_path).gpu_count == 5
+    assert Layout(tmp_path, gpus=1).gpu_count == 1
+    assert node_managers(2, gpus=3)[-1].gpus == 3
