@@ -216,17 +216,21 @@ def main() -> int:
     plan = JobPlan.from_container()
     task = registry.TaskAssignment.from_json(app.kv.wait(registry.task_key(container)))
     name = f"{task.role}-{task.index}"
-    work = TaskWorkDir(plan, app.id, task.role, task.index)
 
     def report_mirror(status: MirrorStatus) -> None:
         app.kv.put(registry.mirror_key(container), json.dumps(status.to_dict()).encode())
 
     try:
+        work = TaskWorkDir(plan, app.id, task.role, task.index)
         work.prepare(report_mirror)
+    except ImportError as exc:
+        return _cannot_start(app, container, f"{name} cannot reach the job's work dir on "
+                             f"HDFS: {exc} in {sys.executable}. Fix: install hdfs-native in "
+                             "the job's Python (pip install hdfs-native; in a packed env, "
+                             "pack it again with it).")
     except (StorageError, OSError) as exc:
-        log.error("%s cannot start: the job's work dir %s: %s", name, work.job_dir, exc)
-        _status(app, container, "exited", exit_code=registry.STORAGE_FAILED_EXIT)
-        return registry.STORAGE_FAILED_EXIT
+        return _cannot_start(app, container, f"{name} cannot start: the job's work dir "
+                             f"{plan.resolved_work_dir(app.id)}: {exc}")
     work_dir = work.path
 
     try:  # the GPUs its role asked YARN for, held for its life (appmaster/gpus.py)
@@ -272,6 +276,14 @@ def main() -> int:
         app.kv.put(registry.tail_key(container), tail.encode())
     _status(app, container, "exited", address=address, exit_code=code)
     return code
+
+
+def _cannot_start(app: skein.ApplicationClient, container: str, reason: str) -> int:
+    """Fail the task before its script: the reason goes to its log and the job's diagnostics."""
+    log.error("%s", reason)
+    app.kv.put(registry.tail_key(container), reason.encode())
+    _status(app, container, "exited", exit_code=registry.STORAGE_FAILED_EXIT)
+    return registry.STORAGE_FAILED_EXIT
 
 
 def _status(app: skein.ApplicationClient, container: str, state: str, **extra: object) -> None:

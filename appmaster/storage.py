@@ -138,8 +138,12 @@ class RemoteDir:
             writer.write(data)
         self.client.rename(temporary, target, overwrite=True)
 
-    def upload(self, source: BinaryIO, relative: str) -> int:
-        """Copy an open local file up (temporary name, then rename); returns its size."""
+    def upload(self, source: BinaryIO, relative: str, replace: bool = True) -> int:
+        """Copy an open local file up (temporary name, then rename); returns its size.
+
+        ``replace=False`` never replaces an existing file (YARN refuses to localize a file
+        that changed after a job named it): FileExistsError when one is there.
+        """
         target = self.path(relative)
         temporary = self._temporary(target)
         self.client.mkdirs(os.path.dirname(target), permission=0o755, create_parent=True)
@@ -148,7 +152,13 @@ class RemoteDir:
             while chunk := source.read(CHUNK):
                 writer.write(chunk)
                 size += len(chunk)
-        self.client.rename(temporary, target, overwrite=True)
+        try:
+            self.client.rename(temporary, target, overwrite=replace)
+        except Exception:
+            self.client.delete(temporary)
+            if not replace and self.exists(relative):
+                raise FileExistsError(target) from None
+            raise
         return size
 
     def download(self, relative: str, local: Path) -> int:

@@ -196,102 +196,61 @@ def test_cluster_user() -> None:
     assert envs.cluster_user({}) == envs.getpass.getuser()
 
 
-def test_fs_shell_prefers_hadoop() -> None:
-    assert envs.fs_shell(lambda name: f"/usr/bin/{name}") == ["hadoop", "fs"]
-    assert envs.fs_shell(lambda name: "/usr/bin/hdfs" if name == "hdfs" else None) == [
-        "hdfs", "dfs"
-    ]
-    with pytest.raises(JobEnvironmentError, match="neither `hadoop` nor `hdfs`"):
-        envs.fs_shell(lambda name: None)
+@pytest.mark.yarn
+def test_ensure_uploaded_uploads_once(yarn_cluster, tmp_path: Path) -> None:
+    """To the cluster's real HDFS, by content: the same archive from another path is not
+    copied again, and no temporary copy is left beside it."""
+    from appmaster.storage import RemoteDir
 
-
-# A stand-in for `hadoop fs`: URLs map to files under a root directory; each call is logged.
-FAKE_FS = '''\
-import os, shutil, sys
-from urllib.parse import urlsplit
-root, log, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-with open(log, "a") as f:
-    f.write(" ".join(args) + "\\n")
-local = lambda url: os.path.join(root, urlsplit(url).netloc, urlsplit(url).path.lstrip("/"))
-op = args[0]
-if op == "-test":
-    sys.exit(0 if os.path.exists(local(args[2])) else 1)
-if op == "-mkdir":
-    os.makedirs(local(args[2]), exist_ok=True)
-elif op == "-put":
-    if os.environ.get("FAKE_FS_FAIL_PUT"):
-        sys.exit("put: disk quota exceeded")
-    shutil.copyfile(args[2], local(args[3]))
-elif op == "-mv":
-    if os.path.exists(local(args[2])):
-        sys.exit("mv: File exists")
-    os.rename(local(args[1]), local(args[2]))
-elif op == "-rm":
-    if os.path.exists(local(args[2])):
-        os.remove(local(args[2]))
-'''
-
-
-@pytest.fixture
-def fake_fs(tmp_path: Path):
-    script = tmp_path / "fake_fs.py"
-    script.write_text(FAKE_FS)
-    root, log = tmp_path / "fs", tmp_path / "fs.log"
-    root.mkdir()
-
-    def calls() -> list[str]:
-        return log.read_text().splitlines() if log.exists() else []
-
-    return [sys.executable, str(script), str(root), str(log)], root, calls
-
-
-def test_ensure_uploaded_uploads_once(tmp_path: Path, fake_fs) -> None:
-    shell, root, calls = fake_fs
-    archive = make_tar(tmp_path / "env.tar.gz", {"bin/python": None})
+    fs = yarn_cluster.layout.default_fs
+    user = f"tfyarn-test-{uuid.uuid4().hex[:8]}"
+    archive = make_tar(tmp_path / "env.tar.gz", {"bin/python": None, "x": "payload"})
     sha = envs.sha256_file(archive)
-    url = f"hdfs://nn:8020/user/alice/.tfyarn/envs/{sha}.tar.gz"
-    first = envs.ensure_uploaded(archive, fs_default="hdfs://nn:8020", user="alice", shell=shell)
+    url = f"{fs}/user/{user}/.tfyarn/envs/{sha}.tar.gz"
+    first = envs.ensure_uploaded(archive, fs_default=fs, user=user)
     assert first == envs.UploadedEnv(url, sha, uploaded=True)
-    stored = root / "nn:8020" / "user" / "alice" / ".tfyarn" / "envs" / f"{sha}.tar.gz"
-    assert stored.read_bytes() == archive.read_bytes()
-    assert [c.split()[0] for c in calls()] == ["-test", "-mkdir", "-put", "-mv"]
-    assert list(stored.parent.iterdir()) == [stored]  # no partial copy left
-    # The same content again, even from another path: one existence check, nothing copied.
+    envs_dir = RemoteDir(url.rsplit("/", 1)[0])
+    assert envs_dir.read_bytes(f"{sha}.tar.gz") == archive.read_bytes()
     again = tmp_path / "copy-of-env.tar.gz"
     shutil.copy(archive, again)
-    second = envs.ensure_uploaded(again, fs_default="hdfs://nn:8020", user="alice", shell=shell)
+    second = envs.ensure_uploaded(again, fs_default=fs, user=user)
     assert second == envs.UploadedEnv(url, sha, uploaded=False)
-    assert [c.split()[0] for c in calls()] == ["-test", "-mkdir", "-put", "-mv", "-test"]
+    assert set(envs_dir.list_files()) == {f"{sha}.tar.gz"}  # no partial copy left
+    envs_dir.client.delete(f"/user/{user}", recursive=True)
 
 
-def test_ensure_uploaded_loses_a_race_gracefully(tmp_path: Path, fake_fs,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """Another submission renames its copy into place between our check and our rename."""
-    shell, root, calls = fake_fs
-    archive = make_tar(tmp_path / "env.tgz", {"bin/python": None})
-    sha = envs.sha256_file(archive)
-    target = root / "nn" / "user" / "bob" / ".tfyarn" / "envs" / f"{sha}.tgz"
-    real_fs = envs._fs
+@pytest.mark.yarn
+def test_ensure_uploaded_from_many_submissions_at_once(yarn_cluster, tmp_path: Path) -> None:
+    """Four submissions of one env at the same moment: one copy wins, none fails, the file
+    is whole (a file a job named must never change under it)."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    def racing_fs(shell_, *args, **kw):
-        if args[0] == "-mv":
-            target.write_bytes(archive.read_bytes())
-        return real_fs(shell_, *args, **kw)
+    from appmaster.storage import RemoteDir
 
-    monkeypatch.setattr(envs, "_fs", racing_fs)
-    result = envs.ensure_uploaded(archive, fs_default="hdfs://nn", user="bob", shell=shell)
-    assert result.uploaded is False and result.url.endswith(f"/{sha}.tgz")
-    assert [p.name for p in target.parent.iterdir()] == [target.name]  # partial removed
-    assert [c.split()[0] for c in calls()] == ["-test", "-mkdir", "-put", "-mv", "-rm", "-test"]
+    fs = yarn_cluster.layout.default_fs
+    user = f"tfyarn-test-{uuid.uuid4().hex[:8]}"
+    archive = make_tar(tmp_path / "env.tgz", {"bin/python": None, "x": uuid.uuid4().hex * 10_000})
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(
+            lambda _: envs.ensure_uploaded(archive, fs_default=fs, user=user), range(4)))
+    assert len({r.url for r in results}) == 1 and sum(r.uploaded for r in results) >= 1
+    envs_dir = RemoteDir(results[0].url.rsplit("/", 1)[0])
+    assert set(envs_dir.list_files()) == {results[0].url.rsplit("/", 1)[1]}
+    assert envs_dir.read_bytes(results[0].url.rsplit("/", 1)[1]) == archive.read_bytes()
+    envs_dir.client.delete(f"/user/{user}", recursive=True)
 
 
-def test_ensure_uploaded_reports_a_failed_copy(tmp_path: Path, fake_fs,
+@pytest.mark.yarn
+def test_ensure_uploaded_reports_a_failed_copy(yarn_cluster, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    shell, _, _ = fake_fs
+    """Another user's home on HDFS: refused by the NameNode, said plainly."""
+    monkeypatch.setenv("HADOOP_USER_NAME", "tfyarn-test-intruder")
     archive = make_tar(tmp_path / "env.tar.gz", {"bin/python": None})
-    monkeypatch.setenv("FAKE_FS_FAIL_PUT", "1")
-    with pytest.raises(JobEnvironmentError, match="-put.*disk quota exceeded"):
-        envs.ensure_uploaded(archive, fs_default="hdfs://nn", user="bob", shell=shell)
+    with pytest.raises(JobEnvironmentError, match=r"cannot copy the packed env to .*"
+                       r"Permission denied: user=tfyarn-test-intruder") as error:
+        envs.ensure_uploaded(archive, fs_default=yarn_cluster.layout.default_fs,
+                             user=envs.getpass.getuser())
+    assert "\tat " not in str(error.value)
 
 
 # ---------------------------------------------------------------- Docker

@@ -4,8 +4,8 @@ A packed environment (a virtualenv packed by venv-pack, or a conda env packed by
 is copied once to the cluster's default filesystem, under its content's sha256, and YARN
 unpacks it as ``./pyenv`` in every container of the job: the AppMaster and the tasks all run
 its interpreter. Two jobs on one cluster can so use two TensorFlow versions. tfyarn's own
-code in the containers needs only skein and the standard library there; the training
-script needs TensorFlow.
+code in the containers needs skein, hdfs-native and the standard library there; the
+training script needs TensorFlow.
 
 A Docker image runs the tasks (not the AppMaster, which is skein's Java process) in YARN's
 Docker container runtime; see Hadoop's "Launching Applications Using Docker Containers".
@@ -17,11 +17,8 @@ import getpass
 import hashlib
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tarfile
-import uuid
 import xml.etree.ElementTree as ElementTree
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -40,8 +37,8 @@ CACHE_DIR = ".tfyarn/envs"  # under the user's home directory on the default fil
 # The interpreter inside an archive: venv-pack and conda-pack put the env at its top; an
 # archive of the env's directory has it one level down.
 _PYTHON_MEMBER = re.compile(r"(?:[^/]+/)?bin/python3?")
-_ENV_NEEDS = "the env must contain skein (tfyarn's code in the containers imports it) and " \
-             "TensorFlow (for the training script)"
+_ENV_NEEDS = "the env must contain skein and hdfs-native (tfyarn's code in the containers " \
+             "imports them) and TensorFlow (for the training script)"
 
 DOCKER_NETWORK = "host"  # tasks are reached at their node's address: no bridged ports
 _MOUNT = re.compile(
@@ -214,19 +211,6 @@ def cached_archive_url(default_fs: str, user: str, sha256: str, suffix: str) -> 
     return f"{check_default_fs(default_fs)}/user/{user}/{CACHE_DIR}/{sha256}{suffix}"
 
 
-def fs_shell(which=shutil.which) -> list[str]:
-    """The Hadoop filesystem shell: `hadoop fs`, else `hdfs dfs`."""
-    if which("hadoop"):
-        return ["hadoop", "fs"]
-    if which("hdfs"):
-        return ["hdfs", "dfs"]
-    raise JobEnvironmentError(
-        "neither `hadoop` nor `hdfs` is on PATH, so tfyarn cannot copy the packed env to the "
-        "cluster. Fix: run on a machine with the Hadoop client (as for `yarn`), or copy it "
-        "yourself with `hadoop fs -put` and run the job without --python-env."
-    )
-
-
 @dataclass(frozen=True)
 class UploadedEnv:
     url: str  # on the cluster's default filesystem, used in place by skein
@@ -234,53 +218,36 @@ class UploadedEnv:
     uploaded: bool  # False: an earlier job had already uploaded the same content
 
 
-def _fs(shell: Sequence[str], *args: str, timeout: float | None = 300.0):
-    try:
-        return subprocess.run([*shell, *args], capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise JobEnvironmentError(f"`{' '.join([*shell, *args])}` failed: {exc}") from exc
-
-
-def _fs_error(shell: Sequence[str], args: Sequence[str], result) -> JobEnvironmentError:
-    detail = (result.stderr or result.stdout).strip()[-1500:]
-    return JobEnvironmentError(
-        f"`{' '.join([*shell, *args])}` failed (exit code {result.returncode}): {detail}"
-    )
-
-
-def exists(shell: Sequence[str], url: str) -> bool:
-    return _fs(shell, "-test", "-e", url).returncode == 0
+UPLOAD_TIMEOUT_S = 3600.0
 
 
 def ensure_uploaded(archive: str | os.PathLike[str], *, fs_default: str | None = None,
-                    user: str | None = None, shell: Sequence[str] | None = None) -> UploadedEnv:
-    """The archive's URL on the default filesystem, copying it there unless its content
-    (by sha256) already is. Concurrent uploads of one archive are safe: each copies to a
-    name of its own and renames it into place, and the first rename wins."""
+                    user: str | None = None) -> UploadedEnv:
+    """The archive's URL on the default filesystem, copying it there (HDFS's native client,
+    no JVM) unless its content (by sha256) already is. Concurrent uploads of one archive are
+    safe: each copies to a name of its own and renames it into place; the first rename wins
+    and the others' copies are dropped (a file a job named must never change under it)."""
+    from appmaster.storage import RemoteDir, StorageError, bounded
+
     path = Path(archive)
     suffix = archive_suffix(path)
     sha = sha256_file(path)
     url = cached_archive_url(fs_default or default_fs(), user or cluster_user(), sha, suffix)
-    shell = list(shell) if shell is not None else fs_shell()
-    if exists(shell, url):
-        return UploadedEnv(url, sha, uploaded=False)
-    directory = url.rsplit("/", 1)[0]
-    result = _fs(shell, "-mkdir", "-p", directory)
-    if result.returncode != 0:
-        raise _fs_error(shell, ["-mkdir", "-p", directory], result)
-    partial = f"{url}.{uuid.uuid4().hex}.partial"
-    # -d: no ._COPYING_ file of its own; the partial name already is one.
-    result = _fs(shell, "-put", "-d", str(path), partial, timeout=None)
-    if result.returncode != 0:
-        _fs(shell, "-rm", "-f", partial)
-        raise _fs_error(shell, ["-put", "-d", str(path), partial], result)
-    moved = _fs(shell, "-mv", partial, url)
-    if moved.returncode == 0:
-        return UploadedEnv(url, sha, uploaded=True)
-    _fs(shell, "-rm", "-f", partial)
-    if exists(shell, url):  # another submission of the same env renamed its copy first
-        return UploadedEnv(url, sha, uploaded=False)
-    raise _fs_error(shell, ["-mv", partial, url], moved)
+    directory, name = url.rsplit("/", 1)
+    try:
+        remote = RemoteDir(directory)
+        if bounded(lambda: remote.exists(name), what=f"HDFS ({directory})"):
+            return UploadedEnv(url, sha, uploaded=False)
+        with open(path, "rb") as source:
+            bounded(lambda: remote.upload(source, name, replace=False), UPLOAD_TIMEOUT_S,
+                    what=f"HDFS ({directory})")
+    except StorageError as exc:
+        if isinstance(exc.__cause__, FileExistsError):
+            return UploadedEnv(url, sha, uploaded=False)  # another submission was first
+        raise JobEnvironmentError(
+            f"cannot copy the packed env to {url}: {exc}. Fix: check that HDFS is reachable "
+            f"from here and that you may write in {directory}.") from None
+    return UploadedEnv(url, sha, uploaded=True)
 
 
 def env_file(url: str):
