@@ -236,7 +236,8 @@ def cluster_up(layout_dir: Path) -> dict[str, Any]:
     t1 = time.time()
     if result.returncode != 0:
         raise RuntimeError(f"tfyarn cluster up failed:\n{result.stdout}\n{result.stderr}")
-    probe = next((float(x.rsplit("(", 1)[1].split(" s)")[0]) for x in result.stdout.splitlines()
+    said = (result.stdout + result.stderr).splitlines()  # the probe's line is on stderr
+    probe = next((float(x.rsplit("(", 1)[1].split(" s)")[0]) for x in said
                   if x.startswith("Probe application")), None)
     run = layout_dir / "run"
     started = {p.stem: p.stat().st_mtime for p in run.glob("*.pid")}
@@ -247,7 +248,7 @@ def cluster_up(layout_dir: Path) -> dict[str, Any]:
         "nodemanagers_registered": (t1 - (probe or 0)) - min(nms),
         "probe_application": probe,
     }
-    return {"wall_s": round(t1 - t0, 2), "stdout": result.stdout.strip(),
+    return {"wall_s": round(t1 - t0, 2), "said": said,
             "phases_s": {k: None if v is None else round(v, 2) for k, v in phases.items()}}
 
 
@@ -340,7 +341,7 @@ def tables(data: dict) -> str:
                 for key in keys:
                     value = medians(records, part, key)
                     precise = key.endswith("cpu_s") or part in ("sync_idle", "small_file")
-                    cell = fmt(value, 3 if precise else 2)
+                    cell = fmt(value, 3 if precise else 1 if key == "mb_per_s" else 2)
                     if key == "wall_s" and part in ("sync_first", "restore"):
                         low, high = spread(r[part][key] for r in records) or (0, 0)
                         cell += f" ({low:.2f}–{high:.2f})"
