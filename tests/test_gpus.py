@@ -207,3 +207,70 @@ def test_the_gpu_count_is_kept_in_the_state_dir(tmp_path: Path, monkeypatch) -> 
     assert Layout(tmp_path).gpu_count == 5
     assert Layout(tmp_path, gpus=1).gpu_count == 1
     assert node_managers(2, gpus=3)[-1].gpus == 3
+
+
+# ---------------------------------------------------------------- how they are shown
+
+def gpu_view() -> dict:
+    seen = node(2)
+    held = gpus.GpuHold(1, [seen[1]], seen=2).summary()
+    none = gpus.GpuHold(0).summary()
+    row = {"address": "127.0.0.4:1", "container": "c", "yarn_container_id": "container_1",
+           "node": "127.0.0.4:8142", "restarts": 0, "exit_code": None, "log_url": None,
+           "mirror": None}
+    return {"app_id": "application_1_1", "name": "job", "state": "RUNNING", "generation": 0,
+            "updated": 1_700_000_000_000, "work_dir": "hdfs://x", "cluster_spec": None,
+            "tensorboard": None, "tensorboard_url": None, "restarts": [], "phases": {},
+            "tasks": [{**row, "role": "ps", "index": 0, "state": "running", "gpus": none},
+                      {**row, "role": "worker", "index": 0, "state": "running", "gpus": held},
+                      {**row, "role": "worker", "index": 1, "state": "failed",
+                       "gpus": {"error": "nvidia-smi failed (exit code 9): no driver"}}]}
+
+
+def test_status_shows_each_tasks_gpus() -> None:
+    from tfyarn import jobview
+
+    view = gpu_view()
+    table = jobview.format_table(view).splitlines()
+    gpus_column = table[0].index("GPUS")
+    assert [line[gpus_column:].split()[0] for line in table[1:]] == ["none", "1", "error"]
+    uuid = view["tasks"][1]["gpus"]["devices"][0]["uuid"]
+    assert jobview.gpu_lines(view) == [
+        f"  worker 0: GPU 1: NVIDIA H100 80GB HBM3, 81559 MiB, {uuid} (held of the 2 its node "
+        "shows)",
+        "  worker 1: no GPUs: nvidia-smi failed (exit code 9): no driver"]
+
+
+def test_the_job_page_shows_each_tasks_gpus() -> None:
+    from appmaster import jobpage
+
+    page = jobpage.tasks_html(gpu_view())
+    assert "<th>gpus</th>" in page
+    assert "none (CUDA_VISIBLE_DEVICES empty)" in page
+    assert "GPU 1: NVIDIA H100 80GB HBM3, 81559 MiB, GPU-" in page
+    assert "failed: nvidia-smi failed (exit code 9): no driver" in page
+
+
+def test_the_dry_run_says_each_gpu_roles_gpus_and_label(tmp_path: Path, monkeypatch) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from tfyarn.cli import main
+
+    repo = Path(__file__).resolve().parent.parent
+    resources = json.loads((repo / "resources.json").read_text())
+    resources["components"]["worker"]["yarn.gpus"] = "2"
+    (tmp_path / "resources.json").write_text(json.dumps(resources))
+    app = json.loads((repo / "appConfig.json").read_text())
+    app["global"]["site.global.user.scripts.dir"] = str(repo / "examples")
+    (tmp_path / "appConfig.json").write_text(json.dumps(app))
+    for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):  # no cluster: pre-flight skipped
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(main, [
+        "submit", "--resources", str(tmp_path / "resources.json"),
+        "--app-config", str(tmp_path / "appConfig.json"), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert ("  GPUs: 2 yarn.io/gpu per task (4 in all) on node label gpu; each task's script "
+            "gets its own in CUDA_VISIBLE_DEVICES") in result.output
+    assert result.output.count("GPUs:") == 1  # the ps and the chief ask for none
