@@ -69,8 +69,13 @@ def tf2_start(argv: list[str], description: str) -> tuple[argparse.Namespace, di
     for the tests and otherwise ignored.
     """
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--work_dir", required=True, help="checkpoints and results (kept on HDFS by tfyarn)")
+    parser.add_argument("--work_dir", required=True,
+                        help="checkpoints and results (kept on HDFS by tfyarn)")
     parser.add_argument("--train_steps", type=int, default=100, help="last global step")
+    parser.add_argument("--save_every", type=int, default=50,
+                        help="global steps between checkpoints")
+    parser.add_argument("--step_sleep", type=float, default=0.0,
+                        help="seconds to pause per step (to make a short job last)")
     parser.add_argument("--batch_size", type=int, default=100, help="per task")
     parser.add_argument("--learning_rate", type=float, default=0.3)
     args, _legacy = parser.parse_known_args(argv)

@@ -37,7 +37,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--worker_hosts", required=True, help="chief first, then workers")
     parser.add_argument("--job_name", required=True, choices=["ps", "worker"])
     parser.add_argument("--task_index", type=int, required=True)
-    parser.add_argument("--work_dir", required=True, help="checkpoints and results (kept on HDFS by tfyarn)")
+    parser.add_argument("--work_dir", required=True,
+                        help="checkpoints and results (kept on HDFS by tfyarn)")
     parser.add_argument("--train_steps", type=int, default=300, help="last global step")
     parser.add_argument("--batch_size", type=int, default=100)
     parser.add_argument("--learning_rate", type=float, default=0.3)

@@ -3,10 +3,11 @@
 
 Reads TF_CONFIG only (cluster with ``chief`` and ``worker``, no ps); the legacy
 ``--ps_hosts/--worker_hosts/--job_name/--task_index`` flags are accepted and ignored.
-Every task trains; variables are mirrored and gradients averaged across tasks. All tasks
-resume from ``<work_dir>/checkpoints`` (the work dir must be shared), all tasks save (the
-save is collective) but only the chief keeps its checkpoint, and the chief writes
-``<work_dir>/result.json``. Keras 3 ``model.fit`` does not work with this strategy, so the
+Every task trains; variables are mirrored and gradients averaged across tasks. Every
+``--save_every`` steps all tasks save (the save is collective), but only the chief keeps its
+checkpoint, in ``<work_dir>/checkpoints`` (tfyarn mirrors the chief's to HDFS and restores
+it into every task's work dir before a restart, so all tasks resume from it); the chief
+writes ``<work_dir>/result.json``. Keras 3 ``model.fit`` does not work with this strategy, so the
 model is a set of plain variables.
 """
 
@@ -16,6 +17,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 
 from example_support import (
     make_params,
@@ -56,6 +58,9 @@ def main(argv: list[str]) -> int:
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     if latest:
         checkpoint.restore(latest)  # every task restores the chief's last checkpoint
+    # Saving is collective: every task must save, but only the chief's copy is kept.
+    save_dir = checkpoint_dir if is_chief else tempfile.mkdtemp(prefix="mwms-ckpt-")
+    manager = tf.train.CheckpointManager(checkpoint, save_dir, max_to_keep=3)
     first_step = int(global_step.numpy())
     print(f"start global_step {first_step}", flush=True)
 
@@ -72,14 +77,16 @@ def main(argv: list[str]) -> int:
     loss = None
     for i in range(max(args.train_steps - first_step, 0)):
         loss = float(train_step())
+        step = int(global_step.numpy())
         if i % 50 == 0:
-            print(f"step {int(global_step.numpy())} loss {loss:.4f}", flush=True)
+            print(f"step {step} loss {loss:.4f}", flush=True)
+        if step % args.save_every == 0 and step < args.train_steps:
+            manager.save(step)
+        time.sleep(args.step_sleep)
     final_step = int(global_step.numpy())
     print(f"step {final_step} loss {loss}", flush=True)
 
-    # Saving is collective: every task must save, but only the chief's copy is kept.
-    save_dir = checkpoint_dir if is_chief else tempfile.mkdtemp(prefix="mwms-ckpt-")
-    tf.train.CheckpointManager(checkpoint, save_dir, max_to_keep=3).save(final_step)
+    manager.save(final_step)
     if not is_chief:
         shutil.rmtree(save_dir, ignore_errors=True)
     else:

@@ -4,15 +4,17 @@
 Reads TF_CONFIG only (cluster with ``chief``, ``worker`` and ``ps``); the legacy
 ``--ps_hosts/--worker_hosts/--job_name/--task_index`` flags are accepted and ignored.
 ps and worker tasks only serve (``server.join()``, ended by the launcher); the chief
-schedules the steps, saves a checkpoint to ``<work_dir>/checkpoints`` (and resumes from
-it), writes ``<work_dir>/result.json`` and exits. Keras 3 ``model.fit`` does not work with
-this strategy, so the model is a plain ``tf.Module``.
+schedules the steps, saves a checkpoint to ``<work_dir>/checkpoints`` every ``--save_every``
+steps, from its own host (and resumes from it), writes ``<work_dir>/result.json`` and
+exits. Keras 3 ``model.fit`` does not work with this strategy, so the model is a plain
+``tf.Module``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 from example_support import (
     make_params,
@@ -59,7 +61,8 @@ def main(argv: list[str]) -> int:
     )
     # Read and write every variable from this (the chief's) host: by default each ps would
     # write its own variables into a directory of the same name on its own disk.
-    on_chief = tf.train.CheckpointOptions(experimental_io_device="/job:chief/replica:0/task:0/device:CPU:0")
+    on_chief = tf.train.CheckpointOptions(
+        experimental_io_device="/job:chief/replica:0/task:0/device:CPU:0")
     if manager.latest_checkpoint:
         checkpoint.restore(manager.latest_checkpoint, options=on_chief)
     first_step = int(global_step.numpy())
@@ -74,17 +77,20 @@ def main(argv: list[str]) -> int:
 
         return strategy.run(replica_fn)
 
-    # Steps run asynchronously on the workers; schedule what is left to reach train_steps.
-    last = marked = None
-    for i in range(max(args.train_steps - first_step, 0)):
-        last = coordinator.schedule(train_step)
-        if i % 50 == 0:
-            if marked is not None:  # scheduled 50 steps ago, so fetching rarely waits
-                loss = float(marked.fetch())
-                print(f"step {int(global_step.numpy())} loss {loss:.4f}", flush=True)
-            marked = last
-    coordinator.join()
-    loss = float(last.fetch()) if last is not None else None
+    # Steps run asynchronously on the workers: schedule them --save_every at a time, wait
+    # for them, save (from this host, see above), until train_steps.
+    loss = None
+    while (step := int(global_step.numpy())) < args.train_steps:
+        last = None
+        for _ in range(min(args.save_every, args.train_steps - step)):
+            last = coordinator.schedule(train_step)
+        coordinator.join()
+        loss = float(last.fetch())
+        step = int(global_step.numpy())
+        print(f"step {step} loss {loss:.4f}", flush=True)
+        if step < args.train_steps:
+            manager.save(checkpoint_number=step, options=on_chief)
+        time.sleep(args.step_sleep * args.save_every)
     final_step = int(global_step.numpy())
     print(f"step {final_step} loss {loss}", flush=True)
 

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from conftest import wait_for_final_state
 from jobtools import (
+    EXAMPLES,
     REPO,
     TFYARN,
     JobFiles,
@@ -56,7 +57,8 @@ MIN_CHECKPOINT_STEP = 50  # mnist1.py saves every 50 steps
 # Long enough to kill mid-training and have the replacement join before the end.
 TRAIN_ARGS = ["--train_steps", "600", "--step_sleep", "0.1"]
 TRAIN_STEPS = 600
-CHECKPOINT_PATH = re.compile(r'^model_checkpoint_path: "(.*model\.ckpt-(\d+))"$', re.MULTILINE)
+# model.ckpt-N (TF1's Saver) or ckpt-N (TF2's CheckpointManager)
+CHECKPOINT_PATH = re.compile(r'^model_checkpoint_path: "(.*ckpt-(\d+))"$', re.MULTILINE)
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 
 
@@ -445,10 +447,37 @@ def assert_restored_from_hdfs(job: Job, stdout_name: str, min_step: int) -> None
     logs = yarn_logs(job.yarn_cluster, job.app_id, {stdout_name}, copies=2)
     restored = [int(m.group(1)) for c in logs.values() if stdout_name in c.files
                 for text in c.files.values()  # the agent's own log, beside the script's
-                for m in re.finditer(r"restored checkpoints/model\.ckpt-(\d+) from hdfs://",
+                for m in re.finditer(r"restored checkpoints/(?:model\.)?ckpt-(\d+) from hdfs://",
                                      text)]
     assert restored and max(restored) >= min_step, (
         f"no restore of a checkpoint >= {min_step} from HDFS in {stdout_name}: {restored}")
+
+
+@pytest.mark.parametrize("example", ["tf2_ps", "tf2_mwms"])
+def test_tf2_example_resumes_from_hdfs_after_its_chief_is_killed(
+        yarn_cluster, skein_client, submit, tmp_path: Path, example: str) -> None:
+    """TF2 ParameterServerStrategy / MultiWorkerMirroredStrategy: kill -9 the chief; the new
+    generation, on fresh local dirs, resumes from the checkpoint mirrored to HDFS."""
+    files = EXAMPLES / example
+    job = submit(*make_job(
+        tmp_path, args=["--train_steps", "600", "--save_every", "50", "--step_sleep", "0.05"],
+        thresholds={"chiefworker": 1}, settings={"checkpoint.mirror.interval": "2"},
+        resources=files / "resources.json", app_config=files / "appConfig.json"))
+    step_at_kill = job.wait_for_checkpoint()
+    killed_at = job.kill9(job.task("worker", 0))  # TF's chief gets the legacy worker 0 flags
+
+    app = job.final()
+    print(f"[{job.app_id}] chief killed at HDFS checkpoint {step_at_kill} -> the job ended "
+          f"{time.monotonic() - killed_at:.1f} s later")
+    assert_succeeded(job, app)
+    restarts = restarts_of(app["diagnostics"])
+    assert restarts == ["chiefworker 0 failed: cluster restarted as generation 1 from the last "
+                        "checkpoint"], restarts
+    result = job.result()
+    assert result["first_global_step"] >= step_at_kill > 0, result
+    assert result["global_step"] >= 600, result
+    assert_restored_from_hdfs(job, "chiefworker-0.stdout", step_at_kill)
+    job.assert_no_process_left()
 
 
 def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client, submit,
