@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.webpage import render_page, slider_exports
+from tfyarn import jobview
 from tfyarn.jobview import format_progress, format_table, parse_log_dump, role_counts
 
 DUMP = """Container: container_1_0001_01_000005 on 127.0.0.2:8144
@@ -87,3 +88,25 @@ def test_cluster_spec_flags_and_tf_config() -> None:
     assert ClusterSpec.from_json(spec.to_json()) == spec
     no_ps = ClusterSpec(chief=("c:2",), workers=("w:3",))
     assert "ps" not in no_ps.tf_config("chiefworker", 0)["cluster"]
+
+
+def test_storage_lines_say_where_checkpoints_are_and_how_fresh() -> None:
+    mirror = {"interval_s": 10.0, "last_sync": 1000.0, "last_checkpoint": "checkpoints/ckpt-50",
+              "restored": None, "error": None, "failing_since": None, "warning": None}
+    view = {"work_dir": "hdfs://nn:8020/user/a/tfyarn/jobs/app_1", "tasks": [
+        {"role": "chiefworker", "index": 0, "restarts": 1,
+         "mirror": {**mirror, "restored": "checkpoints/ckpt-40"}},
+        {"role": "ps", "index": 0, "restarts": 0, "mirror": None},
+    ]}
+    lines = jobview.storage_lines(view, now=1004.0)
+    assert lines[0] == "Work dir: hdfs://nn:8020/user/a/tfyarn/jobs/app_1"
+    assert "chiefworker 0 mirrors its local dir every 10 s: synced 4 s ago, newest checkpoint " \
+           "on HDFS checkpoints/ckpt-50" in lines
+    assert "  chiefworker 0 started from checkpoints/ckpt-40 (restored from HDFS)" in lines
+    failing = {**mirror, "error": "NameNode down", "failing_since": 990.0,
+               "warning": "split checkpoint"}
+    view["tasks"][0]["mirror"] = failing
+    lines = jobview.storage_lines(view, now=1004.0)
+    assert "  chiefworker 0: mirroring failing for 14 s (retrying): NameNode down" in lines
+    assert "  chiefworker 0: WARNING split checkpoint" in lines
+    assert jobview.storage_lines({"tasks": []}, now=0) == []

@@ -83,6 +83,8 @@ def status_command(app_id: str, as_json: bool) -> None:
         click.echo("\n".join(gpu_lines))
     if view["cluster_spec"]:
         click.echo(f"\nCluster spec: {json.dumps(view['cluster_spec'])}")
+    for line in jobview.storage_lines(view, time.time()):
+        click.echo(line)
     if view.get("tensorboard_url"):
         proxied = report.tracking_url.rstrip("/") + "/pages/tensorboard/"
         click.echo(f"TensorBoard: {view['tensorboard_url']} (through YARN: {proxied})")

@@ -142,6 +142,31 @@ def gpu_lines(view: dict) -> list[str]:
     return lines
 
 
+def storage_lines(view: dict, now: float) -> list[str]:
+    """Where the job's work dir is, and how the tasks' local dirs stand against it: the
+    newest checkpoint on HDFS, how long ago it was synced, failures and warnings."""
+    if not view.get("work_dir"):
+        return []
+    lines = [f"Work dir: {view['work_dir']}"]
+    for task in view["tasks"]:
+        mirror = task.get("mirror") or {}
+        name = f"{task['role']} {task['index']}"
+        if mirror.get("last_sync") or mirror.get("error"):
+            synced = (f"{now - mirror['last_sync']:.0f} s ago" if mirror.get("last_sync")
+                      else "not yet")
+            lines.append(f"  {name} mirrors its local dir every {mirror['interval_s']:.0f} s: "
+                         f"synced {synced}, newest checkpoint on HDFS "
+                         f"{mirror.get('last_checkpoint') or 'none yet'}")
+        if mirror.get("error"):
+            lines.append(f"  {name}: mirroring failing for {now - mirror['failing_since']:.0f} s "
+                         f"(retrying): {mirror['error']}")
+        if mirror.get("warning"):
+            lines.append(f"  {name}: WARNING {mirror['warning']}")
+        if mirror.get("restored") and task["restarts"]:
+            lines.append(f"  {name} started from {mirror['restored']} (restored from HDFS)")
+    return lines
+
+
 def chief_progress(view: dict) -> str | None:
     """The chief's last line of output, fetched from its NodeManager while it runs."""
     chief = next((t for t in view["tasks"] if t["role"] == "chiefworker"), None)
