@@ -100,7 +100,7 @@ def test_storage_lines_say_where_checkpoints_are_and_how_fresh() -> None:
     ]}
     lines = jobview.storage_lines(view, now=1004.0)
     assert lines[0] == "Work dir: hdfs://nn:8020/user/a/tfyarn/jobs/app_1"
-    assert "chiefworker 0 mirrors its local dir every 10 s: synced 4 s ago, newest checkpoint " \
+    assert "  chiefworker 0 mirrors its local dir every 10 s: synced 4 s ago, newest checkpoint " \
            "on HDFS checkpoints/ckpt-50" in lines
     assert "  chiefworker 0 started from checkpoints/ckpt-40 (restored from HDFS)" in lines
     failing = {**mirror, "error": "NameNode down", "failing_since": 990.0,
