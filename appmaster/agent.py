@@ -239,6 +239,8 @@ def main() -> int:
     except gpus.GpuError as exc:
         reason = f"{name} cannot start: its GPUs: {exc}"
         log.error("%s", reason)
+        with open(log_dir() / f"{name}.stderr", "a") as err:  # where `tfyarn logs` looks
+            err.write(f"tfyarn: {reason}\n")
         app.kv.put(registry.tail_key(container), reason.encode())
         _status(app, container, "exited", exit_code=gpus.GPU_FAILED_EXIT,
                 gpus={"error": str(exc)})

@@ -237,6 +237,10 @@ def test_a_failing_nvidia_smi_fails_the_gpu_task_saying_why(
                       timeout_s=120)
     errors = [t["gpus"]["error"] for t in view["tasks"] if (t.get("gpus") or {}).get("error")]
     assert errors and all("nvidia-smi failed" in e for e in errors), view["tasks"]
+    # The task's own log says it too (`tfyarn logs`, from YARN's aggregated logs).
+    wait_until("the worker's log saying why", lambda: "its GPUs: nvidia-smi failed (exit code 9)"
+               in run_tfyarn(yarn_cluster, "logs", app_id, "--role", "worker").stdout,
+               timeout_s=120)
     # The ps and the chief asked for no GPU: they never ran nvidia-smi, nor were told any.
     assert not files_with_gpus(JobFiles(layout, app_id))
 
