@@ -244,6 +244,11 @@ def take(wanted: int, log=None, lock_dir: str | Path = LOCK_DIR,
 
 # ---------------------------------------------------------------- how the GPUs are shown
 
+def worth_showing(summary: dict | None) -> bool:
+    """Whether a task's GPUs deserve a column: it holds some, or could not have them."""
+    return bool(summary) and bool(summary.get("devices") or summary.get("error"))
+
+
 def short_text(summary: dict | None) -> str:
     """A task's GPUs in a table cell: nvidia-smi's indices, "none", or "error"."""
     if not summary:

@@ -110,7 +110,8 @@ def task_columns(tasks: list[dict]) -> list[str]:
     extra: list[str] = []
     for task in tasks:
         extra += [k for k, v in task.items() if k not in TASK_COLUMNS and k not in NAMED
-                  and k not in HIDDEN_TASK_KEYS and k not in extra and v not in (None, "", {})]
+                  and k not in HIDDEN_TASK_KEYS and k not in extra and v not in (None, "", {})
+                  and (k != "gpus" or gpus.worth_showing(v))]  # no column when none uses GPUs
     return [*TASK_COLUMNS, *extra]
 
 

@@ -274,3 +274,14 @@ def test_the_dry_run_says_each_gpu_roles_gpus_and_label(tmp_path: Path, monkeypa
     assert ("  GPUs: 2 yarn.io/gpu per task (4 in all) on node label gpu; each task's script "
             "gets its own in CUDA_VISIBLE_DEVICES") in result.output
     assert result.output.count("GPUs:") == 1  # the ps and the chief ask for none
+
+
+def test_a_job_without_gpus_gets_no_gpu_column() -> None:
+    from appmaster import jobpage
+    from tfyarn import jobview
+
+    view = gpu_view()
+    view["tasks"] = view["tasks"][:1]  # the ps alone: it asked for no GPU
+    assert "GPUS" not in jobview.format_table(view)
+    assert jobview.gpu_lines(view) == []
+    assert "<th>gpus</th>" not in jobpage.tasks_html(view)

@@ -116,6 +116,8 @@ def format_table(view: dict) -> str:
     columns = [("role", "ROLE"), ("index", "IDX"), ("state", "STATE"), ("address", "HOST:PORT"),
                ("yarn_container_id", "CONTAINER"), ("node", "NODE"), ("restarts", "RESTARTS"),
                ("exit_code", "EXIT"), ("gpus", "GPUS"), ("log_url", "LOGS")]
+    if not any(gpus.worth_showing(task.get("gpus")) for task in view["tasks"]):
+        columns.remove(("gpus", "GPUS"))  # a job without GPUs
     rows = [[gpus.short_text(task.get(key)) if key == "gpus" else
              str(task.get(key)) if task.get(key) is not None else "-" for key, _ in columns]
             for task in view["tasks"]]
