@@ -270,4 +270,6 @@ def page_text(summary: dict | None) -> str:
     if summary.get("error"):
         return f"failed: {summary['error']}"
     devices = summary.get("devices") or []
-    return "; ".join(device_text(d) for d in devices) or "none (CUDA_VISIBLE_DEVICES empty)"
+    # The UUID shortened (the whole of it on hover): the table must fit a laptop's screen.
+    return "; ".join(f"GPU {d['index']}: {d['name']}, {d['memory_mib']} MiB "
+                     f"({d['uuid'][:12]}…)" for d in devices) or "none"

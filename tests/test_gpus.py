@@ -172,7 +172,7 @@ def test_a_container_that_sees_only_its_own_gpus_uses_them(tmp_path: Path) -> No
     summary = held.summary()
     assert summary["devices"][1] == {"index": 1, "uuid": "GPU-y", "name": "NVIDIA H100 80GB HBM3",
                                      "memory_mib": 81559, "bus_id": "00000000:0B:00.0"}
-    assert gpus.page_text(summary).startswith("GPU 0: NVIDIA H100 80GB HBM3, 81559 MiB, GPU-x")
+    assert gpus.page_text(summary).startswith("GPU 0: NVIDIA H100 80GB HBM3, 81559 MiB (GPU-x…)")
     assert gpus.short_text({"error": "nvidia-smi failed"}) == "error"
 
 
@@ -246,8 +246,9 @@ def test_the_job_page_shows_each_tasks_gpus() -> None:
 
     page = jobpage.tasks_html(gpu_view())
     assert "<th>gpus</th>" in page
-    assert "none (CUDA_VISIBLE_DEVICES empty)" in page
-    assert "GPU 1: NVIDIA H100 80GB HBM3, 81559 MiB, GPU-" in page
+    uuid = gpu_view()["tasks"][1]["gpus"]["devices"][0]["uuid"]
+    assert f"GPU 1: NVIDIA H100 80GB HBM3, 81559 MiB ({uuid[:12]}…)" in page
+    assert uuid in page  # on hover
     assert "failed: nvidia-smi failed (exit code 9): no driver" in page
 
 
