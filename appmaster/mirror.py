@@ -35,6 +35,8 @@ STATE_FILE = "checkpoint"  # TensorFlow's checkpoint state file, in every checkp
 SKIPPED_NAMES = (".tfyarn-outcome.json",)
 PARALLEL_UPLOADS = 4
 MAX_BACKOFF_S = 60.0
+PROBE_TIMEOUT_S = 10.0  # is the NameNode there at all?
+COPY_TIMEOUT_S = 1800.0  # one round's copies: generous, a checkpoint may be large
 _PATHS = re.compile(r'^(model_checkpoint_path|all_model_checkpoint_paths):\s*"(.*)"\s*$')
 _SHARD = re.compile(r"\.data-(\d+)-of-(\d+)$")
 
@@ -304,12 +306,19 @@ class WorkDirMirror:
     # ------------------------------------------------------------ the loop
 
     def start(self, action: str = "sync", on_status=None) -> None:
-        """Run ``sync`` (or ``pull``) every interval in a thread, backing off on failures."""
+        """Run ``sync`` (or ``pull``) every interval in a thread, backing off on failures.
+
+        Each round first asks the NameNode something cheap, so an unreachable HDFS shows as
+        a failure within seconds; the copy itself may take as long as a big checkpoint needs.
+        """
+        what = f"HDFS ({self.remote.url})"
+
         def loop() -> None:
             delay = self.interval_s
             while not self._stop.wait(delay):
                 try:
-                    bounded(getattr(self, action), what=f"HDFS ({self.remote.url})")
+                    bounded(self.remote.exists, PROBE_TIMEOUT_S, what)
+                    bounded(getattr(self, action), COPY_TIMEOUT_S, what)
                     delay = self.interval_s
                 except (StorageError, OSError) as exc:
                     self._failed(exc)
