@@ -210,6 +210,40 @@ def test_each_gpu_task_gets_its_own_gpu_and_a_replacement_the_freed_one(
         release.remove()
 
 
+def test_two_jobs_on_one_gpu_node_get_different_gpus(
+        yarn_cluster, tmp_path: Path, jobs: list[str]) -> None:
+    """Without isolation YARN would let both jobs' workers use GPU 0; each holds its own."""
+    layout = yarn_cluster.layout
+    release = ReleaseFile.fresh(layout)
+    apps = []
+    try:
+        for name in ("a", "b"):
+            (tmp_path / name).mkdir()
+            resources, app_config = gpu_job(tmp_path / name, release)
+            doc = json.loads(resources.read_text())
+            doc["components"]["ps"]["yarn.component.instances"] = "0"
+            doc["components"]["worker"]["yarn.component.instances"] = "1"
+            resources.write_text(json.dumps(doc))
+            apps.append(submit_detached(yarn_cluster, resources, app_config))
+            jobs.append(apps[-1])
+        held = []
+        for app_id in apps:
+            record = wait_until(f"{app_id}'s worker's GPU record", lambda a=app_id: records(
+                JobFiles(layout, a)).get("worker_1.attempt0"), check=lambda a=app_id: ended(
+                yarn_cluster, a))
+            held.append(record["cuda_visible_devices"])
+        print(f"\nCUDA_VISIBLE_DEVICES of the two jobs' workers: {held}")
+        assert sorted(held) == ["0", "1"]
+    finally:
+        release.touch()
+    try:
+        for app_id in apps:
+            wait_until("the job's end", lambda a=app_id: ended(yarn_cluster, a))
+            assert app_report(yarn_cluster, app_id)["finalStatus"] == "SUCCEEDED"
+    finally:
+        release.remove()
+
+
 def test_a_failing_nvidia_smi_fails_the_gpu_task_saying_why(
         yarn_cluster, tmp_path: Path, jobs: list[str]) -> None:
     """nvidia-smi failing in the container: the task does not guess its GPUs; it fails, and
