@@ -31,7 +31,6 @@ from appmaster.jobplan import JobPlan
 
 log = logging.getLogger("tfyarn.master")
 
-CHIEF = "chiefworker"
 TENSORBOARD = "tensorboard"
 SUCCEEDED, FAILED = "SUCCEEDED", "FAILED"
 ALL_STATES = ["WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"]
@@ -323,7 +322,7 @@ class Master:
         task.state = "finished"
         log.info("%s finished (container %s)", task.name, task.container)
         if self.plan.success_policy == "chief":
-            done = task.role == CHIEF
+            done = (task.role, task.index) == self.plan.chief  # worker 0 without chiefworker
         else:
             done = all(t.state == "finished" for t in self.live_tasks() if t.role != "ps")
         if done:
@@ -348,7 +347,7 @@ class Master:
         if not role.may_restart(failures):
             task.state = "failed"  # the failure that ends the job, not a task tfyarn stopped
             raise Outcome(FAILED, self.over_threshold_message(task, failures, reason))
-        if task.role == "worker":
+        if self.replaceable(task):
             self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})")
         else:
             self.restarts.append(f"{task.name} failed: cluster restarted as generation "
@@ -360,11 +359,15 @@ class Master:
         task.attempt += 1
         task.failed_at = time.monotonic()
         task.exit_code = None
-        if task.role == "worker":
+        if self.replaceable(task):
             log.info("replacing %s with a new container (attempt %d)", task.name, task.attempt)
             self.request(task)
         else:
             self.restart_generation(task)
+
+    def replaceable(self, task: Task) -> bool:
+        """A plain worker: not the chief (worker 0 in a job without a chiefworker)."""
+        return task.role == "worker" and (task.role, task.index) != self.plan.chief
 
     def restart_generation(self, failed: Task) -> None:
         """End every old container first, then a fresh rendezvous for every task."""
