@@ -21,7 +21,7 @@ import skein
 
 from appmaster import gpus, registry
 from appmaster.cluster_spec import ClusterSpec
-from appmaster.jobplan import SECRET_FILE_PREFIX, JobPlan
+from appmaster.jobplan import DATA_DIR_NAME, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 
@@ -261,7 +261,8 @@ def main() -> int:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     else:
         spec = wait_for_spec(app, task.generation, address, task.role, task.index)
-        command = plan.task_command(spec, task.role, task.index, work_dir)
+        command = plan.task_command(spec, task.role, task.index, work_dir,  # YARN localized
+                                    str(Path(DATA_DIR_NAME).resolve()))  # the data dir here
         env = task_environment(spec, task, work_dir, plan.secrets,
                                work.job_dir if work.mirror else None)
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
