@@ -5,6 +5,10 @@ Legacy scripts get ``--ps_hosts/--worker_hosts/--job_name/--task_index``, where
 ``worker_hosts`` lists the chief first and the chief runs as ``worker`` task 0.
 TF2 scripts read ``TF_CONFIG``, where the chief is its own ``chief`` task type and
 plain workers are numbered from 0.
+
+A job without a ``chiefworker`` (Slider's own package) has workers only: ``worker_hosts`` lists
+them, worker 0 is the chief, and ``TF_CONFIG`` has no ``chief``, which TensorFlow reads the
+same way (worker 0 is then its chief).
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ class ClusterSpec:
     def addresses(self, role: str) -> tuple[str, ...]:
         return {"ps": self.ps, "chiefworker": self.chief, "worker": self.workers}[role]
 
-    def flags(self, role: str, index: int, work_dir: str | None = None) -> list[str]:
-        """The command-line flags of Slider's convention for one task."""
+    def flags(self, role: str, index: int, work_dir: str | None = None,
+              data_dir: str | None = None, work_dir_flag: str = "--work_dir") -> list[str]:
+        """The command-line flags of Slider's convention for one task: its four, then
+        ``--data_dir`` and the work dir (``--ckp_dir`` in Slider's package) when given."""
         if role == "ps":
             job_name, task_index = "ps", index
         elif role == "chiefworker":
@@ -42,8 +48,10 @@ class ClusterSpec:
             f"--job_name={job_name}",
             f"--task_index={task_index}",
         ]
+        if data_dir is not None:
+            flags.append(f"--data_dir={data_dir}")
         if work_dir is not None:
-            flags.append(f"--work_dir={work_dir}")
+            flags.append(f"{work_dir_flag}={work_dir}")
         return flags
 
     def tf_config(self, role: str, index: int) -> dict:

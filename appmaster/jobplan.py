@@ -15,6 +15,7 @@ from appmaster.cluster_spec import ClusterSpec
 JOB_FILE = "tfyarn-job.json"
 SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
 SECRET_FILE_PREFIX = ".tfyarn-secret-"  # a secret's file name in each task's directory
+DATA_DIR_NAME = "data"  # site.global.user.data.dir, localized by YARN into each task's directory
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,18 @@ class JobPlan:
     secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
     tensorboard: RolePlan | None = None  # a TensorBoard beside the tasks, on the work dir
     mirror_interval_s: float = 10.0  # the chief's local work dir -> HDFS, this often
+    # Slider's site.global.user.data.dir on HDFS: YARN localizes it as DATA_DIR_NAME and the
+    # script gets --data_dir; None: no --data_dir
+    data_dir: str | None = None
+    # "--ckp_dir" with Slider's site.global.user.checkpoint.prefix (its scripts know no
+    # --work_dir): the flag that names the task's local work dir
+    work_dir_flag: str = "--work_dir"
+    heartbeat_timeout_s: float = 30.0  # an agent silent this long: its task is lost
+
+    @property
+    def heartbeat_interval_s(self) -> float:
+        """How often agents say they are alive: six beats fit in the timeout."""
+        return max(0.5, self.heartbeat_timeout_s / 6)
 
     @property
     def chief(self) -> tuple[str, int]:
@@ -73,10 +86,14 @@ class JobPlan:
         return [self.python, "-m", "tensorboard.main", "--logdir", work_dir,
                 "--host", "0.0.0.0", "--port", str(port)]
 
-    def task_command(self, spec: ClusterSpec, role: str, index: int, work_dir: str) -> list[str]:
-        """The exact command line one task runs (relative to the container's directory)."""
+    def task_command(self, spec: ClusterSpec, role: str, index: int, work_dir: str,
+                     data_dir: str | None = None) -> list[str]:
+        """The exact command line one task runs (relative to the container's directory);
+        ``data_dir``: where the data dir was localized (default: relative to it)."""
         script = f"{SCRIPTS_DIR}/{self.entry}"
-        return [self.python, script, *spec.flags(role, index, work_dir), *self.script_args]
+        data = (data_dir or DATA_DIR_NAME) if self.data_dir else None
+        flags = spec.flags(role, index, work_dir, data_dir=data, work_dir_flag=self.work_dir_flag)
+        return [self.python, script, *flags, *self.script_args]
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

@@ -116,11 +116,13 @@ def test_unknown_key_suggests_closest(tmp_path: Path) -> None:
                    'components.worker."yarn.memroy"', "unknown key", 'did you mean "yarn.memory"?')
 
 
-def test_missing_chief(tmp_path: Path) -> None:
+def test_neither_chief_nor_worker(tmp_path: Path) -> None:
+    """Without a chiefworker, worker 0 is the chief; without either, nothing could train."""
     res = seed_resources()
     del res["components"]["chiefworker"]
+    del res["components"]["worker"]
     assert_refused(run_bad(tmp_path, resources=res), "resources.json",
-                   "components.chiefworker", "missing", 'add "chiefworker"')
+                   "components", "no chiefworker and no worker", 'add "worker"')
 
 
 def test_priorities_must_be_unique(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import getpass
 import json
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,6 @@ def test_slider_documents_load(job_dir: Path) -> None:
         ignored=(
             "site.global.hadoop.conf",
             "site.global.yarn.cgroup.root",
-            "site.global.user.checkpoint.prefix",
             "site.global.user.name",
             "site.global.zookeeper.quorum",
             "site.global.ps.port",
@@ -136,6 +136,7 @@ def test_slider_documents_load(job_dir: Path) -> None:
             "site.global.tensorboard.port",
         ),
         docker_image="ytensorflow:0.2.1",
+        checkpoint_prefix=f"hdfs://hdpdev/user/{getpass.getuser()}/.slider/cluster",
     )
     assert app.scripts_dir.is_absolute() and app.entry_path.is_absolute()
 
@@ -306,11 +307,48 @@ def test_zero_ps_and_workers_allowed(job_dir: Path) -> None:
     assert job.component("ps") is not None  # still listed, with no containers
 
 
-def test_chief_missing(job_dir: Path) -> None:
+def test_without_chiefworker_worker_0_is_the_chief(job_dir: Path) -> None:
+    """Slider's own package: ps, worker and tensorboard; its script makes worker 0 the chief."""
     doc = slider_resources()
     del doc["components"]["chiefworker"]
+    job = load(job_dir, doc)
+    assert [c.name for c in job.tasks()] == ["ps", "worker"]
+
+
+def test_neither_chiefworker_nor_worker(job_dir: Path) -> None:
+    doc = slider_resources()
+    del doc["components"]["chiefworker"]
+    del doc["components"]["worker"]
     text = errors(job_dir, doc)
-    assert_problem(text, "resources.json", "components.chiefworker", "missing", 'add "chiefworker"')
+    assert_problem(text, "resources.json", "components", "no chiefworker and no worker",
+                   'add "worker"')
+
+
+def test_without_chiefworker_workers_cannot_be_zero_or_ignored(job_dir: Path) -> None:
+    doc = slider_resources()
+    del doc["components"]["chiefworker"]
+    doc["components"]["worker"]["yarn.component.instances"] = "0"
+    assert_problem(errors(job_dir, doc), "resources.json",
+                   'components.worker."yarn.component.instances"', "worker 0 is its chief")
+    doc["components"]["worker"]["yarn.component.instances"] = "2"
+    doc["components"]["worker"]["yarn.container.failure.policy"] = "ignore"
+    assert_problem(errors(job_dir, doc), "resources.json",
+                   'components.worker."yarn.container.failure.policy"', "worker 0 is the chief")
+
+
+def test_slider_data_and_checkpoint_keys(job_dir: Path) -> None:
+    app = app_with(**{"user.data.dir": "hdfs://default/user/${USER_NAME}/mnist-data",
+                      "tensor.board.port": "${tensorboard.ALLOCATED_PORT}{PER_CONTAINER}"})
+    job = load(job_dir, app=app, user="alice")
+    assert job.app.data_dir == "hdfs://default/user/alice/mnist-data"
+    assert job.app.checkpoint_prefix == "hdfs://hdpdev/user/alice/.slider/cluster"
+    assert "site.global.tensor.board.port" in job.app.ignored
+    both = app_with(**{"user.work.dir": "hdfs:///jobs/${APP_ID}"})
+    assert_problem(errors(job_dir, app=both), "appConfig.json",
+                   'global."site.global.user.checkpoint.prefix"', "both this and")
+    odd = app_with(**{"user.data.dir": "hdfs:///data/${APP_ID}"})
+    assert_problem(errors(job_dir, app=odd), "appConfig.json",
+                   'global."site.global.user.data.dir"', "unknown placeholder ${APP_ID}")
 
 
 @pytest.mark.parametrize("count", ["0", "2"])
@@ -532,7 +570,9 @@ def test_app_name_length(job_dir: Path) -> None:
 
 def test_work_dir_placeholders(job_dir: Path) -> None:
     work_dir = "hdfs:///user/${USER_NAME}/jobs/${APP_ID}"
-    app = load(job_dir, app=app_with(**{"user.work.dir": work_dir}), user="alice").app
+    doc = app_with(**{"user.work.dir": work_dir})
+    del doc["global"]["site.global.user.checkpoint.prefix"]  # one or the other says where
+    app = load(job_dir, app=doc, user="alice").app
     assert app.work_dir == "hdfs:///user/alice/jobs/${APP_ID}"
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 import skein
 
 import appmaster
-from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR, SECRET_FILE_PREFIX, JobPlan
+from appmaster.jobplan import DATA_DIR_NAME, JOB_FILE, SCRIPTS_DIR, SECRET_FILE_PREFIX, JobPlan
 from tfyarn import skeinui
 from tfyarn.environments import JobEnvironment
 from tfyarn.plan import Placement
 from tfyarn.submit import QUICK_JVM_OPTIONS
+from tfyarn.workdir import qualified
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
 
@@ -39,6 +40,9 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     for name, path in (secrets or {}).items():
         task_files[SECRET_FILE_PREFIX + name] = skein.File(str(path), type="file",
                                                            visibility="application")
+    if plan.data_dir:  # Slider's user.data.dir: YARN copies it from HDFS once per node
+        task_files[DATA_DIR_NAME] = skein.File(qualified(plan.data_dir), type="file",
+                                               visibility="application")
     services = {
         role.name: skein.Service(
             # skein asks for the first role's containers the moment its AppMaster starts, so

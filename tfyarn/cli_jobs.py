@@ -68,7 +68,7 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
     try:  # the job's Python env and Docker image (tfyarn/environments.py)
         job = environments.with_overrides(job, python_env, docker_image, docker_mounts)
         plan = build_plan(job, name, default_label=am_label)
-        workdir.check(plan.work_dir)  # on HDFS: reachable and writable by this user
+        workdir.check_plan(plan)  # on HDFS: reachable, writable; the data dir readable
     except (environments.JobEnvironmentError, workdir.WorkDirError) as exc:
         raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
     placement = Placement(queue=queue or job.app.queue, tags=tags,

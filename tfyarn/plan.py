@@ -46,14 +46,18 @@ def build_plan(job: JobConfig, name: str | None = None,
     app = job.app
     roles = tuple(role_plan(c, default_label) for c in job.tasks())
     tensorboard = job.component(TENSORBOARD)
+    name = name or app.name
+    work_dir = app.work_dir or default_work_dir()
+    if app.checkpoint_prefix:  # Slider's layout: <prefix>/<application name>.<application id>
+        work_dir = f"{app.checkpoint_prefix.rstrip('/')}/{name}.${{APP_ID}}"
     return JobPlan(
-        name=name or app.name,
+        name=name,
         entry=app.entry_path.relative_to(app.scripts_dir).as_posix(),
         python=environments.task_python(  # may raise environments.JobEnvironmentError
             None if app.python_env is None else environments.archive_python(app.python_env),
             app.python, app.docker_image,
         ),
-        work_dir=app.work_dir or default_work_dir(),
+        work_dir=work_dir,
         roles=roles,
         script_args=app.script_args,
         registration_timeout_s=app.registration_timeout_s,
@@ -66,6 +70,7 @@ def build_plan(job: JobConfig, name: str | None = None,
         tensorboard=(role_plan(tensorboard, default_label)
                      if tensorboard and tensorboard.instances else None),
         mirror_interval_s=app.mirror_interval_s,
+        heartbeat_timeout_s=app.heartbeat_timeout_s,
     )
 
 
@@ -135,6 +140,9 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
             "image": job.app.docker_image, "mounts": list(job.app.docker_mounts),
         },
         "work_dir": work_dir,
+        "checkpoint_prefix": job.app.checkpoint_prefix,
+        "data_dir": plan.data_dir,
+        "chief": "{} {}".format(*plan.chief),
         "registration_timeout_s": plan.registration_timeout_s,
         "allocation_timeout_s": plan.allocation_timeout_s,
         "deadline_s": plan.deadline_s,
@@ -162,7 +170,11 @@ def format_plan(document: dict) -> str:
         f"{', '.join(document['tags'])}",
         f"  scripts:  {document['scripts_dir']} (entry {document['entry']}, "
         f"python {document['python']})",
-        f"  work dir: {document['work_dir']}",
+        f"  work dir: {document['work_dir']}"
+        + (" (site.global.user.checkpoint.prefix; the tasks' --ckp_dir is kept in step with it)"
+           if document["checkpoint_prefix"] else ""),
+        f"  chief: {document['chief']}" + (" (no chiefworker component)"
+                                           if document["chief"] == "worker 0" else ""),
         f"  AppMaster: {document['appmaster']['memory_mb']} MB, "
         f"{document['appmaster']['vcores']} vcore(s), node label "
         f"{document['appmaster']['node_label'] or '<default partition>'}, up to "
@@ -173,6 +185,9 @@ def format_plan(document: dict) -> str:
         "  success: " + ("when the chief exits 0" if document["success_policy"] == "chief"
                           else "when the chief and every worker exit 0"),
     ]
+    if document["data_dir"]:
+        lines.append(f"  data dir: {document['data_dir']}, localized by YARN into every task's "
+                     "directory (--data_dir)")
     if document["python_env"]:
         lines.append(f"  python env: {document['python_env']}, unpacked as "
                      f"./{environments.ENV_DIR} in every container (uploaded once per content)")

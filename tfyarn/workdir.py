@@ -18,6 +18,8 @@ from appmaster.storage import REMOTE_SCHEMES, RemoteDir, StorageError, bounded, 
 from tfyarn import environments
 
 WORK_DIR_KEY = "site.global.user.work.dir"
+CHECKPOINT_PREFIX_KEY = "site.global.user.checkpoint.prefix"  # Slider's: <prefix>/<name>.<app id>
+DATA_DIR_KEY = "site.global.user.data.dir"  # Slider's: training data, localized by YARN
 LOCAL_DEFAULT = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
 CHECK_TIMEOUT_S = 20.0
 
@@ -44,39 +46,103 @@ def fixed_part(work_dir: str) -> str:
     return work_dir.split("${", 1)[0].rsplit("/", 1)[0]
 
 
-def check(work_dir: str, environ: Mapping[str, str] | None = None) -> None:
+def check_plan(plan, environ: Mapping[str, str] | None = None) -> None:
+    """The work dir (or Slider's checkpoint prefix) and the data dir of a JobPlan."""
+    if plan.work_dir_flag == "--ckp_dir":  # <prefix>/<name>.${APP_ID}: the prefix was written
+        check(fixed_part(plan.work_dir), environ, key=CHECKPOINT_PREFIX_KEY)
+    else:
+        check(plan.work_dir, environ)
+    if plan.data_dir:
+        check_data_dir(plan.data_dir, environ)
+
+
+def qualified(url: str, environ: Mapping[str, str] | None = None) -> str:
+    """hdfs:///path on the default file system, with its authority (for YARN's localizer)."""
+    parts = urlsplit(url)
+    if parts.netloc or parts.scheme not in REMOTE_SCHEMES:
+        return url
+    try:
+        default = environments.default_fs(os.environ if environ is None else environ)
+    except environments.JobEnvironmentError:
+        return url
+    if urlsplit(default).scheme != parts.scheme:
+        return url
+    return default.rstrip("/") + parts.path
+
+
+def _check_url(url: str, environ: Mapping[str, str], key: str, example: str) -> None:
+    """A URL of the cluster's file system, well formed, whose name service the cluster has."""
+    parts = urlsplit(url)
+    if parts.scheme not in REMOTE_SCHEMES:
+        raise WorkDirError(
+            f"{key} = {url!r}: tfyarn's tasks reach the cluster's file system "
+            f"over HDFS's protocol ({', '.join(s + '://' for s in REMOTE_SCHEMES)}), not "
+            f"{parts.scheme}://. Fix: use a directory on the cluster's file system, e.g. "
+            f"{example}.")
+    if not url.startswith(f"{parts.scheme}://") or not parts.path.startswith("/") or \
+            re.search(r"\s", url):
+        raise WorkDirError(
+            f"{key} = {url!r} is not a URL of the form "
+            f"{parts.scheme}://namenode:port/path (or {parts.scheme}:///path for the default "
+            f"file system). Fix: write it so, e.g. {example}.")
+    _check_authority(url, parts.scheme, parts.netloc, environ, key)
+
+
+def check(work_dir: str, environ: Mapping[str, str] | None = None,
+          key: str = WORK_DIR_KEY) -> None:
     """Refuse, before anything is submitted, a work dir the job could not use."""
     environ = os.environ if environ is None else environ
     parts = urlsplit(work_dir)
     if not parts.scheme or parts.scheme == "file":
         return  # the node's own disk: shared only on a one-node cluster (README)
-    if parts.scheme not in REMOTE_SCHEMES:
-        raise WorkDirError(
-            f"{WORK_DIR_KEY} = {work_dir!r}: tfyarn's tasks reach the cluster's file system "
-            f"over HDFS's protocol ({', '.join(s + '://' for s in REMOTE_SCHEMES)}), not "
-            f"{parts.scheme}://. Fix: use a directory on the cluster's file system, e.g. "
-            f"{default_work_dir(environ)}.")
-    if not work_dir.startswith(f"{parts.scheme}://") or not parts.path.startswith("/") or \
-            re.search(r"\s", work_dir):
-        raise WorkDirError(
-            f"{WORK_DIR_KEY} = {work_dir!r} is not a URL of the form "
-            f"{parts.scheme}://namenode:port/path (or {parts.scheme}:///path for the default "
-            f"file system). Fix: write it so, e.g. {default_work_dir(environ)}.")
-    _check_authority(work_dir, parts.scheme, parts.netloc, environ)
+    example = default_work_dir(environ)
+    if key == CHECKPOINT_PREFIX_KEY:
+        example = example.replace("/tfyarn/jobs/${APP_ID}", "/checkpoints")
+    _check_url(work_dir, environ, key, example)
     directory = fixed_part(work_dir)
     try:
         bounded(lambda: RemoteDir(directory).check_writable(), CHECK_TIMEOUT_S,
                 what=f"The NameNode of {directory}")
     except StorageError as exc:
         raise WorkDirError(
-            f"{WORK_DIR_KEY} = {work_dir!r}: cannot write in {directory}: {exc}. Fix: check "
+            f"{key} = {work_dir!r}: cannot write in {directory}: {exc}. Fix: check "
             "that the NameNode is up and reachable from here (`hdfs dfs -ls "
             f"{directory}`), and that you may write there (or pick a directory you own, "
-            f"such as {default_work_dir(environ)}).") from None
+            f"such as {example}).") from None
+
+
+def check_data_dir(data_dir: str, environ: Mapping[str, str] | None = None) -> None:
+    """Slider's training data dir: on the cluster's file system, a directory holding files."""
+    environ = os.environ if environ is None else environ
+    example = default_work_dir(environ).replace("/tfyarn/jobs/${APP_ID}", "/mnist-data")
+    _check_url(data_dir, environ, DATA_DIR_KEY, example)
+
+    def look() -> str | None:
+        remote = RemoteDir(data_dir)
+        try:
+            info = remote.client.get_file_info(remote.root)
+        except FileNotFoundError:
+            return "no such directory"
+        if not info.isdir:
+            return "a file, not a directory"
+        return None if remote.list_files() else "the directory holds no files"
+
+    try:
+        problem = bounded(look, CHECK_TIMEOUT_S, what=f"The NameNode of {data_dir}")
+    except StorageError as exc:
+        raise WorkDirError(
+            f"{DATA_DIR_KEY} = {data_dir!r}: cannot read it: {exc}. Fix: check that the "
+            f"NameNode is up and reachable from here (`hdfs dfs -ls {data_dir}`) and that you "
+            "may read it.") from None
+    if problem:
+        raise WorkDirError(
+            f"{DATA_DIR_KEY} = {data_dir!r}: {problem}; every task gets a copy of that "
+            f"directory's files as --data_dir. Fix: put the training data there first "
+            f"(`hdfs dfs -put <files> {data_dir}`), or name the directory that holds it.")
 
 
 def _check_authority(work_dir: str, scheme: str, authority: str,
-                     environ: Mapping[str, str]) -> None:
+                     environ: Mapping[str, str], key: str = WORK_DIR_KEY) -> None:
     """hdfs://<name>/ must name the default file system, a configured name service or a
     NameNode's host:port; Slider's files say hdfs://default/, which clusters rarely define."""
     if not authority or ":" in authority:
@@ -92,7 +158,7 @@ def _check_authority(work_dir: str, scheme: str, authority: str,
         offered = ", ".join(sorted({*(f"{scheme}://{n}" for n in known),
                                     *([default] if default else [])})) or "none configured"
         raise WorkDirError(
-            f"{WORK_DIR_KEY} = {work_dir!r} names the file system {scheme}://{authority}, "
+            f"{key} = {work_dir!r} names the file system {scheme}://{authority}, "
             f"which this cluster does not have (its default file system, fs.defaultFS, and "
             f"name services: {offered}). Fix: use {scheme}:///… for the default file system, "
             f"or {default or 'the cluster' + chr(39) + 's fs.defaultFS'}/….")
@@ -116,4 +182,5 @@ def _name_services(environ: Mapping[str, str]) -> set[str]:
     return names
 
 
-__all__ = ["WorkDirError", "check", "default_work_dir", "is_remote"]
+__all__ = ["WorkDirError", "check", "check_data_dir", "check_plan", "default_work_dir",
+           "is_remote", "qualified"]

@@ -20,7 +20,12 @@ from tfyarn.jobconfig.documents import (
     report_unknown,
     top_level,
 )
-from tfyarn.jobconfig.model import DEFAULT_MIRROR_INTERVAL_S, SUCCESS_POLICIES, AppConfig
+from tfyarn.jobconfig.model import (
+    DEFAULT_HEARTBEAT_TIMEOUT_S,
+    DEFAULT_MIRROR_INTERVAL_S,
+    SUCCESS_POLICIES,
+    AppConfig,
+)
 
 # appConfig.json keys, all under "global".
 _G = "site.global."
@@ -42,6 +47,11 @@ _DEADLINE = _G + "job.deadline"
 _AM_ATTEMPTS = _G + "am.max.attempts"
 _SECRETS = _G + "user.secrets"
 _MIRROR_INTERVAL = _G + "checkpoint.mirror.interval"
+_HEARTBEAT_TIMEOUT = _G + "task.heartbeat.timeout"
+# Slider's TensorFlow package: training data on HDFS (--data_dir), checkpoints on HDFS under
+# <prefix>/<application name>.<application id> (--ckp_dir).
+_DATA_DIR = _G + "user.data.dir"
+_CHECKPOINT_PREFIX = _G + "user.checkpoint.prefix"
 _APP_KEYS = (
     _ENTRY,
     _SCRIPTS_DIR,
@@ -61,6 +71,9 @@ _APP_KEYS = (
     _AM_ATTEMPTS,
     _SECRETS,
     _MIRROR_INTERVAL,
+    _HEARTBEAT_TIMEOUT,
+    _DATA_DIR,
+    _CHECKPOINT_PREFIX,
 )
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
 _SLIDER_ONLY_KEYS = (
@@ -68,9 +81,10 @@ _SLIDER_ONLY_KEYS = (
     _G + "yarn.cgroup.root",
     _G + "user.name",
     _G + "zookeeper.quorum",
-    _G + "user.checkpoint.prefix",
 )
-_PORT_KEY = re.compile(r"site\.global\.[A-Za-z0-9_-]+\.port")
+# Slider's ports, e.g. "site.global.ps.port", "site.global.tensor.board.port": tfyarn's agents
+# reserve each task's port themselves.
+_PORT_KEY = re.compile(r"site\.global\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.port")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_APP_NAME = 256
@@ -107,10 +121,19 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
             value=name,
         )
     work_dir = _work_dir(c, settings, user)
+    data_dir = _hdfs_dir(c, settings, _DATA_DIR, user)
+    checkpoint_prefix = _hdfs_dir(c, settings, _CHECKPOINT_PREFIX, user)
+    if checkpoint_prefix is not None and _WORK_DIR in settings:
+        c.add(key_path("global", _CHECKPOINT_PREFIX),
+              f'both this and "{_WORK_DIR}" say where the checkpoints go',
+              f'keep one: with "{_CHECKPOINT_PREFIX}" the work dir is '
+              "<prefix>/<application name>.<application id>, as in Slider.",
+              value=settings[_CHECKPOINT_PREFIX])
     timeout = _seconds(c, settings, _REGISTRATION_TIMEOUT, 300.0)
     allocation_timeout = _seconds(c, settings, _ALLOCATION_TIMEOUT, 120.0)
     deadline = _seconds(c, settings, _DEADLINE, None)
     mirror_interval = _seconds(c, settings, _MIRROR_INTERVAL, DEFAULT_MIRROR_INTERVAL_S)
+    heartbeat_timeout = _seconds(c, settings, _HEARTBEAT_TIMEOUT, DEFAULT_HEARTBEAT_TIMEOUT_S)
     success_policy = settings.get(_SUCCESS_POLICY, "chief")
     if success_policy not in SUCCESS_POLICIES:
         c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
@@ -147,6 +170,9 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
         docker_mounts=docker_mounts,
         secrets=_secrets(c, settings, Path(os.path.abspath(path)).parent),
         mirror_interval_s=mirror_interval or DEFAULT_MIRROR_INTERVAL_S,
+        heartbeat_timeout_s=heartbeat_timeout or DEFAULT_HEARTBEAT_TIMEOUT_S,
+        data_dir=data_dir,
+        checkpoint_prefix=checkpoint_prefix,
     )
 
 
@@ -342,6 +368,21 @@ def _work_dir(c: Checker, settings: dict[str, Any], user: str | None) -> str | N
         # ${APP_ID} stays: only the AppMaster knows it.
         work_dir = work_dir.replace("${USER_NAME}", user or getpass.getuser())
     return work_dir
+
+
+def _hdfs_dir(c: Checker, settings: dict[str, Any], key: str, user: str | None) -> str | None:
+    """A directory URL of Slider's keys, ${USER_NAME} filled in; whether the cluster has it is
+    checked before submitting (tfyarn/workdir.py)."""
+    text = _text(c, settings, key, "hdfs:///user/${USER_NAME}/mnist-data")
+    if text is None:
+        return None
+    unknown = sorted(set(re.findall(r"\$\{([^}]*)\}", text)) - {"USER_NAME"})
+    if unknown:
+        c.add(key_path("global", key), "unknown placeholder " + ", ".join(
+            "${" + u + "}" for u in unknown),
+            "use only ${USER_NAME} (the submitting user).", value=text)
+        return None
+    return text.replace("${USER_NAME}", user or getpass.getuser()).rstrip("/") or "/"
 
 
 def _seconds(c: Checker, settings: dict[str, Any], key: str, default: float | None):

@@ -14,7 +14,7 @@ FAILURE_THRESHOLD_MEANING = (
 )
 
 APPMASTER = "slider-appmaster"
-TASK_KINDS = ("ps", "chiefworker", "worker")
+TASK_KINDS = ("ps", "chiefworker", "worker")  # without a chiefworker, worker 0 is the chief
 TENSORBOARD = "tensorboard"
 COMPONENT_NAMES = (APPMASTER, *TASK_KINDS, TENSORBOARD)
 
@@ -68,6 +68,7 @@ class Component:
 
 
 DEFAULT_MIRROR_INTERVAL_S = 10.0
+DEFAULT_HEARTBEAT_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,12 @@ class AppConfig:
     secrets: dict[str, Path] = field(default_factory=dict)
     # seconds between copies of the chief's checkpoints to the work dir on HDFS
     mirror_interval_s: float = DEFAULT_MIRROR_INTERVAL_S
+    # a task whose agent is silent this long is lost (its host died or was cut off)
+    heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S
+    # Slider's keys: training data on HDFS, which every task gets as a local --data_dir
+    data_dir: str | None = None
+    # the job's work dir is <prefix>/<application name>.<application id>; tasks get --ckp_dir
+    checkpoint_prefix: str | None = None
 
 
 @dataclass(frozen=True)

@@ -128,14 +128,31 @@ def parse_resources(
         component = _component(settings, priorities)
         if component is not None:
             found.append(component)
-    if "chiefworker" not in components:
-        c.add(
-            key_path("components", "chiefworker"),
-            "missing: every job needs exactly one chief worker",
-            'add "chiefworker": {"yarn.role.priority": "2", "yarn.component.instances": "1", '
-            '"yarn.memory": "4096", "yarn.vcores": "1"} to "components".',
-        )
+    _check_chief(c, components, found)
     return tuple(sorted(found, key=lambda x: x.priority)), am_memory_mb, am_vcores
+
+
+def _check_chief(c: Checker, components: dict[str, Any], found: list[Component]) -> None:
+    """A job needs a chief: the chiefworker, or worker 0 when there is none (Slider's own
+    package has no chiefworker: its script makes worker 0 the chief)."""
+    if "chiefworker" in components:
+        return
+    worker = next((x for x in found if x.name == "worker"), None)
+    if "worker" not in components:
+        c.add(key_path("components"),
+              "no chiefworker and no worker: nothing would train and nothing could end the "
+              "job with success",
+              'add "worker": {"yarn.role.priority": "2", "yarn.component.instances": "1"} '
+              '(worker 0 is then the chief), or a "chiefworker" component.')
+    elif worker is not None and worker.instances == 0:
+        c.add(key_path("components", "worker", _INSTANCES),
+              "a job without a chiefworker needs at least 1 worker: worker 0 is its chief",
+              'give "1" or more, or add a "chiefworker" component.', value=str(worker.instances))
+    elif worker is not None and worker.failure_policy == "ignore":
+        c.add(key_path("components", "worker", _POLICY),
+              "without a chiefworker, worker 0 is the chief, which cannot be ignored: the job "
+              "cannot go on without it",
+              'use "restart" or "fatal", or add a "chiefworker" component.', value="ignore")
 
 
 def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
