@@ -5,14 +5,15 @@
   in a fresh local dir; one ``WorkDirMirror.sync()`` (the first upload), then one with nothing
   changed. Wall time, MB/s, this process's CPU seconds (getrusage: hdfs-native's threads are
   in-process) and the NameNode's and DataNode's CPU seconds meanwhile.
-- restore: ``WorkDirMirror.restore()`` of that HDFS dir into an empty local dir.
+- restore: ``WorkDirMirror.restore()`` of that HDFS dir into an empty local dir; and one
+  100-byte file put alone (``RemoteDir.write_bytes``): HDFS's cost per file.
 - rss: a fresh process that imports only appmaster.mirror and hdfs_native, then saves a new
   10 MB checkpoint and syncs it every second (as a chief saving every second would, the last
   5 kept): its VmRSS/VmHWM after the imports and at the end (/proc/self/status).
 - cluster (``--cluster-cost``): `tfyarn cluster up` from an empty state dir (the jars cached),
   where its time went, the RSS of every daemon idle and after the seed job (`tfyarn submit
   --wait`, from the repo root), and the peak RSS of that job's agents (the chief's mirrors)
-  and AppMaster. The cluster is stopped at the end.
+  and AppMaster. The cluster is stopped at the end (unless ``--keep-cluster``).
 
 Medians of ``--runs``; nothing is asserted. Every HDFS dir it writes is removed.
 
@@ -84,7 +85,8 @@ def cpu_s() -> float:
 
 
 def own_memory() -> dict[str, int]:
-    """VmRSS, VmHWM of this process, kB."""
+    """VmRSS, VmHWM of this process, kB (not bench.common.proc_usage: the RSS child must not
+    import bench.common and the tfyarn client behind it)."""
     status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines()
                   if ":" in line)
     return {key: int(status[key].split()[0]) for key in ("VmRSS", "VmHWM")}
