@@ -71,6 +71,8 @@ def build_plan(job: JobConfig, name: str | None = None,
                      if tensorboard and tensorboard.instances else None),
         mirror_interval_s=app.mirror_interval_s,
         heartbeat_timeout_s=app.heartbeat_timeout_s,
+        data_dir=app.data_dir,
+        work_dir_flag="--ckp_dir" if app.checkpoint_prefix else "--work_dir",
     )
 
 
