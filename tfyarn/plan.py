@@ -10,7 +10,7 @@ from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
 from tfyarn import environments
 from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, TENSORBOARD, Component, JobConfig
-from tfyarn.workdir import default_work_dir
+from tfyarn.workdir import default_work_dir, qualified
 
 # A dry run of thousands of tasks stays quick and small: a role with more tasks than this
 # shows its first ones and its last, and a longer host list shows its ends.
@@ -49,7 +49,8 @@ def build_plan(job: JobConfig, name: str | None = None,
     name = name or app.name
     work_dir = app.work_dir or default_work_dir()
     if app.checkpoint_prefix:  # Slider's layout: <prefix>/<application name>.<application id>
-        work_dir = f"{app.checkpoint_prefix.rstrip('/')}/{name}.${{APP_ID}}"
+        # hdfs:///… named with the cluster's fs.defaultFS, which the containers need not know
+        work_dir = qualified(f"{app.checkpoint_prefix.rstrip('/')}/{name}.${{APP_ID}}")
     return JobPlan(
         name=name,
         entry=app.entry_path.relative_to(app.scripts_dir).as_posix(),
@@ -71,7 +72,7 @@ def build_plan(job: JobConfig, name: str | None = None,
                      if tensorboard and tensorboard.instances else None),
         mirror_interval_s=app.mirror_interval_s,
         heartbeat_timeout_s=app.heartbeat_timeout_s,
-        data_dir=app.data_dir,
+        data_dir=app.data_dir and qualified(app.data_dir),
         work_dir_flag="--ckp_dir" if app.checkpoint_prefix else "--work_dir",
     )
 
