@@ -285,24 +285,35 @@ def files_with_gpus(files: JobFiles) -> list[str]:
 
 # ---------------------------------------------------------------- discovery decides the total
 
-OFFSET = 1800  # beside the test clusters (0-1000) and 1500
+# Beside the test clusters (offsets 0-1000) and developers' own: the first free of these.
+OFFSETS = (2100, 2400, 2700, 3000, 3300)
+
+
+def free_offset(nodes: int) -> int:
+    for offset in OFFSETS:
+        ports = [("127.0.0.1", p) for p in (*RM_PORTS.values(), *HDFS_PORTS.values())]
+        for nm in node_managers(nodes):
+            ports += [(nm.host, p) for p in (nm.rpc_port, nm.localizer_port, nm.webapp_port,
+                                             nm.collector_port)]
+        if not any(cluster._port_in_use(host, port + offset) for host, port in ports):
+            return offset
+    pytest.skip(f"no free port offset among {OFFSETS} for a throwaway cluster")
 
 
 def test_the_gpu_nodes_total_comes_from_discovery(tmp_path_factory) -> None:
     """A throwaway 2-node cluster with `--gpus 3`: the RM's yarn.io/gpu for the gpu node is
     what YARN's plugin discovered from the stand-in (3), not a configured count."""
     state = tmp_path_factory.mktemp("gpu-cluster")
-    layout = Layout(state, port_offset=OFFSET, nodes=2)
-    for port in RM_PORTS.values():
-        assert not cluster._port_in_use("127.0.0.1", port + OFFSET), "offset 1800 is taken"
+    offset = free_offset(2)
+    layout = Layout(state, port_offset=offset, nodes=2)
     env = dict(os.environ, TFYARN_CLUSTER_DIR=str(state),
-               TFYARN_CLUSTER_PORT_OFFSET=str(OFFSET))
+               TFYARN_CLUSTER_PORT_OFFSET=str(offset))
     try:
         up = subprocess.run([*TFYARN, "cluster", "up", "--nodes", "2", "--gpus", "3"], env=env,
                             capture_output=True, text=True, timeout=400)
         assert up.returncode == 0, up.stderr[-3000:]
         assert (state / "gpus").read_text().strip() == "3"
-        assert Layout(state, port_offset=OFFSET).gpu_count == 3  # as started, for `status`
+        assert Layout(state, port_offset=offset).gpu_count == 3  # as started, for `status`
         assert rm_gpu_total(layout) == 3
         found = discovered(layout)
         assert len(found) == 3 and len({gpu["uuid"] for gpu in found}) == 3
@@ -318,8 +329,8 @@ def test_the_gpu_nodes_total_comes_from_discovery(tmp_path_factory) -> None:
                                 text=True, timeout=60)
         assert "gpus 0/3" in status.stdout, status.stdout
     finally:
-        cluster.down(Layout(state, port_offset=OFFSET))
-    assert not cluster._port_in_use("127.0.0.1", HDFS_PORTS["namenode rpc"] + OFFSET)
+        cluster.down(Layout(state, port_offset=offset))
+    assert not cluster._port_in_use("127.0.0.1", HDFS_PORTS["namenode rpc"] + offset)
 
 
 if __name__ == "__main__":
