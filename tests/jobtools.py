@@ -340,3 +340,24 @@ def gpu_partition_busy(yarn_cluster, skein_client, seconds: int = 120):
         if str(skein_client.application_report(blocker).state) not in (
                 "FINISHED", "FAILED", "KILLED"):
             skein_client.kill_application(blocker)
+
+
+def application_ids(yarn_cluster) -> set[str]:
+    """Every application the ResourceManager knows."""
+    apps = (cluster.rest(yarn_cluster.layout, "apps").get("apps") or {}).get("app") or []
+    return {app["id"] for app in apps}
+
+
+def refused(yarn_cluster, resources: Path, app_config: Path, key: str,
+            env: dict | None = None) -> str:
+    """`tfyarn submit` of these files fails naming ``key``, with nothing submitted (the
+    ResourceManager's application list unchanged) and no Java frames; its message."""
+    before = application_ids(yarn_cluster)
+    result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
+                        str(app_config), "--detach", timeout_s=120, env=env)
+    assert result.returncode != 0, result.stdout
+    assert application_ids(yarn_cluster) == before, "something was submitted"
+    message = result.stderr
+    assert "nothing was submitted" in message and key in message, message
+    assert "\tat " not in message and "Exception" not in message, message  # no Java frames
+    return message
