@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -80,8 +81,14 @@ def test_the_stand_in_makes_an_n_gpu_node_of_the_recording(stand_in: Path) -> No
 
 
 def test_the_stand_in_fails_as_nvidia_smi_does_without_a_driver(stand_in: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "CONTAINER_ID"}
+    (stand_in.parent.parent / "gpu" / "fail-in-containers").touch()
+    assert subprocess.run([stand_in, "-L"], env=env, capture_output=True).returncode == 0
+    in_container = subprocess.run([stand_in, "-L"], env={**env, "CONTAINER_ID": "c_1"},
+                                  capture_output=True, text=True)
+    assert in_container.returncode == 9
     (stand_in.parent.parent / "gpu" / "fail").touch()
-    result = subprocess.run([stand_in, "-x", "-q"], capture_output=True, text=True)
+    result = subprocess.run([stand_in, "-x", "-q"], env=env, capture_output=True, text=True)
     assert result.returncode == 9
     assert "couldn't communicate with the NVIDIA driver" in result.stdout
 

@@ -249,7 +249,9 @@ def test_a_failing_nvidia_smi_fails_the_gpu_task_saying_why(
     """nvidia-smi failing in the container: the task does not guess its GPUs; it fails, and
     its log, YARN's diagnostics and `tfyarn status` say why."""
     layout = yarn_cluster.layout
-    fail = layout.node_dir(gpu_nm(layout)) / "gpu" / "fail"
+    # In containers only: YARN's NodeManager runs it too (every 3 s), and after 10 failures
+    # in a row it stops discovering until restarted.
+    fail = layout.node_dir(gpu_nm(layout)) / "gpu" / "fail-in-containers"
     release = ReleaseFile.fresh(layout)
     resources, app_config = gpu_job(tmp_path, release, ps_label="")
     fail.touch()
@@ -330,7 +332,6 @@ def test_the_gpu_nodes_total_comes_from_discovery(tmp_path_factory) -> None:
         assert "gpus 0/3" in status.stdout, status.stdout
     finally:
         cluster.down(Layout(state, port_offset=offset))
-    assert not cluster._port_in_use("127.0.0.1", HDFS_PORTS["namenode rpc"] + offset)
 
 
 if __name__ == "__main__":

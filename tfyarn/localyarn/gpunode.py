@@ -7,9 +7,11 @@ containers find the same stand-in on their PATH, so a task sees its node's GPUs 
 on a real node without isolation.
 
 The stand-in answers `nvidia-smi -q -x`, `nvidia-smi -L`, `nvidia-smi` and
-`nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`. While a file named
-`fail` lies beside its data (``<node dir>/gpu/fail``) it fails as nvidia-smi does when it
-cannot reach the driver (exit code 9), for fault tests.
+`nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`. For fault tests, it fails
+as nvidia-smi does when it cannot reach the driver (exit code 9) while a file named `fail`
+lies beside its data (``<node dir>/gpu/fail``), or only in containers (the NodeManager's own
+runs still succeed) while one named `fail-in-containers` does. The NodeManager runs it every
+3 s (GPU utilization) and gives up on discovery for good after 10 failures in a row.
 """
 
 from __future__ import annotations
@@ -91,12 +93,13 @@ def summary_table(gpus: list[dict]) -> str:
 STAND_IN = '''#!{python}
 """A stand-in for nvidia-smi on tfyarn's local cluster: replays a recorded GPU node
 ({count} GPU(s)). Written by tfyarn/localyarn/gpunode.py; data in {data}."""
-import json, sys
+import json, os, sys
 from pathlib import Path
 
 DATA = Path({data!r})
 args = sys.argv[1:]
-if (DATA / "fail").exists():
+if (DATA / "fail").exists() or (
+        (DATA / "fail-in-containers").exists() and "CONTAINER_ID" in os.environ):
     print({failure!r})
     sys.exit(9)
 gpus = json.loads((DATA / "gpus.json").read_text())
