@@ -113,8 +113,8 @@ def test_the_package_runs_as_shipped(yarn_cluster, slider_data: str) -> None:
     assert {f"model.ckpt-{step}.index", f"model.ckpt-{step}.data-00000-of-00001"} <= names
     assert any(n.startswith("events.out.tfevents") for n in names), names  # TensorBoard's
 
-    view = status(yarn_cluster, run.app_id)
-    text = json.dumps(view)
+    shown = status(yarn_cluster, run.app_id)
+    text, view = json.dumps(shown), shown["job"]
     assert url in text, f"tfyarn status does not say where the checkpoints are: {text[:2000]}"
     tasks = {(t["role"], t["index"]): t for t in view["tasks"]}
     assert set(tasks) == {("ps", 0), ("ps", 1), *(("worker", i) for i in range(5))}, tasks
