@@ -317,3 +317,36 @@ def test_dry_run_of_thousands_of_tasks_is_summarised(tmp_path: Path,
     text = dry_run(monkeypatch)
     assert "  ... 2992 more worker tasks like these (host lists summarised)" in text
     assert len(text.splitlines()) < 40 and len(text) < 20_000
+
+
+# ---- Slider's TensorFlow package: no chiefworker, its data and checkpoint keys ----
+
+
+def test_slider_package_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/slider/ (the package's files): worker 0 is the chief, --worker_hosts lists only
+    the workers, TF_CONFIG has no chief, and the script gets the package's six flags."""
+    from appmaster.cluster_spec import ClusterSpec
+    from tfyarn.jobconfig import load_job
+    from tfyarn.plan import build_plan
+
+    for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    slider = REPO / "examples" / "slider"
+    job = load_job(slider / "resources.json", slider / "appConfig.json", user="alice")
+    plan = build_plan(job)
+    assert [role.name for role in plan.roles] == ["ps", "worker"] and plan.tensorboard
+    assert plan.chief == ("worker", 0)
+    assert plan.work_dir == "hdfs:///user/alice/.slider/checkpoints/tfyarn-mnist.${APP_ID}"
+    assert plan.data_dir == "hdfs:///user/alice/mnist-data"
+    workers = [f"w{i}:1" for i in range(5)]
+    spec = ClusterSpec.from_exports({"ps": {0: "p0:1", 1: "p1:1"},
+                                     "worker": dict(enumerate(workers))})
+    assert plan.task_command(spec, "worker", 0, "/c/work", "/c/data")[1:] == [
+        "app/mnist.py", "--ps_hosts=p0:1,p1:1", f"--worker_hosts={','.join(workers)}",
+        "--job_name=worker", "--task_index=0", "--data_dir=/c/data", "--ckp_dir=/c/work"]
+    assert spec.tf_config("worker", 0) == {
+        "cluster": {"worker": workers, "ps": ["p0:1", "p1:1"]},
+        "task": {"type": "worker", "index": 0}}
+    assert set(job.app.ignored) == {f"site.global.{key}" for key in (
+        "hadoop.conf", "yarn.cgroup.root", "user.name", "zookeeper.quorum", "ps.port",
+        "worker.port", "tensor.board.port")}
