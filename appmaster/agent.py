@@ -21,6 +21,7 @@ import skein
 
 from appmaster import gpus, registry
 from appmaster.cluster_spec import ClusterSpec
+from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
@@ -216,6 +217,7 @@ def main() -> int:
     plan = JobPlan.from_container()
     task = registry.TaskAssignment.from_json(app.kv.wait(registry.task_key(container)))
     name = f"{task.role}-{task.index}"
+    Heartbeat(app.kv, container, plan.heartbeat_interval_s, plan.heartbeat_timeout_s).start()
 
     def report_mirror(status: MirrorStatus) -> None:
         app.kv.put(registry.mirror_key(container), json.dumps(status.to_dict()).encode())

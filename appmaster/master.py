@@ -28,6 +28,7 @@ import skein
 from appmaster import attempts, registry, webpage
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan
+from appmaster.liveness import Liveness
 
 log = logging.getLogger("tfyarn.master")
 
@@ -127,6 +128,10 @@ class Master:
         self.state = "STARTING"
         self.spec: ClusterSpec | None = None
         self.lock = threading.Lock()  # the web page reads while events are handled
+        # Agents' heartbeats: a silent task is lost long before YARN notices its node.
+        self.liveness = Liveness(plan.heartbeat_timeout_s)
+        self.next_liveness_check = 0.0
+        self.lost_nodes: dict[str, float] = {}  # host -> when a task there was lost
 
     # ------------------------------------------------------------ main loop
 
@@ -161,11 +166,16 @@ class Master:
     def view(self) -> dict:
         """The job as the web page, `tfyarn status` and the final log line show it."""
         with self.lock:
+            now = time.monotonic()
             return {
                 "app_id": self.app.id, "name": self.plan.name, "state": self.state,
                 "work_dir": self.work_dir,
                 "generation": self.generation, "updated": int(time.time() * 1000),
-                "tasks": [task.row() for task in self.tasks.values()],
+                "tasks": [{**task.row(),
+                           "silent_s": self.liveness.silent_for(task.container, now)}
+                          for task in self.tasks.values()],
+                "heartbeat_timeout_s": self.plan.heartbeat_timeout_s,
+                "lost_nodes": sorted(self.lost_nodes),
                 "tensorboard": self.tensorboard.row() if self.tensorboard else None,
                 "tensorboard_url": (f"http://{self.tensorboard.address}"
                                     if self.tensorboard and self.tensorboard.address else None),
@@ -240,9 +250,13 @@ class Master:
         if "gpus" in status:  # what its agent found: its own GPUs, or why it found none
             task.gpus = status["gpus"]
         if status["state"] == "started" and task.state == "requested":
+            if self.on_a_lost_node(task, container, status.get("node")):
+                return
             task.state = "started"
             task.yarn_container_id = status.get("yarn_container_id")
             task.node, task.user = status.get("node"), status.get("user")
+            if task is not self.tensorboard:
+                self.liveness.watch(container, time.monotonic())
             if all(t.state != "requested" for t in self.live_tasks()):
                 self.clock.mark_once("all started")
         elif status["state"] == "exited":
@@ -251,6 +265,7 @@ class Master:
                 # The agent's word comes at once, YARN's container end only with skein's next
                 # heartbeat to the RM (up to 5 s later): act now; that end is then ours.
                 del self.by_container[container]
+                self.liveness.forget(container)
                 if task.exit_code == 0:
                     self.on_task_succeeded(task)
                 else:
@@ -305,6 +320,7 @@ class Master:
 
     def on_container_end(self, container: str) -> None:
         task = self.by_container.pop(container, None)
+        self.liveness.forget(container)
         if task is None:
             return  # one we killed ourselves
         report = self.container_report(task.role, container)
@@ -328,7 +344,50 @@ class Master:
         if done:
             raise Outcome(SUCCEEDED, self.success_message())
 
-    def on_task_failed(self, task: Task, reason: str) -> None:
+    def on_a_lost_node(self, task: Task, container: str, node: str | None) -> bool:
+        """A replacement YARN placed on a node where a task was just lost goes back: that
+        node may be half alive (YARN has not noticed it yet). It is asked for again."""
+        host = (node or "").rsplit(":", 1)[0]
+        lost_at = self.lost_nodes.get(host)
+        if lost_at is None or time.monotonic() - lost_at > 3 * self.plan.heartbeat_timeout_s:
+            return False
+        log.warning("%s landed on %s, where a task was lost %.0f s ago: asking for another "
+                    "container", task.name, host, time.monotonic() - lost_at)
+        del self.by_container[container]
+        self.app.kill_container(container)
+        self.request(task)
+        return True
+
+    def check_liveness(self) -> None:
+        """Read every agent's heartbeat at once; a task silent past the timeout is lost."""
+        now = time.monotonic()
+        self.next_liveness_check = now + self.plan.heartbeat_interval_s
+        if not self.liveness.watched():
+            return
+        beats = {registry.container_of(key): value
+                 for key, value in self.app.kv.get_prefix("alive/").items()}
+        self.liveness.update(beats, now)
+        for container, silent_s in self.liveness.silent(now):
+            task = self.by_container.get(container)
+            self.liveness.forget(container)
+            if task is not None and task.state not in ("finished", "failed"):
+                self.on_task_lost(task, silent_s)
+
+    def on_task_lost(self, task: Task, silent_s: float) -> None:
+        """Like a failure, counted against the role's threshold, and the old container is
+        fenced off: if its host comes back, its agent finds its task gone and ends itself."""
+        container, host = task.container, (task.node or "?").rsplit(":", 1)[0]
+        del self.by_container[container]
+        self.lost_nodes[host] = time.monotonic()
+        self.app.kv.discard(registry.task_key(container))  # the old agent's fence
+        self.app.kill_container(container)  # YARN frees it once it reaches the node
+        task.exit_code = None
+        reason = (f"{task.name} (attempt {task.attempt}) lost: its agent on {task.node} was "
+                  f"silent for {silent_s:.0f} s (site.global.task.heartbeat.timeout "
+                  f"{self.plan.heartbeat_timeout_s:.0f} s): its host died or was cut off.")
+        self.on_task_failed(task, reason, how=f"lost on {host}")
+
+    def on_task_failed(self, task: Task, reason: str, how: str = "failed") -> None:
         if task.exit_code == registry.PORT_TAKEN_EXIT:
             # Not the task's fault: it starts again on a new port, uncounted.
             self.restarts.append(f"{task.name} found its port taken: restarted on a new one")
@@ -348,9 +407,11 @@ class Master:
             task.state = "failed"  # the failure that ends the job, not a task tfyarn stopped
             raise Outcome(FAILED, self.over_threshold_message(task, failures, reason))
         if self.replaceable(task):
-            self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})")
+            self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})" if
+                                 how == "failed" else
+                                 f"{task.name} {how}: replaced (attempt {task.attempt + 1})")
         else:
-            self.restarts.append(f"{task.name} failed: cluster restarted as generation "
+            self.restarts.append(f"{task.name} {how}: cluster restarted as generation "
                                  f"{self.generation + 1} from the last checkpoint")
         self.restart(task)
 
@@ -376,6 +437,7 @@ class Master:
         for task in self.tasks.values():
             if task.container in self.by_container:
                 del self.by_container[task.container]  # its end is ours, not a failure
+                self.liveness.forget(task.container)
                 self.app.kill_container(task.container)
             if task is not failed:
                 task.attempt += 1
@@ -395,6 +457,8 @@ class Master:
             deadlines.append(self.registration_deadline)
         if self.plan.deadline_s:
             deadlines.append(self.started_at + self.plan.deadline_s)
+        if self.liveness.watched():
+            deadlines.append(self.next_liveness_check)
         return deadlines
 
     def _seconds_to_next_deadline(self) -> float | None:
@@ -403,6 +467,8 @@ class Master:
 
     def check_deadlines(self) -> None:
         now = time.monotonic()
+        if now >= self.next_liveness_check:
+            self.check_liveness()
         live = self.live_tasks()
         if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
             raise Outcome(FAILED, f"The job ran past its deadline of {self.plan.deadline_s:.0f} s "

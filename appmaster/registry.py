@@ -9,6 +9,8 @@
 - ``status/<container>``: the agent's last word on its task (started, running, exited...).
 - ``tail/<container>``: the last stderr lines of a task that failed, for diagnostics.
 - ``mirror/<container>``: how the task's local work dir stands against HDFS (mirror.py).
+- ``alive/<container>``: the agent's heartbeat, a counter it raises every few seconds; the
+  master reads them all at once and declares a task lost when its counter stops.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ PORT_TAKEN_SIGNS = ("Address already in use", "Could not start gRPC server",
 # The agent's exit code when the job's work dir on HDFS could not be read before the start:
 # starting without the checkpoint would lose the job's progress, so the task fails instead.
 STORAGE_FAILED_EXIT = 74
+# The agent's exit code when it found itself superseded (the master declared its task lost
+# while its host was cut off) or cut off from the master longer than the timeout: it ends
+# its script at once, so an old task never rejoins the job.
+STALE_EXIT = 76
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,10 @@ def tail_key(container: str) -> str:
 
 def mirror_key(container: str) -> str:
     return f"mirror/{container}"
+
+
+def alive_key(container: str) -> str:
+    return f"alive/{container}"
 
 
 def container_of(key: str) -> str:

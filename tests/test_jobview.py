@@ -110,3 +110,29 @@ def test_storage_lines_say_where_checkpoints_are_and_how_fresh() -> None:
     assert "  chiefworker 0: mirroring failing for 14 s (retrying): NameNode down" in lines
     assert "  chiefworker 0: WARNING split checkpoint" in lines
     assert jobview.storage_lines({"tasks": []}, now=0) == []
+
+
+def test_liveness_hears_changed_counters_only_and_lists_the_silent() -> None:
+    from appmaster.liveness import Liveness
+
+    live = Liveness(timeout_s=10)
+    live.watch("a", now=0)
+    live.watch("b", now=0)
+    live.update({"a": b"1", "b": b"1"}, now=5)
+    live.update({"a": b"2", "b": b"1"}, now=12)  # b's counter did not move: not heard
+    assert live.silent(now=16) == [("b", 11)]
+    assert live.silent_for("a", now=16) == 4
+    live.forget("b")
+    assert live.silent(now=16) == [] and live.silent_for("b", now=16) is None
+    assert live.silent(now=23) == [("a", 11)]  # a agent that never beats again
+
+
+def test_the_task_table_says_when_each_agent_was_last_heard() -> None:
+    view = {"tasks": [{"role": "worker", "index": 0, "state": "running", "silent_s": 2.4},
+                      {"role": "ps", "index": 0, "state": "requested", "silent_s": None}],
+            "lost_nodes": ["127.0.0.2"], "heartbeat_timeout_s": 30}
+    table = format_table(view).splitlines()
+    assert "HEARD" in table[0] and "2s ago" in table[1] and "2s ago" not in table[2]
+    assert jobview.liveness_lines(view) == [
+        "Lost hosts (a task there was silent for more than 30 s; replacements go elsewhere): "
+        "127.0.0.2"]

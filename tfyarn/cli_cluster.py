@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from tfyarn.localyarn import cluster
+from tfyarn.localyarn import cluster, hosts
 from tfyarn.localyarn.layout import (
     DEFAULT_NODES,
     GPUS_PER_GPU_NODE,
@@ -104,3 +104,34 @@ def env_command(state_dir: str | None) -> None:
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo("\n".join(lines))
+
+
+@cluster_group.command("lose-host")
+@state_dir_option
+@click.argument("node")
+@click.option("--freeze", is_flag=True,
+              help="Stop its processes (SIGSTOP) instead of killing them: a host cut off from "
+                   "the network, which regain-host brings back with its old tasks.")
+def lose_host_command(state_dir: str | None, node: str, freeze: bool) -> None:
+    """Lose a host: kill its NodeManager and every process of its containers at once (or
+    freeze them), as a power loss (or a network cut) does. NODE: nm1, 127.0.0.2, ..."""
+    layout = _layout(state_dir)
+    try:
+        pids = hosts.lose(layout, node, freeze=freeze)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"Lost {node}: {'froze' if freeze else 'killed'} {len(pids)} process(es). "
+               f"YARN will notice only after its NodeManager expiry; tfyarn jobs after their "
+               f"task heartbeat timeout. Bring it back: tfyarn cluster regain-host {node}")
+
+
+@cluster_group.command("regain-host")
+@state_dir_option
+@click.argument("node")
+def regain_host_command(state_dir: str | None, node: str) -> None:
+    """Bring a lost host back: thaw it, or start its NodeManager again."""
+    try:
+        how = hosts.regain(_layout(state_dir), node)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{node} is back: {how}.")

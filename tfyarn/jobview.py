@@ -115,12 +115,14 @@ def format_progress(view: dict) -> str:
 def format_table(view: dict) -> str:
     columns = [("role", "ROLE"), ("index", "IDX"), ("state", "STATE"), ("address", "HOST:PORT"),
                ("yarn_container_id", "CONTAINER"), ("node", "NODE"), ("restarts", "RESTARTS"),
-               ("exit_code", "EXIT"), ("gpus", "GPUS"), ("log_url", "LOGS")]
+               ("exit_code", "EXIT"), ("silent_s", "HEARD"), ("gpus", "GPUS"),
+               ("log_url", "LOGS")]
     if not any(gpus.worth_showing(task.get("gpus")) for task in view["tasks"]):
         columns.remove(("gpus", "GPUS"))  # a job without GPUs
-    rows = [[gpus.short_text(task.get(key)) if key == "gpus" else
-             str(task.get(key)) if task.get(key) is not None else "-" for key, _ in columns]
-            for task in view["tasks"]]
+    shown = {"gpus": lambda value: gpus.short_text(value),
+             "silent_s": lambda value: f"{value:.0f}s ago"}  # its agent's last heartbeat
+    rows = [[shown.get(key, str)(task[key]) if task.get(key) is not None else "-"
+             for key, _ in columns] for task in view["tasks"]]
     header = [title for _, title in columns]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(columns))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
@@ -142,6 +144,15 @@ def gpu_lines(view: dict) -> list[str]:
                    else f"held of the {summary.get('seen')} its node shows")
             lines += [f"  {name}: {gpus.device_text(d)} ({how})" for d in summary["devices"]]
     return lines
+
+
+def liveness_lines(view: dict) -> list[str]:
+    """Hosts where tasks were lost (silent past the heartbeat timeout)."""
+    if not view.get("lost_nodes"):
+        return []
+    return [f"Lost hosts (a task there was silent for more than "
+            f"{view.get('heartbeat_timeout_s', 0):.0f} s; replacements go elsewhere): "
+            + ", ".join(view["lost_nodes"])]
 
 
 def storage_lines(view: dict, now: float) -> list[str]:

@@ -84,7 +84,7 @@ def up(layout: Layout, echo: Echo = print) -> UpResult:
     _check_ports_free(layout)
     write_configuration(layout)
     write_launcher(layout, java_home)
-    wrapper = _node_wrapper(layout, echo)
+    wrapper = node_wrapper(layout, echo)
     namenode, datanode, rm, *nms = daemons_of(layout, wrapper)
     try:
         hdfs.format_once(layout, java_home)
@@ -105,7 +105,7 @@ def up(layout: Layout, echo: Echo = print) -> UpResult:
     return UpResult(False, layout.webapp_url, time.monotonic() - started_at)
 
 
-def _node_wrapper(layout: Layout, echo: Echo) -> tuple[str, ...]:
+def node_wrapper(layout: Layout, echo: Echo) -> tuple[str, ...]:
     """How each NodeManager gets a host view of its own; () where the kernel refuses."""
     prefix = hostview.unshare_prefix()
     shared_marker = layout.state_dir / "hosts-share-files"
@@ -230,6 +230,11 @@ def status_lines(layout: Layout) -> list[str]:
             f"{node.get('usedVirtualCores', 0) + node.get('availableVirtualCores', 0)}  "
             f"gpus {used_gpus}/{total_gpus}  containers {node.get('numContainers', 0)}"
         )
+    from tfyarn.localyarn.hosts import lost_hosts
+
+    if lost := lost_hosts(layout):
+        lines.append(f"Lost hosts (tfyarn cluster regain-host brings them back): "
+                     f"{', '.join(lost)}")
     if (layout.state_dir / "hosts-share-files").exists():
         lines.append("WARNING: the NodeManagers share /tmp and HOME (no mount namespaces here)")
     labels = [f"{label['name']}(exclusive={str(label.get('exclusivity', True)).lower()})"

@@ -115,12 +115,12 @@ def stop(layout: Layout, name: str, grace_s: float = 15.0) -> bool:
     layout.pid_file(name).unlink(missing_ok=True)
     if pid is None:
         return False
-    _signal(pid, signal.SIGTERM)
+    send_signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     if _alive(pid):
-        _signal(pid, signal.SIGKILL)
+        send_signal(pid, signal.SIGKILL)
     return True
 
 
@@ -129,7 +129,7 @@ def kill_leftover_containers(layout: Layout) -> int:
     state = str(layout.state_dir) + "/"
     leftovers = [p for p in scan_processes() if p.cwd.startswith(state) and "/local/" in p.cwd]
     for proc in leftovers:
-        _signal(proc.pid, signal.SIGKILL)
+        send_signal(proc.pid, signal.SIGKILL)
     return len(leftovers)
 
 
@@ -157,6 +157,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _signal(pid: int, sig: int) -> None:
+def send_signal(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)

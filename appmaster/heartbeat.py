@@ -1,0 +1,73 @@
+"""The agent's sign of life, and its fence.
+
+YARN notices a silent NodeManager only after 10 minutes; tfyarn must not wait that long. Each
+agent raises a counter under ``alive/<container>`` every few seconds; the master reads them
+all and declares a task lost when its counter stops (a dead host sends nothing: silence is
+what counts). The same beat fences the task: when the master has given its task to another
+container (it deleted ``task/<container>``), or when the agent could not reach the master for
+longer than the timeout (its host was cut off, and by now the job has replaced it), the agent
+ends at once and its script with it (PR_SET_PDEATHSIG), so an old task never rejoins the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from appmaster import registry
+from appmaster.storage import StorageError, bounded
+
+log = logging.getLogger("tfyarn.heartbeat")
+
+
+class Heartbeat:
+    def __init__(self, kv, container: str, interval_s: float, timeout_s: float,
+                 fence: Callable[[str], None] | None = None) -> None:
+        self.kv = kv  # skein's key-value client
+        self.container = container
+        self.interval_s, self.timeout_s = interval_s, timeout_s
+        self.fence = fence or end_now
+        self.beats = 0
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, daemon=True, name="heartbeat").start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def beat(self) -> bool:
+        """One beat; whether this container still holds its task."""
+        self.beats += 1
+        self.kv.put(registry.alive_key(self.container), str(self.beats).encode())
+        return self.kv.get(registry.task_key(self.container)) is not None
+
+    def _run(self) -> None:
+        reached = time.monotonic()
+        while True:
+            try:
+                holds_task = bounded(self.beat, self.timeout_s, "the AppMaster")
+            except StorageError as exc:
+                if time.monotonic() - reached > self.timeout_s:
+                    self.fence(f"cut off from the AppMaster for more than {self.timeout_s:.0f} s "
+                               f"({exc}): the job has replaced this task")
+                    return
+            else:
+                reached = time.monotonic()
+                if not holds_task:
+                    self.fence("the AppMaster gave this task to another container (this one "
+                               "was silent too long, e.g. its host was cut off)")
+                    return
+            if self._stop.wait(self.interval_s):
+                return
+
+
+def end_now(reason: str) -> None:
+    """End the agent at once; the kernel kills its script (PR_SET_PDEATHSIG)."""
+    log.error("stale task, ending it: %s", reason)
+    sys.stdout.flush()
+    os._exit(registry.STALE_EXIT)
