@@ -182,12 +182,13 @@ def storage_lines(view: dict, now: float) -> list[str]:
 
 def chief_progress(view: dict) -> str | None:
     """The chief's last line of output, fetched from its NodeManager while it runs."""
-    chief = next((t for t in view["tasks"] if t["role"] == "chiefworker"), None)
+    chief = next((t for t in view["tasks"] if t["role"] == "chiefworker"), None) or next(
+        (t for t in view["tasks"] if (t["role"], t["index"]) == ("worker", 0)), None)  # Slider's
     if not chief or chief["state"] != "running" or not chief["node"]:
         return None
     try:
         chunk = node_log_tail(chief["node"], chief["yarn_container_id"],
-                              "chiefworker-0.stdout", size=2048)
+                              f"{chief['role']}-0.stdout", size=2048)
     except requests.RequestException:
         return None
     lines = [line for line in chunk.text.splitlines() if line.strip()]
