@@ -11,10 +11,10 @@ import json
 import socket
 from pathlib import Path
 
+import jobtools
 import pytest
 from jobtools import prepare_light_job, run_tfyarn
 
-from tfyarn.localyarn import cluster
 from tfyarn.workdir import default_work_dir, fixed_part
 
 pytestmark = pytest.mark.yarn
@@ -22,23 +22,10 @@ pytestmark = pytest.mark.yarn
 KEY = "site.global.user.work.dir"
 
 
-def application_ids(yarn_cluster) -> set[str]:
-    apps = (cluster.rest(yarn_cluster.layout, "apps").get("apps") or {}).get("app") or []
-    return {app["id"] for app in apps}
-
-
 def refused(yarn_cluster, tmp_path: Path, work_dir: str, env: dict | None = None) -> str:
     resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"],
                                               settings={"user.work.dir": work_dir})
-    before = application_ids(yarn_cluster)
-    result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                        str(app_config), "--detach", timeout_s=120, env=env)
-    assert result.returncode != 0, result.stdout
-    assert application_ids(yarn_cluster) == before, "something was submitted"
-    message = result.stderr
-    assert "nothing was submitted" in message and KEY in message, message
-    assert "\tat " not in message and "Exception" not in message, message  # no Java frames
-    return message
+    return jobtools.refused(yarn_cluster, resources, app_config, KEY, env=env)
 
 
 def free_port() -> int:
