@@ -105,7 +105,9 @@ def test_the_package_runs_as_shipped(yarn_cluster, slider_data: str) -> None:
     assert len(flags["ps_hosts"].split(",")) == 2, flags
     assert flags["data_dir"].endswith("/data") and flags["ckp_dir"].endswith("/work"), flags
     assert "train.tfrecords" in result["data_files"], result
-    assert result["global_step"] >= 200 and result["first_global_step"] == 0, result
+    # The other workers may train a few steps before the chief's first one (it initialises
+    # the variables, then they go on while it sets up its hooks): no restart, no restore.
+    assert result["global_step"] >= 200 and result["attempt"] == 0, result
 
     names = set(remote(url).list_files())
     step = hdfs_step(url)
