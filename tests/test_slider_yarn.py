@@ -155,7 +155,7 @@ def test_killed_worker_0_restarts_from_the_hdfs_checkpoint(yarn_cluster, skein_c
     app = json.loads((SLIDER / "appConfig.json").read_text())
     app["global"].update({G + "user.scripts.dir": str(SLIDER), G + "app.name": "slider-kill",
                           G + "checkpoint.mirror.interval": "2",
-                          G + "user.scripts.args": ["--train_steps=400", "--step_sleep=0.2"]})
+                          G + "user.scripts.args": ["--train_steps=800", "--step_sleep=0.2"]})
     (job / "resources.json").write_text(json.dumps(resources))
     (job / "appConfig.json").write_text(json.dumps(app))
     result = subprocess.run([*TFYARN, "submit", "--resources", str(job / "resources.json"),
@@ -183,7 +183,7 @@ def test_killed_worker_0_restarts_from_the_hdfs_checkpoint(yarn_cluster, skein_c
     result = json.loads(remote(url).read_bytes("result.json") or b"null")
     assert result and result["attempt"] == 1, result  # the new worker 0 wrote it
     assert result["first_global_step"] >= step_at_kill > 0, (step_at_kill, result)
-    assert (hdfs_step(url) or 0) >= 400, hdfs_step(url)
+    assert (hdfs_step(url) or 0) >= 800, hdfs_step(url)
 
 
 # ---------------------------------------------------------------- bad input
