@@ -24,7 +24,7 @@ NAMED = ("role", "index", "state")  # in the first two columns
 # Keys of the view that have their own place on the page (everything else is a "fact").
 PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks", "tensorboard",
                     "tensorboard_url", "cluster_spec", "restarts", "phases"})
-HIDDEN_TASK_KEYS = frozenset({"log_url"})
+HIDDEN_TASK_KEYS = frozenset({"log_url", "silent_s"})  # silent_s: in the state cell
 REFRESH_MS = 3000
 
 
@@ -129,9 +129,16 @@ def tasks_html(view: dict) -> str:
         rows.append(f'<tr class="task-{esc(task["state"])}" '
                     f'data-task="{esc(task["role"])}-{esc(task["index"])}">'
                     f'<td class="col-task">{esc(task["role"])} {esc(task["index"])}</td>'
-                    f'<td class="col-state">{esc(task["state"])}</td><td>{link}</td>{cells}</tr>')
+                    f'<td class="col-state">{esc(task["state"])}{heard_html(task)}</td>'
+                    f'<td>{link}</td>{cells}</tr>')
     return (f'<table id="task-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def heard_html(task: dict) -> str:
+    """When the task's agent was last heard from (its heartbeat), under its state."""
+    silent = task.get("silent_s")
+    return "" if silent is None else f'<br><small class="heard">heard {silent:.0f} s ago</small>'
 
 
 def tensorboard_html(view: dict) -> str:

@@ -137,3 +137,12 @@ def test_the_appmaster_gets_the_overview_and_opens_java_util(tmp_path: Path) -> 
     options = spec.master.env["JAVA_TOOL_OPTIONS"].split()
     assert {"--add-opens=java.base/java.util=ALL-UNNAMED", skeinui.JVM_OPTION} <= set(options)
     assert not any(skeinui.UI_DIR in service.files for service in spec.services.values())
+
+
+def test_when_each_agent_was_last_heard_sits_under_its_state() -> None:
+    from appmaster.jobpage import heard_html, task_columns
+
+    task = {"role": "ps", "index": 0, "state": "running", "silent_s": 2.4, "address": "h:1"}
+    assert "silent_s" not in task_columns([task])  # no extra column: the table stays narrow
+    assert heard_html(task) == '<br><small class="heard">heard 2 s ago</small>'
+    assert heard_html({**task, "silent_s": None}) == ""
