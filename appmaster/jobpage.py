@@ -138,7 +138,7 @@ def tasks_html(view: dict) -> str:
 def heard_html(task: dict) -> str:
     """When the task's agent was last heard from (its heartbeat), under its state."""
     silent = task.get("silent_s")
-    return "" if silent is None else f'<br><small class="heard">heard {silent:.0f} s ago</small>'
+    return "" if silent is None else f'<br><small class="heard">{silent:.0f} s ago</small>'
 
 
 def tensorboard_html(view: dict) -> str:
@@ -196,7 +196,7 @@ thead th{background:#f6f8fa;position:sticky;top:0}
 td.col-yarn_container_id,td.col-address,td.col-node{font-family:ui-monospace,monospace;
  font-size:12.5px}
 td.num{text-align:right}
-td.extra{white-space:normal;min-width:12em}
+td.extra{white-space:normal;min-width:10em}
 .state{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;color:#fff;
  background:#6e7781}
 .state-running{background:#0969da}.state-succeeded{background:#1a7f37}

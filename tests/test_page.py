@@ -144,5 +144,5 @@ def test_when_each_agent_was_last_heard_sits_under_its_state() -> None:
 
     task = {"role": "ps", "index": 0, "state": "running", "silent_s": 2.4, "address": "h:1"}
     assert "silent_s" not in task_columns([task])  # no extra column: the table stays narrow
-    assert heard_html(task) == '<br><small class="heard">heard 2 s ago</small>'
+    assert heard_html(task) == '<br><small class="heard">2 s ago</small>'
     assert heard_html({**task, "silent_s": None}) == ""
