@@ -12,6 +12,7 @@ renamed into place, so nobody ever sees half a file under its real name.
 
 from __future__ import annotations
 
+import io
 import os
 import queue
 import threading
@@ -131,12 +132,7 @@ class RemoteDir:
 
     def write_bytes(self, relative: str, data: bytes) -> None:
         """Under a temporary name, then renamed over the old file: all or nothing."""
-        target = self.path(relative)
-        temporary = self._temporary(target)
-        self.client.mkdirs(os.path.dirname(target), permission=0o755, create_parent=True)
-        with self.client.create(temporary) as writer:
-            writer.write(data)
-        self.client.rename(temporary, target, overwrite=True)
+        self.upload(io.BytesIO(data), relative)
 
     def upload(self, source: BinaryIO, relative: str, replace: bool = True) -> int:
         """Copy an open local file up (temporary name, then rename); returns its size.

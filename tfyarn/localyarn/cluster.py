@@ -17,7 +17,7 @@ import requests
 
 from tfyarn.localyarn import daemons, hdfs, hostview
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
-from tfyarn.localyarn.layout import GPU_LABEL, RM_PORTS, Layout, cache_root
+from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout, cache_root
 from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
 from tfyarn.localyarn.siteconf import write_configuration
 
@@ -250,7 +250,7 @@ def status_lines(layout: Layout) -> list[str]:
 
 def _check_ports_free(layout: Layout) -> None:
     wanted = {f"ResourceManager {key}": ("127.0.0.1", port) for key, port in RM_PORTS.items()}
-    wanted.update({f"HDFS {what}": ("127.0.0.1", port) for what, port in hdfs.PORTS.items()})
+    wanted.update({f"HDFS {what}": ("127.0.0.1", port) for what, port in HDFS_PORTS.items()})
     for nm in layout.node_managers:
         wanted.update({
             f"NodeManager {nm.name} RPC": (nm.host, nm.rpc_port),

@@ -10,13 +10,12 @@ import requests
 
 from tfyarn.localyarn import daemons
 from tfyarn.localyarn.daemons import DATANODE_CLASS, NAMENODE_CLASS, Daemon
-from tfyarn.localyarn.layout import HDFS_PORTS, Layout
+from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.provision import ClusterError
 from tfyarn.localyarn.siteconf import APP_LOG_DIR
 
 NAMENODE_HEAP_MB = 128
 DATANODE_HEAP_MB = 96
-PORTS = HDFS_PORTS
 
 
 def daemons_of(layout: Layout) -> list[Daemon]:

@@ -39,14 +39,14 @@ def host_processes(layout: Layout, nm: NodeManagerSpec) -> list[int]:
     if pid is None:
         return []
     namespace = _mount_namespace(pid)
+    own_view = namespace is not None and namespace != _mount_namespace(os.getpid())
     node_dir = f"{layout.node_dir(nm)}/"
     found = [pid]
     for proc in scan_processes():
-        if proc.pid == pid or proc.pid == os.getpid():
+        if proc.pid in (pid, os.getpid()):
             continue
-        shared = namespace is not None and namespace != _mount_namespace(os.getpid())
-        if (shared and _mount_namespace(proc.pid) == namespace) or \
-                (not shared and proc.cwd.startswith(node_dir)):
+        if (_mount_namespace(proc.pid) == namespace) if own_view else \
+                proc.cwd.startswith(node_dir):
             found.append(proc.pid)
     return found
 
