@@ -156,7 +156,11 @@ def main(argv) -> int:
             if FLAGS.step_sleep:
                 time.sleep(FLAGS.step_sleep)
     if is_chief:  # after the session closed: its last checkpoint is in ckp_dir
-        result = {"first_global_step": first_step, "global_step": int(last_step),
+        # The other workers step too, so the chief's own last view can stop short of
+        # --train_steps; the checkpoint saved as the session closed has the final step.
+        final = tf.train.latest_checkpoint(FLAGS.ckp_dir)
+        final_step = int(final.rsplit("-", 1)[1]) if final else int(last_step)
+        result = {"first_global_step": first_step, "global_step": final_step,
                   "loss": None if last_loss is None else float(last_loss),
                   "data_files": sorted(os.listdir(FLAGS.data_dir)), "argv": sys.argv[1:],
                   "attempt": int(os.environ.get("TFYARN_ATTEMPT") or 0)}
