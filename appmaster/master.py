@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import queue
 import sys
 import threading
@@ -553,11 +552,11 @@ class Master:
 
 def publish_page(app: skein.ApplicationClient, master: Master) -> None:
     """Serve the job's page and link it from skein's UI, behind YARN's tracking URL."""
-    server = webpage.serve(master.view)
-    host = os.environ.get("NM_HOST") or "localhost"
-    target = f"http://{host}:{server.server_address[1]}"
-    app.ui.add_page(webpage.PAGE_ROUTE, target, link_name="TensorFlow job")
-    log.info("job page at %s (tracking URL /pages/%s/)", target, webpage.PAGE_ROUTE)
+    server = webpage.serve(master.view)  # loopback: skein's AM runs in this container
+    app.ui.add_page(webpage.PAGE_ROUTE, server.target, link_name="TensorFlow job")
+    # The target's path is the page's secret: only its port goes to the log.
+    log.info("job page on 127.0.0.1:%d (tracking URL /pages/%s/)", server.server_address[1],
+             webpage.PAGE_ROUTE)
 
 
 def main() -> int:

@@ -2,6 +2,10 @@
 
 skein's own web UI (what the ResourceManager's proxy shows at the tracking URL) forwards
 ``/pages/tfyarn/...`` to this server, so users reach it through YARN's usual link.
+skein's AppMaster runs in this process's container, so the server listens on loopback only,
+answers only loopback peers, and only under a random path that just skein's proxy is given
+(other processes on the node, other users' tasks included, cannot guess it). Who may see
+the page is decided in front of skein's UI: the RM's proxy and skein's AmIpFilter.
 Writes to the registry stay on skein's TLS-authenticated gRPC; nothing here writes.
 The page's HTML is appmaster/jobpage.py's.
 """
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,14 +43,37 @@ def slider_exports(view: dict, role: str) -> dict:
             "entries": {role: entries}}
 
 
-def serve(view: Callable[[], dict]) -> ThreadingHTTPServer:
-    """Start serving on an ephemeral port in a daemon thread; returns the server."""
+LOOPBACK = "127.0.0.1"
+
+
+class PageServer(ThreadingHTTPServer):
+    secret: str  # the first path segment every request must carry
+
+    @property
+    def target(self) -> str:
+        """What skein's proxy forwards ``/pages/tfyarn/<rest>`` to (``<target>/<rest>``)."""
+        return f"http://{LOOPBACK}:{self.server_address[1]}/{self.secret}"
+
+
+def serve(view: Callable[[], dict]) -> PageServer:
+    """Start serving on an ephemeral loopback port in a daemon thread; returns the server."""
+    secret = secrets.token_urlsafe(24)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            path = self.path.split("?", 1)[0].rstrip("/")
+            # skein's Java AM, in this container, connects from 127.0.0.1 (what a process
+            # on this host gets for a loopback target unless it picks another source).
+            if self.client_address[0] != LOOPBACK:
+                self._send(403, "text/plain", "only through the ResourceManager's proxy\n")
+                return
+            # skein's proxy keeps the target's trailing slash: /<secret>//parts.json
+            head, _, rest = self.path.split("?", 1)[0].lstrip("/").partition("/")
+            if not secrets.compare_digest(head, secret):
+                self._send(404, "text/plain", "no such page\n")
+                return
+            path = "/" + rest.strip("/")
             current = view()
-            if path in ("", "/", "/index.html"):
+            if path in ("/", "/index.html"):
                 self._send(200, "text/html; charset=utf-8", render_page(current))
             elif path == "/tasks.json":
                 self._send(200, "application/json", json.dumps(current))
@@ -69,6 +97,7 @@ def serve(view: Callable[[], dict]) -> ThreadingHTTPServer:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             log.debug(format, *args)
 
-    server = ThreadingHTTPServer(("0.0.0.0", 0), Handler)
+    server = PageServer((LOOPBACK, 0), Handler)
+    server.secret = secret
     threading.Thread(target=server.serve_forever, daemon=True, name="webpage").start()
     return server

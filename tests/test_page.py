@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,7 +100,7 @@ def test_parts_are_the_page_regions() -> None:
 def served() -> Iterator[str]:
     server = webpage.serve(lambda: VIEW)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield server.target
     finally:
         server.shutdown()
 
@@ -113,6 +114,23 @@ def test_server_answers_the_page_and_its_json(served: str) -> None:
     assert parts.headers["Cache-Control"] == "no-store"
     assert requests.get(served + "/tasks.json", timeout=5).json() == VIEW
     assert requests.get(served + "/nothing", timeout=5).status_code == 404
+    # skein's proxy appends to the target as it was given: a doubled slash is the same page.
+    assert requests.get(served + "//parts.json", timeout=5).json() == parts.json()
+
+
+def test_server_answers_only_loopback_and_its_secret_path(served: str) -> None:
+    port = served.split(":")[2].split("/")[0]
+    assert served.startswith("http://127.0.0.1:")
+    assert requests.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 404
+    assert requests.get(f"http://127.0.0.1:{port}/tasks.json", timeout=5).status_code == 404
+    # Another address of this host is no way in: the server is bound to 127.0.0.1 only.
+    with pytest.raises(requests.ConnectionError):
+        requests.get(served.replace("127.0.0.1", "127.0.0.2"), timeout=5)
+    # A peer from another loopback address (another "host" of the local cluster) is refused.
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=5,
+                                  source_address=("127.0.0.9", 0)) as conn:
+        conn.sendall(f"GET {served.split(port, 1)[1]}/ HTTP/1.0\r\n\r\n".encode())
+        assert conn.recv(64).startswith(b"HTTP/1.0 403")
 
 
 def test_job_page_url_is_under_the_tracking_url() -> None:
