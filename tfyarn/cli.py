@@ -8,10 +8,22 @@ from tfyarn import __version__
 from tfyarn.cli_cluster import cluster_group
 from tfyarn.cli_jobs import submit_command
 from tfyarn.cli_monitor import kill_command, list_command, logs_command, status_command
-from tfyarn.submit import SubmitError, configure_driver
+from tfyarn.errors import TfyarnError
+from tfyarn.submit import configure_driver
 
 
-@click.group()
+class TfyarnGroup(click.Group):
+    """The one place where tfyarn's errors become click's `Error: ...` (exit 1): every
+    command, and the group's own options, run inside this invoke."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except TfyarnError as exc:
+            raise click.ClickException(exc.describe()) from exc
+
+
+@click.group(cls=TfyarnGroup)
 @click.version_option(__version__, prog_name="tfyarn")
 @click.option("--principal", envvar="TFYARN_PRINCIPAL", default=None,
               help="Kerberos principal to log in as on a secure cluster (with --keytab) "
@@ -27,10 +39,7 @@ def main(principal: str | None, keytab: str | None, verbose: bool) -> None:
     Describe the job in resources.json and appConfig.json (Apache Slider's format),
     then `tfyarn submit`. `tfyarn cluster up` starts a local YARN to try it on.
     """
-    try:
-        configure_driver(principal, keytab, verbose)
-    except SubmitError as exc:
-        raise click.ClickException(str(exc)) from exc
+    configure_driver(principal, keytab, verbose)
 
 
 main.add_command(cluster_group)

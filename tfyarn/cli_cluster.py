@@ -16,7 +16,6 @@ from tfyarn.localyarn.layout import (
     Layout,
     default_state_dir,
 )
-from tfyarn.localyarn.provision import ClusterError
 
 state_dir_option = click.option(
     "--state-dir",
@@ -56,10 +55,7 @@ def cluster_group() -> None:
 def up_command(state_dir: str | None, nodes: int | None, gpus: int | None) -> None:
     """Fetch the Hadoop jars (first run), then start the cluster and wait until it schedules."""
     layout = _layout(state_dir, nodes, gpus)
-    try:
-        result = cluster.up(layout, echo=lambda line: click.echo(line, err=True))
-    except ClusterError as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = cluster.up(layout, echo=lambda line: click.echo(line, err=True))
     if result.already_running:
         click.echo(f"The local YARN cluster is already running: {result.webapp_url} (unchanged).")
         return
@@ -99,10 +95,7 @@ def env_command(state_dir: str | None) -> None:
 
     Use as: eval "$(tfyarn cluster env)"
     """
-    try:
-        lines = cluster.env_lines(_layout(state_dir))
-    except ClusterError as exc:
-        raise click.ClickException(str(exc)) from exc
+    lines = cluster.env_lines(_layout(state_dir))
     click.echo("\n".join(lines))
 
 
@@ -116,10 +109,7 @@ def lose_host_command(state_dir: str | None, node: str, freeze: bool) -> None:
     """Lose a host: kill its NodeManager and every process of its containers at once (or
     freeze them), as a power loss (or a network cut) does. NODE: nm1, 127.0.0.2, ..."""
     layout = _layout(state_dir)
-    try:
-        pids = hosts.lose(layout, node, freeze=freeze)
-    except ClusterError as exc:
-        raise click.ClickException(str(exc)) from exc
+    pids = hosts.lose(layout, node, freeze=freeze)
     click.echo(f"Lost {node}: {'froze' if freeze else 'killed'} {len(pids)} process(es). "
                f"YARN will notice only after its NodeManager expiry; tfyarn jobs after their "
                f"task heartbeat timeout. Bring it back: tfyarn cluster regain-host {node}")
@@ -130,8 +120,5 @@ def lose_host_command(state_dir: str | None, node: str, freeze: bool) -> None:
 @click.argument("node")
 def regain_host_command(state_dir: str | None, node: str) -> None:
     """Bring a lost host back: thaw it, or start its NodeManager again."""
-    try:
-        how = hosts.regain(_layout(state_dir), node)
-    except ClusterError as exc:
-        raise click.ClickException(str(exc)) from exc
+    how = hosts.regain(_layout(state_dir), node)
     click.echo(f"{node} is back: {how}.")

@@ -12,12 +12,12 @@ import click
 from appmaster.jobplan import JobPlan
 from appmaster.webpage import job_page_url
 from tfyarn import environments, jobview, preflight, workdir
-from tfyarn.jobconfig import JobConfig, JobConfigError, describe_problems, load_job
+from tfyarn.errors import NOTHING_SUBMITTED, in_context
+from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.documents import key_path
 from tfyarn.plan import Placement, build_plan, format_plan, format_plan_json, plan_document
 from tfyarn.submit import (
     FINAL_STATES,
-    SubmitError,
     follow,
     plain_diagnosis,
     skein_client,
@@ -61,16 +61,12 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
                    docker_mounts: tuple[str, ...], tags: tuple[str, ...],
                    am_memory: int | None, am_vcores: int | None, am_label: str | None) -> None:
     """Submit a distributed TensorFlow job to YARN."""
-    try:
+    with in_context(NOTHING_SUBMITTED):
         job = load_job(resources_path, app_config_path)
-    except JobConfigError as exc:
-        raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
-    try:  # the job's Python env and Docker image (tfyarn/environments.py)
+        # the job's Python env and Docker image (tfyarn/environments.py)
         job = environments.with_overrides(job, python_env, docker_image, docker_mounts)
         plan = build_plan(job, name, default_label=am_label)
         workdir.check_plan(plan)  # on HDFS: reachable, writable; the data dir readable
-    except (environments.JobEnvironmentError, workdir.WorkDirError) as exc:
-        raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
     placement = Placement(queue=queue or job.app.queue, tags=tags,
                           am_memory_mb=am_memory or job.am_memory_mb,
                           am_vcores=am_vcores or job.am_vcores, am_label=am_label)
@@ -87,40 +83,35 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
     refuse_if_unrunnable(checked)
     for line in checked.lines():
         click.echo(line, err=True)
-    try:
+    with in_context(NOTHING_SUBMITTED):
         environment = environments.prepare(job, plan.python, lambda m: click.echo(m, err=True))
-    except environments.JobEnvironmentError as exc:
-        raise click.ClickException(f"nothing was submitted:\n{exc}") from exc
-    try:
-        with skein_client() as client:
-            app_id = submit(client, job, plan, placement, environment)
-            report = client.application_report(app_id)
-            job_page = job_page_url(report.tracking_url)
-            if as_json and not wait:
-                click.echo(json.dumps({"application_id": app_id,
-                                       "tracking_url": report.tracking_url,
-                                       "job_page": job_page}))
-                return
-            click.echo(f"Submitted {app_id} ({plan.name}) to queue {placement.queue}.")
-            click.echo(f"Tracking URL: {report.tracking_url}")
-            click.echo(f"Job page: {job_page}")
-            click.echo(f"Logs: yarn logs -applicationId {app_id}")
-            if not wait:
-                return
-            try:
-                tty = sys.stdout.isatty()
-                final = follow(client, app_id, LiveProgress(app_id, tty))
-            except KeyboardInterrupt:
-                if kill_on_exit:
-                    client.kill_application(app_id)
-                    click.echo(f"\nInterrupted: killed {app_id} (--kill-on-exit).", err=True)
-                else:
-                    click.echo(f"\nStopped following; {app_id} keeps running. Follow it with "
-                               f"`tfyarn status {app_id}` / `tfyarn logs -f {app_id}`, kill it "
-                               f"with `tfyarn kill {app_id}`.", err=True)
-                sys.exit(130)
-    except SubmitError as exc:
-        raise click.ClickException(str(exc)) from exc
+    with skein_client() as client:
+        app_id = submit(client, job, plan, placement, environment)
+        report = client.application_report(app_id)
+        job_page = job_page_url(report.tracking_url)
+        if as_json and not wait:
+            click.echo(json.dumps({"application_id": app_id,
+                                   "tracking_url": report.tracking_url,
+                                   "job_page": job_page}))
+            return
+        click.echo(f"Submitted {app_id} ({plan.name}) to queue {placement.queue}.")
+        click.echo(f"Tracking URL: {report.tracking_url}")
+        click.echo(f"Job page: {job_page}")
+        click.echo(f"Logs: yarn logs -applicationId {app_id}")
+        if not wait:
+            return
+        try:
+            tty = sys.stdout.isatty()
+            final = follow(client, app_id, LiveProgress(app_id, tty))
+        except KeyboardInterrupt:
+            if kill_on_exit:
+                client.kill_application(app_id)
+                click.echo(f"\nInterrupted: killed {app_id} (--kill-on-exit).", err=True)
+            else:
+                click.echo(f"\nStopped following; {app_id} keeps running. Follow it with "
+                           f"`tfyarn status {app_id}` / `tfyarn logs -f {app_id}`, kill it "
+                           f"with `tfyarn kill {app_id}`.", err=True)
+            sys.exit(130)
     click.echo(f"{app_id} {final.final_status}: {plain_diagnosis(final.diagnostics)}")
     sys.exit(0 if str(final.final_status) == "SUCCEEDED" else 1)
 
@@ -137,10 +128,7 @@ def cluster_check(job: JobConfig, plan: JobPlan, placement: Placement, app_confi
 
 def refuse_if_unrunnable(checked: preflight.Preflight) -> None:
     if checked.problems:
-        notes = "".join(f"\nNote: {note}" for note in checked.notes)
-        raise click.ClickException(
-            f"nothing was submitted: the cluster ({checked.rm_url}) cannot run this job:\n"
-            f"{describe_problems(checked.problems)}{notes}")
+        raise preflight.PreflightRefused(checked)
 
 
 class LiveProgress:

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from tfyarn.errors import TfyarnError
+
 if TYPE_CHECKING:  # jobconfig imports this module
     from tfyarn.jobconfig import JobConfig
 
@@ -48,7 +50,7 @@ _MOUNT = re.compile(
 )
 
 
-class JobEnvironmentError(RuntimeError):
+class JobEnvironmentError(TfyarnError, RuntimeError):
     """The packed env or the Docker settings cannot be used; the message says what to do."""
 
 

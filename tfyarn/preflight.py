@@ -20,7 +20,8 @@ import requests
 
 from appmaster.jobplan import JobPlan, RolePlan
 from tfyarn import rmrest
-from tfyarn.jobconfig import APPMASTER, JobConfig, Problem
+from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
+from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import key_path
 from tfyarn.plan import Placement
 
@@ -475,6 +476,17 @@ class Preflight:
             lines.insert(0, f"Pre-flight check against {self.rm_url}: the cluster can run "
                             "this job.")
         return lines
+
+
+class PreflightRefused(TfyarnError):
+    """The cluster cannot run the job (nothing was submitted); ``preflight.problems`` says
+    why, each with its fix."""
+
+    def __init__(self, checked: Preflight) -> None:
+        notes = "".join(f"\nNote: {note}" for note in checked.notes)
+        super().__init__(f"{NOTHING_SUBMITTED}: the cluster ({checked.rm_url}) cannot run "
+                         f"this job:\n{describe_problems(checked.problems)}{notes}")
+        self.preflight = checked
 
 
 def submitting_user() -> str:

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import requests
 
+from tfyarn.errors import TfyarnError
+
 TIMEOUT_S = 5.0
 
 
-class RestError(RuntimeError):
+class RestError(TfyarnError, RuntimeError):
     """The RM answered with an error (an unknown application, say)."""
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from appmaster.jobplan import JOB_FILE, JobPlan
 from tfyarn.environments import JobEnvironment
+from tfyarn.errors import TfyarnError
 from tfyarn.jobconfig import JobConfig
 from tfyarn.plan import Placement
 
@@ -35,7 +36,7 @@ _WRAPPERS = re.compile(r"^(Failed to submit application, exception:\s*|Failed to
                        r"application_\d+_\d+ to YARN : )")
 
 
-class SubmitError(RuntimeError):
+class SubmitError(TfyarnError, RuntimeError):
     """The job could not be handed to YARN; the message says why and what to do."""
 
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from appmaster.storage import REMOTE_SCHEMES, RemoteDir, StorageError, bounded, is_remote
 from tfyarn import environments
+from tfyarn.errors import TfyarnError
 
 WORK_DIR_KEY = "site.global.user.work.dir"
 CHECKPOINT_PREFIX_KEY = "site.global.user.checkpoint.prefix"  # Slider's: <prefix>/<name>.<app id>
@@ -24,7 +25,7 @@ LOCAL_DEFAULT = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
 CHECK_TIMEOUT_S = 20.0
 
 
-class WorkDirError(ValueError):
+class WorkDirError(TfyarnError, ValueError):
     """The work dir cannot be used; the message names the key and the fix."""
 
 

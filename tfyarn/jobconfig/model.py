@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfyarn.errors import TfyarnError
+
 FAILURE_THRESHOLD_MEANING = (
     'yarn.container.failure.threshold N means "N failures of that component are tolerated, '
     'each replaced; failure N+1 fails the job", 0 = no failure tolerated (the default when '
@@ -46,7 +48,7 @@ def describe_problems(problems: Sequence[Problem]) -> str:
     return "\n".join(str(p) for p in problems)
 
 
-class JobConfigError(ValueError):
+class JobConfigError(TfyarnError, ValueError):
     """The job files have problems; `problems` lists all of them."""
 
     def __init__(self, problems: Sequence[Problem]) -> None:

@@ -8,10 +8,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tfyarn.errors import TfyarnError
 from tfyarn.localyarn.layout import Layout
 
 
-class ClusterError(RuntimeError):
+class ClusterError(TfyarnError, RuntimeError):
     """A local-cluster failure with what went wrong and how to fix it."""
 
 
