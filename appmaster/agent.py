@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 
 import skein
@@ -22,7 +23,7 @@ import skein
 from appmaster import gpus, registry
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.heartbeat import Heartbeat
-from appmaster.jobplan import DATA_DIR_NAME, SECRET_FILE_PREFIX, JobPlan
+from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 
@@ -98,6 +99,18 @@ def secret_environment(names: tuple[str, ...]) -> dict[str, str]:
         path.chmod(0o400)
         env[f"TFYARN_SECRET_{name}"] = str(path)
     return env
+
+
+def gather_data(names: Iterable[str]) -> str:
+    """The data dir's path; site.global.data's entries (YARN localized each as data-<name>)
+    linked into it as <name>."""
+    root = Path(DATA_DIR_NAME)
+    for name in names:
+        root.mkdir(exist_ok=True)
+        link = root / name
+        if not link.is_symlink():
+            link.symlink_to(Path("..") / f"{DATA_ENTRY_PREFIX}{name}")
+    return os.path.abspath(DATA_DIR_NAME)
 
 
 class TaskWorkDir:
@@ -267,6 +280,8 @@ def main() -> int:
                                     os.path.abspath(DATA_DIR_NAME))  # the data dir here
         env = task_environment(spec, task, work_dir, plan.secrets,
                                work.job_dir if work.mirror else None)
+        if plan.data_dir or plan.data:  # what --data_dir says, for scripts without the flag
+            env["TFYARN_DATA_DIR"] = gather_data(plan.data)
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
     log.info("starting %s: %s", name, " ".join(command))
     _status(app, container, "running", address=address)

@@ -15,7 +15,12 @@ from appmaster.cluster_spec import ClusterSpec
 JOB_FILE = "tfyarn-job.json"
 SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
 SECRET_FILE_PREFIX = ".tfyarn-secret-"  # a secret's file name in each task's directory
-DATA_DIR_NAME = "data"  # site.global.user.data.dir, localized by YARN into each task's directory
+# Each task's data dir, localized by YARN into its directory: Slider's site.global.user.data.dir
+# itself, or site.global.data's entries under their names
+DATA_DIR_NAME = "data"
+# skein takes no "/" in a file's name: each entry is localized as data-<name>, and the agent
+# links it into the data dir as <name>
+DATA_ENTRY_PREFIX = "data-"
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ class JobPlan:
     # --work_dir): the flag that names the task's local work dir
     work_dir_flag: str = "--work_dir"
     heartbeat_timeout_s: float = 30.0  # an agent silent this long: its task is lost
+    # site.global.data: name -> URL on HDFS, seen as DATA_DIR_NAME/<name>; --data_dir too
+    data: dict[str, str] = field(default_factory=dict)
 
     @property
     def heartbeat_interval_s(self) -> float:
@@ -91,7 +98,7 @@ class JobPlan:
         """The exact command line one task runs (relative to the container's directory);
         ``data_dir``: where the data dir was localized (default: relative to it)."""
         script = f"{SCRIPTS_DIR}/{self.entry}"
-        data = (data_dir or DATA_DIR_NAME) if self.data_dir else None
+        data = (data_dir or DATA_DIR_NAME) if self.data_dir or self.data else None
         flags = spec.flags(role, index, work_dir, data_dir=data, work_dir_flag=self.work_dir_flag)
         return [self.python, script, *flags, *self.script_args]
 

@@ -7,9 +7,17 @@ from pathlib import Path
 import skein
 
 import appmaster
-from appmaster.jobplan import DATA_DIR_NAME, JOB_FILE, SCRIPTS_DIR, SECRET_FILE_PREFIX, JobPlan
+from appmaster.jobplan import (
+    DATA_DIR_NAME,
+    DATA_ENTRY_PREFIX,
+    JOB_FILE,
+    SCRIPTS_DIR,
+    SECRET_FILE_PREFIX,
+    JobPlan,
+)
 from tfyarn import skeinui
 from tfyarn.environments import JobEnvironment
+from tfyarn.jobconfig.datasets import is_archive
 from tfyarn.plan import Placement
 from tfyarn.submit import QUICK_JVM_OPTIONS
 from tfyarn.workdir import qualified
@@ -43,6 +51,9 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     if plan.data_dir:  # Slider's user.data.dir: YARN copies it from HDFS once per node
         task_files[DATA_DIR_NAME] = skein.File(qualified(plan.data_dir), type="file",
                                                visibility="application")
+    for name, url in plan.data.items():  # site.global.data: kept on each node for later jobs
+        task_files[DATA_ENTRY_PREFIX + name] = skein.File(
+            url, type="archive" if is_archive(url) else "file", visibility="private")
     services = {
         role.name: skein.Service(
             # skein asks for the first role's containers the moment its AppMaster starts, so

@@ -14,6 +14,7 @@ from appmaster.webpage import job_page_url
 from tfyarn import environments, jobview, preflight, workdir
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.jobconfig import JobConfig, load_job
+from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
 from tfyarn.jobconfig.documents import key_path
 from tfyarn.plan import Placement, build_plan, format_plan, format_plan_json, plan_document
 from tfyarn.submit import (
@@ -47,6 +48,10 @@ from tfyarn.submit import (
                    "[default: from appConfig].")
 @click.option("--docker-mount", "docker_mounts", multiple=True, metavar="SRC:DEST[:ro|rw]",
               help="A host path to mount in the tasks' Docker containers (repeatable).")
+@click.option("--data", "data", multiple=True, metavar="hdfs:///PATH[#NAME]",
+              help="A file, directory or archive on HDFS that YARN copies into every task "
+                   "(cached per node; archives unpacked) as <--data_dir>/NAME, also in "
+                   "TFYARN_DATA_DIR (repeatable; replaces site.global.data).")
 @click.option("--tag", "tags", multiple=True, help="A YARN application tag (repeatable).")
 @click.option("--am-memory", type=click.IntRange(128), default=None,
               help="AppMaster memory in MB [default: slider-appmaster's yarn.memory, or 512].")
@@ -58,15 +63,17 @@ from tfyarn.submit import (
 def submit_command(resources_path: str, app_config_path: str, name: str | None,
                    queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
                    as_json: bool, python_env: str | None, docker_image: str | None,
-                   docker_mounts: tuple[str, ...], tags: tuple[str, ...],
+                   docker_mounts: tuple[str, ...], data: tuple[str, ...],
+                   tags: tuple[str, ...],
                    am_memory: int | None, am_vcores: int | None, am_label: str | None) -> None:
     """Submit a distributed TensorFlow job to YARN."""
     with in_context(NOTHING_SUBMITTED):
-        job = load_job(resources_path, app_config_path)
+        job = with_data(load_job(resources_path, app_config_path), data)
         # the job's Python env and Docker image (tfyarn/environments.py)
         job = environments.with_overrides(job, python_env, docker_image, docker_mounts)
         plan = build_plan(job, name, default_label=am_label)
-        workdir.check_plan(plan)  # on HDFS: reachable, writable; the data dir readable
+        workdir.check_plan(  # on HDFS: reachable, writable; the data there
+            plan, data_key=DATA_OPTION if data else workdir.DATA_KEY)
     placement = Placement(queue=queue or job.app.queue, tags=tags,
                           am_memory_mb=am_memory or job.am_memory_mb,
                           am_vcores=am_vcores or job.am_vcores, am_label=am_label)

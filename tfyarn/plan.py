@@ -73,6 +73,7 @@ def build_plan(job: JobConfig, name: str | None = None,
         mirror_interval_s=app.mirror_interval_s,
         heartbeat_timeout_s=app.heartbeat_timeout_s,
         data_dir=app.data_dir and qualified(app.data_dir),
+        data={entry.name: qualified(entry.url) for entry in app.data},
         work_dir_flag="--ckp_dir" if app.checkpoint_prefix else "--work_dir",
     )
 
@@ -145,6 +146,8 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "work_dir": work_dir,
         "checkpoint_prefix": job.app.checkpoint_prefix,
         "data_dir": plan.data_dir,
+        "data": [{"name": e.name, "url": plan.data[e.name], "unpacked": e.archive}
+                 for e in job.app.data],
         "chief": "{} {}".format(*plan.chief),
         "registration_timeout_s": plan.registration_timeout_s,
         "allocation_timeout_s": plan.allocation_timeout_s,
@@ -191,6 +194,10 @@ def format_plan(document: dict) -> str:
     if document["data_dir"]:
         lines.append(f"  data dir: {document['data_dir']}, localized by YARN into every task's "
                      "directory (--data_dir)")
+    for entry in document["data"]:
+        lines.append(f"  data: {entry['url']} as <--data_dir>/{entry['name']}"
+                     + (" (unpacked)" if entry["unpacked"] else "")
+                     + ", localized by YARN into every task (cached per node)")
     if document["python_env"]:
         lines.append(f"  python env: {document['python_env']}, unpacked as "
                      f"./{environments.ENV_DIR} in every container (uploaded once per content)")

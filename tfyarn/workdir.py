@@ -21,6 +21,7 @@ from tfyarn.errors import TfyarnError
 WORK_DIR_KEY = "site.global.user.work.dir"
 CHECKPOINT_PREFIX_KEY = "site.global.user.checkpoint.prefix"  # Slider's: <prefix>/<name>.<app id>
 DATA_DIR_KEY = "site.global.user.data.dir"  # Slider's: training data, localized by YARN
+DATA_KEY = "site.global.data"  # hdfs:///path#name entries, localized by YARN
 LOCAL_DEFAULT = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
 CHECK_TIMEOUT_S = 20.0
 
@@ -47,14 +48,17 @@ def fixed_part(work_dir: str) -> str:
     return work_dir.split("${", 1)[0].rsplit("/", 1)[0]
 
 
-def check_plan(plan, environ: Mapping[str, str] | None = None) -> None:
-    """The work dir (or Slider's checkpoint prefix) and the data dir of a JobPlan."""
+def check_plan(plan, environ: Mapping[str, str] | None = None, data_key: str = DATA_KEY) -> None:
+    """The work dir (or Slider's checkpoint prefix) and the data of a JobPlan; ``data_key``
+    names where its site.global.data entries came from (the key, or --data)."""
     if plan.work_dir_flag == "--ckp_dir":  # <prefix>/<name>.${APP_ID}: the prefix was written
         check(fixed_part(plan.work_dir), environ, key=CHECKPOINT_PREFIX_KEY)
     else:
         check(plan.work_dir, environ)
     if plan.data_dir:
         check_data_dir(plan.data_dir, environ)
+    if plan.data:
+        check_data(plan.data, environ, data_key)
 
 
 def qualified(url: str, environ: Mapping[str, str] | None = None) -> str:
@@ -142,6 +146,38 @@ def check_data_dir(data_dir: str, environ: Mapping[str, str] | None = None) -> N
             f"(`hdfs dfs -put <files> {data_dir}`), or name the directory that holds it.")
 
 
+def check_data(data: Mapping[str, str], environ: Mapping[str, str] | None = None,
+               key: str = DATA_KEY) -> None:
+    """site.global.data's entries (name -> URL): on the cluster's file system, and there."""
+    environ = os.environ if environ is None else environ
+    for name, url in data.items():
+        _check_url(url, environ, key, f"hdfs:///user/{environments.cluster_user(environ)}/"
+                   f"{name}#{name}")
+
+    def missing() -> list[str]:
+        gone = []
+        for name, url in data.items():
+            remote = RemoteDir(url)
+            try:
+                remote.client.get_file_info(remote.root)
+            except FileNotFoundError:
+                gone.append(f"{url}#{name}")
+        return gone
+
+    try:
+        gone = bounded(missing, CHECK_TIMEOUT_S, what="The NameNode of the data")
+    except StorageError as exc:
+        raise WorkDirError(
+            f"{key}: cannot read {', '.join(data.values())}: {exc}. Fix: check that the "
+            "NameNode is up and reachable from here and that you may read them.") from None
+    if gone:
+        raise WorkDirError(
+            f"{key}: {', '.join(gone)}: no such file or directory on the cluster's file "
+            "system, so YARN could not copy it into the tasks. Fix: copy the data there first "
+            "(`hdfs dfs -put <local path> <path>`), or correct the path (`hdfs dfs -ls "
+            "<its directory>` shows what is there).")
+
+
 def _check_authority(work_dir: str, scheme: str, authority: str,
                      environ: Mapping[str, str], key: str = WORK_DIR_KEY) -> None:
     """hdfs://<name>/ must name the default file system, a configured name service or a
@@ -183,5 +219,5 @@ def _name_services(environ: Mapping[str, str]) -> set[str]:
     return names
 
 
-__all__ = ["WorkDirError", "check", "check_data_dir", "check_plan", "default_work_dir",
-           "is_remote", "qualified"]
+__all__ = ["WorkDirError", "check", "check_data", "check_data_dir", "check_plan",
+           "default_work_dir", "is_remote", "qualified"]

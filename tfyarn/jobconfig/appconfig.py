@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tfyarn import environments
+from tfyarn.jobconfig.datasets import parse_entries
 from tfyarn.jobconfig.documents import (
     Checker,
     as_int,
@@ -52,6 +53,7 @@ _HEARTBEAT_TIMEOUT = _G + "task.heartbeat.timeout"
 # <prefix>/<application name>.<application id> (--ckp_dir).
 _DATA_DIR = _G + "user.data.dir"
 _CHECKPOINT_PREFIX = _G + "user.checkpoint.prefix"
+_DATA = _G + "data"  # hdfs:///path#name entries, localized into each task's data dir
 _APP_KEYS = (
     _ENTRY,
     _SCRIPTS_DIR,
@@ -74,6 +76,7 @@ _APP_KEYS = (
     _HEARTBEAT_TIMEOUT,
     _DATA_DIR,
     _CHECKPOINT_PREFIX,
+    _DATA,
 )
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
 _SLIDER_ONLY_KEYS = (
@@ -123,6 +126,12 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
     work_dir = _work_dir(c, settings, user)
     data_dir = _hdfs_dir(c, settings, _DATA_DIR, user)
     checkpoint_prefix = _hdfs_dir(c, settings, _CHECKPOINT_PREFIX, user)
+    data = () if _DATA not in settings else parse_entries(
+        c, key_path("global", _DATA), settings[_DATA], user or getpass.getuser())
+    if data and data_dir is not None:  # both would be the tasks' --data_dir
+        c.add(key_path("global", _DATA), f'both this and "{_DATA_DIR}" give the tasks\' data',
+              f'keep one: list the directory as an entry, e.g. "{data_dir}#data", and read '
+              "it as <--data_dir>/data.", value=settings[_DATA])
     if checkpoint_prefix is not None and _WORK_DIR in settings:
         c.add(key_path("global", _CHECKPOINT_PREFIX),
               f'both this and "{_WORK_DIR}" say where the checkpoints go',
@@ -173,6 +182,7 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
         heartbeat_timeout_s=heartbeat_timeout or DEFAULT_HEARTBEAT_TIMEOUT_S,
         data_dir=data_dir,
         checkpoint_prefix=checkpoint_prefix,
+        data=data,
     )
 
 

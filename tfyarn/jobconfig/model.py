@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # datasets reads documents, which reads this module
+    from tfyarn.jobconfig.datasets import DataEntry
 
 from tfyarn.errors import TfyarnError
 
@@ -103,6 +107,9 @@ class AppConfig:
     data_dir: str | None = None
     # the job's work dir is <prefix>/<application name>.<application id>; tasks get --ckp_dir
     checkpoint_prefix: str | None = None
+    # site.global.data (or --data): HDFS files and archives YARN localizes into every task's
+    # data dir, each under its #name
+    data: tuple[DataEntry, ...] = ()
 
 
 @dataclass(frozen=True)

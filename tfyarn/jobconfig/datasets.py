@@ -1,0 +1,110 @@
+"""Training data that YARN localizes into every task: ``hdfs:///path#name`` entries.
+
+Written in appConfig as ``site.global.data`` (a list, or one comma-separated string) or given
+as ``tfyarn submit --data`` (repeatable). Each entry is a file, a directory or an archive on
+the cluster's file system; YARN copies it into each task's data dir under ``name`` (an
+archive unpacked), once per node, before the script starts. Whether the paths exist is
+checked against HDFS before submitting (tfyarn/workdir.py).
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from appmaster.storage import REMOTE_SCHEMES
+from tfyarn.environments import ARCHIVE_SUFFIXES
+from tfyarn.jobconfig.documents import Checker, kind_of
+from tfyarn.jobconfig.model import JobConfig, JobConfigError, Problem
+
+DATA_OPTION = "--data"
+EXAMPLE = "hdfs:///user/${USER_NAME}/mnist.tar.gz#mnist"
+# What YARN unpacks by the resource's name (a .jar too, as MapReduce's -archives).
+_UNPACKED = (*ARCHIVE_SUFFIXES, ".jar")
+
+
+@dataclass(frozen=True)
+class DataEntry:
+    url: str  # hdfs://… or viewfs://…, without the #name
+    name: str  # where it appears in the task's data dir
+    archive: bool  # YARN unpacks it into a directory called name
+
+    def __str__(self) -> str:
+        return f"{self.url}#{self.name}"
+
+
+def is_archive(path: str) -> bool:
+    return path.lower().endswith(_UNPACKED)
+
+
+def as_list(value: Any) -> list[str] | None:
+    """A list of strings, or one comma-separated string; None for anything else."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value]
+    return None
+
+
+def entry_problem(text: str, user: str) -> tuple[DataEntry | None, str, str]:
+    """One entry read: (entry, "", "") or (None, what is wrong, the fix)."""
+    url, _, name = text.replace("${USER_NAME}", user).partition("#")
+    parts = urlsplit(url)
+    if parts.scheme not in REMOTE_SCHEMES:
+        return None, "not on the cluster's file system", (
+            "give an hdfs:// (or viewfs://) URL, e.g. hdfs:///data/mnist#mnist (hdfs:/// is "
+            "the default file system); to ship local files, put them in the scripts directory "
+            "or copy them to HDFS first (hdfs dfs -put).")
+    if not url.startswith(f"{parts.scheme}://") or not parts.path.strip("/") \
+            or parts.query or any(c.isspace() for c in text):
+        return None, "not a URL of the form hdfs://[namenode:port]/path[#name]", \
+            "write e.g. hdfs:///data/mnist.tar.gz#mnist."
+    if "${" in url:
+        return None, "unknown placeholder", "use only ${USER_NAME} (the submitting user)."
+    name = name.strip() or parts.path.rstrip("/").rsplit("/", 1)[-1]
+    if "/" in name or name in (".", "..") or name.startswith("."):
+        return None, f"#{name} cannot be a name in the task's data dir", \
+            'give a plain name after "#", e.g. #mnist (no "/", not starting with ".").'
+    return DataEntry(url.rstrip("/"), name, is_archive(parts.path)), "", ""
+
+
+def parse_entries(c: Checker, where: str, value: Any, user: str) -> tuple[DataEntry, ...]:
+    """Every entry of the key (or option) ``where``, each problem recorded in ``c``."""
+    texts = as_list(value)
+    if texts is None:
+        c.add(where, f"must be a list of strings or one comma-separated string, not "
+              f"{kind_of(value)}", f'write e.g. ["{EXAMPLE}"].', value=value)
+        return ()
+    entries: dict[str, DataEntry] = {}
+    for text in texts:
+        entry, message, fix = entry_problem(text, user)
+        if entry is None:
+            c.add(where, message, fix, value=text)
+        elif entry.name in entries:
+            c.add(where, f'the name "{entry.name}" is given twice (also by '
+                  f"{entries[entry.name]})", "give each entry its own #name, e.g. "
+                  f"{entry.url}#{entry.name}2.", value=text)
+        else:
+            entries[entry.name] = entry
+    return tuple(entries.values())
+
+
+def with_data(job: JobConfig, options: Sequence[str], user: str | None = None) -> JobConfig:
+    """The job with `tfyarn submit --data`'s entries in place of site.global.data's."""
+    from tfyarn.preflight import COMMAND_LINE  # preflight reads the job config
+
+    if not options:
+        return job
+    problems: list[Problem] = []
+    checker = Checker(COMMAND_LINE, problems)
+    entries = parse_entries(checker, DATA_OPTION, list(options), user or getpass.getuser())
+    if job.app.data_dir is not None:  # both would be the tasks' --data_dir
+        checker.add(DATA_OPTION, 'the job also has "site.global.user.data.dir"',
+                    f"keep one: remove that key, or give its directory as --data "
+                    f"{job.app.data_dir}#data.", value=list(options))
+    if problems:
+        raise JobConfigError(problems)
+    return replace(job, app=replace(job.app, data=entries))
