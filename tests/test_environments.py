@@ -25,6 +25,7 @@ from jobtools import JobFiles, prepare_job, read_json, submit_and_wait
 
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR
 from tfyarn import environments as envs
+from tfyarn import jobenv
 from tfyarn.appspec import application_spec
 from tfyarn.environments import JobEnvironment, JobEnvironmentError
 from tfyarn.jobconfig import JobConfigError, load_job
@@ -339,14 +340,14 @@ def test_appconfig_problems(tmp_path: Path) -> None:
 def test_with_overrides(tmp_path: Path) -> None:
     job = load_job(*job_files(tmp_path, **{"docker.image": "from-config:1"}))
     archive = make_tar(tmp_path / "env.tar.gz", {"bin/python": None})
-    changed = envs.with_overrides(job, str(archive), "from-cli:2", ("/a:/b:ro",))
+    changed = jobenv.with_overrides(job, str(archive), "from-cli:2", ("/a:/b:ro",))
     assert changed.app.python_env == archive
     assert (changed.app.docker_image, changed.app.docker_mounts) == ("from-cli:2", ("/a:/b:ro",))
-    assert envs.with_overrides(job, None, None, ()) == job
+    assert jobenv.with_overrides(job, None, None, ()) == job
     with pytest.raises(JobEnvironmentError, match="--docker-mount"):
-        envs.with_overrides(job, None, None, ("relative:/b",))
+        jobenv.with_overrides(job, None, None, ("relative:/b",))
     with pytest.raises(JobEnvironmentError, match="not an archive"):
-        envs.with_overrides(job, str(tmp_path / "train.py"), None, ())
+        jobenv.with_overrides(job, str(tmp_path / "train.py"), None, ())
 
 
 def test_plan_with_packed_env_and_docker(tmp_path: Path) -> None:
@@ -374,7 +375,7 @@ def test_plan_in_docker_without_env(tmp_path: Path) -> None:
 
 def test_application_spec(tmp_path: Path) -> None:
     job = load_job(*job_files(tmp_path))
-    plan = build_plan(envs.with_overrides(job, str(make_tar(tmp_path / "e.tar.gz", {
+    plan = build_plan(jobenv.with_overrides(job, str(make_tar(tmp_path / "e.tar.gz", {
         "bin/python": None})), None, ()))
     url = f"hdfs://nn:8020/user/alice/.tfyarn/envs/{SHA}.tar.gz"
     job_file = tmp_path / JOB_FILE

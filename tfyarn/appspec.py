@@ -18,8 +18,8 @@ from appmaster.jobplan import (
 from tfyarn import skeinui
 from tfyarn.environments import JobEnvironment
 from tfyarn.jobconfig.datasets import is_archive
+from tfyarn.jvm import QUICK_JVM_OPTIONS
 from tfyarn.plan import Placement
-from tfyarn.submit import QUICK_JVM_OPTIONS
 from tfyarn.workdir import qualified
 
 APPMASTER_DIR = Path(appmaster.__file__).parent

@@ -84,7 +84,7 @@ def status_command(state_dir: str | None) -> None:
         click.echo(f"The local YARN cluster is not running (state dir {layout.state_dir}). "
                    "Start it with `tfyarn cluster up`.")
         sys.exit(3)
-    for line in cluster.status_lines(layout):
+    for line in cluster.status_lines(layout, hosts.lost_hosts(layout)):
         click.echo(line)
 
 

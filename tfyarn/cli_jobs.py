@@ -11,7 +11,7 @@ import click
 
 from appmaster.jobplan import JobPlan
 from appmaster.webpage import job_page_url
-from tfyarn import environments, jobview, preflight, workdir
+from tfyarn import jobenv, jobview, preflight, workdir
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
@@ -69,8 +69,8 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
     """Submit a distributed TensorFlow job to YARN."""
     with in_context(NOTHING_SUBMITTED):
         job = with_data(load_job(resources_path, app_config_path), data)
-        # the job's Python env and Docker image (tfyarn/environments.py)
-        job = environments.with_overrides(job, python_env, docker_image, docker_mounts)
+        # the job's Python env and Docker image (tfyarn/jobenv.py)
+        job = jobenv.with_overrides(job, python_env, docker_image, docker_mounts)
         plan = build_plan(job, name, default_label=am_label)
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
             plan, data_key=DATA_OPTION if data else workdir.DATA_KEY)
@@ -91,7 +91,7 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
     for line in checked.lines():
         click.echo(line, err=True)
     with in_context(NOTHING_SUBMITTED):
-        environment = environments.prepare(job, plan.python, lambda m: click.echo(m, err=True))
+        environment = jobenv.prepare(job, plan.python, lambda m: click.echo(m, err=True))
     with skein_client() as client:
         app_id = submit(client, job, plan, placement, environment)
         report = client.application_report(app_id)

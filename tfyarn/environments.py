@@ -21,16 +21,12 @@ import sys
 import tarfile
 import xml.etree.ElementTree as ElementTree
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tfyarn.errors import TfyarnError
-
-if TYPE_CHECKING:  # jobconfig imports this module
-    from tfyarn.jobconfig import JobConfig
 
 ENV_DIR = "pyenv"  # the name the packed environment is unpacked under in every container
 # What YARN unpacks (by the resource's name), longest first: ".tar.gz" before ".tar".
@@ -315,48 +311,3 @@ class JobEnvironment:
         if self.docker_image is None:
             return {}
         return docker_environment(self.docker_image, self.docker_mounts)
-
-
-# ---------------------------------------------------------------- `tfyarn submit`
-
-
-def with_overrides(job: JobConfig, python_env: str | None, docker_image: str | None,
-                   docker_mounts: Sequence[str]) -> JobConfig:
-    """The job with submit's --python-env, --docker-image and --docker-mount applied."""
-    app = job.app
-    if python_env is not None:
-        path = Path(os.path.abspath(Path(python_env).expanduser()))
-        archive_suffix(path)
-        app = replace(app, python_env=path)
-    if docker_image is not None:
-        if not docker_image.strip() or any(c.isspace() for c in docker_image.strip()):
-            raise JobEnvironmentError(f"--docker-image {docker_image!r}: not an image name. "
-                                      "Fix: give one such as tensorflow/tensorflow:2.16.1.")
-        app = replace(app, docker_image=docker_image.strip())
-    if docker_mounts:
-        for mount in docker_mounts:
-            if problem := docker_mount_problem(mount):
-                raise JobEnvironmentError(f"--docker-mount: {problem}.")
-        app = replace(app, docker_mounts=tuple(docker_mounts))
-    return replace(job, app=app)
-
-
-def prepare(job: JobConfig, task_python: str,
-            echo: Callable[[str], None] = print) -> JobEnvironment:
-    """Uploads the packed env unless the cluster has it; what application_spec needs."""
-    app = job.app
-    url = None
-    if app.python_env is not None:
-        env = ensure_uploaded(app.python_env)
-        if env.uploaded:
-            echo(f"Python env {app.python_env}: uploaded to {env.url}")
-        else:
-            echo(f"Python env {app.python_env}: already at {env.url} (same sha256), "
-                 "not uploaded again")
-        url = env.url
-    return JobEnvironment(
-        python_env_url=url,
-        docker_image=app.docker_image,
-        docker_mounts=app.docker_mounts,
-        master_python=master_python(task_python, url is not None, app.docker_image),
-    )

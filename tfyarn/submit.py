@@ -17,10 +17,9 @@ from appmaster.jobplan import JOB_FILE, JobPlan
 from tfyarn.environments import JobEnvironment
 from tfyarn.errors import TfyarnError
 from tfyarn.jobconfig import JobConfig
+from tfyarn.jvm import QUICK_JVM_OPTIONS
 from tfyarn.plan import Placement
 
-# For JVMs that live a short while (skein's driver, its AppMaster): start fast, stay lean.
-QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # skein's own log4j.properties logs everything at INFO; this one follows --verbose.
 LOG4J = Path(__file__).with_name("driver-log4j.properties")
 

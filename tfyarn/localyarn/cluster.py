@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -216,7 +216,8 @@ def node_gpus(node: dict) -> tuple[int, int]:
     return used, total
 
 
-def status_lines(layout: Layout) -> list[str]:
+def status_lines(layout: Layout, lost_hosts: Sequence[str] = ()) -> list[str]:
+    """`tfyarn cluster status`; ``lost_hosts`` as hosts.lost_hosts lists them."""
     lines = [f"ResourceManager: {layout.webapp_url} (state dir {layout.state_dir})",
              hdfs.status_line(layout), "Nodes:"]
     for node in nodes(layout):
@@ -230,11 +231,9 @@ def status_lines(layout: Layout) -> list[str]:
             f"{node.get('usedVirtualCores', 0) + node.get('availableVirtualCores', 0)}  "
             f"gpus {used_gpus}/{total_gpus}  containers {node.get('numContainers', 0)}"
         )
-    from tfyarn.localyarn.hosts import lost_hosts
-
-    if lost := lost_hosts(layout):
+    if lost_hosts:
         lines.append(f"Lost hosts (tfyarn cluster regain-host brings them back): "
-                     f"{', '.join(lost)}")
+                     f"{', '.join(lost_hosts)}")
     if (layout.state_dir / "hosts-share-files").exists():
         lines.append("WARNING: the NodeManagers share /tmp and HOME (no mount namespaces here)")
     labels = [f"{label['name']}(exclusive={str(label.get('exclusivity', True)).lower()})"

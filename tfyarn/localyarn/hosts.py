@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 
 from tfyarn.localyarn import daemons
+from tfyarn.localyarn.cluster import daemons_of, node_wrapper
 from tfyarn.localyarn.layout import Layout, NodeManagerSpec
 from tfyarn.localyarn.proctable import scan_processes
 from tfyarn.localyarn.provision import ClusterError, find_java_home
@@ -68,8 +69,6 @@ def lose(layout: Layout, name: str, freeze: bool = False) -> list[int]:
 
 def regain(layout: Layout, name: str) -> str:
     """Thaw a frozen host, or start a killed host's NodeManager again (it re-registers)."""
-    from tfyarn.localyarn.cluster import daemons_of, node_wrapper
-
     nm = node(layout, name)
     marker = lost_marker(layout, nm)
     if not marker.exists():

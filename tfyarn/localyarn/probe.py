@@ -25,7 +25,7 @@ RAN_KEY = "ran/"  # each service puts ran/<service> in the KV store once it runs
 def probe_spec():
     import skein
 
-    from tfyarn.submit import QUICK_JVM_OPTIONS
+    from tfyarn.jvm import QUICK_JVM_OPTIONS
 
     def service(name: str, label: str) -> tuple[str, skein.Service]:
         # skein calls a container RUNNING once the NodeManager accepted it, before it is

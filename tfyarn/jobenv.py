@@ -1,0 +1,65 @@
+"""A job's environment from its settings and `tfyarn submit`'s options.
+
+tfyarn/environments.py knows packed envs and Docker images on their own; this module applies
+them to a job (a JobConfig). Kept apart so that environments does not depend on jobconfig,
+which reads its helpers to check appConfig.json.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from tfyarn.environments import (
+    JobEnvironment,
+    JobEnvironmentError,
+    archive_suffix,
+    docker_mount_problem,
+    ensure_uploaded,
+    master_python,
+)
+from tfyarn.jobconfig import JobConfig
+
+
+def with_overrides(job: JobConfig, python_env: str | None, docker_image: str | None,
+                   docker_mounts: Sequence[str]) -> JobConfig:
+    """The job with submit's --python-env, --docker-image and --docker-mount applied."""
+    app = job.app
+    if python_env is not None:
+        path = Path(os.path.abspath(Path(python_env).expanduser()))
+        archive_suffix(path)
+        app = replace(app, python_env=path)
+    if docker_image is not None:
+        if not docker_image.strip() or any(c.isspace() for c in docker_image.strip()):
+            raise JobEnvironmentError(f"--docker-image {docker_image!r}: not an image name. "
+                                      "Fix: give one such as tensorflow/tensorflow:2.16.1.")
+        app = replace(app, docker_image=docker_image.strip())
+    if docker_mounts:
+        for mount in docker_mounts:
+            if problem := docker_mount_problem(mount):
+                raise JobEnvironmentError(f"--docker-mount: {problem}.")
+        app = replace(app, docker_mounts=tuple(docker_mounts))
+    return replace(job, app=app)
+
+
+def prepare(job: JobConfig, task_python: str,
+            echo: Callable[[str], None] = print) -> JobEnvironment:
+    """Uploads the packed env unless the cluster has it; what application_spec needs."""
+    app = job.app
+    url = None
+    if app.python_env is not None:
+        env = ensure_uploaded(app.python_env)
+        if env.uploaded:
+            echo(f"Python env {app.python_env}: uploaded to {env.url}")
+        else:
+            echo(f"Python env {app.python_env}: already at {env.url} (same sha256), "
+                 "not uploaded again")
+        url = env.url
+    return JobEnvironment(
+        python_env_url=url,
+        docker_image=app.docker_image,
+        docker_mounts=app.docker_mounts,
+        master_python=master_python(task_python, url is not None, app.docker_image),
+    )
