@@ -22,12 +22,11 @@ from appmaster.jobplan import JobPlan, RolePlan
 from tfyarn import rmrest
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
-from tfyarn.jobconfig.documents import key_path
+from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
 from tfyarn.plan import Placement
 
 GPU = "yarn.io/gpu"
 DEFAULT_PARTITION = ""
-COMMAND_LINE = "command line"
 # What each dimension is called in resources.json, and in YARN's maximum-allocation settings.
 KEYS = {"memory_mb": "yarn.memory", "vcores": "yarn.vcores", "gpus": "yarn.gpus"}
 MAX_ALLOCATION_SETTINGS = {"memory_mb": "maximum-allocation-mb",

@@ -11,29 +11,19 @@ from __future__ import annotations
 
 import getpass
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from appmaster.storage import REMOTE_SCHEMES
 from tfyarn.environments import ARCHIVE_SUFFIXES
-from tfyarn.jobconfig.documents import Checker, kind_of
-from tfyarn.jobconfig.model import JobConfig, JobConfigError, Problem
+from tfyarn.jobconfig.documents import COMMAND_LINE, Checker, kind_of
+from tfyarn.jobconfig.model import DataEntry, JobConfig, JobConfigError, Problem
 
 DATA_OPTION = "--data"
 EXAMPLE = "hdfs:///user/${USER_NAME}/mnist.tar.gz#mnist"
 # What YARN unpacks by the resource's name (a .jar too, as MapReduce's -archives).
 _UNPACKED = (*ARCHIVE_SUFFIXES, ".jar")
-
-
-@dataclass(frozen=True)
-class DataEntry:
-    url: str  # hdfs://… or viewfs://…, without the #name
-    name: str  # where it appears in the task's data dir
-    archive: bool  # YARN unpacks it into a directory called name
-
-    def __str__(self) -> str:
-        return f"{self.url}#{self.name}"
 
 
 def is_archive(path: str) -> bool:
@@ -94,8 +84,6 @@ def parse_entries(c: Checker, where: str, value: Any, user: str) -> tuple[DataEn
 
 def with_data(job: JobConfig, options: Sequence[str], user: str | None = None) -> JobConfig:
     """The job with `tfyarn submit --data`'s entries in place of site.global.data's."""
-    from tfyarn.preflight import COMMAND_LINE  # preflight reads the job config
-
     if not options:
         return job
     problems: list[Problem] = []

@@ -14,6 +14,8 @@ import yaml
 from tfyarn.jobconfig.model import Problem
 
 _TOP_LEVEL_KEYS = ("schema", "metadata", "global", "components")
+# The "file" of a problem with a command-line option (`tfyarn submit --queue`, --data, ...).
+COMMAND_LINE = "command line"
 _PLAIN_KEY_PART = re.compile(r"[A-Za-z0-9_-]+")
 
 # Marks "no value to show" in a problem, since None (JSON null) can itself be the bad value.

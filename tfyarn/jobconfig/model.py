@@ -5,10 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # datasets reads documents, which reads this module
-    from tfyarn.jobconfig.datasets import DataEntry
 
 from tfyarn.errors import TfyarnError
 
@@ -50,6 +46,18 @@ class Problem:
 def describe_problems(problems: Sequence[Problem]) -> str:
     """Every problem on a line of its own."""
     return "\n".join(str(p) for p in problems)
+
+
+@dataclass(frozen=True)
+class DataEntry:
+    """One entry of site.global.data (or --data): hdfs:///path#name (jobconfig/datasets.py)."""
+
+    url: str  # hdfs://… or viewfs://…, without the #name
+    name: str  # where it appears in the task's data dir
+    archive: bool  # YARN unpacks it into a directory called name
+
+    def __str__(self) -> str:
+        return f"{self.url}#{self.name}"
 
 
 class JobConfigError(TfyarnError, ValueError):
