@@ -144,12 +144,9 @@ CORE_SITE = """<?xml version="1.0"?>
 """
 
 
-def test_default_fs_from_core_site() -> None:
-    assert envs.default_fs_from_core_site(CORE_SITE) == "hdfs://nn.example.com:8020"
-    old = CORE_SITE.replace("fs.defaultFS", "fs.default.name")
-    assert envs.default_fs_from_core_site(old) == "hdfs://nn.example.com:8020"
-    assert envs.default_fs_from_core_site("<configuration/>") is None
-    assert envs.default_fs_from_core_site("<configuration>") is None
+def test_default_fs_old_name(tmp_path: Path) -> None:
+    (tmp_path / "core-site.xml").write_text(CORE_SITE.replace("fs.defaultFS", "fs.default.name"))
+    assert envs.default_fs({"HADOOP_CONF_DIR": str(tmp_path)}) == "hdfs://nn.example.com:8020"
 
 
 def test_default_fs_reads_hadoop_conf_dir(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn.rmrest import AppReport, client_configuration, reports_reader, web_urls
+from tfyarn.hadoopconf import client_configuration
+from tfyarn.rmrest import AppReport, reports_reader, web_urls
 
 
 def test_plain_address_and_the_hostname_default() -> None:

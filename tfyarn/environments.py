@@ -19,13 +19,13 @@ import os
 import re
 import sys
 import tarfile
-import xml.etree.ElementTree as ElementTree
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tfyarn import hadoopconf
 from tfyarn.errors import TfyarnError
 
 ENV_DIR = "pyenv"  # the name the packed environment is unpacked under in every container
@@ -141,43 +141,15 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
 # ---------------------------------------------------------------- the cluster's copy
 
 
-def default_fs_from_core_site(text: str) -> str | None:
-    """fs.defaultFS (or the old fs.default.name) as a core-site.xml sets it; None if unset."""
-    try:
-        root = ElementTree.fromstring(text)
-    except ElementTree.ParseError:
-        return None
-    values = {
-        (prop.findtext("name") or "").strip(): (prop.findtext("value") or "").strip()
-        for prop in root.iter("property")
-    }
-    return values.get("fs.defaultFS") or values.get("fs.default.name") or None
-
-
-def hadoop_conf_dirs(environ: Mapping[str, str]) -> list[Path]:
-    """Where the Hadoop client's configuration is looked for, in order."""
-    dirs = []
-    if environ.get("HADOOP_CONF_DIR"):
-        dirs.append(Path(environ["HADOOP_CONF_DIR"]))
-    if environ.get("HADOOP_HOME"):
-        dirs.append(Path(environ["HADOOP_HOME"]) / "etc" / "hadoop")
-    dirs.append(Path("/etc/hadoop/conf"))
-    return dirs
-
-
 def default_fs(environ: Mapping[str, str] | None = None) -> str:
     """The cluster's default filesystem, e.g. hdfs://namenode:8020, from core-site.xml."""
-    environ = os.environ if environ is None else environ
-    dirs = hadoop_conf_dirs(environ)
-    for conf_dir in dirs:
-        core_site = conf_dir / "core-site.xml"
-        if core_site.is_file():
-            value = default_fs_from_core_site(core_site.read_text(errors="replace"))
-            if value:
-                return check_default_fs(value)
+    conf = hadoopconf.client_configuration(environ)
+    value = conf.get("fs.defaultFS") or conf.get("fs.default.name")  # the latter: old name
+    if value:
+        return check_default_fs(value)
     raise JobEnvironmentError(
         "cannot tell the cluster's default filesystem: no fs.defaultFS in core-site.xml in "
-        + ", ".join(map(str, dirs))
+        + ", ".join(map(str, hadoopconf.conf_dirs(environ)))
         + ". Fix: set HADOOP_CONF_DIR to the cluster's client configuration."
     )
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import requests
 
 from appmaster.jobplan import JobPlan, RolePlan
-from tfyarn import rmrest
+from tfyarn import hadoopconf, rmrest
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
@@ -510,7 +510,7 @@ def needs_acl_answer(view: ClusterView, queue: Queue | None) -> bool:
 def run_preflight(containers: list[Request], queue_name: str,
                   queue_source: tuple[str, str]) -> Preflight:
     """Ask the RM (one or two REST calls; two more where a queue ACL may apply) and check."""
-    conf = rmrest.client_configuration()
+    conf = hadoopconf.client_configuration()
     urls = rmrest.web_urls(conf)
     if not urls:
         if conf.get("hadoop.security.authentication", "simple") != "simple":

@@ -8,15 +8,14 @@ not use Kerberos (that would need SPNEGO); otherwise the commands use skein's dr
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import requests
 
+from tfyarn import hadoopconf
 from tfyarn.errors import TfyarnError
 
 TIMEOUT_S = 5.0
@@ -115,7 +114,7 @@ class RestReports:
 
 def reports_reader() -> RestReports | None:
     """A reader for the RM that answers first, or None where REST is not an option."""
-    for url in web_urls(client_configuration()):
+    for url in web_urls(hadoopconf.client_configuration()):
         reader = RestReports(url)
         try:
             # The apps resource itself: a web UI that wants a login answers 401 here.
@@ -124,23 +123,6 @@ def reports_reader() -> RestReports | None:
             continue  # a stopped RM, or one we may not read: try the next one
         return reader
     return None
-
-
-def client_configuration() -> dict[str, str]:
-    """core-site.xml and yarn-site.xml of the client's Hadoop configuration directory."""
-    conf_dir = os.environ.get("YARN_CONF_DIR") or os.environ.get("HADOOP_CONF_DIR")
-    conf: dict[str, str] = {}
-    for name in ("core-site.xml", "yarn-site.xml"):
-        path = Path(conf_dir or "/nonexistent") / name
-        try:
-            root = ET.parse(path).getroot()
-        except (OSError, ET.ParseError):
-            continue
-        for prop in root.iter("property"):
-            key = prop.findtext("name")
-            if key:
-                conf[key.strip()] = (prop.findtext("value") or "").strip()
-    return conf
 
 
 def web_urls(conf: dict[str, str]) -> list[str]:

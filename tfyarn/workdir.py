@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from appmaster.storage import REMOTE_SCHEMES, RemoteDir, StorageError, bounded, is_remote
-from tfyarn import environments
+from tfyarn import environments, hadoopconf
 from tfyarn.errors import TfyarnError
 
 WORK_DIR_KEY = "site.global.user.work.dir"
@@ -203,19 +203,10 @@ def _check_authority(work_dir: str, scheme: str, authority: str,
 
 def _name_services(environ: Mapping[str, str]) -> set[str]:
     """dfs.nameservices (and viewfs mount tables) of the client configuration."""
-    names: set[str] = set()
-    for conf_dir in environments.hadoop_conf_dirs(environ):
-        for site in ("hdfs-site.xml", "core-site.xml"):
-            path = conf_dir / site
-            if not path.is_file():
-                continue
-            text = path.read_text(errors="replace")
-            for match in re.finditer(
-                    r"<name>\s*dfs\.nameservices\s*</name>\s*<value>([^<]*)</value>", text):
-                names.update(n.strip() for n in match.group(1).split(",") if n.strip())
-            names.update(re.findall(r"<name>\s*fs\.viewfs\.mounttable\.([^.<]+)\.", text))
-        if names:
-            break
+    conf = hadoopconf.client_configuration(environ)
+    names = {n.strip() for n in conf.get("dfs.nameservices", "").split(",") if n.strip()}
+    names.update(key.split(".")[3] for key in conf
+                 if key.startswith("fs.viewfs.mounttable.") and key.count(".") >= 4)
     return names
 
 

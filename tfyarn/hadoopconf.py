@@ -1,0 +1,55 @@
+"""The Hadoop client configuration: the one place that says where it comes from.
+
+Hadoop's launchers put one configuration directory on the client's class path: YARN_CONF_DIR
+where set (the `yarn` command's, which skein's driver asks for its class path), else
+HADOOP_CONF_DIR, else $HADOOP_HOME/etc/hadoop; distributions install /etc/hadoop/conf. Each
+*-site.xml is read from the first of these directories that has it, as a class path lookup
+finds it. The default file system, the name services and the ResourceManager's web address
+all come from here.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Mapping
+from pathlib import Path
+
+SITE_FILES = ("core-site.xml", "hdfs-site.xml", "yarn-site.xml")
+SYSTEM_CONF_DIR = Path("/etc/hadoop/conf")
+
+
+def conf_dirs(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Where the client configuration is looked for, in order."""
+    environ = os.environ if environ is None else environ
+    dirs = [Path(environ[name]) for name in ("YARN_CONF_DIR", "HADOOP_CONF_DIR")
+            if environ.get(name)]
+    if environ.get("HADOOP_HOME"):
+        dirs.append(Path(environ["HADOOP_HOME"]) / "etc" / "hadoop")
+    dirs.append(SYSTEM_CONF_DIR)
+    return dirs
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """A *-site.xml's properties, names and values stripped; {} for a file that is no XML."""
+    try:
+        root = ElementTree.fromstring(text)
+    except ElementTree.ParseError:
+        return {}
+    return {name.strip(): (prop.findtext("value") or "").strip()
+            for prop in root.iter("property") if (name := prop.findtext("name"))}
+
+
+def client_configuration(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The properties of core-site.xml, hdfs-site.xml and yarn-site.xml, each file from the
+    first directory of `conf_dirs` that has it."""
+    dirs = conf_dirs(environ)
+    conf: dict[str, str] = {}
+    for name in SITE_FILES:
+        path = next((d / name for d in dirs if (d / name).is_file()), None)
+        if path is not None:
+            try:
+                conf.update(parse_properties(path.read_text(errors="replace")))
+            except OSError:
+                continue  # an unreadable file counts as absent
+    return conf
