@@ -11,12 +11,15 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # Headless Chromium and its driver for the browser tests of the job page (tests/test_page_yarn.py).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
+# MIT Kerberos' kinit/klist: the secure local cluster's ticket caches (tfyarn cluster up --secure).
+command -v kinit >/dev/null 2>&1 || need_apt+=(krb5-user)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "Installing ${need_apt[*]} with apt-get..."
-    apt-get update -qq && apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" \
+      >/dev/null
   else
-    echo "Missing: ${need_apt[*]}. Install them (JDK 17, Maven, Chromium), then run this again." >&2
+    echo "Missing: ${need_apt[*]}. Install them (JDK 17, Maven, Chromium, krb5-user), then run this again." >&2
     exit 1
   fi
 fi

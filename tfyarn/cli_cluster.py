@@ -52,10 +52,15 @@ def cluster_group() -> None:
               help="GPUs of the gpu node, as its stand-in nvidia-smi lists them and YARN's GPU "
               "plugin discovers them [default: $TFYARN_CLUSTER_GPUS, what the cluster had, or "
               f"{GPUS_PER_GPU_NODE}].")
-def up_command(state_dir: str | None, nodes: int | None, gpus: int | None) -> None:
+@click.option("--secure", is_flag=True,
+              help="Kerberos: a local KDC (Hadoop's MiniKdc), keytabs for every daemon, you and "
+              "a second user (bob), short-lived delegation tokens. `tfyarn cluster env` then "
+              "also exports KRB5_CONFIG and KRB5CCNAME (your ticket cache).")
+def up_command(state_dir: str | None, nodes: int | None, gpus: int | None,
+               secure: bool) -> None:
     """Fetch the Hadoop jars (first run), then start the cluster and wait until it schedules."""
     layout = _layout(state_dir, nodes, gpus)
-    result = cluster.up(layout, echo=lambda line: click.echo(line, err=True))
+    result = cluster.up(layout, echo=lambda line: click.echo(line, err=True), kerberos=secure)
     if result.already_running:
         click.echo(f"The local YARN cluster is already running: {result.webapp_url} (unchanged).")
         return

@@ -95,6 +95,12 @@ def plain_diagnosis(text: str) -> str:
     return plain
 
 
+def krb5_java_options() -> list[str]:
+    """Java reads no KRB5_CONFIG: the driver gets the krb5.conf MIT's tools use (its first)."""
+    conf = os.environ.get("KRB5_CONFIG", "").split(":")[0]
+    return [f"-Djava.security.krb5.conf={conf}"] if conf else []
+
+
 def skein_client():
     """skein's driver needs `yarn classpath` to find the cluster's Hadoop jars and config."""
     import skein
@@ -111,7 +117,8 @@ def skein_client():
         return skein.Client(principal=DRIVER.principal, keytab=DRIVER.keytab,
                             log_level=DRIVER.log_level,
                             java_options=[*java_options.split(),
-                                          f"-Dlog4j.configuration=file:{LOG4J}"])
+                                          f"-Dlog4j.configuration=file:{LOG4J}",
+                                          *krb5_java_options()])
     except Exception as exc:
         raise SubmitError(f"Could not start skein's driver: {exc}") from exc
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import requests
 
-from tfyarn.localyarn import daemons, hdfs, hostview
+from tfyarn.localyarn import daemons, hdfs, hostview, kdc, secure
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
 from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout, cache_root
 from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
@@ -62,11 +62,18 @@ def running_daemons(layout: Layout) -> list[str]:
 
 
 def is_running(layout: Layout) -> bool:
-    return len(running_daemons(layout)) == len(daemons_of(layout))
+    return len(running_daemons(layout)) == len(daemons_of(layout)) and (
+        not secure.is_secure(layout) or kdc.is_running(layout))
 
 
-def up(layout: Layout, echo: Echo = print) -> UpResult:
+def up(layout: Layout, echo: Echo = print, kerberos: bool = False) -> UpResult:
+    """Start the cluster (with a KDC and Kerberos everywhere if ``kerberos``, secure.py)."""
     if is_running(layout):
+        if kerberos != secure.is_secure(layout):
+            running = "with" if secure.is_secure(layout) else "without"
+            raise ClusterError(f"The cluster in {layout.state_dir} is running {running} "
+                               "Kerberos. Fix: `tfyarn cluster down` first, or give another "
+                               "TFYARN_CLUSTER_DIR (and TFYARN_CLUSTER_PORT_OFFSET).")
         return UpResult(True, layout.webapp_url, 0.0)
     started_at = time.monotonic()
     java_home = find_java_home()
@@ -82,17 +89,21 @@ def up(layout: Layout, echo: Echo = print) -> UpResult:
         layout.state_dir.mkdir(parents=True, exist_ok=True)
         layout.gpus_file.write_text(f"{layout.gpus}\n")
     _check_ports_free(layout)
+    secure.set_secure(layout, kerberos)  # before the configuration, which follows it
     write_configuration(layout)
     write_launcher(layout, java_home)
     wrapper = node_wrapper(layout, echo)
     namenode, datanode, rm, *nms = daemons_of(layout, wrapper)
     try:
+        if kerberos:  # the daemons log in from their keytabs as they start
+            secure.start_kdc(layout, java_home, echo)
         hdfs.format_once(layout, java_home)
         for daemon in (namenode, datanode, rm):
             daemons.start(layout, java_home, daemon)
         _wait(layout, [namenode, datanode], "HDFS to leave safe mode with a live DataNode",
               lambda: hdfs.ready(layout))
-        hdfs.prepare_directories(layout)
+        with secure.client_environ(layout):  # hdfs-native finds the user's tickets there
+            hdfs.prepare_directories(layout)
         _wait(layout, [rm], "the ResourceManager to start", lambda: _rm_started(layout))
         _ensure_gpu_label(layout)
         for nm in nms:
@@ -122,6 +133,8 @@ def node_wrapper(layout: Layout, echo: Echo) -> tuple[str, ...]:
 def down(layout: Layout) -> list[str]:
     """Stop what `up` started, NodeManagers first; logs and state stay. Safe to repeat."""
     stopped = [d.name for d in reversed(daemons_of(layout)) if daemons.stop(layout, d.name)]
+    if kdc.stop(layout):
+        stopped.append(kdc.KDC_NAME)
     daemons.kill_leftover_containers(layout)
     return stopped
 
@@ -168,6 +181,7 @@ def env_lines(layout: Layout) -> list[str]:
         # skein's driver talks gRPC on loopback; a proxy must not intercept it.
         'export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"',
         'export NO_PROXY="$no_proxy"',
+        *secure.env_lines(layout),  # the KDC's krb5.conf and the user's ticket cache
     ]
 
 

@@ -39,6 +39,7 @@ class Daemon:
     heap_mb: int
     args: tuple[str, ...] = ()
     wrapper: tuple[str, ...] = ()  # runs the JVM, e.g. in a host view of its own
+    classpath: str | None = None  # instead of the cluster's (the KDC has jars of its own)
 
 
 def java_command(layout: Layout, java_home: Path, daemon: Daemon) -> list[str]:
@@ -54,11 +55,18 @@ def java_command(layout: Layout, java_home: Path, daemon: Daemon) -> list[str]:
         f"-Dhadoop.log.dir={layout.log_dir}",
         f"-Dyarn.log.dir={layout.log_dir}",
         f"-Dhadoop.log.file={layout.daemon_log(daemon.name)}",
+        *kerberos_options(layout),
         "-cp",
-        f"{daemon.conf_dir}:{layout.lib_dir}/*:{layout.webapps_dir}",
+        daemon.classpath or f"{daemon.conf_dir}:{layout.lib_dir}/*:{layout.webapps_dir}",
         daemon.main_class,
         *daemon.args,
     ]
+
+
+def kerberos_options(layout: Layout) -> list[str]:
+    """Java reads no KRB5_CONFIG: a secure cluster's JVMs are told where its KDC is."""
+    return [f"-Djava.security.krb5.conf={layout.krb5_conf}"] if layout.krb5_conf.is_file() \
+        else []
 
 
 def daemon_environment(layout: Layout, java_home: Path) -> dict[str, str]:

@@ -8,6 +8,9 @@ JAVA_HOME="@JAVA_HOME@"
 export HADOOP_CONF_DIR="${HADOOP_CONF_DIR:-@CONF_DIR@}"
 lib="@LIB_DIR@"
 opts=(@JDK17_OPTIONS@ -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
+# Java reads no KRB5_CONFIG: on a --secure cluster, tell it where the cluster's KDC is.
+krb5="@STATE_DIR@/kdc/krb5.conf"
+if [ -f "$krb5" ]; then opts+=("-Djava.security.krb5.conf=$krb5"); fi
 prog=$(basename "$0")
 
 usage() {

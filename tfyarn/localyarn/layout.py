@@ -168,6 +168,15 @@ class Layout:
         return self.node_dir(nm) / "host"
 
     @property
+    def kdc_dir(self) -> Path:
+        """The secure cluster's KDC: its krb5.conf, keytabs and ticket caches."""
+        return self.state_dir / "kdc"
+
+    @property
+    def krb5_conf(self) -> Path:
+        return self.kdc_dir / "krb5.conf"
+
+    @property
     def hdfs_dir(self) -> Path:
         return self.state_dir / "hdfs"
 

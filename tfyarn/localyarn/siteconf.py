@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from tfyarn.localyarn import secure
 from tfyarn.localyarn.gpunode import write_stand_in
 from tfyarn.localyarn.layout import (
     GPU_LABEL,
@@ -50,6 +51,7 @@ def core_site(layout: Layout, tmp_dir: Path) -> dict[str, object]:
         "fs.defaultFS": layout.default_fs,
         "hadoop.tmp.dir": tmp_dir,
         "hadoop.security.authentication": "simple",
+        **secure.core_site(layout),  # Kerberos, on a `--secure` cluster
     }
 
 
@@ -77,6 +79,7 @@ def hdfs_site(layout: Layout) -> dict[str, object]:
         # A nearly full CI disk must not stop writes (YARN's disk checker is relaxed too).
         "dfs.namenode.resource.du.reserved": 0,
         "dfs.datanode.du.reserved": 0,
+        **secure.hdfs_site(layout),
     }
 
 
@@ -129,6 +132,7 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.node-labels.configuration-type": "distributed",
         "yarn.webapp.ui2.enable": "false",
         "yarn.timeline-service.enabled": "false",
+        **secure.yarn_site(layout),
     }
     return props
 

@@ -1,0 +1,193 @@
+"""`tfyarn cluster up --secure`: the local cluster with Kerberos, as production Hadoop runs it.
+
+A KDC (kdc.py) holds a principal per service (hdfs, yarn and HTTP, instance "localhost") and
+two users: the one running the cluster, and OTHER_USER for access tests. Each daemon logs in
+from its own keytab; clients use the ticket cache `up` fills from the user's keytab (`tfyarn
+cluster env` exports it). The services' principals map to the OS user that runs every daemon
+here, so HDFS's superuser and YARN's admin are who they are on the plain cluster; OTHER_USER is
+neither. Delegation tokens live minutes, not days, so tests see them renewed and expire.
+
+Not secured: the web UIs and REST APIs (HTTP stays "simple", as tfyarn's pre-flight check and
+the cluster's own readiness checks read them without SPNEGO), and data transfer to the
+DataNode, which runs on an ordinary port (`ignore.secure.ports.for.testing`, Hadoop's way for
+a non-root test DataNode); its blocks still need the NameNode's block access tokens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+from tfyarn.localyarn import kdc
+from tfyarn.localyarn.kdc import REALM
+from tfyarn.localyarn.layout import Layout
+from tfyarn.localyarn.provision import ClusterError
+
+OTHER_USER = "bob"  # a second user, neither the job's owner nor an admin
+SERVICE_HOST = "localhost"
+SERVICES = ("hdfs", "yarn", "HTTP")
+# Seconds: a token must be renewed within RENEW_S and dies at MAX_LIFETIME_S whatever happens.
+TOKEN_RENEW_S = int(os.environ.get("TFYARN_SECURE_TOKEN_RENEW_S", "300"))
+TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "1800"))
+
+
+def cluster_user() -> str:
+    return getpass.getuser()
+
+
+def principal(name: str) -> str:
+    return f"{name}@{REALM}"
+
+
+def service_principal(service: str) -> str:
+    return f"{service}/{SERVICE_HOST}@{REALM}"
+
+
+def keytab(layout: Layout, holder: str) -> Path:
+    """The keytab of a user, or of a service ("hdfs", "yarn"), under the KDC's dir."""
+    return layout.kdc_dir / f"{holder}.keytab"
+
+
+def ticket_cache(layout: Layout, user: str | None = None) -> Path:
+    return layout.kdc_dir / f"krb5cc_{user or cluster_user()}"
+
+
+def _marker(layout: Layout) -> Path:
+    return layout.state_dir / "secure"
+
+
+def is_secure(layout: Layout) -> bool:
+    return _marker(layout).is_file()
+
+
+def set_secure(layout: Layout, secure: bool) -> None:
+    """Remember how `up` starts this state dir; a plain one keeps no KDC files."""
+    layout.state_dir.mkdir(parents=True, exist_ok=True)
+    if secure:
+        _marker(layout).write_text("kerberos\n")
+    else:
+        _marker(layout).unlink(missing_ok=True)
+        shutil.rmtree(layout.kdc_dir, ignore_errors=True)
+
+
+def start_kdc(layout: Layout, java_home: Path, echo=print) -> None:
+    """A fresh KDC, the keytabs of each service and user, and the user's ticket cache."""
+    users = [cluster_user(), OTHER_USER]
+    services = [f"{service}/{SERVICE_HOST}" for service in SERVICES]
+    kdc.start(layout, java_home, [*users, *services], echo)
+    # A daemon's keytab holds its service and HTTP (its web server's SPNEGO name).
+    for service in ("hdfs", "yarn"):
+        kdc.split_keytab(kdc.all_keys(layout), keytab(layout, service),
+                         {service_principal(service), service_principal("HTTP")})
+    for user in users:
+        kdc.split_keytab(kdc.all_keys(layout), keytab(layout, user), {principal(user)})
+    kdc.all_keys(layout).unlink()
+    kinit(layout, cluster_user())
+
+
+def kinit(layout: Layout, user: str) -> Path:
+    """MIT kinit from the user's keytab into its cache under the KDC's dir; returns it."""
+    if shutil.which("kinit") is None:
+        raise ClusterError("`kinit` is not on PATH; the secure cluster's clients need a "
+                           "ticket cache. Fix: install MIT Kerberos' clients (Debian: "
+                           "apt-get install krb5-user; scripts/setup.sh does).")
+    cache = ticket_cache(layout, user)
+    result = subprocess.run(["kinit", "-kt", str(keytab(layout, user)), principal(user)],
+                            env={**os.environ, **client_env(layout, cache)},
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ClusterError(f"kinit {principal(user)} failed: {result.stderr.strip()}\n"
+                           f"Fix: see {layout.daemon_out(kdc.KDC_NAME)}.")
+    return cache
+
+
+def client_env(layout: Layout, cache: Path | None = None) -> dict[str, str]:
+    """What MIT tools, libgssapi (hdfs-native) and tfyarn read to find the KDC and tickets."""
+    return {"KRB5_CONFIG": str(layout.krb5_conf),
+            "KRB5CCNAME": str(cache or ticket_cache(layout))}
+
+
+@contextlib.contextmanager
+def client_environ(layout: Layout) -> Iterator[None]:
+    """os.environ with client_env while in the block, on a secure cluster (and
+    HADOOP_CONF_DIR: hdfs-native reads whether to use Kerberos from core-site.xml)."""
+    saved = dict(os.environ)
+    if is_secure(layout):
+        os.environ.update(client_env(layout), HADOOP_CONF_DIR=str(layout.conf_dir))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def env_lines(layout: Layout) -> list[str]:
+    if not is_secure(layout):
+        return []
+    return [f"export {key}={shlex.quote(value)}" for key, value in client_env(layout).items()]
+
+
+# ---------------------------------------------------------------- site settings
+
+def _auth_to_local() -> str:
+    """Users keep their names; every service principal is the daemons' OS user. Written for
+    the realm, so a JVM that reads no krb5.conf (a container's) maps names the same."""
+    escaped = REALM.replace(".", r"\.")
+    return "\n".join([
+        f"RULE:[1:$1@$0](.*@{escaped})s/@.*//",
+        f"RULE:[2:$1@$0](.*@{escaped})s/.*/{cluster_user()}/",
+        "DEFAULT",
+    ])
+
+
+def core_site(layout: Layout) -> dict[str, object]:
+    if not is_secure(layout):
+        return {}
+    return {"hadoop.security.authentication": "kerberos",
+            "hadoop.security.auth_to_local": _auth_to_local()}
+
+
+def hdfs_site(layout: Layout) -> dict[str, object]:
+    if not is_secure(layout):
+        return {}
+    hdfs, http = service_principal("hdfs"), service_principal("HTTP")
+    keys = str(keytab(layout, "hdfs"))
+    return {
+        "dfs.block.access.token.enable": "true",
+        "dfs.namenode.kerberos.principal": hdfs,
+        "dfs.namenode.keytab.file": keys,
+        "dfs.namenode.kerberos.internal.spnego.principal": http,
+        "dfs.datanode.kerberos.principal": hdfs,
+        "dfs.datanode.keytab.file": keys,
+        "dfs.web.authentication.kerberos.principal": http,
+        "dfs.web.authentication.kerberos.keytab": keys,
+        # A DataNode not started as root on privileged ports: Hadoop's setting for tests.
+        "ignore.secure.ports.for.testing": "true",
+        "dfs.namenode.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
+        "dfs.namenode.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,
+    }
+
+
+def yarn_site(layout: Layout) -> dict[str, object]:
+    """The ResourceManager's and every NodeManager's login, ACLs on, the user as admin."""
+    if not is_secure(layout):
+        return {}
+    yarn, keys = service_principal("yarn"), str(keytab(layout, "yarn"))
+    return {
+        "yarn.resourcemanager.principal": yarn,
+        "yarn.resourcemanager.keytab": keys,
+        "yarn.nodemanager.principal": yarn,
+        "yarn.nodemanager.keytab": keys,
+        "yarn.resourcemanager.webapp.spnego-principal": service_principal("HTTP"),
+        "yarn.resourcemanager.webapp.spnego-keytab-file": keys,
+        "yarn.acl.enable": "true",
+        "yarn.admin.acl": cluster_user(),
+        "yarn.resourcemanager.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
+        "yarn.resourcemanager.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,
+    }
