@@ -51,8 +51,10 @@ class PageServer(ThreadingHTTPServer):
 
     @property
     def target(self) -> str:
-        """What skein's proxy forwards ``/pages/tfyarn/<rest>`` to (``<target>/<rest>``)."""
-        return f"http://{LOOPBACK}:{self.server_address[1]}/{self.secret}"
+        """What skein's proxy forwards ``/pages/tfyarn/<rest>`` to (``<target>/<rest>``). The
+        trailing slash makes skein link ``/pages/tfyarn/``, where the page's relative URLs
+        resolve."""
+        return f"http://{LOOPBACK}:{self.server_address[1]}/{self.secret}/"
 
 
 def serve(view: Callable[[], dict]) -> PageServer:

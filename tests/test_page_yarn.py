@@ -8,17 +8,21 @@ one ends the job while its page is open.
 
 from __future__ import annotations
 
+import http.client
 import json
+import re
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import pytest
 import requests
-from jobtools import ReleaseFile, app_state, prepare_light_job, run_tfyarn
+from jobtools import ReleaseFile, app_report, app_state, prepare_light_job, run_tfyarn
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.options import Options
@@ -28,6 +32,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
 from appmaster.jobpage import REFRESH_MS
+from appmaster.webpage import PAGE_ROUTE
 from tfyarn import jobview
 
 pytestmark = pytest.mark.yarn
@@ -208,6 +213,43 @@ def test_skein_pages_answer(running_job: RunningJob, browser: WebDriver) -> None
     assert [p.text for p in pages] == ["TensorFlow job"]
     pages[0].click()
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
+
+
+def get_from(source: str, url: str) -> http.client.HTTPResponse:
+    """GET ``url`` from the local address ``source``: in the local cluster every host is a
+    127.0.0.x address, so this is a request from another machine."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10,
+                                      source_address=(source, 0))
+    conn.request("GET", parts.path or "/")
+    return conn.getresponse()
+
+
+def test_only_the_proxy_reaches_the_pages(yarn_cluster, skein_client,
+                                          running_job: RunningJob) -> None:
+    # tfyarn's page server: on 127.0.0.1 of the AppMaster's host only, under a secret path.
+    target = skein_client.connect(running_job.app_id).ui.get_pages()[PAGE_ROUTE].target
+    port = urlsplit(target).port
+    assert target.startswith(f"http://127.0.0.1:{port}/") and len(urlsplit(target).path) > 20
+    am_host = app_report(yarn_cluster, running_job.app_id)["amHostHttpAddress"].split(":")[0]
+    assert am_host != "127.0.0.1"  # a NodeManager's own address
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((am_host, port), timeout=5).close()
+    assert get_from("127.0.0.9", target + "/tasks.json").status == 403
+    assert get_from("127.0.0.1", f"http://127.0.0.1:{port}/tasks.json").status == 404
+    assert get_from("127.0.0.1", target + "/tasks.json").status == 200  # what skein's AM does
+
+    # skein's own UI: its AmIpFilter sends a request that did not come from the RM's proxy
+    # to the proxy (which, on a secure cluster, authenticates and checks the view ACL).
+    am_log = next(yarn_cluster.layout.node_dir(nm) / "containers" / running_job.app_id
+                  for nm in yarn_cluster.layout.node_managers if nm.host == am_host)
+    started = re.search(r"WebUI server started at (\S+):(\d+)",
+                        next(am_log.glob("*/application.master.log")).read_text())
+    assert started, f"no WebUI line in {am_log}"
+    direct = get_from("127.0.0.9", f"http://{started[1]}:{started[2]}/pages/{PAGE_ROUTE}/")
+    assert direct.status in (302, 303, 307), direct.status
+    to_proxy = direct.getheader("Location")  # the RM's, never the AppMaster's own address
+    assert to_proxy == running_job.job_page.replace("/proxy/", "/proxy/redirect/"), to_proxy
 
 
 def wait_for_the_end(browser: WebDriver, state: str) -> WebElement:
