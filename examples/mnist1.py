@@ -7,8 +7,13 @@ Parameter servers hold the variables and block in ``server.join()`` until the la
 ends them. Checkpoints go to ``<work_dir>/checkpoints``, so a restarted job resumes at
 the saved global step.
 
-For tests it records what it received in ``<work_dir>/flags/<job>_<index>.json`` and the
-chief writes ``<work_dir>/result.json`` at the end.
+With ``--train_data`` it trains on TFRecords (examples/make_tfrecords.py) instead, each
+worker on its own share of the files: an ``hdfs://`` glob is streamed by tfyarn.data, a
+relative one is read from ``--data_dir`` (site.global.data, localized by YARN); see
+examples/hdfs_data/.
+
+For tests it records what it received in ``<work_dir>/flags/<job>_<index>.json`` (with the
+files it trains on) and the chief writes ``<work_dir>/result.json`` at the end.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import sys
 import time
 from types import ModuleType
 
+import example_data
 from example_support import (
     HIDDEN,
     N_CLASSES,
@@ -44,6 +50,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--learning_rate", type=float, default=0.3)
     parser.add_argument("--step_sleep", type=float, default=0.0, help="seconds slept per step")
     parser.add_argument("--save_checkpoint_steps", type=int, default=50)
+    parser.add_argument("--train_data", default="",
+                        help="TFRecords to train on (examples/make_tfrecords.py): an hdfs:// "
+                             "glob, streamed by tfyarn.data, or a glob in --data_dir "
+                             "(site.global.data, localized by YARN); default: synthetic")
+    parser.add_argument("--data_dir", default=None, help="where tfyarn put site.global.data")
     return parser.parse_args(argv)
 
 
@@ -75,6 +86,9 @@ def worker_session_creator(tf: ModuleType, master: str, config: object) -> objec
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    files = []  # this worker's share of --train_data (the ps read none)
+    if args.train_data and args.job_name == "worker":
+        files = example_data.shard_files(args.train_data, args.data_dir)
     record_flags(
         args.work_dir,
         f"{args.job_name}_{args.task_index}",
@@ -84,6 +98,7 @@ def main(argv: list[str]) -> int:
             "job_name": args.job_name,
             "task_index": args.task_index,
             "work_dir": args.work_dir,
+            "train_files": files,
         },
     )
     ps_hosts = [h for h in args.ps_hosts.split(",") if h]
@@ -118,8 +133,11 @@ def main(argv: list[str]) -> int:
         tf.compat.v1.train.replica_device_setter(worker_device=worker_device, cluster=cluster)
     ):
         global_step = tf.compat.v1.train.get_or_create_global_step()
-        x = tf.random.normal([args.batch_size, N_FEATURES])
-        labels = tf.argmax(tf.matmul(x, tf.constant(teacher)), axis=1)
+        if files:
+            x, labels = example_data.batches(tf, files, args.batch_size)
+        else:
+            x = tf.random.normal([args.batch_size, N_FEATURES])
+            labels = tf.argmax(tf.matmul(x, tf.constant(teacher)), axis=1)
         init = tf.compat.v1.glorot_uniform_initializer()
         w1 = tf.compat.v1.get_variable("w1", [N_FEATURES, HIDDEN], initializer=init)
         b1 = tf.compat.v1.get_variable("b1", [HIDDEN], initializer=tf.zeros_initializer())

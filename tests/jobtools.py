@@ -349,12 +349,13 @@ def application_ids(yarn_cluster) -> set[str]:
 
 
 def refused(yarn_cluster, resources: Path, app_config: Path, key: str,
-            env: dict | None = None) -> str:
-    """`tfyarn submit` of these files fails naming ``key``, with nothing submitted (the
-    ResourceManager's application list unchanged) and no Java frames; its message."""
+            env: dict | None = None, options: tuple[str, ...] = ()) -> str:
+    """`tfyarn submit` of these files (and ``options``) fails naming ``key``, with nothing
+    submitted (the ResourceManager's application list unchanged) and no Java frames; its
+    message."""
     before = application_ids(yarn_cluster)
     result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                        str(app_config), "--detach", timeout_s=120, env=env)
+                        str(app_config), "--detach", *options, timeout_s=120, env=env)
     assert result.returncode != 0, result.stdout
     assert application_ids(yarn_cluster) == before, "something was submitted"
     message = result.stderr

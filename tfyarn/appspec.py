@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import skein
@@ -23,6 +24,7 @@ from tfyarn.plan import Placement
 from tfyarn.workdir import qualified
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
+READER_DIR = Path(__file__).with_name("data")  # tfyarn.data, which training scripts import
 
 
 def _launch(plan: JobPlan, module: str, python: str | None = None) -> str:
@@ -31,6 +33,16 @@ def _launch(plan: JobPlan, module: str, python: str | None = None) -> str:
         'export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"\n'
         f"exec {python or plan.python} -m {module}\n"
     )
+
+
+def reader_package(into: Path) -> Path:
+    """A package ``tfyarn`` holding only tfyarn.data, for the tasks: their Python (a packed
+    env, a Docker image) need not have tfyarn installed, and $PWD is first on their path."""
+    package = into / "tfyarn"
+    shutil.copytree(READER_DIR, package / "data", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "__init__.py").write_text('"""tfyarn.data, shipped with the job."""\n')
+    return package
 
 
 def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement: Placement,
@@ -44,7 +56,8 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         **environment.files(),
     }
     # Secrets reach the tasks only, as files YARN localizes privately for this application.
-    task_files = dict(files)
+    task_files = {**files, "tfyarn": skein.File(str(reader_package(job_file.parent)),
+                                                type="file")}
     for name, path in (secrets or {}).items():
         task_files[SECRET_FILE_PREFIX + name] = skein.File(str(path), type="file",
                                                            visibility="application")
