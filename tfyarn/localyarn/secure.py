@@ -11,6 +11,7 @@ Not secured: the web UIs and REST APIs (HTTP stays "simple", as tfyarn's pre-fli
 the cluster's own readiness checks read them without SPNEGO), and data transfer to the
 DataNode, which runs on an ordinary port (`ignore.secure.ports.for.testing`, Hadoop's way for
 a non-root test DataNode); its blocks still need the NameNode's block access tokens.
+Without Hadoop's native library, logs are not aggregated to HDFS (see yarn_site).
 """
 
 from __future__ import annotations
@@ -186,6 +187,10 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.nodemanager.keytab": keys,
         "yarn.resourcemanager.webapp.spnego-principal": service_principal("HTTP"),
         "yarn.resourcemanager.webapp.spnego-keytab-file": keys,
+        # Aggregating logs on a secure cluster opens them with SecureIOUtils, which needs
+        # Hadoop's native libhadoop.so (not in Maven's jars): the NodeManager would die.
+        # Each container's logs stay on its node (yarn.nodemanager.log-dirs).
+        "yarn.log-aggregation-enable": "false",
         "yarn.acl.enable": "true",
         "yarn.admin.acl": cluster_user(),
         "yarn.resourcemanager.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
