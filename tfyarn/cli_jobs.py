@@ -1,4 +1,4 @@
-"""`tfyarn submit`, `status` and `kill`."""
+"""`tfyarn submit`: the options, the dry run and following the job, over tfyarn/api.py."""
 
 from __future__ import annotations
 
@@ -9,21 +9,11 @@ import time
 
 import click
 
-from appmaster.jobplan import JobPlan
 from appmaster.webpage import job_page_url
-from tfyarn import jobenv, jobview, preflight, workdir
-from tfyarn.errors import NOTHING_SUBMITTED, in_context
-from tfyarn.jobconfig import JobConfig, load_job
-from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
-from tfyarn.jobconfig.documents import key_path
-from tfyarn.plan import Placement, build_plan, format_plan, format_plan_json, plan_document
-from tfyarn.submit import (
-    FINAL_STATES,
-    follow,
-    plain_diagnosis,
-    skein_client,
-    submit,
-)
+from tfyarn import jobview
+from tfyarn.api import SubmitOptions, plan_job
+from tfyarn.plan import format_plan, format_plan_json
+from tfyarn.submit import FINAL_STATES, follow, plain_diagnosis, skein_client
 
 
 @click.command("submit")
@@ -67,33 +57,19 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
                    tags: tuple[str, ...],
                    am_memory: int | None, am_vcores: int | None, am_label: str | None) -> None:
     """Submit a distributed TensorFlow job to YARN."""
-    with in_context(NOTHING_SUBMITTED):
-        job = with_data(load_job(resources_path, app_config_path), data)
-        # the job's Python env and Docker image (tfyarn/jobenv.py)
-        job = jobenv.with_overrides(job, python_env, docker_image, docker_mounts)
-        plan = build_plan(job, name, default_label=am_label)
-        workdir.check_plan(  # on HDFS: reachable, writable; the data there
-            plan, data_key=DATA_OPTION if data else workdir.DATA_KEY)
-    placement = Placement(queue=queue or job.app.queue, tags=tags,
-                          am_memory_mb=am_memory or job.am_memory_mb,
-                          am_vcores=am_vcores or job.am_vcores, am_label=am_label)
-    checked = cluster_check(job, plan, placement, app_config_path, queue,
-                            {"--am-memory": am_memory, "--am-vcores": am_vcores,
-                             "--am-label": am_label})
+    planned = plan_job(resources_path, app_config_path, SubmitOptions(
+        name=name, queue=queue, tags=tags, am_memory=am_memory, am_vcores=am_vcores,
+        am_label=am_label, python_env=python_env, docker_image=docker_image,
+        docker_mounts=docker_mounts, data=data))
     if dry_run:
-        document = plan_document(job, plan, placement)
-        document["preflight"] = checked.to_json()
+        document = planned.document()
         click.echo(format_plan_json(document) if as_json
-                   else "\n".join([format_plan(document), "", *checked.lines()]))
-        refuse_if_unrunnable(checked)
+                   else "\n".join([format_plan(document), "", *planned.preflight.lines()]))
+        planned.check_runnable()
         return
-    refuse_if_unrunnable(checked)
-    for line in checked.lines():
-        click.echo(line, err=True)
-    with in_context(NOTHING_SUBMITTED):
-        environment = jobenv.prepare(job, plan.python, lambda m: click.echo(m, err=True))
+    environment = planned.prepare(lambda line: click.echo(line, err=True))
     with skein_client() as client:
-        app_id = submit(client, job, plan, placement, environment)
+        app_id = planned.submit(client, environment)
         report = client.application_report(app_id)
         job_page = job_page_url(report.tracking_url)
         if as_json and not wait:
@@ -101,7 +77,8 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
                                    "tracking_url": report.tracking_url,
                                    "job_page": job_page}))
             return
-        click.echo(f"Submitted {app_id} ({plan.name}) to queue {placement.queue}.")
+        click.echo(f"Submitted {app_id} ({planned.plan.name}) to queue "
+                   f"{planned.placement.queue}.")
         click.echo(f"Tracking URL: {report.tracking_url}")
         click.echo(f"Job page: {job_page}")
         click.echo(f"Logs: yarn logs -applicationId {app_id}")
@@ -121,21 +98,6 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
             sys.exit(130)
     click.echo(f"{app_id} {final.final_status}: {plain_diagnosis(final.diagnostics)}")
     sys.exit(0 if str(final.final_status) == "SUCCEEDED" else 1)
-
-
-def cluster_check(job: JobConfig, plan: JobPlan, placement: Placement, app_config_path: str,
-                  queue_option: str | None, options: dict[str, object]) -> preflight.Preflight:
-    """Pre-flight against the live cluster (tfyarn/preflight.py), naming what the user wrote."""
-    queue_source = ((preflight.COMMAND_LINE, "--queue") if queue_option else
-                    (app_config_path, key_path("global", "site.global.queue")))
-    given = frozenset(option for option, value in options.items() if value is not None)
-    return preflight.run_preflight(preflight.job_requests(job, plan, placement, given),
-                                   placement.queue, queue_source)
-
-
-def refuse_if_unrunnable(checked: preflight.Preflight) -> None:
-    if checked.problems:
-        raise preflight.PreflightRefused(checked)
 
 
 class LiveProgress:

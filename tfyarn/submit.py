@@ -12,13 +12,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from appmaster.jobplan import JOB_FILE, JobPlan
-from tfyarn.environments import JobEnvironment
 from tfyarn.errors import TfyarnError
-from tfyarn.jobconfig import JobConfig
 from tfyarn.jvm import QUICK_JVM_OPTIONS
-from tfyarn.plan import Placement
+
+if TYPE_CHECKING:  # `import tfyarn` loads this module: it stays light (see tfyarn/__init__.py)
+    from appmaster.jobplan import JobPlan
+    from tfyarn.environments import JobEnvironment
+    from tfyarn.jobconfig import JobConfig
+    from tfyarn.plan import Placement
 
 # skein's own log4j.properties logs everything at INFO; this one follows --verbose.
 LOG4J = Path(__file__).with_name("driver-log4j.properties")
@@ -126,7 +129,9 @@ def skein_client():
 def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
            environment: JobEnvironment | None = None) -> str:
     """Upload the scripts, the AppMaster code and the plan; return the application id."""
+    from appmaster.jobplan import JOB_FILE
     from tfyarn.appspec import application_spec  # imports skein: only when submitting
+
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
         job_file = Path(tmp) / JOB_FILE
         job_file.write_text(plan.to_json())

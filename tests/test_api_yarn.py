@@ -1,0 +1,45 @@
+"""The Python API: `tfyarn.submit(...)` runs a job on the local YARN as `tfyarn submit` does,
+and refuses bad input with the same TfyarnError the CLI shows, nothing submitted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import wait_for_final_state
+from jobtools import application_ids, prepare_light_job
+
+import tfyarn
+from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
+from tfyarn.jobconfig import JobConfigError
+
+pytestmark = pytest.mark.yarn
+
+
+def test_submit_runs_a_job_to_success(yarn_cluster, skein_client, tmp_path: Path) -> None:
+    resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
+    said: list[str] = []
+    app_id = tfyarn.submit(resources, app_config, name="api-job", tags=["from-python"],
+                           echo=said.append)  # a skein driver of its own, stopped again
+    assert app_id.startswith("application_"), app_id
+    report = wait_for_final_state(skein_client, app_id, timeout_s=300)
+    assert (str(report.state), str(report.final_status)) == ("FINISHED", "SUCCEEDED"), (
+        report.diagnostics)
+    assert report.name == "api-job"
+    assert {"tfyarn", "from-python"} <= set(report.tags)
+    assert any(line.startswith("Pre-flight check against") for line in said), said
+
+
+def test_bad_files_raise_and_submit_nothing(yarn_cluster, tmp_path: Path) -> None:
+    resources, app_config = prepare_light_job(tmp_path, [])
+    doc = json.loads(resources.read_text())
+    doc["components"]["worker"]["yarn.memroy"] = "256"
+    resources.write_text(json.dumps(doc))
+    before = application_ids(yarn_cluster)
+    with pytest.raises(JobConfigError) as raised:
+        tfyarn.submit(resources, app_config)
+    assert isinstance(raised.value, TfyarnError)
+    assert raised.value.describe().startswith(f"{NOTHING_SUBMITTED}:\n{resources}: "
+                                              'components.worker."yarn.memroy"')
+    assert application_ids(yarn_cluster) == before

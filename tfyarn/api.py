@@ -1,0 +1,142 @@
+"""tfyarn as a library: `submit` a job from Python, as `tfyarn submit` does.
+
+The pipeline, in order: read and check the job's two files, apply the options, make the plan,
+check the work dir and data on HDFS, ask the cluster whether it can run the job (pre-flight),
+upload the packed Python env, submit through skein. Until YARN has the application, every
+failure is a TfyarnError whose `describe()` says that nothing was submitted. The CLI
+(tfyarn/cli_jobs.py) runs the same steps and adds the dry run and following the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from appmaster.jobplan import JobPlan
+from tfyarn import jobenv, preflight, workdir
+from tfyarn.errors import NOTHING_SUBMITTED, in_context
+from tfyarn.jobconfig import JobConfig, load_job
+from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
+from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
+from tfyarn.plan import Placement, build_plan, plan_document
+from tfyarn.submit import skein_client
+from tfyarn.submit import submit as submit_to_yarn
+
+log = logging.getLogger(__name__)
+FilePath = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """What `tfyarn submit`'s options add to the job's files; None: as the files say."""
+
+    name: str | None = None
+    queue: str | None = None
+    tags: tuple[str, ...] = ()
+    am_memory: int | None = None
+    am_vcores: int | None = None
+    am_label: str | None = None
+    python_env: str | None = None
+    docker_image: str | None = None
+    docker_mounts: tuple[str, ...] = ()
+    data: tuple[str, ...] = ()
+
+    def given(self) -> frozenset[str]:
+        """The AppMaster options set here, by their CLI names (pre-flight names them)."""
+        options = {"--am-memory": self.am_memory, "--am-vcores": self.am_vcores,
+                   "--am-label": self.am_label}
+        return frozenset(option for option, value in options.items() if value is not None)
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """A checked job, ready to submit: its files read, its plan made, the cluster asked."""
+
+    job: JobConfig
+    plan: JobPlan
+    placement: Placement
+    preflight: preflight.Preflight
+
+    def document(self) -> dict:
+        """The dry run's document: the plan, and the pre-flight check under "preflight"."""
+        document = plan_document(self.job, self.plan, self.placement)
+        document["preflight"] = self.preflight.to_json()
+        return document
+
+    def check_runnable(self) -> None:
+        """Raises PreflightRefused, naming every problem, if the cluster cannot run it."""
+        if self.preflight.problems:
+            raise preflight.PreflightRefused(self.preflight)
+
+    def prepare(self, echo: Callable[[str], None]) -> jobenv.JobEnvironment:
+        """Refuse what the cluster cannot run, echo the pre-flight's line(s), upload the
+        packed Python env (unless the cluster has it): what `submit` needs next."""
+        self.check_runnable()
+        for line in self.preflight.lines():
+            echo(line)
+        with in_context(NOTHING_SUBMITTED):
+            return jobenv.prepare(self.job, self.plan.python, echo)
+
+    def submit(self, client, environment: jobenv.JobEnvironment) -> str:
+        """Hand the job to YARN with an open skein.Client; its application id."""
+        return submit_to_yarn(client, self.job, self.plan, self.placement, environment)
+
+
+def plan_job(resources: FilePath, app_config: FilePath,
+             options: SubmitOptions = SubmitOptions()) -> PlannedJob:
+    """Read, check and plan the job, and ask the cluster; submits nothing."""
+    with in_context(NOTHING_SUBMITTED):
+        job = with_data(load_job(resources, app_config), options.data)
+        # the job's Python env and Docker image (tfyarn/jobenv.py)
+        job = jobenv.with_overrides(job, options.python_env, options.docker_image,
+                                    options.docker_mounts)
+        plan = build_plan(job, options.name, default_label=options.am_label)
+        workdir.check_plan(  # on HDFS: reachable, writable; the data there
+            plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY)
+    placement = Placement(queue=options.queue or job.app.queue, tags=options.tags,
+                          am_memory_mb=options.am_memory or job.am_memory_mb,
+                          am_vcores=options.am_vcores or job.am_vcores,
+                          am_label=options.am_label)
+    # Pre-flight against the live cluster (tfyarn/preflight.py), naming what the user wrote.
+    queue_source = ((COMMAND_LINE, "--queue") if options.queue else
+                    (str(app_config), key_path("global", "site.global.queue")))
+    checked = preflight.run_preflight(
+        preflight.job_requests(job, plan, placement, options.given()), placement.queue,
+        queue_source)
+    return PlannedJob(job, plan, placement, checked)
+
+
+def submit(resources: FilePath = "resources.json", app_config: FilePath = "appConfig.json", *,
+           name: str | None = None, queue: str | None = None, tags: Sequence[str] = (),
+           am_memory: int | None = None, am_vcores: int | None = None,
+           am_label: str | None = None, python_env: str | None = None,
+           docker_image: str | None = None, docker_mounts: Sequence[str] = (),
+           data: Sequence[str] = (), client=None,
+           echo: Callable[[str], None] = log.info) -> str:
+    """Submit a distributed TensorFlow job to YARN, as `tfyarn submit --detach` does, and
+    return its application id (follow it with skein, `tfyarn status` or the job page).
+
+    ``resources`` and ``app_config`` are the job's two files (Slider's resources.json and
+    appConfig.json, or YAML). The keywords are `tfyarn submit`'s options: ``name``,
+    ``queue``, ``tags``, ``am_memory`` (MB), ``am_vcores``, ``am_label``, ``python_env`` (a
+    packed env's path), ``docker_image``, ``docker_mounts`` ("src:dest[:ro|rw]") and
+    ``data`` ("hdfs:///path#name"). ``client`` is an open skein.Client to submit with (None:
+    one is started, and stopped again). ``echo`` gets the lines the CLI prints on stderr:
+    pre-flight notes, the packed env's upload (default: this module's logger, at INFO).
+
+    Raises a TfyarnError (tfyarn.errors) that says what to fix: JobConfigError for the
+    files, PreflightRefused when the cluster cannot run the job, SubmitError when YARN
+    refuses it, among others. The Hadoop client configuration (HADOOP_CONF_DIR) says
+    which cluster.
+    """
+    options = SubmitOptions(name=name, queue=queue, tags=tuple(tags), am_memory=am_memory,
+                            am_vcores=am_vcores, am_label=am_label, python_env=python_env,
+                            docker_image=docker_image, docker_mounts=tuple(docker_mounts),
+                            data=tuple(data))
+    planned = plan_job(resources, app_config, options)
+    environment = planned.prepare(echo)
+    with nullcontext(client) if client is not None else skein_client() as yarn:
+        return planned.submit(yarn, environment)
