@@ -1,0 +1,182 @@
+"""The master's rendezvous (appmaster/rendezvous.py) and the agent's link to it
+(appmaster/agentlink.py), run against each other over real sockets, plain and TLS."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import skein
+
+from appmaster import agentlink, rendezvous
+from appmaster.agentlink import AgentLink, LinkError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def served():
+    """A store, its server on loopback and the events the master would hear."""
+    heard: list[tuple[str, bytes]] = []
+    store = rendezvous.Store(on_put=lambda key, value: heard.append((key, value)))
+    token = rendezvous.new_token()
+    server = rendezvous.serve(store, token, host="127.0.0.1", advertised="127.0.0.1")
+    yield store, server, token, heard
+    server.shutdown()
+    server.server_close()
+
+
+def credentials(tmp_path: Path, name: str) -> tuple[str, str]:
+    """skein's own kind of per-application certificate and key, as files."""
+    security = skein.Security.new_credentials()
+    cert, key = tmp_path / f"{name}.crt", tmp_path / f"{name}.pem"
+    cert.write_bytes(security._get_bytes("cert"))
+    key.write_bytes(security._get_bytes("key"))
+    return str(cert), str(key)
+
+
+def test_agent_writes_reach_the_master_as_events(served):
+    store, server, token, heard = served
+    link = AgentLink(server.url, token)
+    link.put("exports/worker/0", b'{"address": "h:1"}')
+    link.put("status/worker_0", b'{"state": "registered"}')
+    assert heard == [("exports/worker/0", b'{"address": "h:1"}'),
+                     ("status/worker_0", b'{"state": "registered"}')]
+    assert store.get("status/worker_0")[0] == b'{"state": "registered"}'
+
+
+def test_agent_reads_its_task_and_a_missing_key_is_none(served):
+    store, server, token, _ = served
+    store.put("task/worker_0", b'{"role": "worker", "index": 0}')
+    link = AgentLink(server.url, token)
+    assert link.get("task/worker_0") == b'{"role": "worker", "index": 0}'
+    assert link.get("task/worker_1") is None
+
+
+def test_wait_returns_when_the_spec_is_published(served):
+    store, server, token, _ = served
+    link = AgentLink(server.url, token)
+    got: list[tuple[bytes, int]] = []
+    waiter = threading.Thread(target=lambda: got.append(link.wait("spec/0")))
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive() and not got  # nothing published yet: still waiting
+    version = store.put("spec/0", b'{"worker": ["h:1"]}')
+    waiter.join(10)
+    assert got == [(b'{"worker": ["h:1"]}', version)]
+
+
+def test_wait_after_a_version_sees_only_a_newer_one(served):
+    store, server, token, _ = served
+    first = store.put("spec/0", b"old")
+    link = AgentLink(server.url, token)
+    assert link.wait("spec/0") == (b"old", first)
+    got: list[tuple[bytes, int]] = []
+    waiter = threading.Thread(target=lambda: got.append(link.wait("spec/0", after=first)))
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive()
+    second = store.put("spec/0", b"new")
+    waiter.join(10)
+    assert got == [(b"new", second)]
+
+
+def test_beat_counts_and_fences(served):
+    store, server, token, _ = served
+    store.put("task/worker_0", b"{}")
+    link = AgentLink(server.url, token)
+    assert link.beat("worker_0") and link.beat("worker_0")
+    assert store.beats() == {"worker_0": 2}
+    store.delete("task/worker_0")  # the master gave the task to another container
+    assert link.beat("worker_0") is False
+
+
+def test_wrong_token_is_refused_and_writes_nothing(served):
+    store, server, _, heard = served
+    intruder = AgentLink(server.url, rendezvous.new_token())
+    with pytest.raises(LinkError, match="401"):
+        intruder.put("exports/worker/0", b"evil:1")
+    with pytest.raises(LinkError, match="401"):
+        intruder.get("task/worker_0")
+    assert heard == [] and store.get("exports/worker/0") is None
+
+
+@pytest.mark.parametrize("method, key", [
+    ("put", "spec/0"), ("put", "task/worker_0"), ("put", "alive/x"), ("get", "exports/ps/0"),
+    ("get", "status/worker_0"), ("put", "exports/../spec/0")])
+def test_agents_reach_only_their_keys(served, method, key):
+    _, server, token, heard = served
+    link = AgentLink(server.url, token)
+    with pytest.raises(LinkError, match="403"):
+        link.put(key, b"x") if method == "put" else link.get(key)
+    assert heard == []
+
+
+def test_oversized_report_is_refused(served):
+    _, server, token, heard = served
+    link = AgentLink(server.url, token)
+    with pytest.raises(LinkError, match="413"):
+        link.put("tail/worker_0", b"x" * (rendezvous.MAX_BODY + 1))
+    link.put("tail/worker_0", b"short")  # a fresh connection works after the refusal
+    assert heard == [("tail/worker_0", b"short")]
+
+
+def test_link_dials_again_after_the_server_dropped_it(served):
+    store, server, token, _ = served
+    link = AgentLink(server.url, token)
+    link.put("status/worker_0", b"1")
+    port = server.server_address[1]
+    server.shutdown()
+    server.server_close()  # the kept connection dies with it
+    again = rendezvous.serve(store, token, host="127.0.0.1", port=port)
+    try:
+        link.put("status/worker_0", b"2")
+        assert store.get("status/worker_0")[0] == b"2"
+    finally:
+        again.shutdown()
+        again.server_close()
+
+
+def test_tls_pins_the_applications_certificate(tmp_path):
+    cert, key = credentials(tmp_path, "app")
+    other_cert, _ = credentials(tmp_path, "other")
+    store, token = rendezvous.Store(), rendezvous.new_token()
+    server = rendezvous.serve(store, token, host="127.0.0.1", advertised="127.0.0.1",
+                              tls=rendezvous.server_tls(cert, key))
+    try:
+        assert server.url.startswith("https://")
+        link = AgentLink(server.url, token, cafile=cert)
+        link.put("exports/ps/0", b"h:2")
+        store.put("spec/0", b"spec")
+        assert link.wait("spec/0")[0] == b"spec"
+        # A server holding another application's key is not ours: the agent refuses it.
+        with pytest.raises(LinkError):
+            AgentLink(server.url, token, cafile=other_cert).get("spec/0")
+        # Plain HTTP to the TLS port gets nothing through.
+        plain = AgentLink(server.url.replace("https:", "http:"), token)
+        with pytest.raises(LinkError):
+            plain.put("exports/ps/0", b"evil:1")
+        assert store.get("exports/ps/0")[0] == b"h:2"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_from_container_reads_the_url_and_the_token_file(served, tmp_path, monkeypatch):
+    store, server, token, _ = served
+    (tmp_path / agentlink.TOKEN_FILE).write_text(token + "\n")
+    monkeypatch.setenv(agentlink.URL_ENV, server.url)
+    store.put("task/ps_0", b"t")
+    assert AgentLink.from_container(tmp_path).get("task/ps_0") == b"t"
+
+
+def test_the_link_imports_neither_skein_nor_grpc():
+    code = ("import sys, appmaster.agentlink; "
+            "print(sorted(m for m in ('skein', 'grpc', 'http.client', 'email', 'ssl') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "[]"
