@@ -40,7 +40,8 @@ def read_tfrecords(files: Sequence[str], *, files_in_parallel: int = 1,
                    compression: str | None = None, read_bytes: int = READ_BYTES,
                    batch_records: int = BATCH_RECORDS):
     """The records of these files on HDFS, in order (no sharding): ``files_in_parallel``
-    > 1 interleaves that many files; ``compression="GZIP"`` reads gzipped TFRecord files."""
+    > 1 interleaves that many files; ``compression="GZIP"`` reads gzipped TFRecord files.
+    Records enter TensorFlow ``batch_records`` at a time: one by one costs more than reading."""
     import tensorflow as tf  # the caller's TensorFlow; nothing else here needs it
 
     def one_file(url) -> tf.data.Dataset:
