@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from appmaster.jobplan import JobPlan
-from tfyarn import jobenv, preflight, workdir
+from tfyarn import hadoopconf, jobenv, kerberos, preflight, workdir
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
@@ -94,6 +94,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
         job = jobenv.with_overrides(job, options.python_env, options.docker_image,
                                     options.docker_mounts)
         plan = build_plan(job, options.name, default_label=options.am_label)
+        kerberos.check_login(hadoopconf.client_configuration())  # before HDFS is asked
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
             plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY)
     placement = Placement(queue=options.queue or job.app.queue, tags=options.tags,

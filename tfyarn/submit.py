@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from tfyarn.errors import TfyarnError
 from tfyarn.jvm import QUICK_JVM_OPTIONS
+from tfyarn.kerberos import login_from_keytab
 
 if TYPE_CHECKING:  # `import tfyarn` loads this module: it stays light (see tfyarn/__init__.py)
     from appmaster.jobplan import JobPlan
@@ -62,6 +63,8 @@ def configure_driver(principal: str | None, keytab: str | None, verbose: bool = 
                           "use the ticket cache from `kinit`).")
     if keytab and not Path(keytab).is_file():
         raise SubmitError(f"--keytab {keytab}: no such file.")
+    if principal and keytab:  # tfyarn's own HDFS checks need a ticket cache too
+        login_from_keytab(principal, Path(keytab))
     DRIVER = DriverSettings(principal, keytab, "INFO" if verbose else "ERROR")
     if verbose:  # tfyarn's own debug log (YARN's stack frames, say) goes to stderr too
         handler = logging.StreamHandler(sys.stderr)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import struct
 import subprocess
 import time
 from pathlib import Path
 
+from tfyarn.kerberos import KEYTAB_VERSION, keytab_entries
 from tfyarn.localyarn import daemons
 from tfyarn.localyarn.daemons import Daemon
 from tfyarn.localyarn.layout import Layout, cache_root
@@ -117,33 +117,10 @@ def _answers(port: int) -> bool:
     return True
 
 
-# ---------------------------------------------------------------- keytabs (MIT format 0x502)
-
-def _principal_of(entry: bytes) -> str:
-    """The "name/instance@REALM" of one keytab entry (its leading fields)."""
-    (count,) = struct.unpack_from(">H", entry, 0)
-    offset, parts = 2, []
-    for _ in range(count + 1):  # the realm, then each component
-        (size,) = struct.unpack_from(">H", entry, offset)
-        parts.append(entry[offset + 2:offset + 2 + size].decode())
-        offset += 2 + size
-    realm, *names = parts
-    return "/".join(names) + "@" + realm
-
-
 def split_keytab(source: Path, target: Path, principals: set[str]) -> None:
     """Write to ``target`` (mode 600) only the keys of ``principals`` found in ``source``."""
-    data = source.read_bytes()
-    if data[:2] != b"\x05\x02":
-        raise ClusterError(f"{source} is not a keytab MiniKdc writes (version 0x502).")
-    kept, offset = [data[:2]], 2
-    while offset < len(data):
-        (size,) = struct.unpack_from(">i", data, offset)
-        entry = data[offset + 4:offset + 4 + abs(size)]
-        if size > 0 and _principal_of(entry) in principals:
-            kept.append(data[offset:offset + 4 + size])
-        offset += 4 + abs(size)
+    kept = [entry for name, entry in keytab_entries(source.read_bytes()) if name in principals]
     target.unlink(missing_ok=True)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as out:
-        out.write(b"".join(kept))
+        out.write(b"".join([KEYTAB_VERSION, *kept]))

@@ -1,0 +1,126 @@
+"""The secure local cluster (`tfyarn cluster up --secure`): Kerberos end to end.
+
+A cluster of its own (state dir and port offset beside the plain one the other tests share),
+started once for this file. Nothing here is skipped: on a machine without what the secure
+cluster needs (MIT's kinit, which scripts/setup.sh installs; Maven Central for MiniKdc) the
+fixture fails, saying what is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import LocalCluster
+from jobtools import prepare_job, prepare_light_job, run_tfyarn, submit_and_wait
+
+from tfyarn.localyarn import cluster, secure
+from tfyarn.localyarn.layout import Layout, default_state_dir
+
+pytestmark = pytest.mark.yarn
+
+# Ports shift by this offset: away from the plain cluster's (0 by default, 300 apart for more).
+PORT_OFFSET = int(os.environ.get("TFYARN_SECURE_CLUSTER_PORT_OFFSET", "1800"))
+REFUSED = "Client cannot authenticate via:[TOKEN, KERBEROS]"
+
+
+@pytest.fixture(scope="session")
+def secure_cluster() -> Iterator[LocalCluster]:
+    """Start the secure cluster once (or reuse a running one) and stop what was started."""
+    state_dir = Path(os.environ.get("TFYARN_SECURE_CLUSTER_DIR")
+                     or f"{default_state_dir()}-secure")
+    layout = Layout(state_dir, port_offset=PORT_OFFSET)
+    started_here = not cluster.is_running(layout)
+    if started_here:
+        cluster.up(layout, kerberos=True)
+    assert secure.is_secure(layout), f"{state_dir} runs a cluster without Kerberos"
+    try:
+        yield LocalCluster(layout, cluster.client_environment(layout))
+    finally:
+        if started_here:
+            cluster.down(layout)
+
+
+def without_tickets(secure_cluster: LocalCluster, tmp_path: Path) -> dict[str, str]:
+    """The client environment with an empty ticket cache: nobody is logged in."""
+    return {**secure_cluster.env, "KRB5CCNAME": str(tmp_path / "no-tickets")}
+
+
+def run(env: dict[str, str], *command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def hdfs_listing(secure_cluster: LocalCluster, path: str) -> str:
+    listing = run(secure_cluster.env, "hdfs", "dfs", "-ls", "-R", path)
+    assert listing.returncode == 0, listing.stderr[-2000:]
+    return listing.stdout
+
+
+def test_cluster_env_gives_a_ticket_cache(secure_cluster: LocalCluster) -> None:
+    env = secure_cluster.env
+    assert env["KRB5_CONFIG"] == str(secure_cluster.layout.krb5_conf)
+    tickets = run(env, "klist")
+    assert tickets.returncode == 0, tickets.stderr
+    assert f"Default principal: {secure.principal(secure.cluster_user())}" in tickets.stdout
+    assert "/user" in hdfs_listing(secure_cluster, "/")
+
+
+def test_a_client_without_tickets_is_refused(secure_cluster: LocalCluster,
+                                             tmp_path: Path) -> None:
+    env = without_tickets(secure_cluster, tmp_path)
+    for command in (("yarn", "application", "-list"), ("hdfs", "dfs", "-ls", "/")):
+        refused = run(env, *command)
+        assert refused.returncode != 0 and REFUSED in refused.stderr, (command, refused.stderr)
+
+
+def test_seed_job_succeeds_with_checkpoints_on_hdfs(secure_cluster: LocalCluster,
+                                                    tmp_path: Path) -> None:
+    res, app = prepare_job(tmp_path, args=["--train_steps", "100"])
+    done = submit_and_wait(secure_cluster, tmp_path, res, app)
+    assert done.returncode == 0 and f"{done.app_id} SUCCEEDED" in done.output, done.output
+    work_dir = f"/user/{secure.cluster_user()}/tfyarn/jobs/{done.app_id}"
+    listing = hdfs_listing(secure_cluster, work_dir)
+    assert re.search(r"checkpoints/model\.ckpt-\d+\.index", listing), listing
+    assert f"{work_dir}/result.json" in listing, listing
+    # The tasks' agents write there with hdfs-native and the job's delegation token (their
+    # containers have no Kerberos ticket): the NameNode saw the user come in by token.
+    namenode_log = secure_cluster.layout.daemon_log("namenode").read_text()
+    user = secure.principal(secure.cluster_user())
+    assert f"Auth successful for {user} (auth:TOKEN)" in namenode_log
+
+
+def test_submit_with_principal_and_keytab(secure_cluster: LocalCluster,
+                                          tmp_path: Path) -> None:
+    user = secure.cluster_user()
+    res, app = prepare_light_job(tmp_path, ["--sleep", "1"])
+    done = run_tfyarn(secure_cluster, "--principal", secure.principal(user), "--keytab",
+                      str(secure.keytab(secure_cluster.layout, user)), "submit", "--resources",
+                      str(res), "--app-config", str(app), "--wait", timeout_s=300,
+                      env=without_tickets(secure_cluster, tmp_path))
+    assert done.returncode == 0 and "SUCCEEDED" in done.stdout, done.stdout + done.stderr
+
+
+def test_no_ticket_is_refused_before_submitting(secure_cluster: LocalCluster,
+                                                tmp_path: Path) -> None:
+    res, app = prepare_light_job(tmp_path, [])
+    refused = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                         str(app), env=without_tickets(secure_cluster, tmp_path))
+    assert refused.returncode != 0 and "Submitted" not in refused.stdout, refused.stdout
+    assert "nothing was submitted" in refused.stderr, refused.stderr
+    assert "No valid Kerberos ticket" in refused.stderr and "kinit" in refused.stderr
+
+
+def test_a_keytab_without_the_principal_is_refused(secure_cluster: LocalCluster,
+                                                   tmp_path: Path) -> None:
+    user = secure.cluster_user()
+    keytab = secure.keytab(secure_cluster.layout, user)
+    refused = run_tfyarn(secure_cluster, "--principal", secure.principal(secure.OTHER_USER),
+                         "--keytab", str(keytab), "list",
+                         env=without_tickets(secure_cluster, tmp_path))
+    assert refused.returncode != 0, refused.stdout
+    assert (f"holds no key for --principal {secure.principal(secure.OTHER_USER)} (it holds "
+            f"{secure.principal(user)})") in refused.stderr, refused.stderr
