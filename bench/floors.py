@@ -26,18 +26,11 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import (
-    EXAMPLES,
-    LIGHT_APPS,
-    REPO,
-    AppFollower,
-    Cluster,
-    LogWatch,
-    RmLog,
-    kill_app,
-    log,
-    mtimes,
-)
+from bench.cluster import Cluster, kill_app
+from bench.common import EXAMPLES, LIGHT_APPS, REPO, log
+from bench.jobs import AppFollower
+from bench.logs import RmLog
+from bench.watch import LogWatch, mtimes
 
 STEP = r"^step \d+ loss"
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # client compiler, serial GC

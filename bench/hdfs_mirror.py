@@ -42,7 +42,7 @@ from appmaster.mirror import STATE_FILE, WorkDirMirror
 from appmaster.storage import RemoteDir
 
 if TYPE_CHECKING:
-    from bench.common import Cluster
+    from bench.cluster import Cluster
 
 MB = 2**20
 KEEP = 5  # TensorFlow's Saver keeps the last 5 checkpoints by default
@@ -85,8 +85,8 @@ def cpu_s() -> float:
 
 
 def own_memory() -> dict[str, int]:
-    """VmRSS, VmHWM of this process, kB (not bench.common.proc_usage: the RSS child must not
-    import bench.common and the tfyarn client behind it)."""
+    """VmRSS, VmHWM of this process, kB (not bench.processes.proc_usage: the RSS child must
+    not import the bench's modules and the tfyarn client behind them)."""
     status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines()
                   if ":" in line)
     return {key: int(status[key].split()[0]) for key in ("VmRSS", "VmHWM")}
@@ -122,7 +122,7 @@ def rss_child(url: str, seconds: float, size_mb: float, work: Path) -> dict[str,
 
 def timed(call: Callable[[], Any], cluster: Cluster) -> dict[str, Any]:
     """Wall and CPU seconds of ``call``: this process's and the HDFS daemons'."""
-    from bench.common import proc_usage
+    from bench.processes import proc_usage
 
     daemons = hdfs_daemon_pids(cluster)
 
@@ -208,7 +208,7 @@ def rss_run(cluster: Cluster, scratch: Path, seconds: float) -> dict[str, Any]:
 
 def daemon_memory(cluster: Cluster) -> dict[str, dict[str, float]]:
     """VmRSS and VmHWM (MB) and CPU seconds of every daemon of the cluster."""
-    from bench.common import proc_usage
+    from bench.processes import proc_usage
     from tfyarn.localyarn import cluster as localcluster
     from tfyarn.localyarn import daemons
 
@@ -287,7 +287,8 @@ def container_processes(cluster: Cluster) -> dict[str, tuple[str, int]]:
 
 def seed_job(cluster: Cluster) -> dict[str, Any]:
     """The repo's seed job once (`tfyarn submit --wait`), every container process's peak RSS."""
-    from bench.common import REPO, log, proc_usage
+    from bench.common import REPO, log
+    from bench.processes import proc_usage
 
     log("the seed job (tfyarn submit --wait)")
     t0 = time.time()
@@ -316,13 +317,13 @@ def seed_job(cluster: Cluster) -> dict[str, Any]:
 
 
 def medians(records: list[dict], part: str, key: str) -> float | None:
-    from bench.common import median
+    from bench.stats import median
 
     return median(r[part][key] for r in records)
 
 
 def tables(data: dict) -> str:
-    from bench.common import fmt, spread
+    from bench.stats import fmt, spread
 
     lines = []
     by_size: dict[float, list[dict]] = {}
@@ -405,7 +406,9 @@ def main(argv: list[str]) -> int:
         return 0
 
     # Imported here, not at the top: the RSS child holds only what a mirroring task holds.
-    from bench.common import RESULTS, SCRATCH, Cluster, log, machine_info, save
+    from bench.cluster import Cluster
+    from bench.common import RESULTS, SCRATCH, log
+    from bench.results import machine_info, save
     from tfyarn.localyarn import cluster as localcluster
     from tfyarn.localyarn.layout import Layout, default_state_dir
 

@@ -18,7 +18,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.common import Cluster, log
+from bench.cluster import Cluster
+from bench.common import log
 from tfyarn.localyarn import cluster as localcluster
 from tfyarn.localyarn.layout import Layout
 

@@ -32,32 +32,16 @@ import sys
 import time
 from pathlib import Path
 
-from bench import floors, report
-from bench.common import (
-    EXAMPLES,
-    REPO,
-    RESULTS,
-    SCRATCH,
-    VARIANTS,
-    AppFollower,
-    Cluster,
-    DriverLog,
-    LogWatch,
-    RmLog,
-    Variant,
-    job_files,
-    kill_app,
-    kinds_to_run,
-    log,
-    machine_info,
-    make_variant,
-    processes_of_app,
-    record_run,
-    save,
-    submit_tfyarn,
-    wait_for_room,
-)
+from bench import floors, tables
+from bench.cluster import Cluster, kill_app, wait_for_room
+from bench.common import EXAMPLES, REPO, RESULTS, SCRATCH, log
+from bench.jobs import AppFollower, job_files, submit_tfyarn
+from bench.logs import DriverLog, RmLog
+from bench.processes import processes_of_app
+from bench.results import kinds_to_run, machine_info, record_run, save
 from bench.seed_job import trainer_files, trainer_watch
+from bench.variants import VARIANTS, Variant, make_variant
+from bench.watch import LogWatch
 
 TRAIN_ARGS = ["--train_steps", "3000", "--step_sleep", "0.1"]  # never ends before recovery
 MIN_CHECKPOINT_STEP = 50
@@ -323,11 +307,11 @@ def main(argv: list[str]) -> int:
                 else:
                     run = functools.partial(run_local_recovery, run_dir, victim)
                 record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
-                           conditions=conditions, run=run, show=report.print_recovery_run,
+                           conditions=conditions, run=run, show=tables.print_recovery_run,
                            cluster=cluster, victim=victim)
     data["machine"]["load_at_end"] = os.getloadavg()
     save(out, data)
-    print(report.recovery_tables(data))
+    print(tables.recovery_tables(data))
     return 0
 
 

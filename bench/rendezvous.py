@@ -31,27 +31,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from bench import floors, report
-from bench.common import (
-    LIGHT_APPS,
-    REPO,
-    RESULTS,
-    SCRATCH,
-    VARIANTS,
-    Cluster,
-    Variant,
-    job_files,
-    kinds_to_run,
-    log,
-    machine_info,
-    make_variant,
-    mtimes,
-    record_run,
-    run_to_end,
-    save,
-    wait_for_room,
-)
+from bench import floors, tables
+from bench.cluster import Cluster, wait_for_room
+from bench.common import LIGHT_APPS, REPO, RESULTS, SCRATCH, log
+from bench.jobs import job_files, run_to_end
 from bench.private_cluster import private_cluster
+from bench.results import kinds_to_run, machine_info, record_run, save
+from bench.variants import VARIANTS, Variant, make_variant
+from bench.watch import mtimes
 
 TASK_MB, TASK_VCORES = 128, 1
 
@@ -131,7 +118,7 @@ def run_all(cluster: Cluster, sizes: list[int], runs: int, variants: list[Varian
                     run = functools.partial(floors.run_skein_light, cluster, run_dir,
                                             light_resources(n), n, sleep_for(n))
                 record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
-                           conditions=conditions, run=run, show=report.print_light_run,
+                           conditions=conditions, run=run, show=tables.print_light_run,
                            cluster=cluster, n=n)
 
 
@@ -164,7 +151,7 @@ def main(argv: list[str]) -> int:
         run_all(cluster, sizes, opts.runs, variants, not opts.no_floor, data, out)
     data["machine"]["load_at_end"] = os.getloadavg()
     save(out, data)
-    print(report.light_tables(data))
+    print(tables.light_tables(data))
     return 0
 
 

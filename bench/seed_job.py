@@ -4,7 +4,7 @@ The seed job is the top-level resources.json/appConfig.json: 1 ps, 1 chief (defa
 partition) and 2 workers (the `gpu` partition) training examples/mnist1.py. Each repetition
 runs, back to back so that they share the machine's conditions:
 
-- tfyarn, each variant asked for (bench/common.py VARIANTS): `current` is this checkout,
+- tfyarn, each variant asked for (bench/variants.py VARIANTS): `current` is this checkout,
   `before` the code before the start-up and recovery fixes, `next` this checkout with
   bench/patches/next.patch;
 - floor (b): the same containers as a plain skein application, no rendezvous;
@@ -24,26 +24,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import floors, report
-from bench.common import (
-    REPO,
-    RESULTS,
-    SCRATCH,
-    VARIANTS,
-    Cluster,
-    LogWatch,
-    Variant,
-    job_files,
-    kinds_to_run,
-    log,
-    machine_info,
-    make_variant,
-    mtimes,
-    record_run,
-    run_to_end,
-    save,
-    wait_for_room,
-)
+from bench import floors, tables
+from bench.cluster import Cluster, wait_for_room
+from bench.common import REPO, RESULTS, SCRATCH, log
+from bench.jobs import job_files, run_to_end
+from bench.results import kinds_to_run, machine_info, record_run, save
+from bench.variants import VARIANTS, Variant, make_variant
+from bench.watch import LogWatch, mtimes
 
 JOB_TIMEOUT_S = 600
 
@@ -119,13 +106,13 @@ def main(argv: list[str]) -> int:
                 else:
                     run = functools.partial(floors.run_local_seed, run_dir, args)
                 record_run(data, out, run_dir, kind=kind, name=name, rep=rep,
-                           conditions=conditions, run=run, show=report.print_run,
+                           conditions=conditions, run=run, show=tables.print_run,
                            cluster=cluster)
     finally:
         floors.SkeinClient.close()
     data["machine"]["load_at_end"] = os.getloadavg()
     save(out, data)
-    report.print_seed_summary(data)
+    tables.print_seed_summary(data)
     return 0
 
 
