@@ -9,6 +9,7 @@ from tfyarn.cli import main
 from tfyarn.environments import JobEnvironmentError
 from tfyarn.errors import TfyarnError, in_context
 from tfyarn.jobconfig import JobConfigError, Problem
+from tfyarn.kerberos import KerberosError
 from tfyarn.localyarn.provision import ClusterError
 from tfyarn.preflight import PreflightRefused
 from tfyarn.rmrest import RestError
@@ -17,7 +18,8 @@ from tfyarn.workdir import WorkDirError
 
 
 @pytest.mark.parametrize("error", [SubmitError, JobEnvironmentError, RestError, WorkDirError,
-                                   ClusterError, JobConfigError, PreflightRefused])
+                                   ClusterError, JobConfigError, PreflightRefused,
+                                   KerberosError])
 def test_every_client_error_is_a_tfyarn_error(error: type) -> None:
     assert issubclass(error, TfyarnError)
 
