@@ -60,10 +60,9 @@ def archive_suffix(path: str | os.PathLike[str]) -> str:
         if name.endswith(suffix) and len(name) > len(suffix):
             return suffix
     raise JobEnvironmentError(
-        f"{path}: not an archive YARN can unpack. Fix: pack the env with venv-pack or "
-        "conda-pack into a .tar.gz (or .tgz, .tar, .zip) file, e.g. "
-        "`venv-pack -p ENV -o env.tar.gz` or `conda pack -n ENV -o env.tar.gz`."
-    )
+        f"{path}: not an archive YARN can unpack.",
+        hint="pack the env with venv-pack or conda-pack into a .tar.gz (or .tgz, .tar, .zip) "
+        "file, e.g. `venv-pack -p ENV -o env.tar.gz` or `conda pack -n ENV -o env.tar.gz`.")
 
 
 def python_member(names: Sequence[str]) -> str | None:
@@ -80,7 +79,8 @@ def archive_python(archive: str | os.PathLike[str]) -> str:
     path = Path(archive)
     suffix = archive_suffix(path)
     if not path.is_file():
-        raise JobEnvironmentError(f"{path}: no such file. Fix: give the path of the packed env.")
+        raise JobEnvironmentError(f"{path}: no such file.",
+                                  hint="give the path of the packed env.")
     try:
         if suffix == ".zip":
             with zipfile.ZipFile(path) as z:
@@ -93,15 +93,13 @@ def archive_python(archive: str | os.PathLike[str]) -> str:
                     if member.name.removeprefix("./") == "bin/python":
                         break
     except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as exc:
-        raise JobEnvironmentError(
-            f"{path}: cannot read the archive ({exc}). Fix: pack the env again."
-        ) from exc
+        raise JobEnvironmentError(f"{path}: cannot read the archive ({exc}).",
+                                  hint="pack the env again.") from exc
     member = python_member(names)
     if member is None:
         raise JobEnvironmentError(
-            f"{path}: no bin/python in the archive, so it is no packed Python env. Fix: pack "
-            f"a virtualenv with venv-pack or a conda env with conda-pack; {_ENV_NEEDS}."
-        )
+            f"{path}: no bin/python in the archive, so it is no packed Python env.",
+            hint=f"pack a virtualenv with venv-pack or a conda env with conda-pack; {_ENV_NEEDS}.")
     return member
 
 
@@ -149,9 +147,8 @@ def default_fs(environ: Mapping[str, str] | None = None) -> str:
         return check_default_fs(value)
     raise JobEnvironmentError(
         "cannot tell the cluster's default filesystem: no fs.defaultFS in core-site.xml in "
-        + ", ".join(map(str, hadoopconf.conf_dirs(environ)))
-        + ". Fix: set HADOOP_CONF_DIR to the cluster's client configuration."
-    )
+        + ", ".join(map(str, hadoopconf.conf_dirs(environ))) + ".",
+        hint="set HADOOP_CONF_DIR to the cluster's client configuration.")
 
 
 def check_default_fs(url: str) -> str:
@@ -160,9 +157,9 @@ def check_default_fs(url: str) -> str:
     if not parts.scheme or not parts.netloc or parts.scheme == "file":
         raise JobEnvironmentError(
             f"the cluster's default filesystem is {url!r}: the packed env must go where every "
-            "node reads it, such as hdfs://namenode:8020. Fix: set fs.defaultFS in "
-            "core-site.xml (HADOOP_CONF_DIR) to the cluster's filesystem."
-        )
+            "node reads it, such as hdfs://namenode:8020.",
+            hint="set fs.defaultFS in core-site.xml (HADOOP_CONF_DIR) to the cluster's "
+            "filesystem.")
     return f"{parts.scheme}://{parts.netloc}"
 
 
@@ -215,8 +212,9 @@ def ensure_uploaded(archive: str | os.PathLike[str], *, fs_default: str | None =
         if isinstance(exc.__cause__, FileExistsError):
             return UploadedEnv(url, sha, uploaded=False)  # another submission was first
         raise JobEnvironmentError(
-            f"cannot copy the packed env to {url}: {exc}. Fix: check that HDFS is reachable "
-            f"from here and that you may write in {directory}.") from None
+            f"cannot copy the packed env to {url}: {exc}.",
+            hint=f"check that HDFS is reachable from here and that you may write in "
+            f"{directory}.") from None
     return UploadedEnv(url, sha, uploaded=True)
 
 

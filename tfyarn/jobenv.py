@@ -33,8 +33,8 @@ def with_overrides(job: JobConfig, python_env: str | None, docker_image: str | N
         app = replace(app, python_env=path)
     if docker_image is not None:
         if not docker_image.strip() or any(c.isspace() for c in docker_image.strip()):
-            raise JobEnvironmentError(f"--docker-image {docker_image!r}: not an image name. "
-                                      "Fix: give one such as tensorflow/tensorflow:2.16.1.")
+            raise JobEnvironmentError(f"--docker-image {docker_image!r}: not an image name.",
+                                      hint="give one such as tensorflow/tensorflow:2.16.1.")
         app = replace(app, docker_image=docker_image.strip())
     if docker_mounts:
         for mount in docker_mounts:

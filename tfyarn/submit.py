@@ -113,10 +113,9 @@ def skein_client():
 
     if shutil.which("yarn") is None:
         raise SubmitError(
-            "`yarn` is not on PATH, so tfyarn cannot reach a YARN cluster. Fix: run on a "
-            "machine with the Hadoop client configured (HADOOP_CONF_DIR set), or for the "
-            'local cluster: tfyarn cluster up && eval "$(tfyarn cluster env)"'
-        )
+            "`yarn` is not on PATH, so tfyarn cannot reach a YARN cluster.",
+            hint="run on a machine with the Hadoop client configured (HADOOP_CONF_DIR set), "
+            'or for the local cluster: tfyarn cluster up && eval "$(tfyarn cluster env)"')
     try:
         # The driver lives as long as one command: start its JVM the quick way.
         java_options = os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS", QUICK_JVM_OPTIONS)

@@ -26,7 +26,7 @@ def node(layout: Layout, name: str) -> NodeManagerSpec:
         if name in (nm.name, nm.host):
             return nm
     names = ", ".join(f"{nm.name} ({nm.host})" for nm in layout.node_managers)
-    raise ClusterError(f"No NodeManager {name!r} in this cluster. Fix: name one of {names}.")
+    raise ClusterError(f"No NodeManager {name!r} in this cluster.", hint=f"name one of {names}.")
 
 
 def lost_marker(layout: Layout, nm: NodeManagerSpec) -> Path:
@@ -56,11 +56,11 @@ def lose(layout: Layout, name: str, freeze: bool = False) -> list[int]:
     """Kill (or freeze) the host's every process at once; returns their pids."""
     nm = node(layout, name)
     if lost_marker(layout, nm).exists():
-        raise ClusterError(f"{nm.name} ({nm.host}) is already lost. Fix: `tfyarn cluster "
-                           f"regain-host {nm.name}` first.")
+        raise ClusterError(f"{nm.name} ({nm.host}) is already lost.",
+                           hint=f"`tfyarn cluster regain-host {nm.name}` first.")
     pids = host_processes(layout, nm)
     if not pids:
-        raise ClusterError(f"{nm.name} ({nm.host}) is not running. Fix: `tfyarn cluster up`.")
+        raise ClusterError(f"{nm.name} ({nm.host}) is not running.", hint="`tfyarn cluster up`.")
     for pid in pids:
         daemons.send_signal(pid, signal.SIGSTOP if freeze else signal.SIGKILL)
     lost_marker(layout, nm).write_text(json.dumps({"frozen": freeze, "pids": pids}))
