@@ -8,6 +8,7 @@ fixture fails, saying what is missing.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import LocalCluster
-from jobtools import prepare_job, prepare_light_job, run_tfyarn, submit_and_wait
+from jobtools import app_state, prepare_job, prepare_light_job, run_tfyarn, submit_and_wait
 
 from tfyarn.localyarn import cluster, secure
 from tfyarn.localyarn.layout import Layout, default_state_dir
@@ -124,3 +125,27 @@ def test_a_keytab_without_the_principal_is_refused(secure_cluster: LocalCluster,
     assert refused.returncode != 0, refused.stdout
     assert (f"holds no key for --principal {secure.principal(secure.OTHER_USER)} (it holds "
             f"{secure.principal(user)})") in refused.stderr, refused.stderr
+
+
+def test_another_user_can_neither_kill_nor_read_the_job(secure_cluster: LocalCluster,
+                                                        tmp_path: Path) -> None:
+    res, app = prepare_light_job(tmp_path, ["--sleep", "600"])
+    submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                           str(app), "--detach", "--json", timeout_s=180)
+    assert submitted.returncode == 0, submitted.stderr
+    app_id = json.loads(submitted.stdout)["application_id"]
+    other = secure.OTHER_USER
+    as_other = {**secure_cluster.env,
+                "KRB5CCNAME": str(secure.kinit(secure_cluster.layout, other))}
+    try:
+        killed = run_tfyarn(secure_cluster, "kill", app_id, env=as_other)
+        assert killed.returncode != 0, killed.stdout
+        assert f"User {other} cannot perform operation MODIFY_APP on {app_id}" in killed.stderr
+        assert app_state(secure_cluster, app_id) in ("ACCEPTED", "RUNNING")
+        # YARN answers a user without VIEW access with the report's public fields only.
+        seen = run(as_other, "yarn", "application", "-status", app_id)
+        assert "Tracking-URL : N/A" in seen.stdout and "AM Host : N/A" in seen.stdout, seen
+        owner = run(secure_cluster.env, "yarn", "application", "-status", app_id)
+        assert "Tracking-URL : N/A" not in owner.stdout, owner.stdout
+    finally:
+        assert run_tfyarn(secure_cluster, "kill", app_id).returncode == 0

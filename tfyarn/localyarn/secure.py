@@ -196,3 +196,13 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.resourcemanager.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
         "yarn.resourcemanager.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,
     }
+
+
+def capacity_scheduler(layout: Layout) -> dict[str, object]:
+    """Anyone may submit, but only the admin administers the queues: YARN lets a queue's
+    administrators kill and view every application in it, and the root queue's default
+    administrators are everyone."""
+    if not is_secure(layout):
+        return {}
+    return {"yarn.scheduler.capacity.root.acl_submit_applications": "*",
+            "yarn.scheduler.capacity.root.acl_administer_queue": cluster_user()}

@@ -236,7 +236,8 @@ def write_configuration(layout: Layout) -> None:
         web_xml = layout.webapps_dir / "webapps" / web_app / "WEB-INF" / "web.xml"
         web_xml.parent.mkdir(parents=True, exist_ok=True)
         web_xml.write_text("<web-app/>\n")
-    (layout.conf_dir / "capacity-scheduler.xml").write_text(xml_document(capacity_scheduler()))
+    (layout.conf_dir / "capacity-scheduler.xml").write_text(
+        xml_document({**capacity_scheduler(), **secure.capacity_scheduler(layout)}))
     (layout.conf_dir / "log4j-daemon.properties").write_text(DAEMON_LOG4J)
     for nm in layout.node_managers:
         conf = layout.node_conf_dir(nm)
