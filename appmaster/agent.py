@@ -26,6 +26,7 @@ from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
+from appmaster.vocabulary import Role
 
 log = logging.getLogger("tfyarn.agent")
 
@@ -136,11 +137,11 @@ class TaskWorkDir:
         if self.mirror is None:
             return
         what = f"HDFS ({self.job_dir})"
-        if self.role == "tensorboard":
+        if self.role == Role.TENSORBOARD:
             bounded(self.mirror.pull, RESTORE_TIMEOUT_S, what)
             self.mirror.start("pull", report)
             return
-        if self.role != "ps":  # a ps holds no files: the chief restores its variables
+        if self.role != Role.PS:  # a ps holds no files: the chief restores its variables
             bounded(self.mirror.restore, RESTORE_TIMEOUT_S, what)
             log.info("restored %s from %s", self.mirror.status.restored or "nothing",
                      self.job_dir)
@@ -271,7 +272,7 @@ def main() -> int:
     log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt, task.generation,
              address)
 
-    if task.role == "tensorboard":  # not part of the TensorFlow cluster: no spec to wait for
+    if task.role == Role.TENSORBOARD:  # not part of the TensorFlow cluster: no spec to wait for
         command = plan.tensorboard_command(port, work_dir)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-ROLES = ("ps", "chiefworker", "worker")
+from appmaster.vocabulary import Role
 
 
 @dataclass(frozen=True)
@@ -28,17 +28,17 @@ class ClusterSpec:
     workers: tuple[str, ...] = field(default=())
 
     def addresses(self, role: str) -> tuple[str, ...]:
-        return {"ps": self.ps, "chiefworker": self.chief, "worker": self.workers}[role]
+        return {Role.PS: self.ps, Role.CHIEFWORKER: self.chief, Role.WORKER: self.workers}[role]
 
     def flags(self, role: str, index: int, work_dir: str | None = None,
               data_dir: str | None = None, work_dir_flag: str = "--work_dir") -> list[str]:
         """The command-line flags of Slider's convention for one task: its four, then
         ``--data_dir`` and the work dir (``--ckp_dir`` in Slider's package) when given."""
-        if role == "ps":
+        if role == Role.PS:
             job_name, task_index = "ps", index
-        elif role == "chiefworker":
+        elif role == Role.CHIEFWORKER:
             job_name, task_index = "worker", index
-        elif role == "worker":
+        elif role == Role.WORKER:
             job_name, task_index = "worker", len(self.chief) + index
         else:
             raise ValueError(f"unknown role {role!r}")
@@ -58,19 +58,23 @@ class ClusterSpec:
         """TF_CONFIG for one task: the chief is type ``chief``, workers count from 0."""
         by_type = (("chief", self.chief), ("worker", self.workers), ("ps", self.ps))
         cluster = {name: list(addresses) for name, addresses in by_type if addresses}
-        task_type = {"ps": "ps", "chiefworker": "chief", "worker": "worker"}[role]
+        task_type = {Role.PS: "ps", Role.CHIEFWORKER: "chief", Role.WORKER: "worker"}[role]
         return {"cluster": cluster, "task": {"type": task_type, "index": index}}
 
+    def to_dict(self) -> dict[str, list[str]]:
+        return {Role.PS.value: list(self.ps), Role.CHIEFWORKER.value: list(self.chief),
+                Role.WORKER.value: list(self.workers)}
+
     def to_json(self) -> str:
-        return json.dumps({"ps": self.ps, "chiefworker": self.chief, "worker": self.workers})
+        return json.dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ClusterSpec:
         data = json.loads(text)
         return cls(
-            ps=tuple(data.get("ps", ())),
-            chief=tuple(data.get("chiefworker", ())),
-            workers=tuple(data.get("worker", ())),
+            ps=tuple(data.get(Role.PS, ())),
+            chief=tuple(data.get(Role.CHIEFWORKER, ())),
+            workers=tuple(data.get(Role.WORKER, ())),
         )
 
     @classmethod
@@ -81,4 +85,5 @@ class ClusterSpec:
             by_index = exports.get(role, {})
             return tuple(by_index[i] for i in sorted(by_index))
 
-        return cls(ps=ordered("ps"), chief=ordered("chiefworker"), workers=ordered("worker"))
+        return cls(ps=ordered(Role.PS), chief=ordered(Role.CHIEFWORKER),
+                   workers=ordered(Role.WORKER))

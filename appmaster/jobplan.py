@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from appmaster.cluster_spec import ClusterSpec
+from appmaster.vocabulary import Role
 
 JOB_FILE = "tfyarn-job.json"
 SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
@@ -21,6 +22,13 @@ DATA_DIR_NAME = "data"
 # skein takes no "/" in a file's name: each entry is localized as data-<name>, and the agent
 # links it into the data dir as <name>
 DATA_ENTRY_PREFIX = "data-"
+
+# Defaults of the job's settings: the plan's, and the config reader's when a key is absent.
+DEFAULT_REGISTRATION_TIMEOUT_S = 300.0
+DEFAULT_ALLOCATION_TIMEOUT_S = 120.0
+DEFAULT_AM_ATTEMPTS = 2
+DEFAULT_MIRROR_INTERVAL_S = 10.0
+DEFAULT_HEARTBEAT_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -50,22 +58,24 @@ class JobPlan:
     work_dir: str  # may hold ${APP_ID}, filled in inside YARN
     roles: tuple[RolePlan, ...]  # in priority order
     script_args: tuple[str, ...] = ()
-    registration_timeout_s: float = 300.0
+    registration_timeout_s: float = DEFAULT_REGISTRATION_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
     success_policy: str = "chief"  # chief | all-workers
-    allocation_timeout_s: float = 120.0
+    allocation_timeout_s: float = DEFAULT_ALLOCATION_TIMEOUT_S
     deadline_s: float | None = None
-    am_max_attempts: int = 2
+    am_max_attempts: int = DEFAULT_AM_ATTEMPTS
     secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
     tensorboard: RolePlan | None = None  # a TensorBoard beside the tasks, on the work dir
-    mirror_interval_s: float = 10.0  # the chief's local work dir -> HDFS, this often
+    # the chief's local work dir -> HDFS, this often
+    mirror_interval_s: float = DEFAULT_MIRROR_INTERVAL_S
     # Slider's site.global.user.data.dir on HDFS: YARN localizes it as DATA_DIR_NAME and the
     # script gets --data_dir; None: no --data_dir
     data_dir: str | None = None
     # "--ckp_dir" with Slider's site.global.user.checkpoint.prefix (its scripts know no
     # --work_dir): the flag that names the task's local work dir
     work_dir_flag: str = "--work_dir"
-    heartbeat_timeout_s: float = 30.0  # an agent silent this long: its task is lost
+    # an agent silent this long: its task is lost
+    heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S
     # site.global.data: name -> URL on HDFS, seen as DATA_DIR_NAME/<name>; --data_dir too
     data: dict[str, str] = field(default_factory=dict)
 
@@ -78,7 +88,7 @@ class JobPlan:
     def chief(self) -> tuple[str, int]:
         """The task that drives training and saves checkpoints: the chief worker, or worker 0
         in a job without one (Slider's own package)."""
-        return ("chiefworker", 0) if self.role("chiefworker") else ("worker", 0)
+        return (Role.CHIEFWORKER, 0) if self.role(Role.CHIEFWORKER) else (Role.WORKER, 0)
 
     def role(self, name: str) -> RolePlan | None:
         return next((role for role in self.roles if role.name == name), None)

@@ -235,13 +235,14 @@ def gpu_view() -> dict:
 
 
 def test_status_shows_each_tasks_gpus() -> None:
+    from appmaster.view import JobView
     from tfyarn import jobview
 
-    view = gpu_view()
+    view = JobView.from_dict(gpu_view())
     table = jobview.format_table(view).splitlines()
     gpus_column = table[0].index("GPUS")
     assert [line[gpus_column:].split()[0] for line in table[1:]] == ["none", "1", "error"]
-    uuid = view["tasks"][1]["gpus"]["devices"][0]["uuid"]
+    uuid = view.tasks[1].gpus["devices"][0]["uuid"]
     assert jobview.gpu_lines(view) == [
         f"  worker 0: GPU 1: NVIDIA H100 80GB HBM3, 81559 MiB, {uuid} (held of the 2 its node "
         "shows)",
@@ -290,6 +291,8 @@ def test_a_job_without_gpus_gets_no_gpu_column() -> None:
 
     view = gpu_view()
     view["tasks"] = view["tasks"][:1]  # the ps alone: it asked for no GPU
-    assert "GPUS" not in jobview.format_table(view)
-    assert jobview.gpu_lines(view) == []
+    from appmaster.view import JobView
+
+    assert "GPUS" not in jobview.format_table(JobView.from_dict(view))
+    assert jobview.gpu_lines(JobView.from_dict(view)) == []
     assert "<th>gpus</th>" not in jobpage.tasks_html(view)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from appmaster.cluster_spec import ClusterSpec
+from appmaster.view import JobView
 from appmaster.webpage import render_page, slider_exports
 from tfyarn import jobview
 from tfyarn.jobview import format_progress, format_table, parse_log_dump, role_counts
@@ -46,18 +47,33 @@ def test_parse_log_dump_of_something_else() -> None:
     assert parse_log_dump("<html>not found</html>").length == 0
 
 
+def typed(view: dict) -> JobView:
+    """A view as the CLI reads it back from the AppMaster's JSON."""
+    return JobView.from_dict({"app_id": "application_1_0001", "name": "demo",
+                              "state": "RUNNING", **view})
+
+
 def test_role_counts_are_cumulative_stages() -> None:
-    counts = role_counts(VIEW)
+    counts = role_counts(typed(VIEW))
     assert counts["ps"] == {"requested": 1, "allocated": 1, "registered": 1, "running": 1,
                             "finished": 0}
     assert counts["chiefworker"]["registered"] == 1 and counts["chiefworker"]["running"] == 0
     assert counts["worker"] == {"requested": 2, "allocated": 1, "registered": 0, "running": 0,
                                 "finished": 0}
-    assert format_progress(VIEW).startswith("RUNNING gen 1: ps 1/1/1/1/0")
+    assert format_progress(typed(VIEW)).startswith("RUNNING gen 1: ps 1/1/1/1/0")
+
+
+def test_tasks_stopped_at_the_end_are_counted_and_shown() -> None:
+    """The master marks tasks it ended itself "stopped": every reader knows the state."""
+    view = typed({**VIEW, "state": "SUCCEEDED", "tasks": [
+        task("ps", 0, "stopped", "h:1"), task("chiefworker", 0, "finished", "h:2")]})
+    assert role_counts(view)["ps"] == {"requested": 1, "allocated": 1, "registered": 1,
+                                       "running": 1, "finished": 0}
+    assert format_table(view).splitlines()[1].split()[:3] == ["ps", "0", "stopped"]
 
 
 def test_table_has_a_row_per_task() -> None:
-    lines = format_table(VIEW).splitlines()
+    lines = format_table(typed(VIEW)).splitlines()
     assert lines[0].split()[:4] == ["ROLE", "IDX", "STATE", "HOST:PORT"]
     assert len(lines) == 5 and lines[2].split()[:4] == ["chiefworker", "0", "registered", "h:2"]
 
@@ -94,11 +110,11 @@ def test_storage_lines_say_where_checkpoints_are_and_how_fresh() -> None:
     mirror = {"interval_s": 10.0, "last_sync": 1000.0, "last_checkpoint": "checkpoints/ckpt-50",
               "restored": None, "error": None, "failing_since": None, "warning": None}
     view = {"work_dir": "hdfs://nn:8020/user/a/tfyarn/jobs/app_1", "tasks": [
-        {"role": "chiefworker", "index": 0, "restarts": 1,
+        {"role": "chiefworker", "index": 0, "state": "running", "restarts": 1,
          "mirror": {**mirror, "restored": "checkpoints/ckpt-40"}},
-        {"role": "ps", "index": 0, "restarts": 0, "mirror": None},
+        {"role": "ps", "index": 0, "state": "running", "restarts": 0, "mirror": None},
     ]}
-    lines = jobview.storage_lines(view, now=1004.0)
+    lines = jobview.storage_lines(typed(view), now=1004.0)
     assert lines[0] == "Work dir: hdfs://nn:8020/user/a/tfyarn/jobs/app_1"
     assert "  chiefworker 0 mirrors its local dir every 10 s: synced 4 s ago, newest checkpoint " \
            "on HDFS checkpoints/ckpt-50" in lines
@@ -106,10 +122,10 @@ def test_storage_lines_say_where_checkpoints_are_and_how_fresh() -> None:
     failing = {**mirror, "error": "NameNode down", "failing_since": 990.0,
                "warning": "split checkpoint"}
     view["tasks"][0]["mirror"] = failing
-    lines = jobview.storage_lines(view, now=1004.0)
+    lines = jobview.storage_lines(typed(view), now=1004.0)
     assert "  chiefworker 0: mirroring failing for 14 s (retrying): NameNode down" in lines
     assert "  chiefworker 0: WARNING split checkpoint" in lines
-    assert jobview.storage_lines({"tasks": []}, now=0) == []
+    assert jobview.storage_lines(typed({"tasks": []}), now=0) == []
 
 
 def test_liveness_hears_changed_counters_only_and_lists_the_silent() -> None:
@@ -131,6 +147,7 @@ def test_the_task_table_says_when_each_agent_was_last_heard() -> None:
     view = {"tasks": [{"role": "worker", "index": 0, "state": "running", "silent_s": 2.4},
                       {"role": "ps", "index": 0, "state": "requested", "silent_s": None}],
             "lost_nodes": ["127.0.0.2"], "heartbeat_timeout_s": 30}
+    view = typed(view)
     table = format_table(view).splitlines()
     assert "HEARD" in table[0] and "2s ago" in table[1] and "2s ago" not in table[2]
     assert jobview.liveness_lines(view) == [

@@ -10,8 +10,11 @@ from datetime import datetime
 
 import click
 
+from appmaster.view import JobView
+from appmaster.vocabulary import TF_ROLES
 from tfyarn import jobview, rmrest
-from tfyarn.submit import FINAL_STATES, SubmitError, skein_client
+from tfyarn.errors import TfyarnError
+from tfyarn.submit import FINAL_STATES, skein_client
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
               "KILLED"]
@@ -21,21 +24,21 @@ APP_ID = re.compile(r"application_\d+_\d+")
 def _report(client, app_id: str):
     """YARN's report of a tfyarn application, or a clear error for anything else."""
     if not APP_ID.fullmatch(app_id):
-        raise click.ClickException(
+        raise TfyarnError(
             f"{app_id!r} is not a YARN application id (like application_1700000000000_0001); "
             "`tfyarn list` shows yours.")
     try:
         report = client.application_report(app_id)
     except Exception as exc:
-        raise click.ClickException(f"YARN knows no application {app_id}: {exc}") from exc
+        raise TfyarnError(f"YARN knows no application {app_id}: {exc}") from exc
     if "tfyarn" not in {tag.lower() for tag in report.tags}:
-        raise click.ClickException(
+        raise TfyarnError(
             f"{app_id} ({report.name}) is not a tfyarn job; use `yarn application -status "
             f"{app_id}` and `yarn logs -applicationId {app_id}` for it.")
     return report
 
 
-def _view(report) -> tuple[dict | None, str]:
+def _view(report) -> tuple[JobView | None, str]:
     """The task table, live while the job runs, else the one the AppMaster logged last."""
     if str(report.state) == "RUNNING":
         view = jobview.live_view(report.tracking_url)
@@ -66,7 +69,8 @@ def status_command(app_id: str, as_json: bool) -> None:
         report = _report(client, app_id)
     view, source = _view(report)
     if as_json:
-        click.echo(json.dumps({"application": _report_dict(report), "job": view}, indent=2))
+        click.echo(json.dumps({"application": _report_dict(report),
+                               "job": view.to_dict() if view else None}, indent=2))
         return
     click.echo(f"{report.id} {report.name} ({report.user}, queue {report.queue}): "
                f"{report.state}, final status {report.final_status}")
@@ -76,19 +80,19 @@ def status_command(app_id: str, as_json: bool) -> None:
     if view is None:
         click.echo(f"Tasks: {source}.")
         return
-    click.echo(f"\nTasks ({source}; job {view['state']}, generation {view['generation']}):")
+    click.echo(f"\nTasks ({source}; job {view.state}, generation {view.generation}):")
     click.echo(jobview.format_table(view))
     if gpu_lines := jobview.gpu_lines(view):
         click.echo("\nGPUs (as each task saw them; its script gets CUDA_VISIBLE_DEVICES):")
         click.echo("\n".join(gpu_lines))
-    if view["cluster_spec"]:
-        click.echo(f"\nCluster spec: {json.dumps(view['cluster_spec'])}")
+    if view.cluster_spec:
+        click.echo(f"\nCluster spec: {json.dumps(view.cluster_spec)}")
     for line in [*jobview.storage_lines(view, time.time()), *jobview.liveness_lines(view)]:
         click.echo(line)
-    if view.get("tensorboard_url"):
+    if view.tensorboard_url:
         proxied = report.tracking_url.rstrip("/") + "/pages/tensorboard/"
-        click.echo(f"TensorBoard: {view['tensorboard_url']} (through YARN: {proxied})")
-    for line in view["restarts"]:
+        click.echo(f"TensorBoard: {view.tensorboard_url} (through YARN: {proxied})")
+    for line in view.restarts:
         click.echo(f"Restart: {line}")
 
 
@@ -118,7 +122,7 @@ def list_command(show_all: bool, user: str | None, as_json: bool) -> None:
 
 @click.command("logs")
 @click.argument("app_id")
-@click.option("--role", type=click.Choice(["ps", "chiefworker", "worker"]), default=None,
+@click.option("--role", type=click.Choice([role.value for role in TF_ROLES]), default=None,
               help="Only this role's tasks [default: every task].")
 @click.option("--index", type=int, default=None, help="Task index within the role.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new output until the job ends.")
@@ -143,16 +147,16 @@ def logs_command(app_id: str, role: str | None, index: int | None, follow: bool)
                 return
 
 
-def _print_new_live_output(view: dict, role: str | None, index: int | None,
+def _print_new_live_output(view: JobView, role: str | None, index: int | None,
                            printed: dict[tuple[str, str], int], prefix: bool) -> None:
-    for task in jobview.select_tasks(view, role, index):
-        if not (task["node"] and task["yarn_container_id"]):
+    for task in view.select(role, index):
+        if not (task.node and task.yarn_container_id):
             continue
         for stream in ("stdout", "stderr"):
-            name = f"{task['role']}-{task['index']}.{stream}"
-            key = (task["yarn_container_id"], name)
+            name = f"{task.role}-{task.index}.{stream}"
+            key = (task.yarn_container_id, name)
             try:
-                chunk = jobview.node_log_tail(task["node"], task["yarn_container_id"], name)
+                chunk = jobview.node_log_tail(task.node, task.yarn_container_id, name)
             except Exception:
                 continue  # the container may just have ended
             new = chunk.length - printed.get(key, 0)
@@ -163,20 +167,17 @@ def _print_new_live_output(view: dict, role: str | None, index: int | None,
             if prefix:
                 text = "".join(f"[{name}] {line}\n" for line in text.splitlines())
             else:
-                click.echo(f"==> {name} ({task['yarn_container_id']} on {task['node']}) <==")
+                click.echo(f"==> {name} ({task.yarn_container_id} on {task.node}) <==")
             click.echo(text, nl=not text.endswith("\n"))
 
 
 def _print_aggregated_logs(app_id: str, role: str | None, index: int | None) -> None:
-    who = rf"{re.escape(role) if role else '(ps|chiefworker|worker)'}-"
+    who = rf"{re.escape(role) if role else '(' + '|'.join(TF_ROLES) + ')'}-"
     who += str(index) if index is not None else r"\d+"
-    try:
-        text = jobview.yarn_logs(app_id, "-log_files_pattern", rf"{who}\.(stdout|stderr)")
-    except jobview.JobViewError as exc:
-        raise click.ClickException(str(exc)) from exc
+    text = jobview.yarn_logs(app_id, "-log_files_pattern", rf"{who}\.(stdout|stderr)")
     if not text.strip():
-        raise click.ClickException(f"no task output for {app_id} yet (log aggregation may lag "
-                                   "the end by a few seconds; try again)")
+        raise TfyarnError(f"no task output for {app_id} yet (log aggregation may lag the end "
+                          "by a few seconds)", "try again in a few seconds.")
     click.echo(text)
 
 
@@ -184,7 +185,7 @@ def _print_aggregated_logs(app_id: str, role: str | None, index: int | None) -> 
 @click.argument("app_id")
 def kill_command(app_id: str) -> None:
     """Kill the job: YARN ends every one of its containers; checkpoints stay."""
-    with _client() as client:
+    with skein_client() as client:
         report = _report(client, app_id)
         if str(report.state) in FINAL_STATES:
             click.echo(f"{app_id} already ended: {report.state} ({report.final_status}).")
@@ -196,12 +197,5 @@ def kill_command(app_id: str) -> None:
 def _reports():
     """Where application reports come from: the RM's REST API when the configuration allows
     (no JVM to start), else skein's driver."""
-    return rmrest.reports_reader() or _client()
-
-
-def _client():
-    try:
-        return skein_client()
-    except SubmitError as exc:
-        raise click.ClickException(str(exc)) from exc
+    return rmrest.reports_reader() or skein_client()
 

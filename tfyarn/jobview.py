@@ -15,17 +15,19 @@ from dataclasses import dataclass
 import requests
 
 from appmaster import gpus
+from appmaster.view import JobView
+from appmaster.vocabulary import STAGES, STAGES_REACHED, TaskState
 from appmaster.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
+from tfyarn.errors import TfyarnError
 
 HTTP_TIMEOUT_S = 5.0
-TASK_FILE = re.compile(r"(ps|chiefworker|worker)-\d+\.(stdout|stderr)")
 
 
-class JobViewError(RuntimeError):
+class JobViewError(TfyarnError):
     """The job cannot be shown; the message says why."""
 
 
-def live_view(tracking_url: str) -> dict | None:
+def live_view(tracking_url: str) -> JobView | None:
     """The running AppMaster's task table, or None if it cannot be reached (yet)."""
     if not tracking_url or not tracking_url.startswith("http"):
         return None
@@ -34,8 +36,8 @@ def live_view(tracking_url: str) -> dict | None:
         response = requests.get(url, timeout=HTTP_TIMEOUT_S)
         if response.status_code != 200:
             return None
-        return response.json()
-    except (requests.RequestException, ValueError):
+        return JobView.from_dict(response.json())
+    except (requests.RequestException, ValueError, TypeError):
         return None
 
 
@@ -49,14 +51,14 @@ def yarn_logs(app_id: str, *options: str) -> str:
     return result.stdout
 
 
-def final_view(app_id: str) -> dict | None:
+def final_view(app_id: str) -> JobView | None:
     """The task table the AppMaster logged when the job ended (None if not aggregated yet)."""
     try:
         text = yarn_logs(app_id, "-log_files", "application.driver.log")
     except JobViewError:
         return None
     lines = [line for line in text.splitlines() if line.startswith(FINAL_VIEW_MARKER)]
-    return json.loads(lines[-1][len(FINAL_VIEW_MARKER):]) if lines else None
+    return JobView.from_dict(json.loads(lines[-1][len(FINAL_VIEW_MARKER):])) if lines else None
 
 
 @dataclass(frozen=True)
@@ -84,59 +86,49 @@ def parse_log_dump(dump: str) -> LogChunk:
     return LogChunk(int(length_match.group(1)), body)
 
 
-def select_tasks(view: dict, role: str | None, index: int | None) -> list[dict]:
-    return [t for t in view["tasks"]
-            if (role is None or t["role"] == role) and (index is None or t["index"] == index)]
-
-
-def role_counts(view: dict) -> dict[str, dict[str, int]]:
+def role_counts(view: JobView) -> dict[str, dict[str, int]]:
     """Per role: how many tasks are requested, allocated, registered, running, finished."""
-    stages = ("requested", "allocated", "registered", "running", "finished")
-    reached = {
-        "requested": stages[:1], "started": stages[:2], "registered": stages[:3],
-        "running": stages[:4], "finished": stages, "failed": stages[:1],
-    }
     counts: dict[str, dict[str, int]] = {}
-    for task in view["tasks"]:
-        row = counts.setdefault(task["role"], dict.fromkeys(stages, 0))
-        for stage in reached.get(task["state"], ()):
+    for task in view.tasks:
+        row = counts.setdefault(task.role, dict.fromkeys(STAGES, 0))
+        for stage in STAGES_REACHED[task.state]:
             row[stage] += 1
     return counts
 
 
-def format_progress(view: dict) -> str:
+def format_progress(view: JobView) -> str:
     parts = []
     for role, row in role_counts(view).items():
         parts.append(f"{role} " + "/".join(str(row[s]) for s in row))
-    return (f"{view['state']} gen {view['generation']}: " + "  ".join(parts)
+    return (f"{view.state} gen {view.generation}: " + "  ".join(parts)
             + "  (requested/allocated/registered/running/finished)")
 
 
-def format_table(view: dict) -> str:
+def format_table(view: JobView) -> str:
     columns = [("role", "ROLE"), ("index", "IDX"), ("state", "STATE"), ("address", "HOST:PORT"),
                ("yarn_container_id", "CONTAINER"), ("node", "NODE"), ("restarts", "RESTARTS"),
                ("exit_code", "EXIT"), ("silent_s", "HEARD"), ("gpus", "GPUS"),
                ("log_url", "LOGS")]
-    if not any(gpus.worth_showing(task.get("gpus")) for task in view["tasks"]):
+    if not any(gpus.worth_showing(task.gpus) for task in view.tasks):
         columns.remove(("gpus", "GPUS"))  # a job without GPUs
     shown = {"gpus": lambda value: gpus.short_text(value),
              "silent_s": lambda value: f"{value:.0f}s ago"}  # its agent's last heartbeat
-    rows = [[shown.get(key, str)(task[key]) if task.get(key) is not None else "-"
-             for key, _ in columns] for task in view["tasks"]]
+    rows = [[shown.get(key, str)(value) if (value := getattr(task, key)) is not None else "-"
+             for key, _ in columns] for task in view.tasks]
     header = [title for _, title in columns]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(columns))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
                      for r in [header, *rows])
 
 
-def gpu_lines(view: dict) -> list[str]:
+def gpu_lines(view: JobView) -> list[str]:
     """Each task's GPUs as it saw them (index, model, memory, UUID), or why it has none."""
     lines = []
-    for task in view["tasks"]:
-        summary = task.get("gpus")
+    for task in view.tasks:
+        summary = task.gpus
         if not summary:
             continue
-        name = f"{task['role']} {task['index']}"
+        name = task.name
         if summary.get("error"):
             lines.append(f"  {name}: no GPUs: {summary['error']}")
         elif summary.get("devices"):
@@ -146,24 +138,24 @@ def gpu_lines(view: dict) -> list[str]:
     return lines
 
 
-def liveness_lines(view: dict) -> list[str]:
+def liveness_lines(view: JobView) -> list[str]:
     """Hosts where tasks were lost (silent past the heartbeat timeout)."""
-    if not view.get("lost_nodes"):
+    if not view.lost_nodes:
         return []
     return [f"Lost hosts (a task there was silent for more than "
-            f"{view.get('heartbeat_timeout_s', 0):.0f} s; replacements go elsewhere): "
-            + ", ".join(view["lost_nodes"])]
+            f"{view.heartbeat_timeout_s:.0f} s; replacements go elsewhere): "
+            + ", ".join(view.lost_nodes)]
 
 
-def storage_lines(view: dict, now: float) -> list[str]:
+def storage_lines(view: JobView, now: float) -> list[str]:
     """Where the job's work dir is, and how the tasks' local dirs stand against it: the
     newest checkpoint on HDFS, how long ago it was synced, failures and warnings."""
-    if not view.get("work_dir"):
+    if not view.work_dir:
         return []
-    lines = [f"Work dir: {view['work_dir']}"]
-    for task in view["tasks"]:
-        mirror = task.get("mirror") or {}
-        name = f"{task['role']} {task['index']}"
+    lines = [f"Work dir: {view.work_dir}"]
+    for task in view.tasks:
+        mirror = task.mirror or {}
+        name = task.name
         if mirror.get("last_sync") or mirror.get("error"):
             synced = (f"{now - mirror['last_sync']:.0f} s ago" if mirror.get("last_sync")
                       else "not yet")
@@ -175,20 +167,19 @@ def storage_lines(view: dict, now: float) -> list[str]:
                          f"(retrying): {mirror['error']}")
         if mirror.get("warning"):
             lines.append(f"  {name}: WARNING {mirror['warning']}")
-        if mirror.get("restored") and task["restarts"]:
+        if mirror.get("restored") and task.restarts:
             lines.append(f"  {name} started from {mirror['restored']} (restored from HDFS)")
     return lines
 
 
-def chief_progress(view: dict) -> str | None:
+def chief_progress(view: JobView) -> str | None:
     """The chief's last line of output, fetched from its NodeManager while it runs."""
-    chief = next((t for t in view["tasks"] if t["role"] == "chiefworker"), None) or next(
-        (t for t in view["tasks"] if (t["role"], t["index"]) == ("worker", 0)), None)  # Slider's
-    if not chief or chief["state"] != "running" or not chief["node"]:
+    chief = view.chief
+    if not chief or chief.state != TaskState.RUNNING or not chief.node:
         return None
     try:
-        chunk = node_log_tail(chief["node"], chief["yarn_container_id"],
-                              f"{chief['role']}-0.stdout", size=2048)
+        chunk = node_log_tail(chief.node, chief.yarn_container_id or "",
+                              f"{chief.role}-0.stdout", size=2048)
     except requests.RequestException:
         return None
     lines = [line for line in chunk.text.splitlines() if line.strip()]

@@ -10,6 +10,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from appmaster.jobplan import (
+    DEFAULT_ALLOCATION_TIMEOUT_S,
+    DEFAULT_AM_ATTEMPTS,
+    DEFAULT_HEARTBEAT_TIMEOUT_S,
+    DEFAULT_MIRROR_INTERVAL_S,
+    DEFAULT_REGISTRATION_TIMEOUT_S,
+)
 from tfyarn import environments
 from tfyarn.jobconfig.datasets import parse_entries
 from tfyarn.jobconfig.documents import (
@@ -21,12 +28,7 @@ from tfyarn.jobconfig.documents import (
     report_unknown,
     top_level,
 )
-from tfyarn.jobconfig.model import (
-    DEFAULT_HEARTBEAT_TIMEOUT_S,
-    DEFAULT_MIRROR_INTERVAL_S,
-    SUCCESS_POLICIES,
-    AppConfig,
-)
+from tfyarn.jobconfig.model import SUCCESS_POLICIES, AppConfig
 
 # appConfig.json keys, all under "global".
 _G = "site.global."
@@ -138,8 +140,8 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
               f'keep one: with "{_CHECKPOINT_PREFIX}" the work dir is '
               "<prefix>/<application name>.<application id>, as in Slider.",
               value=settings[_CHECKPOINT_PREFIX])
-    timeout = _seconds(c, settings, _REGISTRATION_TIMEOUT, 300.0)
-    allocation_timeout = _seconds(c, settings, _ALLOCATION_TIMEOUT, 120.0)
+    timeout = _seconds(c, settings, _REGISTRATION_TIMEOUT, DEFAULT_REGISTRATION_TIMEOUT_S)
+    allocation_timeout = _seconds(c, settings, _ALLOCATION_TIMEOUT, DEFAULT_ALLOCATION_TIMEOUT_S)
     deadline = _seconds(c, settings, _DEADLINE, None)
     mirror_interval = _seconds(c, settings, _MIRROR_INTERVAL, DEFAULT_MIRROR_INTERVAL_S)
     heartbeat_timeout = _seconds(c, settings, _HEARTBEAT_TIMEOUT, DEFAULT_HEARTBEAT_TIMEOUT_S)
@@ -148,7 +150,7 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
         c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
               'write "chief" (the job ends with the chief) or "all-workers".',
               value=success_policy)
-    attempts = as_int(settings.get(_AM_ATTEMPTS, 2))
+    attempts = as_int(settings.get(_AM_ATTEMPTS, DEFAULT_AM_ATTEMPTS))
     if attempts is None or not 1 <= attempts <= 10:
         c.add(key_path("global", _AM_ATTEMPTS), "must be a whole number from 1 to 10",
               'write e.g. "2" (one retry of the AppMaster).', value=settings.get(_AM_ATTEMPTS))
@@ -167,14 +169,14 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
         queue=queue,
         name=name or "tfyarn-" + Path(entry[0]).stem,
         work_dir=work_dir,
-        registration_timeout_s=timeout or 300.0,
+        registration_timeout_s=timeout or DEFAULT_REGISTRATION_TIMEOUT_S,
         python=python,
         ignored=tuple(ignored),
         docker_image=docker_image,
         success_policy=success_policy,
-        allocation_timeout_s=allocation_timeout or 120.0,
+        allocation_timeout_s=allocation_timeout or DEFAULT_ALLOCATION_TIMEOUT_S,
         deadline_s=deadline,
-        am_max_attempts=attempts or 2,
+        am_max_attempts=attempts or DEFAULT_AM_ATTEMPTS,
         python_env=python_env,
         docker_mounts=docker_mounts,
         secrets=_secrets(c, settings, Path(os.path.abspath(path)).parent),

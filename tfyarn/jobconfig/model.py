@@ -6,6 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from appmaster.jobplan import (
+    DEFAULT_ALLOCATION_TIMEOUT_S,
+    DEFAULT_AM_ATTEMPTS,
+    DEFAULT_HEARTBEAT_TIMEOUT_S,
+    DEFAULT_MIRROR_INTERVAL_S,
+)
+from appmaster.vocabulary import TF_ROLES, Role
 from tfyarn.errors import TfyarnError
 
 FAILURE_THRESHOLD_MEANING = (
@@ -16,8 +23,8 @@ FAILURE_THRESHOLD_MEANING = (
 )
 
 APPMASTER = "slider-appmaster"
-TASK_KINDS = ("ps", "chiefworker", "worker")  # without a chiefworker, worker 0 is the chief
-TENSORBOARD = "tensorboard"
+TASK_KINDS = TF_ROLES  # without a chiefworker, worker 0 is the chief
+TENSORBOARD = Role.TENSORBOARD
 COMPONENT_NAMES = (APPMASTER, *TASK_KINDS, TENSORBOARD)
 
 # What a task failure does (within the threshold for "restart"); "ignore" drops the task.
@@ -81,10 +88,6 @@ class Component:
     failure_policy: str = "restart"  # one of FAILURE_POLICIES
 
 
-DEFAULT_MIRROR_INTERVAL_S = 10.0
-DEFAULT_HEARTBEAT_TIMEOUT_S = 30.0
-
-
 @dataclass(frozen=True)
 class AppConfig:
     entry: str  # as written, relative to scripts_dir
@@ -95,14 +98,14 @@ class AppConfig:
     queue: str
     name: str
     work_dir: str | None  # None: the submitter picks a default; may contain ${APP_ID}
-    registration_timeout_s: float
+    registration_timeout_s: float  # DEFAULT_REGISTRATION_TIMEOUT_S when absent
     python: str | None  # interpreter in containers; None: the submitting interpreter
     ignored: tuple[str, ...]  # Slider-only keys that were accepted but have no effect
     docker_image: str | None
     success_policy: str = "chief"  # one of SUCCESS_POLICIES
-    allocation_timeout_s: float = 120.0
+    allocation_timeout_s: float = DEFAULT_ALLOCATION_TIMEOUT_S
     deadline_s: float | None = None  # the whole job's, from submission; None = none
-    am_max_attempts: int = 2
+    am_max_attempts: int = DEFAULT_AM_ATTEMPTS
     python_env: Path | None = None  # a packed env archive (absolute) every container runs
     docker_mounts: tuple[str, ...] = ()  # source:dest[:mode] for the tasks' Docker containers
     # name -> local file; each task gets the file, and its path in TFYARN_SECRET_<name>

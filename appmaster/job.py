@@ -1,0 +1,545 @@
+"""The job's decisions, apart from any I/O: events in, actions out.
+
+The master (appmaster/master.py) turns what it hears from the registry and from YARN into
+calls of :class:`Job`'s ``on_*`` methods and performs the actions they return. Nothing here
+talks to YARN, the registry or a clock: each event carries the time it was heard, so every
+rule of the failure table can be driven by unit tests (tests/test_job.py).
+
+The rules: a worker is stateless, so a failed worker is replaced by a new container for the
+same task index. A ps holds state and the chief drives training, so when one of them fails
+the whole TensorFlow cluster restarts as a new generation (old containers killed first,
+fresh rendezvous) and the script resumes from the latest checkpoint. Each role's failures
+count against its ``yarn.container.failure.threshold``; a task whose port was taken starts
+again uncounted; a task silent past the heartbeat timeout counts as failed (its host died).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+
+from appmaster import registry
+from appmaster.cluster_spec import ClusterSpec
+from appmaster.jobplan import JobPlan
+from appmaster.liveness import Liveness
+from appmaster.vocabulary import JobState, Role, TaskState
+
+log = logging.getLogger("tfyarn.master")
+
+
+@dataclass
+class Task:
+    """One task and the container currently running it."""
+
+    role: str
+    index: int
+    container: str = ""
+    attempt: int = 0
+    address: str | None = None
+    previous_address: str | None = None  # before its last restart: its successor tries it
+    state: TaskState = TaskState.REQUESTED
+    failed_at: float | None = None  # when its last failure was heard, for recovery times
+    yarn_container_id: str | None = None
+    node: str | None = None  # the NodeManager's host:http-port
+    user: str | None = None
+    exit_code: int | None = None
+    mirror: dict | None = None  # its local work dir against HDFS (appmaster/mirror.py)
+    gpus: dict | None = None  # the GPUs its agent found and holds (appmaster/gpus.py)
+
+    @property
+    def name(self) -> str:
+        return f"{self.role} {self.index}"
+
+    @property
+    def host(self) -> str:
+        return (self.node or "?").rsplit(":", 1)[0]
+
+
+# ------------------------------------------------------------------ actions
+
+
+@dataclass(frozen=True)
+class Request:
+    """Ask YARN for a container for ``task``, then tell the job with :meth:`Job.assigned`."""
+
+    task: Task
+    generation: int
+
+
+@dataclass(frozen=True)
+class Kill:
+    """Stop a container whose end the job no longer waits for."""
+
+    container: str
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Take a lost task's registry entry away: if its host comes back, its agent finds it
+    gone and ends its script, so an old task never rejoins the job."""
+
+    container: str
+
+
+@dataclass(frozen=True)
+class PublishSpec:
+    generation: int
+    spec: ClusterSpec
+
+
+@dataclass(frozen=True)
+class ShowTensorBoard:
+    address: str
+
+
+@dataclass(frozen=True)
+class EndJob:
+    status: JobState  # SUCCEEDED or FAILED
+    diagnostics: str
+
+
+Action = Request | Kill | Fence | PublishSpec | ShowTensorBoard | EndJob
+
+
+class _Ended(Exception):
+    """Unwinds an event once the job's outcome is decided."""
+
+    def __init__(self, end: EndJob) -> None:
+        super().__init__(end.diagnostics)
+        self.end = end
+
+
+# ------------------------------------------------------------------ start-up phases
+
+
+@dataclass
+class PhaseClock:
+    """When each start-up phase of a generation ended, for the log (and the benchmarks)."""
+
+    requested_at: float = 0.0
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def restart(self, now: float) -> None:
+        self.requested_at, self.marks = now, {}
+
+    def mark_once(self, phase: str, now: float) -> None:
+        if phase not in self.marks:
+            self.marks[phase] = now
+            log.info("phase %s: %.3f s after the container requests", phase,
+                     now - self.requested_at)
+
+    def seconds(self) -> dict[str, float]:
+        return {name: at - self.requested_at for name, at in self.marks.items()}
+
+    def summary(self) -> str:
+        order = ["all started", "all registered", "spec published", "all running"]
+        points = [("requested", self.requested_at)] + [
+            (name, self.marks[name]) for name in order if name in self.marks
+        ]
+        pairs = zip(points, points[1:], strict=False)
+        return "; ".join(f"{a} -> {b}: {tb - ta:.3f} s" for (a, ta), (b, tb) in pairs)
+
+
+# ------------------------------------------------------------------ the job
+
+
+class Job:
+    """Every task of the job, its generation and failures, and the rules that move them."""
+
+    def __init__(self, plan: JobPlan, now: float, am_attempt: int = 1) -> None:
+        self.plan = plan
+        self.am_attempt = am_attempt
+        self.generation = 0
+        # A later AppMaster attempt starts every task again: count the earlier starts.
+        self.tasks = {key: Task(*key, attempt=am_attempt - 1) for key in plan.task_keys()}
+        # Beside the TensorFlow cluster: not in its spec, its end never ends the job.
+        self.tensorboard = Task(Role.TENSORBOARD, 0) if plan.tensorboard else None
+        self.by_container: dict[str, Task] = {}
+        self.failures: Counter[str] = Counter()
+        self.restarts: list[str] = []  # one line per restart, for diagnostics and status
+        self.clock = PhaseClock()
+        self.started_at = now
+        self.allocation_deadline = self.registration_deadline = 0.0
+        self.state = JobState.STARTING
+        self.spec: ClusterSpec | None = None
+        # Agents' heartbeats: a silent task is lost long before YARN notices its node.
+        self.liveness = Liveness(plan.heartbeat_timeout_s)
+        self.next_liveness_check = 0.0
+        self.lost_nodes: dict[str, float] = {}  # host -> when a task there was lost
+        self._actions: list[Action] = []
+
+    # ------------------------------------------------------------ events
+
+    def start(self, now: float) -> list[Action]:
+        """The AppMaster is up: ask for every task's container."""
+        return self._run(self._request_all, now)
+
+    def assigned(self, task: Task, container: str, now: float) -> registry.TaskAssignment:
+        """YARN took the request of a :class:`Request` as ``container``: what it runs."""
+        self.allocation_deadline = now + self.plan.allocation_timeout_s
+        self.registration_deadline = now + self.plan.registration_timeout_s
+        task.previous_address = task.address or task.previous_address
+        task.container, task.state, task.address = container, TaskState.REQUESTED, None
+        task.gpus = None  # its new agent says which it holds
+        self.by_container[container] = task
+        return registry.TaskAssignment(task.role, task.index, self.generation, task.attempt,
+                                       task.previous_address)
+
+    def on_started(self, container: str, now: float, node: str | None = None,
+                   yarn_container_id: str | None = None,
+                   user: str | None = None) -> list[Action]:
+        """The task's agent runs (and says where)."""
+        return self._run(self._started, now, container, node, yarn_container_id, user)
+
+    def on_export(self, export: registry.Export, now: float) -> list[Action]:
+        """The task's agent exported the address its TensorFlow server will listen on."""
+        return self._run(self._exported, now, export)
+
+    def on_running(self, container: str, now: float) -> list[Action]:
+        """The task's script started."""
+        return self._run(self._running, now, container)
+
+    def on_exited(self, container: str, exit_code: int | None, now: float,
+                  failure: str = "") -> list[Action]:
+        """The task's agent says its script ended; ``failure``: where and how, if not 0."""
+        return self._run(self._exited, now, container, exit_code, failure)
+
+    def on_container_end(self, container: str, succeeded: bool, now: float,
+                         failure: str = "") -> list[Action]:
+        """YARN says the container ended (the agent may not have said so: it was killed)."""
+        return self._run(self._container_ended, now, container, succeeded, failure)
+
+    def on_heartbeats(self, beats: dict[str, bytes], now: float) -> list[Action]:
+        """Every agent's heartbeat counter, read at once: silent tasks are lost."""
+        return self._run(self._heard, now, beats)
+
+    def on_tick(self, now: float) -> list[Action]:
+        """A deadline passed (see :meth:`next_deadline`)."""
+        return self._run(self._check_deadlines, now)
+
+    def on_status(self, container: str, gpus: dict | None = None,
+                  mirror: dict | None = None) -> None:
+        """What an agent found (its GPUs) or how its mirror stands: shown, not decided on."""
+        task = self.by_container.get(container)
+        if task is not None and gpus is not None:
+            task.gpus = gpus
+        if task is not None and mirror is not None:
+            task.mirror = mirror
+
+    def ended(self, status: JobState) -> None:
+        """The application ends: tasks still running were ended by tfyarn, not failed."""
+        self.state = status
+        for task in self.tasks.values():
+            if not task.state.ended:
+                task.state = TaskState.FINISHED if task.exit_code == 0 else TaskState.STOPPED
+
+    def next_deadline(self) -> float | None:
+        live = self.live_tasks()
+        deadlines = []
+        if any(t.state == TaskState.REQUESTED for t in live):
+            deadlines.append(self.allocation_deadline)
+        if any(t.address is None for t in live):
+            deadlines.append(self.registration_deadline)
+        if self.plan.deadline_s:
+            deadlines.append(self.started_at + self.plan.deadline_s)
+        if self.liveness.watched():
+            deadlines.append(self.next_liveness_check)
+        return min(deadlines) if deadlines else None
+
+    def heartbeats_due(self, now: float) -> bool:
+        """Whether the master should read the agents' heartbeats now."""
+        return bool(self.liveness.watched()) and now >= self.next_liveness_check
+
+    def task_of(self, container: str) -> Task | None:
+        return self.by_container.get(container)
+
+    def live_tasks(self) -> list[Task]:
+        """Tasks the job still counts on (an ignored failed worker is dropped)."""
+        return [t for t in self.tasks.values() if t.state != TaskState.FAILED]
+
+    # ------------------------------------------------------------ the rules
+
+    def _run(self, rule, now: float, *args) -> list[Action]:
+        self._actions = []
+        try:
+            rule(now, *args)
+        except _Ended as ended:
+            self.state = ended.end.status
+            self._actions.append(ended.end)
+        return self._actions
+
+    def _end(self, status: JobState, diagnostics: str) -> None:
+        raise _Ended(EndJob(status, diagnostics))
+
+    def _request_all(self, now: float) -> None:
+        """Every task's container, role by role in priority order (YARN keeps FIFO)."""
+        self.clock.restart(now)
+        for role in self.plan.roles:
+            for index in range(role.instances):
+                self._request(self.tasks[(role.name, index)], now)
+        if self.tensorboard and self.tensorboard.container not in self.by_container:
+            self._request(self.tensorboard, now)
+        log.info("generation %d: requested %d containers (%s)", self.generation, len(self.tasks),
+                 ", ".join(f"{role.instances} {role.name}" for role in self.plan.roles))
+
+    def _request(self, task: Task, now: float) -> None:
+        self._actions.append(Request(task, self.generation))
+
+    def _started(self, now: float, container: str, node: str | None,
+                 yarn_container_id: str | None, user: str | None) -> None:
+        task = self.by_container.get(container)
+        if task is None or task.state != TaskState.REQUESTED:
+            return
+        if self._on_a_lost_node(task, container, node, now):
+            return
+        task.state = TaskState.STARTED
+        task.yarn_container_id, task.node, task.user = yarn_container_id, node, user
+        if task is not self.tensorboard:
+            self.liveness.watch(container, now)
+        if all(t.state != TaskState.REQUESTED for t in self.live_tasks()):
+            self.clock.mark_once("all started", now)
+
+    def _on_a_lost_node(self, task: Task, container: str, node: str | None,
+                        now: float) -> bool:
+        """A replacement YARN placed on a node where a task was just lost goes back: that
+        node may be half alive (YARN has not noticed it yet). It is asked for again."""
+        host = (node or "").rsplit(":", 1)[0]
+        lost_at = self.lost_nodes.get(host)
+        if lost_at is None or now - lost_at > 3 * self.plan.heartbeat_timeout_s:
+            return False
+        log.warning("%s landed on %s, where a task was lost %.0f s ago: asking for another "
+                    "container", task.name, host, now - lost_at)
+        del self.by_container[container]
+        self._actions.append(Kill(container))
+        self._request(task, now)
+        return True
+
+    def _exported(self, now: float, export: registry.Export) -> None:
+        task = self.by_container.get(export.container)
+        if task is None:
+            return  # a late word from a container the job no longer counts on
+        if task is self.tensorboard:
+            task.address, task.state = export.address, TaskState.RUNNING
+            self._actions.append(ShowTensorBoard(export.address))
+            return
+        if export.generation != self.generation:
+            return
+        moved = self.spec is not None and export.address != task.previous_address
+        task.address, task.state = export.address, TaskState.REGISTERED
+        log.info("%s registered at %s (container %s)", task.name, export.address, task.container)
+        if moved:
+            # Its old port was taken, or YARN put it on another node: the running tasks still
+            # hold the old address (a ps keeps calling it), and TF scripts read theirs once.
+            # Only a fresh generation gets everyone the new one.
+            self.restarts.append(f"{task.name} came back at {export.address}: cluster restarted "
+                                 f"as generation {self.generation + 1} from the last checkpoint")
+            self._restart_generation(task, now)
+            return
+        if all(t.address for t in self.live_tasks()):
+            self.clock.mark_once("all registered", now)
+            self._publish_spec(now)
+
+    def _publish_spec(self, now: float) -> None:
+        """(Re)publish the generation's spec; a replaced worker's new address goes in."""
+        exports: dict[str, dict[int, str]] = {}
+        for task in self.live_tasks():
+            exports.setdefault(task.role, {})[task.index] = task.address
+        self.spec = ClusterSpec.from_exports(exports)
+        self._actions.append(PublishSpec(self.generation, self.spec))
+        self.clock.mark_once("spec published", now)
+
+    def _running(self, now: float, container: str) -> None:
+        task = self.by_container.get(container)
+        if task is None:
+            return
+        task.state = TaskState.RUNNING
+        if task.failed_at is not None:
+            log.info("%s training again %.2f s after its failure was heard (attempt %d)",
+                     task.name, now - task.failed_at, task.attempt)
+            task.failed_at = None
+        if all(t.state in (TaskState.RUNNING, TaskState.FINISHED) for t in self.live_tasks()):
+            self.clock.mark_once("all running", now)
+            self.state = JobState.RUNNING
+
+    def _exited(self, now: float, container: str, exit_code: int | None, failure: str) -> None:
+        task = self.by_container.get(container)
+        if task is None:
+            return
+        task.exit_code = exit_code
+        if task is self.tensorboard or task.state.ended:
+            return
+        # The agent's word comes at once, YARN's container end only with skein's next
+        # heartbeat to the RM (up to 5 s later): act now; that end is then the job's.
+        self._drop(container)
+        if exit_code == 0:
+            self._succeeded(task)
+        else:
+            self._failed(task, self._failure_text(task, failure), now)
+
+    def _container_ended(self, now: float, container: str, succeeded: bool,
+                         failure: str) -> None:
+        task = self._drop(container)
+        if task is None:
+            return  # one the job stopped itself
+        if task is self.tensorboard:
+            task.state = TaskState.FINISHED if succeeded else TaskState.FAILED
+            log.warning("TensorBoard ended; the job goes on without it")
+            return
+        if succeeded:
+            self._succeeded(task)
+        else:
+            self._failed(task, self._failure_text(task, failure), now)
+
+    def _succeeded(self, task: Task) -> None:
+        task.state = TaskState.FINISHED
+        log.info("%s finished (container %s)", task.name, task.container)
+        if self.plan.success_policy == "chief":
+            done = (task.role, task.index) == self.plan.chief  # worker 0 without chiefworker
+        else:
+            done = all(t.state == TaskState.FINISHED for t in self.live_tasks()
+                       if t.role != Role.PS)
+        if done:
+            self._end(JobState.SUCCEEDED, self._success_message())
+
+    def _heard(self, now: float, beats: dict[str, bytes]) -> None:
+        """A task silent past the timeout is lost."""
+        self.next_liveness_check = now + self.plan.heartbeat_interval_s
+        self.liveness.update(beats, now)
+        for container, silent_s in self.liveness.silent(now):
+            task = self.by_container.get(container)
+            self.liveness.forget(container)
+            if task is not None and not task.state.ended:
+                self._lost(task, silent_s, now)
+
+    def _lost(self, task: Task, silent_s: float, now: float) -> None:
+        """Like a failure, counted against the role's threshold, and the old container is
+        fenced off: if its host comes back, its agent finds its task gone and ends itself."""
+        container = task.container
+        self._drop(container)
+        self.lost_nodes[task.host] = now
+        self._actions += [Fence(container), Kill(container)]  # YARN frees it once it can
+        task.exit_code = None
+        reason = (f"{task.name} (attempt {task.attempt}) lost: its agent on {task.node} was "
+                  f"silent for {silent_s:.0f} s (site.global.task.heartbeat.timeout "
+                  f"{self.plan.heartbeat_timeout_s:.0f} s): its host died or was cut off.")
+        self._failed(task, reason, now, how=f"lost on {task.host}")
+
+    def _failed(self, task: Task, reason: str, now: float, how: str = "failed") -> None:
+        if task.exit_code == registry.PORT_TAKEN_EXIT:
+            # Not the task's fault: it starts again on a new port, uncounted.
+            self.restarts.append(f"{task.name} found its port taken: restarted on a new one")
+            self._restart(task, now)
+            return
+        role = self.plan.role(task.role)
+        self.failures[task.role] += 1
+        failures = self.failures[task.role]
+        log.warning("failure %d of %s: %s", failures, task.role, reason)
+        if role.failure_policy == "ignore":
+            task.state = TaskState.FAILED
+            self.restarts.append(f"{task.name} dropped (failure policy ignore)")
+            if not any(t.role == Role.WORKER for t in self.live_tasks()):
+                self._end(JobState.FAILED, f"Every worker failed and was dropped. Last: {reason}")
+            return
+        if not role.may_restart(failures):
+            task.state = TaskState.FAILED  # the failure that ends the job
+            self._end(JobState.FAILED, self._over_threshold_message(task, failures, reason))
+        if self._replaceable(task):
+            self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})" if
+                                 how == "failed" else
+                                 f"{task.name} {how}: replaced (attempt {task.attempt + 1})")
+        else:
+            self.restarts.append(f"{task.name} {how}: cluster restarted as generation "
+                                 f"{self.generation + 1} from the last checkpoint")
+        self._restart(task, now)
+
+    def _restart(self, task: Task, now: float) -> None:
+        """A stateless worker alone; a ps or the chief with the whole cluster."""
+        task.attempt += 1
+        task.failed_at = now
+        task.exit_code = None
+        if self._replaceable(task):
+            log.info("replacing %s with a new container (attempt %d)", task.name, task.attempt)
+            self._request(task, now)
+        else:
+            self._restart_generation(task, now)
+
+    def _replaceable(self, task: Task) -> bool:
+        """A plain worker: not the chief (worker 0 in a job without a chiefworker)."""
+        return task.role == Role.WORKER and (task.role, task.index) != self.plan.chief
+
+    def _restart_generation(self, failed: Task, now: float) -> None:
+        """End every old container first, then a fresh rendezvous for every task."""
+        self.generation += 1
+        self.spec, self.state = None, JobState.RESTARTING
+        for task in self.tasks.values():
+            if task.container in self.by_container:
+                self._drop(task.container)  # its end is the job's doing, not a failure
+                self._actions.append(Kill(task.container))
+            if task is not failed:
+                task.attempt += 1
+            task.state, task.failed_at = TaskState.REQUESTED, failed.failed_at
+        log.info("restarting every task as generation %d after %s failed", self.generation,
+                 failed.name)
+        self._request_all(now)
+
+    def _drop(self, container: str) -> Task | None:
+        """The job stops waiting on ``container``: its later words are ignored."""
+        self.liveness.forget(container)
+        return self.by_container.pop(container, None)
+
+    def _check_deadlines(self, now: float) -> None:
+        live = self.live_tasks()
+        if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
+            self._end(JobState.FAILED, f"The job ran past its deadline of "
+                      f"{self.plan.deadline_s:.0f} s (site.global.job.deadline) and was stopped.")
+        waiting = [t for t in live if t.state == TaskState.REQUESTED]
+        if waiting and now >= self.allocation_deadline:
+            lines = [f"YARN did not allocate {len(waiting)} container(s) within "
+                     f"{self.plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
+            lines += [f"  {t.name}: {self._describe_request(t)}" for t in waiting]
+            self._end(JobState.FAILED, "\n".join(lines))
+        missing = [t for t in live if t.address is None]
+        if missing and now >= self.registration_deadline:
+            lines = [f"Tasks did not register within {self.plan.registration_timeout_s:.0f} s "
+                     f"(site.global.registration.timeout): {len(missing)} of {len(live)} missing."]
+            lines += [f"  {t.name}: {self._describe_unregistered(t)}" for t in missing]
+            self._end(JobState.FAILED, "\n".join(lines))
+
+    # ------------------------------------------------------------ messages
+
+    def _describe_request(self, task: Task) -> str:
+        role = self.plan.role(task.role)
+        gpus = f", {role.gpus} yarn.io/gpu" if role.gpus else ""
+        partition = f"node label {role.label!r}" if role.label else "the default partition"
+        return (f"asked for {role.memory_mb} MB, {role.vcores} vcore(s){gpus} in {partition}; "
+                "no node there has that much free for this queue (check `yarn node -list "
+                "-showDetails` and the queue's capacity for that label)")
+
+    def _describe_unregistered(self, task: Task) -> str:
+        if task.state == TaskState.REQUESTED:
+            return f"container {task.container} not started yet: {self._describe_request(task)}"
+        return (f"container {task.container} ({task.yarn_container_id}) started on "
+                f"{task.node} but its agent never exported an address")
+
+    def _failure_text(self, task: Task, failure: str) -> str:
+        return f"{task.name} (attempt {task.attempt}) failed {failure or '(no report)'}"
+
+    def _over_threshold_message(self, task: Task, failures: int, reason: str) -> str:
+        role = self.plan.role(task.role)
+        if role.failure_policy == "fatal":
+            rule = "its failure policy is fatal"
+        else:
+            rule = (f"that is more than its yarn.container.failure.threshold of "
+                    f"{role.failure_threshold}")
+        return (f"Component {task.role} failed {failures} time(s); {rule}. "
+                f"The job is stopped.\n{reason}")
+
+    def _success_message(self) -> str:
+        text = f"The chief finished successfully. {self.clock.summary()}."
+        if self.am_attempt > 1:
+            text += (f" AppMaster attempt {self.am_attempt}: the earlier attempt was lost and "
+                     "every task started again from the checkpoint.")
+        if self.restarts:
+            text += f" Restarts ({len(self.restarts)}): " + "; ".join(self.restarts) + "."
+        return text

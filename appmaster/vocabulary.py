@@ -1,0 +1,69 @@
+"""The words a job is described in: its roles, its tasks' states and its own state.
+
+One place for them, used by the master, the agent, the job page and the CLI. The values are
+what the JSON views show (each is a ``str`` equal to its value), so a view read back from
+JSON and one built in the master read the same. Only the standard library: this module runs
+inside YARN containers, on any Python from 3.10.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Word(str, Enum):
+    """A ``str`` that prints as its value (``enum.StrEnum`` only came with Python 3.11)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Role(Word):
+    """The components of resources.json (Slider's names), and tfyarn's TensorBoard."""
+
+    PS = "ps"
+    CHIEFWORKER = "chiefworker"
+    WORKER = "worker"
+    TENSORBOARD = "tensorboard"  # beside the TensorFlow cluster, not in its spec
+
+
+# The roles of the TensorFlow cluster, in the order its spec lists them.
+TF_ROLES = (Role.PS, Role.CHIEFWORKER, Role.WORKER)
+
+
+class TaskState(Word):
+    """Where one task stands, from its container request to its end."""
+
+    REQUESTED = "requested"  # its container asked of YARN, not started yet
+    STARTED = "started"  # its agent runs in a container and holds a port
+    REGISTERED = "registered"  # its address is exported, the cluster spec may wait on others
+    RUNNING = "running"  # its script runs
+    FINISHED = "finished"  # its script exited 0
+    FAILED = "failed"  # it failed, and the job will not start it again
+    STOPPED = "stopped"  # still running when the job ended: tfyarn stopped it
+
+    @property
+    def ended(self) -> bool:
+        return self in (TaskState.FINISHED, TaskState.FAILED, TaskState.STOPPED)
+
+
+# How far each state got along the way, for the per-role counts the CLI prints.
+STAGES = ("requested", "allocated", "registered", "running", "finished")
+STAGES_REACHED = {
+    TaskState.REQUESTED: STAGES[:1], TaskState.STARTED: STAGES[:2],
+    TaskState.REGISTERED: STAGES[:3], TaskState.RUNNING: STAGES[:4],
+    TaskState.FINISHED: STAGES, TaskState.FAILED: STAGES[:1], TaskState.STOPPED: STAGES[:4],
+}
+
+
+class JobState(Word):
+    """The job as a whole; the last two are YARN's final statuses."""
+
+    STARTING = "STARTING"  # generation 0 on its way to every task running
+    RUNNING = "RUNNING"  # every task of the generation runs
+    RESTARTING = "RESTARTING"  # a new generation on its way after a ps or chief failed
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"

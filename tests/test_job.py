@@ -1,0 +1,398 @@
+"""The job's rules (appmaster/job.py) driven without YARN: events in, actions out.
+
+Each test plays what the master would hear (containers started, exports, exits, silence,
+deadlines) into a :class:`Job` and checks what it decides. The integration tests show the
+same rules on a real cluster; these reach the cases hard to stage there: two failures at
+once, a failure during a restart, a late export from an old generation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from appmaster import registry
+from appmaster.job import EndJob, Fence, Job, Kill, PublishSpec, Request, ShowTensorBoard
+from appmaster.jobplan import JobPlan, RolePlan
+from appmaster.vocabulary import JobState, TaskState
+
+
+def plan(ps: int = 1, chief: int = 1, workers: int = 2, threshold: int = 1,
+         worker_policy: str = "restart", **settings) -> JobPlan:
+    roles = [RolePlan("ps", ps, 1, 1024, 1, failure_threshold=threshold),
+             RolePlan("chiefworker", chief, 2, 1024, 1, failure_threshold=threshold),
+             RolePlan("worker", workers, 3, 1024, 1, failure_threshold=threshold,
+                      failure_policy=worker_policy)]
+    return JobPlan(name="job", entry="train.py", python="python3", work_dir="/w",
+                   roles=tuple(r for r in roles if r.instances), **settings)
+
+
+class Cluster:
+    """Plays YARN and the agents for a Job: names containers as skein does, keeps time."""
+
+    def __init__(self, job_plan: JobPlan, am_attempt: int = 1) -> None:
+        self.now = 100.0
+        self.job = Job(job_plan, self.now, am_attempt)
+        self.numbers: Counter[str] = Counter()
+        self.killed: list[str] = []
+        self.fenced: list[str] = []
+        self.specs: list[PublishSpec] = []
+        self.end: EndJob | None = None
+        self.apply(self.job.start(self.now))
+
+    def apply(self, actions) -> list:
+        for action in actions:
+            if isinstance(action, Request):
+                role = action.task.role
+                container = f"{role}_{self.numbers[role]}"
+                self.numbers[role] += 1
+                self.job.assigned(action.task, container, self.now)
+            elif isinstance(action, Kill):
+                self.killed.append(action.container)
+            elif isinstance(action, Fence):
+                self.fenced.append(action.container)
+            elif isinstance(action, PublishSpec):
+                self.specs.append(action)
+            elif isinstance(action, EndJob):
+                self.end = action
+        return actions
+
+    def container(self, role: str, index: int) -> str:
+        return self.job.tasks[(role, index)].container
+
+    def tick(self, seconds: float = 0.1) -> None:
+        self.now += seconds
+
+    def start(self, role: str, index: int, node: str = "nm1:8042") -> list:
+        return self.apply(self.job.on_started(self.container(role, index), self.now, node=node,
+                                              yarn_container_id="c", user="u"))
+
+    def export(self, role: str, index: int, address: str | None = None,
+               generation: int | None = None) -> list:
+        task = self.job.tasks[(role, index)]
+        export = registry.Export(address or f"h{role}{index}:2222", task.container,
+                                 self.job.generation if generation is None else generation)
+        return self.apply(self.job.on_export(export, self.now))
+
+    def run(self, role: str, index: int) -> list:
+        return self.apply(self.job.on_running(self.container(role, index), self.now))
+
+    def exit(self, role: str, index: int, code: int) -> list:
+        return self.apply(self.job.on_exited(self.container(role, index), code, self.now,
+                                             "(c on nm1): container exited, exit code 1."))
+
+    def everyone_running(self) -> None:
+        """Every task not yet running starts, exports and runs, as its agent would."""
+        def waiting(state: TaskState) -> list[tuple[str, int]]:
+            return [key for key, task in self.job.tasks.items() if task.state == state]
+
+        for key in waiting(TaskState.REQUESTED):
+            self.start(*key)
+        for key in waiting(TaskState.STARTED):
+            self.export(*key)
+        for key in waiting(TaskState.REGISTERED):
+            self.run(*key)
+
+
+def restarts(cluster: Cluster) -> list[str]:
+    return cluster.job.restarts
+
+
+def test_start_requests_every_task_in_priority_order() -> None:
+    cluster = Cluster(plan(ps=2, workers=3))
+    assert [(t.role, t.index) for t in cluster.job.tasks.values()] == [
+        ("ps", 0), ("ps", 1), ("chiefworker", 0), ("worker", 0), ("worker", 1), ("worker", 2)]
+    assert [t.container for t in cluster.job.tasks.values()] == [
+        "ps_0", "ps_1", "chiefworker_0", "worker_0", "worker_1", "worker_2"]
+    assert cluster.job.state == JobState.STARTING
+
+
+def test_spec_is_published_once_every_task_exported_then_running() -> None:
+    cluster = Cluster(plan())
+    for key in cluster.job.tasks:
+        cluster.start(*key)
+    cluster.export("ps", 0)
+    cluster.export("chiefworker", 0)
+    assert not cluster.specs
+    cluster.export("worker", 0)
+    assert not cluster.specs
+    cluster.export("worker", 1)
+    (spec,) = cluster.specs
+    assert spec.generation == 0 and spec.spec.workers == ("hworker0:2222", "hworker1:2222")
+    for key in cluster.job.tasks:
+        cluster.run(*key)
+    assert cluster.job.state == JobState.RUNNING
+    assert set(cluster.job.clock.marks) == {"all started", "all registered", "spec published",
+                                            "all running"}
+
+
+def test_chief_success_ends_the_job_and_the_rest_show_stopped() -> None:
+    cluster = Cluster(plan())
+    cluster.everyone_running()
+    cluster.exit("worker", 1, 0)
+    assert cluster.end is None  # a worker's success alone ends nothing
+    cluster.exit("chiefworker", 0, 0)
+    assert cluster.end and cluster.end.status == JobState.SUCCEEDED
+    assert cluster.end.diagnostics.startswith("The chief finished successfully.")
+    cluster.job.ended(cluster.end.status)
+    states = {key: t.state for key, t in cluster.job.tasks.items()}
+    assert states == {("ps", 0): TaskState.STOPPED, ("chiefworker", 0): TaskState.FINISHED,
+                      ("worker", 0): TaskState.STOPPED, ("worker", 1): TaskState.FINISHED}
+
+
+def test_without_a_chiefworker_worker_0_is_the_chief() -> None:
+    cluster = Cluster(plan(chief=0, workers=3, threshold=5))
+    cluster.everyone_running()
+    cluster.exit("worker", 1, 1)  # a plain worker: replaced
+    assert restarts(cluster) == ["worker 1 replaced (attempt 1)"]
+    cluster.exit("worker", 0, 1)  # the chief: the whole cluster restarts
+    assert cluster.job.generation == 1
+    cluster.everyone_running()
+    cluster.exit("worker", 0, 0)
+    assert cluster.end and cluster.end.status == JobState.SUCCEEDED
+
+
+def test_all_workers_policy_waits_for_every_worker() -> None:
+    cluster = Cluster(plan(success_policy="all-workers"))
+    cluster.everyone_running()
+    cluster.exit("chiefworker", 0, 0)
+    cluster.exit("worker", 0, 0)
+    assert cluster.end is None
+    cluster.exit("worker", 1, 0)
+    assert cluster.end and cluster.end.status == JobState.SUCCEEDED
+
+
+def test_a_failed_worker_alone_is_replaced_and_rejoins_the_spec() -> None:
+    cluster = Cluster(plan())
+    cluster.everyone_running()
+    old = cluster.container("worker", 1)
+    actions = cluster.exit("worker", 1, 1)
+    assert [type(a) for a in actions] == [Request]
+    assert cluster.container("worker", 1) != old and cluster.job.generation == 0
+    task = cluster.job.tasks[("worker", 1)]
+    assert (task.attempt, task.state, task.previous_address) == (1, TaskState.REQUESTED,
+                                                               "hworker1:2222")
+    cluster.start("worker", 1)
+    cluster.export("worker", 1)  # back on its old address: the spec is published again
+    assert len(cluster.specs) == 2 and cluster.specs[-1].generation == 0
+    cluster.run("worker", 1)
+    assert cluster.job.state == JobState.RUNNING
+
+
+@pytest.mark.parametrize("role", ["ps", "chiefworker"])
+def test_a_failed_ps_or_chief_restarts_the_whole_cluster(role: str) -> None:
+    cluster = Cluster(plan())
+    cluster.everyone_running()
+    old = {key: t.container for key, t in cluster.job.tasks.items()}
+    actions = cluster.exit(role, 0, 1)
+    others = {c for key, c in old.items() if key != (role, 0)}
+    assert {a.container for a in actions if isinstance(a, Kill)} == others
+    assert sum(isinstance(a, Request) for a in actions) == 4
+    assert cluster.job.generation == 1 and cluster.job.state == JobState.RESTARTING
+    assert restarts(cluster) == [f"{role} 0 failed: cluster restarted as generation 1 from "
+                                 "the last checkpoint"]
+    assert all(t.attempt == 1 for t in cluster.job.tasks.values())
+    # The killed containers' ends are the job's doing: no failure is counted for them.
+    for container in others:
+        assert cluster.apply(cluster.job.on_container_end(container, False, cluster.now)) == []
+    assert cluster.job.failures == Counter({role: 1})
+    cluster.everyone_running()
+    assert cluster.specs[-1].generation == 1 and cluster.job.state == JobState.RUNNING
+
+
+def test_failures_past_the_threshold_end_the_job() -> None:
+    cluster = Cluster(plan(threshold=1))
+    cluster.everyone_running()
+    cluster.exit("worker", 0, 1)
+    cluster.everyone_running()
+    actions = cluster.exit("worker", 1, 1)
+    assert actions == [cluster.end] and cluster.end.status == JobState.FAILED
+    assert cluster.end.diagnostics.startswith(
+        "Component worker failed 2 time(s); that is more than its "
+        "yarn.container.failure.threshold of 1. The job is stopped.\n"
+        "worker 1 (attempt 0) failed (c on nm1): container exited, exit code 1.")
+    assert cluster.job.tasks[("worker", 1)].state == TaskState.FAILED
+
+
+def test_an_unlimited_threshold_restarts_for_ever() -> None:
+    cluster = Cluster(plan(threshold=-1))
+    for _ in range(20):
+        cluster.everyone_running()
+        cluster.exit("ps", 0, 1)
+    assert cluster.end is None and cluster.job.generation == 20
+
+
+def test_fatal_policy_ends_the_job_at_the_first_failure() -> None:
+    job_plan = plan()
+    worker = replace(job_plan.roles[2], failure_policy="fatal")
+    cluster = Cluster(replace(job_plan, roles=(*job_plan.roles[:2], worker)))
+    cluster.everyone_running()
+    cluster.exit("worker", 0, 1)
+    assert cluster.end and "Component worker failed 1 time(s); its failure policy is fatal" in (
+        cluster.end.diagnostics)
+
+
+def test_ignore_policy_drops_workers_until_none_is_left() -> None:
+    cluster = Cluster(plan(worker_policy="ignore", chief=0, workers=2))
+    cluster.everyone_running()
+    assert cluster.exit("worker", 1, 1) == []
+    assert restarts(cluster) == ["worker 1 dropped (failure policy ignore)"]
+    assert [t.name for t in cluster.job.live_tasks()] == ["ps 0", "worker 0"]
+    cluster.exit("worker", 0, 1)
+    assert cluster.end and cluster.end.diagnostics.startswith(
+        "Every worker failed and was dropped.")
+
+
+def test_a_taken_port_restarts_the_task_uncounted() -> None:
+    cluster = Cluster(plan(threshold=0))
+    cluster.everyone_running()
+    cluster.exit("worker", 0, registry.PORT_TAKEN_EXIT)
+    cluster.exit("ps", 0, registry.PORT_TAKEN_EXIT)
+    assert cluster.end is None and not cluster.job.failures
+    assert restarts(cluster)[0] == "worker 0 found its port taken: restarted on a new one"
+
+
+def test_two_failures_at_once_make_one_new_generation() -> None:
+    """The ps and a worker fail together: the ps restarts the cluster; the worker's end,
+    heard after, is one the job already stopped, and counts for nothing."""
+    cluster = Cluster(plan(threshold=5))
+    cluster.everyone_running()
+    worker = cluster.container("worker", 1)
+    cluster.exit("ps", 0, 1)
+    assert cluster.apply(cluster.job.on_exited(worker, 1, cluster.now, "late")) == []
+    assert cluster.apply(cluster.job.on_container_end(worker, False, cluster.now)) == []
+    assert cluster.job.generation == 1 and cluster.job.failures == Counter({"ps": 1})
+
+
+def test_a_failure_during_a_restart_starts_another_generation() -> None:
+    cluster = Cluster(plan(threshold=5))
+    cluster.everyone_running()
+    cluster.exit("ps", 0, 1)
+    cluster.start("ps", 0)
+    cluster.start("worker", 0)
+    cluster.exit("worker", 0, 1)  # a plain worker, not yet registered: replaced alone
+    assert cluster.job.generation == 1
+    cluster.exit("ps", 0, 1)  # the new ps fails before the rendezvous: once more
+    assert cluster.job.generation == 2 and cluster.job.failures == Counter(ps=2, worker=1)
+    cluster.everyone_running()
+    assert cluster.specs[-1].generation == 2 and cluster.job.state == JobState.RUNNING
+
+
+def test_a_late_export_from_an_old_generation_is_ignored() -> None:
+    cluster = Cluster(plan())
+    cluster.everyone_running()
+    cluster.exit("chiefworker", 0, 1)
+    for key in cluster.job.tasks:
+        cluster.start(*key)
+    published = len(cluster.specs)
+    for key in cluster.job.tasks:
+        cluster.export(*key, address="old:1", generation=0)
+    assert len(cluster.specs) == published
+    assert all(t.address is None for t in cluster.job.tasks.values())
+
+
+def test_a_replaced_task_on_a_new_address_restarts_the_cluster() -> None:
+    """A running ps holds the old address: only a new generation hears of the new one."""
+    cluster = Cluster(plan(threshold=5))
+    cluster.everyone_running()
+    cluster.exit("worker", 0, 1)
+    cluster.start("worker", 0)
+    cluster.export("worker", 0, address="elsewhere:3333")
+    assert cluster.job.generation == 1
+    assert restarts(cluster)[-1] == ("worker 0 came back at elsewhere:3333: cluster restarted "
+                                     "as generation 1 from the last checkpoint")
+
+
+def test_a_silent_task_is_lost_fenced_and_counted() -> None:
+    cluster = Cluster(plan(heartbeat_timeout_s=30.0, threshold=5))
+    cluster.everyone_running()
+    containers = {key: t.container for key, t in cluster.job.tasks.items()}
+    cluster.tick(10)
+    beats = dict.fromkeys(containers.values(), b"1")
+    assert cluster.apply(cluster.job.on_heartbeats(beats, cluster.now)) == []
+    cluster.tick(25)  # the ps's host died: its counter stops; the others go on
+    beats = {c: b"2" for key, c in containers.items() if key != ("ps", 0)}
+    assert cluster.apply(cluster.job.on_heartbeats(beats, cluster.now)) == []
+    cluster.tick(10)  # 35 s since the ps was last heard
+    beats = {c: b"3" for key, c in containers.items() if key != ("ps", 0)}
+    actions = cluster.apply(cluster.job.on_heartbeats(beats, cluster.now))
+    assert actions[:2] == [Fence(containers[("ps", 0)]), Kill(containers[("ps", 0)])]
+    assert cluster.job.failures == Counter(ps=1) and cluster.job.generation == 1
+    assert restarts(cluster) == [
+        "ps 0 lost on nm1: cluster restarted as generation 1 from the last checkpoint"]
+    assert cluster.job.lost_nodes == {"nm1": cluster.now}
+
+
+def test_a_replacement_placed_on_the_lost_host_goes_back() -> None:
+    cluster = Cluster(plan(heartbeat_timeout_s=30.0, threshold=5))
+    cluster.everyone_running()
+    cluster.tick(10)
+    everyone = {t.container: b"x" for t in cluster.job.tasks.values()}
+    cluster.apply(cluster.job.on_heartbeats(everyone, cluster.now))  # all heard
+    cluster.tick(31)
+    lost = cluster.container("worker", 1)
+    beats = {t.container: b"y" for t in cluster.job.tasks.values() if t.container != lost}
+    cluster.apply(cluster.job.on_heartbeats(beats, cluster.now))
+    replacement = cluster.container("worker", 1)
+    assert replacement != lost and restarts(cluster)[-1] == (
+        "worker 1 lost on nm1: replaced (attempt 1)")
+    actions = cluster.start("worker", 1, node="nm1:8042")  # the same host, too soon
+    assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == replacement
+    assert cluster.start("worker", 1, node="nm2:8042") == []
+    assert cluster.job.tasks[("worker", 1)].state == TaskState.STARTED
+
+
+def test_deadlines_name_what_is_missing() -> None:
+    job_plan = plan(allocation_timeout_s=20.0, registration_timeout_s=60.0)
+    cluster = Cluster(job_plan)
+    assert cluster.job.next_deadline() == pytest.approx(120.0)  # 100 + 20
+    cluster.tick(21)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.startswith(
+        "YARN did not allocate 4 container(s) within 20 s (site.global.allocation.timeout):\n"
+        "  ps 0: asked for 1024 MB, 1 vcore(s) in the default partition")
+
+    cluster = Cluster(job_plan)
+    for key in cluster.job.tasks:
+        cluster.start(*key)
+    cluster.export("ps", 0)
+    cluster.tick(61)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.splitlines()[:2] == [
+        "Tasks did not register within 60 s (site.global.registration.timeout): 3 of 4 missing.",
+        "  chiefworker 0: container chiefworker_0 (c) started on nm1:8042 but its agent never "
+        "exported an address"]
+
+
+def test_the_job_deadline_stops_it() -> None:
+    cluster = Cluster(plan(deadline_s=50.0))
+    cluster.everyone_running()
+    cluster.tick(49)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
+    cluster.tick(2)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and "past its deadline of 50 s" in cluster.end.diagnostics
+
+
+def test_a_later_appmaster_attempt_counts_the_earlier_starts() -> None:
+    cluster = Cluster(plan(), am_attempt=2)
+    assert all(t.attempt == 1 for t in cluster.job.tasks.values())
+    cluster.everyone_running()
+    cluster.exit("chiefworker", 0, 0)
+    assert cluster.end and "AppMaster attempt 2" in cluster.end.diagnostics
+
+
+def test_tensorboard_is_shown_and_its_end_ends_nothing() -> None:
+    job_plan = plan(tensorboard=RolePlan("tensorboard", 1, 9, 512, 1))
+    cluster = Cluster(job_plan)
+    board = cluster.job.tensorboard
+    assert board is not None and board.container == "tensorboard_0"
+    cluster.apply(cluster.job.on_started(board.container, cluster.now))
+    actions = cluster.apply(cluster.job.on_export(
+        registry.Export("tb:6006", board.container, 0), cluster.now))
+    assert actions == [ShowTensorBoard("tb:6006")]
+    cluster.everyone_running()
+    assert cluster.apply(cluster.job.on_container_end(board.container, False, cluster.now)) == []
+    assert board.state == TaskState.FAILED and cluster.job.state == JobState.RUNNING
