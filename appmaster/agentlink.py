@@ -10,6 +10,8 @@ application: only the job's own AppMaster can answer, only the job's containers 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import socket
 import threading
@@ -23,6 +25,18 @@ URL_ENV = "TFYARN_RENDEZVOUS"  # where the agents find the server
 CERT_FILE = ".skein.crt"  # skein's per-application certificate, in every container
 WAIT_S = 50.0  # one long poll; the server answers at once when the key changes
 CALL_TIMEOUT_S = 30.0
+# Where the master listens, when nothing told the container: the first of these ports that
+# was free on the AppMaster's host. Both sides derive them from the token, below Linux's
+# ephemeral range, so no extra channel (and no skein import) is needed to find the server.
+CANDIDATE_PORTS = 8
+PORT_RANGE = (20000, 32000)
+
+
+def candidate_ports(token: str) -> list[int]:
+    low, high = PORT_RANGE
+    return [low + int.from_bytes(hmac.new(token.encode(), b"port%d" % i, hashlib.sha256)
+                                 .digest()[:4], "big") % (high - low)
+            for i in range(CANDIDATE_PORTS)]
 
 
 class LinkError(OSError):
@@ -102,12 +116,34 @@ class AgentLink:
 
     @classmethod
     def from_container(cls, directory: str | Path = ".") -> AgentLink:
-        """The link YARN set up for this container: URL in the environment, token in a file."""
+        """The link YARN set up for this container: the token in a private file; the URL in
+        the environment, or else found on the AppMaster's host (skein names it in every
+        container) among the token's candidate ports, over TLS with skein's certificate."""
         directory = Path(directory)
-        url = os.environ[URL_ENV]
         token = (directory / TOKEN_FILE).read_text().strip()
+        url = os.environ.get(URL_ENV)
+        if url is None:
+            host = os.environ["SKEIN_APPMASTER_ADDRESS"].rpartition(":")[0]
+            return cls.discover(host, token, str(directory / CERT_FILE))
         cafile = str(directory / CERT_FILE) if url.startswith("https:") else None
         return cls(url, token, cafile)
+
+    @classmethod
+    def discover(cls, host: str, token: str, cafile: str | None,
+                 probe_key: str = "spec/0") -> AgentLink:
+        """The master among the token's candidate ports: the first that answers this job's
+        token. Over TLS a server without this application's key fails the handshake, before
+        the token is sent."""
+        scheme = "https" if cafile else "http"
+        for port in candidate_ports(token):
+            link = cls(f"{scheme}://{host}:{port}", token, cafile)
+            try:
+                link.get(probe_key)
+            except LinkError:
+                link.close()
+                continue
+            return link
+        raise LinkError(f"no rendezvous for this job on {host} (ports {candidate_ports(token)})")
 
     def put(self, key: str, value: bytes) -> None:
         self._call("PUT", f"/v1/kv/{quote(key)}", value, (204,))

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from appmaster.agentlink import TOKEN_HEADER, VERSION_HEADER
+from appmaster.agentlink import TOKEN_HEADER, VERSION_HEADER, candidate_ports
 
 log = logging.getLogger("tfyarn.rendezvous")
 
@@ -214,3 +214,16 @@ def serve(store: Store, token: str, host: str = "0.0.0.0", port: int = 0,
         server.server_name = advertised
     threading.Thread(target=server.serve_forever, daemon=True, name="rendezvous").start()
     return server
+
+
+def serve_on_candidates(store: Store, token: str, host: str = "0.0.0.0",
+                        tls: ssl.SSLContext | None = None,
+                        advertised: str | None = None) -> RendezvousServer:
+    """Serve on the first free of the token's candidate ports, where agents that were told
+    no URL look (agentlink.AgentLink.discover)."""
+    for port in candidate_ports(token):
+        try:
+            return serve(store, token, host, port, tls, advertised)
+        except OSError:  # taken on this host: the next one
+            continue
+    raise OSError(f"every candidate port is taken: {candidate_ports(token)}")

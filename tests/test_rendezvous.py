@@ -180,3 +180,26 @@ def test_the_link_imports_neither_skein_nor_grpc():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                          text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_an_agent_told_no_url_finds_the_master_past_a_taken_port(tmp_path, monkeypatch):
+    cert, key = credentials(tmp_path, "app")
+    store, token = rendezvous.Store(), rendezvous.new_token()
+    first = agentlink.candidate_ports(token)[0]
+    squatter = rendezvous.serve(rendezvous.Store(), rendezvous.new_token(), host="127.0.0.1",
+                                port=first, tls=rendezvous.server_tls(*credentials(tmp_path,
+                                                                                   "other")))
+    server = rendezvous.serve_on_candidates(store, token, host="127.0.0.1",
+                                            tls=rendezvous.server_tls(cert, key))
+    try:
+        assert server.server_address[1] == agentlink.candidate_ports(token)[1]
+        (tmp_path / agentlink.TOKEN_FILE).write_text(token)
+        (tmp_path / agentlink.CERT_FILE).write_bytes(Path(cert).read_bytes())
+        monkeypatch.delenv(agentlink.URL_ENV, raising=False)
+        monkeypatch.setenv("SKEIN_APPMASTER_ADDRESS", "127.0.0.1:1")
+        AgentLink.from_container(tmp_path).put("exports/ps/0", b"h:3")
+        assert store.get("exports/ps/0")[0] == b"h:3"
+    finally:
+        for s in (squatter, server):
+            s.shutdown()
+            s.server_close()
