@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from tfyarn.kerberos import KEYTAB_VERSION, keytab_entries
 from tfyarn.localyarn import daemons
 from tfyarn.localyarn.daemons import Daemon
 from tfyarn.localyarn.layout import Layout, cache_root
-from tfyarn.localyarn.provision import ClusterError, find_java_home
+from tfyarn.localyarn.provision import ClusterError, ensure_jars
 
 KDC_NAME = "kdc"
 KDC_CLASS = "org.apache.hadoop.minikdc.MiniKdc"
@@ -28,18 +27,6 @@ KDC_HEAP_MB = 96
 REALM = "EXAMPLE.COM"  # MiniKdc's default
 START_TIMEOUT_S = 60.0
 
-KDC_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>tfyarn.localyarn</groupId>
-  <artifactId>minikdc-jars</artifactId>
-  <version>{version}</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency><groupId>org.apache.hadoop</groupId><artifactId>hadoop-minikdc</artifactId>
-      <version>{version}</version></dependency>
-  </dependencies>
-</project>
-"""
 
 
 def all_keys(layout: Layout) -> Path:
@@ -48,28 +35,9 @@ def all_keys(layout: Layout) -> Path:
 
 def ensure_kdc_jars(layout: Layout, echo=print) -> Path:
     """hadoop-minikdc and its Kerby dependencies, resolved once; returns their directory."""
-    home = cache_root() / f"minikdc-{layout.hadoop_version}"
-    lib, marker = home / "lib", home / ".complete"
-    pom_text = KDC_POM.format(version=layout.hadoop_version)
-    if marker.is_file() and marker.read_text() == pom_text:
-        return lib
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ClusterError("Maven (mvn) is not on PATH; it fetches Hadoop's MiniKdc for "
-                           "--secure. Fix: install it (Debian: apt-get install maven).")
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pom.xml").write_text(pom_text)
-    echo(f"Fetching Hadoop's MiniKdc {layout.hadoop_version} with Maven (first run only)...")
-    result = subprocess.run(
-        [mvn, "-B", "-q", "-f", str(home / "pom.xml"), "dependency:copy-dependencies",
-         "-DincludeScope=runtime", f"-DoutputDirectory={lib}"],
-        capture_output=True, text=True, env=dict(os.environ, JAVA_HOME=str(find_java_home())))
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-        raise ClusterError(f"Maven could not fetch hadoop-minikdc {layout.hadoop_version}:\n"
-                           f"{tail}\nFix: check that Maven Central is reachable.")
-    marker.write_text(pom_text)
-    return lib
+    return ensure_jars(cache_root() / f"minikdc-{layout.hadoop_version}", ("hadoop-minikdc",),
+                       layout.hadoop_version, f"Hadoop's MiniKdc {layout.hadoop_version}", echo,
+                       pom_id="minikdc-jars")
 
 
 def kdc_daemon(layout: Layout, principals: list[str], lib: Path) -> Daemon:

@@ -34,7 +34,7 @@ ARTIFACTS = (
 POM_TEMPLATE = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>tfyarn.localyarn</groupId>
-  <artifactId>hadoop-jars</artifactId>
+  <artifactId>{pom_id}</artifactId>
   <version>{version}</version>
   <packaging>pom</packaging>
   <dependencies>
@@ -90,44 +90,52 @@ def java_major_version(home: Path) -> int | None:
 
 def ensure_hadoop_jars(layout: Layout, echo=print) -> Path:
     """Resolve the Hadoop jars into the cache once; later calls return at once."""
+    return ensure_jars(layout.hadoop_home, ARTIFACTS, layout.hadoop_version,
+                       f"Apache Hadoop {layout.hadoop_version}", echo)
+
+
+def ensure_jars(home: Path, artifacts: tuple[str, ...], version: str, what: str, echo=print,
+                pom_id: str = "hadoop-jars") -> Path:
+    """Resolve org.apache.hadoop ``artifacts`` and their runtime dependencies into
+    ``home``/lib once; later calls return at once."""
     # The marker holds the pom that was resolved: a changed artifact list resolves again.
-    marker = layout.hadoop_home / ".complete"
-    pom_text = _pom(layout.hadoop_version)
+    lib, marker = home / "lib", home / ".complete"
+    pom_text = _pom(version, artifacts, pom_id)
     if marker.is_file() and marker.read_text() == pom_text:
-        return layout.lib_dir
+        return lib
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ClusterError(
-            "Maven (mvn) is not on PATH; it fetches the Hadoop jars from Maven Central. "
+            f"Maven (mvn) is not on PATH; it fetches the {what} jars from Maven Central. "
             "Fix: install it (Debian: apt-get install maven)."
         )
-    layout.hadoop_home.mkdir(parents=True, exist_ok=True)
-    pom = layout.hadoop_home / "pom.xml"
+    home.mkdir(parents=True, exist_ok=True)
+    pom = home / "pom.xml"
     pom.write_text(pom_text)
     # Jars are only ever added (a cluster may be running from this directory): an earlier,
     # shorter or half-finished list is completed in place.
-    echo(f"Fetching Apache Hadoop {layout.hadoop_version} jars with Maven (first run only)...")
+    echo(f"Fetching {what} jars with Maven (first run only)...")
     env = dict(os.environ, JAVA_HOME=str(find_java_home()))
     result = subprocess.run(
         [mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
-         "-DincludeScope=runtime", f"-DoutputDirectory={layout.lib_dir}"],
+         "-DincludeScope=runtime", f"-DoutputDirectory={lib}"],
         capture_output=True, text=True, env=env,
     )
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
         raise ClusterError(
-            f"Maven could not fetch the Hadoop {layout.hadoop_version} jars:\n{tail}\n"
+            f"Maven could not fetch the {what.removeprefix('Apache ')} jars:\n{tail}\n"
             "Fix: check that Maven Central is reachable (proxy settings in ~/.m2/settings.xml) "
             "and that the version exists."
         )
     marker.write_text(pom_text)
-    return layout.lib_dir
+    return lib
 
 
-def _pom(version: str) -> str:
+def _pom(version: str, artifacts: tuple[str, ...], pom_id: str) -> str:
     dependencies = "\n".join(
         "    <dependency><groupId>org.apache.hadoop</groupId>"
         f"<artifactId>{artifact}</artifactId><version>{version}</version></dependency>"
-        for artifact in ARTIFACTS
+        for artifact in artifacts
     )
-    return POM_TEMPLATE.format(version=version, dependencies=dependencies)
+    return POM_TEMPLATE.format(version=version, dependencies=dependencies, pom_id=pom_id)

@@ -22,6 +22,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,6 +80,7 @@ def set_secure(layout: Layout, secure: bool) -> None:
 
 def start_kdc(layout: Layout, java_home: Path, echo=print) -> None:
     """A fresh KDC, the keytabs of each service and user, and the user's ticket cache."""
+    started = time.monotonic()
     users = [cluster_user(), OTHER_USER]
     services = [f"{service}/{SERVICE_HOST}" for service in SERVICES]
     kdc.start(layout, java_home, [*users, *services], echo)
@@ -90,6 +92,9 @@ def start_kdc(layout: Layout, java_home: Path, echo=print) -> None:
         kdc.split_keytab(kdc.all_keys(layout), keytab(layout, user), {principal(user)})
     kdc.all_keys(layout).unlink()
     kinit(layout, cluster_user())
+    echo(f"KDC up on 127.0.0.1:{layout.port(kdc.KDC_PORT)} (realm {REALM}), keytabs in "
+         f"{layout.kdc_dir}, tickets for {principal(cluster_user())} "
+         f"({time.monotonic() - started:.1f} s).")
 
 
 def kinit(layout: Layout, user: str) -> Path:
