@@ -17,9 +17,10 @@ from appmaster.jobplan import (
     JobPlan,
 )
 from tfyarn import skeinui
+from tfyarn.codepack import tar_directory
 from tfyarn.environments import JobEnvironment
 from tfyarn.jobconfig.datasets import is_archive
-from tfyarn.jvm import QUICK_JVM_OPTIONS
+from tfyarn.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
 from tfyarn.plan import Placement
 from tfyarn.workdir import qualified
 
@@ -49,15 +50,19 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
                      secrets: dict[str, Path] | None = None,
                      environment: JobEnvironment | None = None) -> skein.ApplicationSpec:
     environment = environment or JobEnvironment()  # a packed Python env, a Docker image
+    # Each directory goes as one tar (tfyarn/codepack.py): skein uploads file by file.
+    packs = job_file.parent / "packs"
     files = {
-        SCRIPTS_DIR: skein.File(str(scripts_dir), type="file"),
-        "appmaster": skein.File(str(APPMASTER_DIR), type="file"),
+        SCRIPTS_DIR: skein.File(str(tar_directory(scripts_dir, packs, SCRIPTS_DIR)),
+                                type="archive"),
+        "appmaster": skein.File(str(tar_directory(APPMASTER_DIR, packs, "appmaster")),
+                                type="archive"),
         JOB_FILE: skein.File(str(job_file), type="file"),
         **environment.files(),
     }
+    reader = tar_directory(reader_package(job_file.parent), packs, "tfyarn")
     # Secrets reach the tasks only, as files YARN localizes privately for this application.
-    task_files = {**files, "tfyarn": skein.File(str(reader_package(job_file.parent)),
-                                                type="file")}
+    task_files = {**files, "tfyarn": skein.File(str(reader), type="archive")}
     for name, path in (secrets or {}).items():
         task_files[SECRET_FILE_PREFIX + name] = skein.File(str(path), type="file",
                                                            visibility="application")
@@ -83,7 +88,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
             env={**plan.env, **environment.task_env()},
             script=_launch(plan, "appmaster.agent"),
         )
-        for role in (*plan.roles, *([plan.tensorboard] if plan.tensorboard else []))
+        for role in (*plan.roles, *plan.side_roles)
     }
     master = skein.Master(
         resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
@@ -91,10 +96,11 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
             str(skeinui.write_overview(job_file.parent / skeinui.UI_DIR)), type="file")},
         script=_launch(plan, "appmaster.master", environment.master_python),
         # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so,
-        # its web UI's templates reflect on java.util's entries, which JDK 17 must open, and
-        # its Overview links the job page (tfyarn/skeinui.py).
-        env={"JAVA_TOOL_OPTIONS": f"{QUICK_JVM_OPTIONS} "
-             f"--add-opens=java.base/java.util=ALL-UNNAMED {skeinui.JVM_OPTION}"},
+        # stays lean (tfyarn/jvm.py), its web UI's templates reflect on java.util's entries,
+        # which JDK 17 must open, and its Overview links the job page (tfyarn/skeinui.py).
+        env={"JAVA_TOOL_OPTIONS": f"{QUICK_JVM_OPTIONS} {am_java_options()} "
+             f"--add-opens=java.base/java.util=ALL-UNNAMED {skeinui.JVM_OPTION}",
+             **LEAN_AM_ENV},
     )
     return skein.ApplicationSpec(
         name=plan.name,

@@ -1,0 +1,35 @@
+"""Directories shipped to the job as one tar each, which YARN unpacks under the same name.
+
+skein's driver copies a directory to HDFS file by file, one after the other, and each file
+written waits for HDFS to complete its block (~0.4 s at worst, docs/benchmarks.md): the
+AppMaster's code, the user's scripts and tfyarn.data were ~30 files before the job could be
+accepted (issue 14). A tar is one file. YARN unpacks a `.tar` with the node's own `tar`,
+which keeps modes and links, into a directory of the resource's name: the containers see
+the same `app/`, `appmaster/` and `tfyarn/` as before.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+SKIPPED = ("__pycache__", ".pyc")  # compiled files are the nodes' own business
+
+
+def _keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    if any(part == SKIPPED[0] for part in Path(info.name).parts) or info.name.endswith(
+            SKIPPED[1]):
+        return None
+    info.uid = info.gid = 0  # the files are the job's user's once unpacked, whoever packed
+    info.uname = info.gname = ""
+    return info
+
+
+def tar_directory(source: Path, into: Path, name: str) -> Path:
+    """``source``'s contents (not the directory itself) as ``into/<name>.tar``."""
+    into.mkdir(parents=True, exist_ok=True)
+    archive = into / f"{name}.tar"
+    with tarfile.open(archive, "w", dereference=False) as tar:
+        for child in sorted(source.iterdir()):
+            tar.add(child, arcname=child.name, filter=_keep)
+    return archive
