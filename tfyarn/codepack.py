@@ -4,8 +4,9 @@ skein's driver copies a directory to HDFS file by file, one after the other, and
 written waits for HDFS to complete its block (~0.4 s at worst, docs/benchmarks.md): the
 AppMaster's code, the user's scripts and tfyarn.data were ~30 files before the job could be
 accepted (issue 14). A tar is one file. YARN unpacks a `.tar` with the node's own `tar`,
-which keeps modes and links, into a directory of the resource's name: the containers see
-the same `app/`, `appmaster/` and `tfyarn/` as before.
+which keeps modes, into a directory of the resource's name: the containers see the same
+`app/`, `appmaster/` and `tfyarn/` as before. Links are stored as what they point to, as
+skein's copy did: a link out of the directory still brings its file.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def tar_directory(source: Path, into: Path, name: str) -> Path:
     """``source``'s contents (not the directory itself) as ``into/<name>.tar``."""
     into.mkdir(parents=True, exist_ok=True)
     archive = into / f"{name}.tar"
-    with tarfile.open(archive, "w", dereference=False) as tar:
+    with tarfile.open(archive, "w", dereference=True) as tar:
         for child in sorted(source.iterdir()):
             tar.add(child, arcname=child.name, filter=_keep)
     return archive
