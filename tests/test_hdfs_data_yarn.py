@@ -14,13 +14,19 @@ they must be disjoint and cover the data. Bad data entries are refused before su
 
 from __future__ import annotations
 
+import gzip
 import json
+import struct
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 from jobtools import EXAMPLES, Run, cluster_user, prepare_job, refused, submit_and_wait
+
+from appmaster.storage import RemoteDir
+from tfyarn.data import list_files, open_file, record_batches
 
 pytestmark = pytest.mark.yarn
 
@@ -96,3 +102,27 @@ def test_missing_or_bad_data_refused_before_submit(yarn_cluster, tmp_path: Path,
                       options=("--data", "/data/mnist", "--data", f"{train_data}#mnist"))
     assert "command line: --data = \"/data/mnist\": not on the cluster's file system" in message
     assert "Fix: give an hdfs://" in message
+
+
+def test_patterns_directories_and_gzip_on_hdfs(yarn_cluster) -> None:
+    """tfyarn.data's listing and reading against the real NameNode, without TensorFlow."""
+    url = f"{yarn_cluster.layout.default_fs}/user/{cluster_user()}/tfyarn-test-list-" \
+          f"{uuid.uuid4().hex[:8]}"
+    root = RemoteDir(url)
+    records = [b"first", b"", b"third" * 100]
+    framed = b"".join(struct.pack("<QI", len(r), 0) + r + b"\0" * 4 for r in records)
+    try:
+        for name in ("a/part-0", "a/part-1", "a/_SUCCESS", "a/.hidden", "b/part-0"):
+            root.write_bytes(name, framed)
+        root.write_bytes("c/part-0.gz", gzip.compress(framed))
+        assert list_files(f"{url}/a") == [f"{url}/a/part-0", f"{url}/a/part-1"]
+        assert list_files(f"{url}/*/part-0") == [f"{url}/a/part-0", f"{url}/b/part-0"]
+        assert list_files([f"{url}/a/part-[1]", f"{url}/?/part-1"]) == [f"{url}/a/part-1"]
+        with pytest.raises(FileNotFoundError, match="no file matches .*Fix: "):
+            list_files(f"{url}/a/none-*")
+        with open_file(f"{url}/c/part-0.gz", compression="GZIP") as stream:
+            assert [r for batch in record_batches(stream, "gz") for r in batch] == records
+        with open_file(f"{url}/a/part-0") as stream:
+            assert next(record_batches(stream, "plain")) == records
+    finally:
+        root.client.delete(root.root, recursive=True)

@@ -12,7 +12,6 @@ import posixpath
 from collections.abc import Iterable, Iterator
 from fnmatch import fnmatchcase
 from typing import BinaryIO
-from urllib.parse import urlsplit
 
 SCHEMES = ("hdfs", "viewfs")
 _MAGIC = set("*?[")
@@ -25,14 +24,15 @@ def _client(authority: str):
 
 
 def _split(url: str) -> tuple[str, str]:
-    """(scheme://authority or "" for the default file system, absolute path)."""
-    parts = urlsplit(url)
-    if parts.scheme not in SCHEMES or not url.startswith(f"{parts.scheme}://") \
-            or not parts.path.startswith("/"):
+    """(scheme://authority or "" for the default file system, absolute path). Split by hand:
+    a glob's "?" would be a query to urlsplit."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if scheme not in SCHEMES or not sep or not slash:
         raise ValueError(f"{url!r} is not a URL on HDFS. Fix: write hdfs:///path/to/*.tfrecord "
                          "(hdfs:/// is the cluster's default file system) or "
                          "hdfs://namenode:port/path.")
-    return (f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""), parts.path
+    return (f"{scheme}://{authority}" if authority else ""), "/" + path
 
 
 def _visible(path: str) -> bool:
@@ -46,7 +46,7 @@ def list_files(patterns: str | Iterable[str]) -> list[str]:
     found: set[str] = set()
     for pattern in [patterns] if isinstance(patterns, str) else list(patterns):
         authority, path = _split(pattern)
-        scheme_authority = authority or f"{urlsplit(pattern).scheme}://"
+        scheme_authority = authority or pattern.partition("://")[0] + "://"
         client = _client(authority)
         matches = [m for m in _expand(client, path) if _visible(m)]
         if not matches:
