@@ -39,7 +39,7 @@ def as_list(value: Any) -> list[str] | None:
     return None
 
 
-def entry_problem(text: str, user: str) -> tuple[DataEntry | None, str, str]:
+def read_entry(text: str, user: str) -> tuple[DataEntry | None, str, str]:
     """One entry read: (entry, "", "") or (None, what is wrong, the fix)."""
     url, _, name = text.replace("${USER_NAME}", user).partition("#")
     parts = urlsplit(url)
@@ -70,7 +70,7 @@ def parse_entries(c: Checker, where: str, value: Any, user: str) -> tuple[DataEn
         return ()
     entries: dict[str, DataEntry] = {}
     for text in texts:
-        entry, message, fix = entry_problem(text, user)
+        entry, message, fix = read_entry(text, user)
         if entry is None:
             c.add(where, message, fix, value=text)
         elif entry.name in entries:
