@@ -9,7 +9,8 @@ them (1 ps, the chief and 2 workers: three readers, two files each):
   every task and the script reads ``<--data_dir>/mnist/*.tfrecord`` from the local disk.
 
 Each reader records the files it read (flags/worker_<i>.json in its container's work dir):
-they must be disjoint and cover the data. Bad data entries are refused before submitting.
+they must be disjoint and cover the data. The streamed way also runs without YARN
+(examples/run_local.py). Bad data entries are refused before submitting.
 """
 
 from __future__ import annotations
@@ -85,6 +86,24 @@ def test_localized_by_yarn(yarn_cluster, tmp_path: Path, train_data: str) -> Non
         data_dir = next(a.split("=", 1)[1] for a in record["argv"] if a.startswith("--data_dir="))
         assert all(f.startswith(f"{data_dir}/mnist/part-") for f in task), (data_dir, task)
         assert all(Path(f).is_file() for f in task), task  # on the task's own disk
+
+
+def test_streamed_without_tfyarn_by_run_local(yarn_cluster, tmp_path: Path,
+                                             train_data: str) -> None:
+    """No YARN and no agent: examples/run_local.py starts the tasks with TF_CONFIG only, and
+    tfyarn.data shards by it all the same."""
+    work = tmp_path / "work"
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "run_local.py"), str(EXAMPLES / "mnist1.py"), "--ps",
+         "1", "--workers", "2", "--work-dir", str(work), "--timeout", "240", "--",
+         "--train_data", f"{train_data}/*.tfrecord", "--train_steps", STEPS],
+        env=yarn_cluster.env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = {p.stem: json.loads(p.read_text())["flags"]["train_files"]
+             for p in (work / "flags").glob("worker_*.json")}
+    names = sorted(Path(f).name for task in files.values() for f in task)
+    assert names == [f"part-{i:05d}.tfrecord" for i in range(FILES)], files
+    assert json.loads((work / "result.json").read_text())["global_step"] >= int(STEPS)
 
 
 def test_missing_or_bad_data_refused_before_submit(yarn_cluster, tmp_path: Path,
