@@ -436,6 +436,7 @@ import sys
 import time
 
 import skein
+import tfyarn.data  # shipped with the job: the packed env has no tfyarn
 import tfyarn_env_marker  # only in the packed env
 
 parser = argparse.ArgumentParser()
@@ -445,7 +446,8 @@ parser.add_argument("--task_index", type=int, required=True)
 args = parser.parse_args()
 record = {"executable": sys.executable, "prefix": sys.prefix,
           "real_prefix": os.path.realpath(sys.prefix), "marker": tfyarn_env_marker.TOKEN,
-          "role": os.environ.get("TFYARN_ROLE")}
+          "role": os.environ.get("TFYARN_ROLE"), "reader": tfyarn.data.__file__,
+          "shard": None if args.job_name == "ps" else vars(tfyarn.data.task_shard())}
 path = os.path.join(args.work_dir, f"env_{args.job_name}_{args.task_index}.json")
 with open(path + ".tmp", "w") as f:
     json.dump(record, f)
@@ -507,6 +509,11 @@ def assert_ran_in_env(files: JobFiles, token: str, sha: str) -> set[str]:
     assert set(records) == TASKS and len(paths) == len(TASKS), sorted(map(str, paths))
     for name, record in records.items():
         assert record["marker"] == token, name
+        # tfyarn.data came with the job (the env has no tfyarn), and sharded by TF_CONFIG
+        assert "site-packages" not in record["reader"], record
+        assert record["reader"].endswith("/tfyarn/data/__init__.py"), record
+        shard = None if "_ps_" in name else {"index": int(name[-1]), "count": 3}
+        assert record["shard"] == shard, record
         assert Path(record["prefix"]).name == envs.ENV_DIR, record
         assert record["executable"] == str(Path(record["prefix"]) / "bin" / "python"), record
         # ./pyenv links to the NodeManager's unpacked copy of the cached archive.
