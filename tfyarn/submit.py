@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tfyarn import keptdriver
 from tfyarn.errors import TfyarnError
 from tfyarn.jvm import QUICK_JVM_OPTIONS
 from tfyarn.kerberos import login_from_keytab
@@ -118,12 +119,14 @@ def skein_client():
             'or for the local cluster: tfyarn cluster up && eval "$(tfyarn cluster env)"')
     try:
         # The driver lives as long as one command: start its JVM the quick way.
-        java_options = os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS", QUICK_JVM_OPTIONS)
+        java_options = [*os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS", QUICK_JVM_OPTIONS).split(),
+                        f"-Dlog4j.configuration=file:{LOG4J}", *krb5_java_options()]
+        idle_s = keptdriver.idle_seconds()
+        if idle_s and DRIVER.log_level != "INFO":  # -v shows a driver's log: its own one
+            return keptdriver.kept_client(java_options, DRIVER.principal, DRIVER.keytab,
+                                          DRIVER.log_level, idle_s)
         return skein.Client(principal=DRIVER.principal, keytab=DRIVER.keytab,
-                            log_level=DRIVER.log_level,
-                            java_options=[*java_options.split(),
-                                          f"-Dlog4j.configuration=file:{LOG4J}",
-                                          *krb5_java_options()])
+                            log_level=DRIVER.log_level, java_options=java_options)
     except Exception as exc:
         raise SubmitError(f"Could not start skein's driver: {exc}") from exc
 

@@ -1,0 +1,61 @@
+"""skein's driver kept between commands (tfyarn/keptdriver.py), on the local YARN: reused by
+the next command of the same identity, another one for another configuration, gone once idle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from tfyarn import keptdriver
+from tfyarn.submit import skein_client
+
+
+def keeper_pid(client) -> int:
+    for directory in keptdriver.state_dir("x").parent.iterdir():
+        found = (directory / keptdriver.ADDRESS_FILE)
+        if found.exists() and found.read_text().split()[0] == client.address:
+            return int(found.read_text().split()[1])
+    raise AssertionError(f"no kept driver at {client.address}")
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie, our unreaped child here, counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_kept_driver_reused_per_identity_and_ended_when_idle(yarn_cluster, tmp_path: Path,
+                                                            monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(keptdriver.IDLE_ENV, "4")
+    first = skein_client()
+    again = skein_client()  # what the next command finds on disk
+    assert again.address == first.address
+    assert isinstance(again.get_applications(), list)  # a working driver
+    keeper = keeper_pid(first)
+    again.close()  # closes the channel only: the kept driver stays
+    assert alive(keeper)
+
+    # Another cluster configuration is another identity: another driver.
+    conf, original = tmp_path / "conf", os.environ["HADOOP_CONF_DIR"]
+    shutil.copytree(original, conf)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    other = skein_client()
+    assert other.address != first.address
+    assert isinstance(other.get_applications(), list)
+
+    for client in (first, other):
+        client.close()
+    deadline = time.monotonic() + 60
+    while alive(keeper) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not alive(keeper)  # idle for its 4 s: the keeper ended, and its driver with it
+    monkeypatch.setenv("HADOOP_CONF_DIR", original)
+    fresh = skein_client()  # the next command after that: a new driver
+    assert keeper_pid(fresh) != keeper
+    fresh.close()
