@@ -28,11 +28,12 @@ import time
 from pathlib import Path
 
 from bench.common import LIGHT_APPS, REPO, log
-from bench.procread import Usage, children, usage
+from bench.processes import proc_usage
 from tfyarn.localyarn.cluster import client_environment, rest
 from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.proctable import scan_processes
 
+Usage = tuple[float, int, int]  # proc_usage's (CPU s, peak RSS kB, RSS kB)
 EVENTS_PER_TASK = 6
 SAMPLE_S = 0.1
 G = "site.global."
@@ -58,6 +59,14 @@ def light_job(run_dir: Path, n: int, sleep_s: float) -> tuple[Path, Path]:
     return res_path, app_path
 
 
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
 class JobSampler:
     """The job's agents (until each spawns its script) and its AppMaster's two processes."""
 
@@ -80,17 +89,17 @@ class JobSampler:
             elif "com.anaconda.skein.ApplicationMaster" in p.argv:
                 self.am.setdefault("java", p.pid)
         for pid in list(self.watching):
-            reading = usage(pid)
+            reading = proc_usage(pid)
             if reading is None:
                 self.watching.discard(pid)
             elif children(pid):
                 self.agents[pid] = reading
                 self.watching.discard(pid)
         for name, pid in self.am.items():
-            reading = usage(pid)
+            reading = proc_usage(pid)
             if reading:
                 self.am_last[name] = reading
-                self.am_peak_rss[name] = max(self.am_peak_rss.get(name, 0), reading.rss_kb)
+                self.am_peak_rss[name] = max(self.am_peak_rss.get(name, 0), reading[2])
 
 
 def run_once(layout: Layout, n: int, run_dir: Path, timeout_s: float = 600) -> dict:
@@ -112,14 +121,14 @@ def run_once(layout: Layout, n: int, run_dir: Path, timeout_s: float = 600) -> d
     agents = list(sampler.agents.values())
     result = {"n": n, "app_id": app_id, "state": state, "load": os.getloadavg()[0],
               "agents_seen": len(agents),
-              "agent_cpu_s": [round(a.cpu_s, 3) for a in agents],
-              "agent_rss_mb": [round(a.rss_kb / 1024, 1) for a in agents],
-              "agent_peak_rss_mb": [round(a.hwm_kb / 1024, 1) for a in agents]}
-    for name, last in sampler.am_last.items():
-        result[f"{name}_am_cpu_s"] = round(last.cpu_s, 2)
-        result[f"{name}_am_peak_rss_mb"] = round(last.hwm_kb / 1024, 1)
+              "agent_cpu_s": [round(cpu, 3) for cpu, _, _ in agents],
+              "agent_rss_mb": [round(rss / 1024, 1) for _, _, rss in agents],
+              "agent_peak_rss_mb": [round(hwm / 1024, 1) for _, hwm, _ in agents]}
+    for name, (cpu, hwm, _) in sampler.am_last.items():
+        result[f"{name}_am_cpu_s"] = round(cpu, 2)
+        result[f"{name}_am_peak_rss_mb"] = round(hwm / 1024, 1)
         result[f"{name}_am_max_rss_mb"] = round(sampler.am_peak_rss[name] / 1024, 1)
-    am_cpu = sum(last.cpu_s for last in sampler.am_last.values())
+    am_cpu = sum(cpu for cpu, _, _ in sampler.am_last.values())
     result["am_cpu_ms_per_event"] = round(1000 * am_cpu / (n * EVENTS_PER_TASK), 2)
     return result
 
