@@ -33,6 +33,8 @@ def keytab_entries(data: bytes) -> Iterator[tuple[str, bytes]]:
     offset = 2
     while offset + 4 <= len(data):
         (size,) = struct.unpack_from(">i", data, offset)
+        if offset + 4 + abs(size) > len(data):
+            raise ValueError("truncated keytab")
         if size > 0:  # a negative size is a hole left by a deleted entry
             yield _principal_of(data[offset + 4:offset + 4 + size]), data[offset:offset + 4 + size]
         offset += 4 + abs(size)

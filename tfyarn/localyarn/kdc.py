@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import struct
 import time
 from pathlib import Path
 
@@ -62,7 +63,9 @@ def start(layout: Layout, java_home: Path, principals: list[str], echo=print) ->
     daemon = kdc_daemon(layout, principals, lib)
     daemons.start(layout, java_home, daemon)
     deadline = time.monotonic() + START_TIMEOUT_S
-    while not (layout.krb5_conf.is_file() and all_keys(layout).is_file() and _answers(port)):
+    wanted = {f"{name}@{REALM}" for name in principals}
+    while not (layout.krb5_conf.is_file() and _holds(all_keys(layout), wanted)
+               and _answers(port)):
         if daemons.running_pid(layout, KDC_NAME) is None or time.monotonic() > deadline:
             raise ClusterError(f"The KDC did not start.\n{daemons.log_tail(layout, KDC_NAME)}"
                                f"\nFix: see {layout.daemon_out(KDC_NAME)}.")
@@ -75,6 +78,14 @@ def stop(layout: Layout) -> bool:
 
 def is_running(layout: Layout) -> bool:
     return daemons.running_pid(layout, KDC_NAME) is not None
+
+
+def _holds(keytab: Path, principals: set[str]) -> bool:
+    """Whether MiniKdc has written every principal's keys (it creates the file first)."""
+    try:
+        return principals <= {name for name, _ in keytab_entries(keytab.read_bytes())}
+    except (OSError, ValueError, struct.error):
+        return False
 
 
 def _answers(port: int) -> bool:
