@@ -119,6 +119,19 @@ def sgd_step(tf: ModuleType, params: dict, teacher, batch_size: int, learning_ra
     return loss
 
 
+def serve_forever(tf: ModuleType, resolver, task_type: str, task_index: int) -> None:
+    """A ParameterServerStrategy ps or worker: only serves the chief's steps, until the
+    launcher ends it (a ps never exits by itself)."""
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name=task_type,
+        task_index=task_index,
+        protocol=resolver.rpc_layer or "grpc",
+        start=True,
+    )
+    server.join()
+
+
 def write_result(work_dir: str, final_step: int, loss: float | None, first_step: int) -> None:
     """The chief's summary for tests: where training ended and where this run began."""
     write_json_atomic(

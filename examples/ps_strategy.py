@@ -18,6 +18,7 @@ import time
 
 from example_support import (
     make_params,
+    serve_forever,
     sgd_step,
     teacher_weights,
     tf2_start,
@@ -37,14 +38,7 @@ def main(argv: list[str]) -> int:
 
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     if task_type in ("ps", "worker"):
-        server = tf.distribute.Server(
-            resolver.cluster_spec(),
-            job_name=task_type,
-            task_index=task_index,
-            protocol=resolver.rpc_layer or "grpc",
-            start=True,
-        )
-        server.join()  # forever: the launcher ends ps and workers
+        serve_forever(tf, resolver, task_type, task_index)
         return 0
 
     strategy = tf.distribute.ParameterServerStrategy(resolver)

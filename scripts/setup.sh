@@ -34,3 +34,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e '.[test]'
   touch "$stamp"
 fi
+# tf-keras (Keras 2) for the Keras examples: on TF 2.21 only it runs model.fit with the
+# ParameterServer and MultiWorkerMirrored strategies. --no-deps: it requires the full
+# `tensorflow` wheel (572 MB), which would clash with tensorflow-cpu in one venv; its code
+# runs on either. 1.7 MB. Checked without importing TensorFlow, so a second run stays quick.
+tf_keras=2.21.0
+.venv/bin/python -c "import importlib.metadata as m; assert m.version('tf-keras') == '$tf_keras'" \
+  2>/dev/null || .venv/bin/python -m pip install -q --no-deps "tf-keras==$tf_keras"

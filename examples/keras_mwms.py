@@ -1,0 +1,68 @@
+#!/usr/bin/env python
+"""Keras `model.fit` with TF2 MultiWorkerMirroredStrategy (chief + workers, no ps).
+
+Needs tf-keras beside TensorFlow (checked first; see keras_support.py): on TensorFlow 2.21
+Keras 3's `fit` does not run with this strategy. Every task trains (synchronous all-reduce)
+in epochs of ``--save_every`` steps up to ``--train_steps``. `BackupAndRestore` saves the
+training state after each epoch: the chief into ``<work_dir>/backup/chief`` (mirrored to HDFS
+by tfyarn), the others into temporary dirs (the save is collective). A restarted cluster
+finds the chief's backup in every task's work dir (tfyarn restores it from HDFS) and `fit`
+goes on from its epoch. The `TensorBoard` callback writes summaries to
+``<work_dir>/tensorboard``; the chief writes ``<work_dir>/result.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from example_support import tf2_start, write_result
+from keras_support import (
+    build_model,
+    epochs_of,
+    global_step,
+    load_tf_keras,
+    step_tensorboard,
+    synthetic_dataset,
+)
+
+
+def main(argv: list[str]) -> int:
+    args, tf_config = tf2_start(argv, __doc__)
+    task_type, task_index = tf_config["task"]["type"], int(tf_config["task"]["index"])
+    # The chief is its own task type; without one, worker 0 plays the chief.
+    is_chief = task_type == "chief" or (
+        task_type == "worker" and task_index == 0 and "chief" not in tf_config["cluster"]
+    )
+    tf, keras = load_tf_keras()  # before anything imports TensorFlow
+    import numpy as np
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG
+    with strategy.scope():
+        model = build_model(keras, args.learning_rate)
+    # The global batch is split over the tasks: each computes --batch_size examples.
+    dataset = synthetic_dataset(tf, np, args.batch_size * strategy.num_replicas_in_sync)
+
+    history = model.fit(
+        dataset,
+        epochs=epochs_of(args.train_steps, args.save_every),
+        steps_per_epoch=args.save_every,
+        callbacks=[
+            # Kept after the end too (delete_checkpoint=False): tfyarn mirrors the final one.
+            keras.callbacks.BackupAndRestore(os.path.join(args.work_dir, "backup"),
+                                             delete_checkpoint=False),
+            # on the other tasks Keras writes into a temporary dir of its own
+            step_tensorboard(keras, os.path.join(args.work_dir, "tensorboard")),
+        ],
+        verbose=2 if is_chief else 0,
+    )
+    final_step = global_step(keras, model)
+    if is_chief:
+        losses = history.history.get("loss") or [None]
+        steps_run = len(history.epoch) * args.save_every
+        write_result(args.work_dir, final_step, losses[-1], final_step - steps_run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
