@@ -31,7 +31,7 @@ def alive(pid: int) -> bool:
 
 def test_kept_driver_reused_per_identity_and_ended_when_idle(yarn_cluster, tmp_path: Path,
                                                             monkeypatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv(keptdriver.DIR_ENV, str(tmp_path / "drivers"))
     monkeypatch.setenv(keptdriver.IDLE_ENV, "4")
     first = skein_client()
     again = skein_client()  # what the next command finds on disk

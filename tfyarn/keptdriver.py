@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 IDLE_ENV = "TFYARN_DRIVER_IDLE_S"
+DIR_ENV = "TFYARN_DRIVERS_DIR"  # where the kept drivers' directories are (tests, benches)
 ADDRESS_FILE = "driver"  # "<address> <keeper pid>", written once the driver listens
 USED_FILE = "used"  # its mtime: the last command that used the driver
 START_TIMEOUT_S = 120.0
@@ -61,7 +62,8 @@ def identity(java_options: list[str], principal: str | None, keytab: str | None)
 
 
 def state_dir(key: str) -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tfyarn" / "drivers"
+    # Not under XDG_CACHE_HOME: that also moves the local cluster's jars (localyarn).
+    root = Path(os.environ.get(DIR_ENV) or Path.home() / ".cache" / "tfyarn" / "drivers")
     path = root / key
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
