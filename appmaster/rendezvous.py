@@ -135,8 +135,13 @@ class Handler(BaseHTTPRequestHandler):
         if "after" not in query:
             found = self.server.store.get(key)
         else:
-            wait = min(float(query.get("wait", [MAX_WAIT_S])[0]), MAX_WAIT_S)
-            found = self.server.store.wait(key, int(query["after"][0]), wait)
+            try:
+                after = int(query["after"][0])
+                wait = min(float(query.get("wait", [MAX_WAIT_S])[0]), MAX_WAIT_S)
+            except ValueError:
+                self._send(400)
+                return
+            found = self.server.store.wait(key, after, wait)
         if found is None:
             self._send(204 if "after" in query else 404)
         else:

@@ -115,6 +115,15 @@ def test_agents_reach_only_their_keys(served, method, key):
     assert heard == []
 
 
+def test_a_malformed_wait_is_refused_and_the_connection_stays_usable(served):
+    store, server, token, _ = served
+    link = AgentLink(server.url, token)
+    with pytest.raises(LinkError, match="400"):
+        link._call("GET", "/v1/kv/spec/0?after=x&wait=1", b"", (200, 204))
+    store.put("task/ps_0", b"t")
+    assert link.get("task/ps_0") == b"t"
+
+
 def test_oversized_report_is_refused(served):
     _, server, token, heard = served
     link = AgentLink(server.url, token)
