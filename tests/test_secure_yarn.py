@@ -8,10 +8,13 @@ fixture fails, saying what is missing.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import struct
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,7 @@ import pytest
 from conftest import LocalCluster
 from jobtools import app_state, prepare_job, prepare_light_job, run_tfyarn, submit_and_wait
 
+from tfyarn.kerberos import keytab_entries
 from tfyarn.localyarn import cluster, secure
 from tfyarn.localyarn.layout import Layout, default_state_dir
 
@@ -149,3 +153,90 @@ def test_another_user_can_neither_kill_nor_read_the_job(secure_cluster: LocalClu
         assert "Tracking-URL : N/A" not in owner.stdout, owner.stdout
     finally:
         assert run_tfyarn(secure_cluster, "kill", app_id).returncode == 0
+
+
+def _vint(data: bytes, at: int) -> tuple[int, int]:
+    """Hadoop's WritableUtils.readVInt: (value, next offset)."""
+    (first,) = struct.unpack_from("b", data, at)
+    if first >= -112:
+        return first, at + 1
+    negative = first < -120
+    size = (-119 - first) if negative else (-111 - first)
+    value = int.from_bytes(data[at + 1:at + size], "big")
+    return (~value if negative else value), at + size
+
+
+def token_passwords(credentials: bytes) -> list[bytes]:
+    """The passwords of the tokens in a Hadoop credentials file (HDTS, Writable format 0)."""
+    assert credentials[:5] == b"HDTS\x00", credentials[:5]
+    count, at = _vint(credentials, 5)
+    found = []
+    for _ in range(count):
+        for field in ("alias", "identifier", "password", "kind", "service"):
+            size, at = _vint(credentials, at)
+            if field == "password":
+                found.append(credentials[at:at + size])
+            at += size
+    return found
+
+
+def keytab_keys(keytab: Path) -> list[bytes]:
+    """The key bytes of each keytab entry (after the name, type, time, version, enctype)."""
+    keys = []
+    for _, entry in keytab_entries(keytab.read_bytes()):
+        (count,) = struct.unpack_from(">H", entry, 4)
+        at = 6
+        for _ in range(count + 1):
+            at += 2 + struct.unpack_from(">H", entry, at)[0]
+        at += 4 + 4 + 1 + 2  # name type, timestamp, key version, enctype
+        (size,) = struct.unpack_from(">H", entry, at)
+        keys.append(entry[at + 2:at + 2 + size])
+    return keys
+
+
+def spellings(secret: bytes) -> set[bytes]:
+    return {secret, secret.hex().encode(), base64.b64encode(secret).rstrip(b"="),
+            base64.urlsafe_b64encode(secret).rstrip(b"=")}
+
+
+def test_no_secret_in_logs_process_table_or_status(secure_cluster: LocalCluster,
+                                                   tmp_path: Path) -> None:
+    layout, user = secure_cluster.layout, secure.cluster_user()
+    res, app = prepare_light_job(tmp_path, ["--sleep", "20"])
+    submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                           str(app), "--detach", "--json", timeout_s=180)
+    assert submitted.returncode == 0, submitted.stderr
+    app_id = json.loads(submitted.stdout)["application_id"]
+    try:
+        deadline = time.monotonic() + 180
+        while not (token_files := sorted(layout.state_dir.glob(
+                f"nm*/local/usercache/{user}/appcache/{app_id}/container_*/container_tokens"))):
+            assert time.monotonic() < deadline, "no container got its tokens"
+            time.sleep(1)
+        secrets = [p for f in token_files for p in token_passwords(f.read_bytes())]
+        # Hadoop's token passwords are HMAC-SHA1s: 20 bytes each, or the parse went wrong.
+        assert secrets and {len(password) for password in secrets} == {20}, secrets
+        status = run_tfyarn(secure_cluster, "status", app_id, "--json")
+        processes = b"".join(_read(path) for pattern in ("proc/[0-9]*/cmdline",
+                                                         "proc/[0-9]*/environ")
+                             for path in Path("/").glob(pattern))
+    finally:
+        assert run_tfyarn(secure_cluster, "kill", app_id).returncode == 0
+    keys = keytab_keys(secure.keytab(layout, user))
+    assert keys and {len(key) for key in keys} <= {16, 24, 32}, keys  # AES, 3DES keys
+    secrets += keys
+    logs = [p for p in (*layout.log_dir.rglob("*"),
+                        *layout.state_dir.glob(f"nm*/containers/{app_id}/**/*")) if p.is_file()]
+    places = {str(p): p.read_bytes() for p in logs}
+    places |= {"process table": processes, "status --json": status.stdout.encode()}
+    leaks = {(where, text) for secret in secrets for text in spellings(secret)
+             for where, content in places.items() if text in content}
+    assert not leaks, leaks
+
+
+def _read(path: Path) -> bytes:
+    """A file's bytes, or none where it is gone or not ours to read (a process's, say)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
