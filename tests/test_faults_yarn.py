@@ -441,14 +441,15 @@ def test_killed_ps_or_chief_restarts_from_checkpoint(
     job.assert_no_process_left()
 
 
-def assert_restored_from_hdfs(job: Job, stdout_name: str, min_step: int) -> None:
-    """The restarted task's agent brought a checkpoint >= min_step down from HDFS before its
-    script started (its own host never had the first container's files)."""
+def assert_restored_from_hdfs(job: Job, stdout_name: str, min_step: int,
+                              directory: str = "checkpoints") -> None:
+    """The restarted task's agent brought a checkpoint >= min_step of `directory` down from
+    HDFS before its script started (its own host never had the first container's files)."""
     logs = yarn_logs(job.yarn_cluster, job.app_id, {stdout_name}, copies=2)
+    pattern = rf"restored {re.escape(directory)}/(?:model\.)?ckpt-(\d+) from hdfs://"
     restored = [int(m.group(1)) for c in logs.values() if stdout_name in c.files
                 for text in c.files.values()  # the agent's own log, beside the script's
-                for m in re.finditer(r"restored checkpoints/(?:model\.)?ckpt-(\d+) from hdfs://",
-                                     text)]
+                for m in re.finditer(pattern, text)]
     assert restored and max(restored) >= min_step, (
         f"no restore of a checkpoint >= {min_step} from HDFS in {stdout_name}: {restored}")
 

@@ -1,0 +1,178 @@
+"""Keras `model.fit` on the local YARN: examples/keras_ps.py (ParameterServerStrategy) and
+examples/keras_mwms.py (MultiWorkerMirroredStrategy).
+
+Both need tf-keras (Keras 2): on TensorFlow 2.21 Keras 3's `fit` runs with neither strategy.
+scripts/setup.sh installs tf-keras with --no-deps beside tensorflow-cpu in .venv, the Python
+the local cluster's containers run. An env without it is checked too: the script fails at
+its start, naming the fix, and `tfyarn status` passes that on.
+
+Checkpoints: keras_ps saves the weights with `ModelCheckpoint` into `checkpoints/` (one per
+epoch), keras_mwms its training state with `BackupAndRestore` into `backup/chief/`; tfyarn
+mirrors the chief's local dir to HDFS and restores it into restarted tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import test_faults_yarn
+from jobtools import EXAMPLES, REPO, prepare_job, run_tfyarn, submit_and_wait
+from test_faults_yarn import (
+    Job,
+    assert_restored_from_hdfs,
+    assert_succeeded,
+    latest_checkpoint,
+    restarts_of,
+    wait_until,
+)
+
+pytestmark = pytest.mark.yarn
+# The fixture: submits detached; afterwards kills what still runs and checks no process is left.
+submit = test_faults_yarn.submit
+
+TRAIN_STEPS, SAVE_EVERY = 200, 50  # four epochs, a checkpoint after each
+ARGS = ["--train_steps", str(TRAIN_STEPS), "--save_every", str(SAVE_EVERY)]
+# Long enough to kill a task after a checkpoint and still train past it.
+LONG_STEPS = 600
+LONG_ARGS = ["--train_steps", str(LONG_STEPS), "--save_every", str(SAVE_EVERY)]
+CHECKPOINT_STATE = {"keras_ps": "checkpoints", "keras_mwms": "backup/chief"}
+CHECKPOINT_TIMEOUT_S = 240  # submit -> the second checkpoint on HDFS (busy 2-core machine)
+
+
+def keras_job(tmp_path: Path, example: str, args: list[str], **options) -> tuple[Path, Path]:
+    files = EXAMPLES / example
+    return prepare_job(tmp_path, args=args, resources=files / "resources.json",
+                       app_config=files / "appConfig.json", **options)
+
+
+def status_json(yarn_cluster, app_id: str) -> dict:
+    result = run_tfyarn(yarn_cluster, "status", app_id, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def hdfs_checkpoint(job: Job, example: str) -> int | None:
+    """The number of the newest checkpoint on HDFS (an epoch's end, or BackupAndRestore's
+    save count: both one per epoch)."""
+    latest = latest_checkpoint(job.files.remote_text(f"{CHECKPOINT_STATE[example]}/checkpoint"))
+    return latest[1] if latest else None
+
+
+@pytest.mark.parametrize("example", ["keras_ps", "keras_mwms"])
+def test_keras_example_succeeds(yarn_cluster, tmp_path: Path, example: str) -> None:
+    """The example's own job files: fit to the last step, a checkpoint per epoch on HDFS,
+    TensorBoard's event files there too, and `tfyarn status` shows their global step."""
+    run = submit_and_wait(yarn_cluster, tmp_path, *keras_job(tmp_path, example, ARGS))
+    print(run.output)
+    assert run.returncode == 0 and f"{run.app_id} SUCCEEDED" in run.output, run.output
+    result = run.files.remote_json("result.json")
+    assert result["global_step"] == TRAIN_STEPS and result["first_global_step"] == 0, result
+    assert result["loss"] < 2.0, result  # it learned: chance over 10 classes is ln 10 = 2.3
+    state = run.files.remote_text(f"{CHECKPOINT_STATE[example]}/checkpoint")
+    assert latest_checkpoint(state)[1] == TRAIN_STEPS // SAVE_EVERY, state
+    assert any(name.startswith("tensorboard/train/events.out.tfevents")
+               for name in run.files.remote_names()), run.files.remote_names()
+    progress = status_json(yarn_cluster, run.app_id)["job"]["progress"]
+    assert progress["step"] == TRAIN_STEPS, progress
+    assert "tensorboard/train/epoch_loss" in progress["scalars"], progress
+
+
+def test_keras_ps_goes_on_after_a_worker_kill(
+        yarn_cluster, submit, tmp_path: Path) -> None:
+    """ParameterServerStrategy keeps no state on the workers: kill -9 worker 0 and tfyarn
+    replaces it (on its old host:port when it can), while the chief's ClusterCoordinator
+    holds the steps it lost until a worker serves again; `fit` goes on in the same process,
+    without a restart. (Had the replacement come back at another address, the cluster would
+    restart from the checkpoint on HDFS, as after a ps kill below.)"""
+    job = submit(*keras_job(tmp_path, "keras_ps", LONG_ARGS, components={
+        "worker": {"yarn.container.failure.threshold": "1"}}))
+    wait_for_hdfs_checkpoint(job, "keras_ps", 2)
+    job.kill9(job.task("worker", 1))  # TF's worker 0 gets the legacy flags of worker 1
+
+    app = job.final()
+    assert_succeeded(job, app)
+    restarts = restarts_of(app["diagnostics"])
+    assert len(restarts) == 1 and restarts[0].startswith("worker 0 replaced"), restarts
+    result = job.result()
+    assert result == {**result, "first_global_step": 0, "global_step": LONG_STEPS}, result
+    job.assert_no_process_left()
+
+
+@pytest.mark.parametrize("example, victim", [
+    ("keras_ps", ("ps", 0)),
+    ("keras_mwms", ("worker", 1)),
+], ids=["ps-ps", "mwms-worker"])
+def test_keras_example_resumes_from_hdfs(
+        yarn_cluster, submit, tmp_path: Path, example: str, victim: tuple[str, int]) -> None:
+    """kill -9 a task whose loss the survivors cannot train through: the cluster restarts as
+    a new generation and `fit` resumes from the checkpoint tfyarn restored from HDFS.
+
+    ParameterServerStrategy: the ps holds the variables, so its failure restarts every task;
+    the chief loads the newest `ModelCheckpoint` and passes its epoch as `initial_epoch`.
+    MultiWorkerMirroredStrategy: a worker failure breaks the all-reduce: the chief's
+    collective fails, and the chief's failure restarts the cluster; every task finds the
+    chief's `BackupAndRestore` state in its fresh local work dir and goes on from its epoch.
+    """
+    job = submit(*keras_job(tmp_path, example, LONG_ARGS, components={
+        role: {"yarn.container.failure.threshold": "1"}
+        for role in ("ps", "chiefworker", "worker")},
+        settings={"checkpoint.mirror.interval": "2"}))
+    saved = wait_for_hdfs_checkpoint(job, example, 2)
+    killed_at = job.kill9(job.task(*victim))
+
+    app = job.final()
+    print(f"[{job.app_id}] {victim} killed at HDFS checkpoint {saved} -> the job ended "
+          f"{time.monotonic() - killed_at:.1f} s later; restarts: {app.get('diagnostics')}")
+    assert_succeeded(job, app)
+    restarts = restarts_of(app["diagnostics"])
+    assert any("cluster restarted as generation 1" in r for r in restarts), restarts
+    result = job.result()
+    assert result["first_global_step"] >= saved * SAVE_EVERY > 0, (saved, result)
+    assert result["global_step"] == LONG_STEPS, result
+    assert_restored_from_hdfs(job, "chiefworker-0.stdout", saved, CHECKPOINT_STATE[example])
+    job.assert_no_process_left()
+
+
+def wait_for_hdfs_checkpoint(job: Job, example: str, at_least: int) -> int:
+    return wait_until(f"checkpoint {at_least} of {example} on HDFS",
+                      lambda: (n := hdfs_checkpoint(job, example)) and n >= at_least and n,
+                      CHECKPOINT_TIMEOUT_S, poll_s=0.5, fail_fast=job.ended_early)
+
+
+@pytest.fixture(scope="module")
+def python_without_tf_keras() -> Iterator[Path]:
+    """A venv with everything of .venv but tf-keras: its site-packages is links to .venv's
+    (tf_keras left out). Under the repo (in pytest's ignored cache dir), not in /tmp: each
+    node of the local cluster has its own /tmp."""
+    root = REPO / ".pytest_cache" / "tfyarn-no-tf-keras"
+    shutil.rmtree(root, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True,
+                   timeout=120)
+    ours = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    theirs = next((root / "lib").glob("python*/site-packages"))
+    for entry in ours.iterdir():
+        if not entry.name.startswith("tf_keras"):
+            os.symlink(entry, theirs / entry.name)
+    yield root / "bin" / "python"
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_keras_example_without_tf_keras_names_the_fix(yarn_cluster, tmp_path: Path,
+                                                      python_without_tf_keras: Path) -> None:
+    """The example refuses to start before importing TensorFlow; the job fails with its
+    message in YARN's diagnostics."""
+    resources, app_config = keras_job(tmp_path, "keras_mwms", ARGS,
+                                      settings={"python": str(python_without_tf_keras)})
+    run = submit_and_wait(yarn_cluster, tmp_path, resources, app_config)
+    assert run.returncode != 0, run.output
+    diagnostics = status_json(yarn_cluster, run.app_id)["application"]["diagnostics"]
+    assert "this example needs tf-keras (Keras 2)" in diagnostics, diagnostics
+    assert "pip install --no-deps 'tf-keras==2.21.*'" in diagnostics, diagnostics
