@@ -29,7 +29,7 @@ from tfyarn.localyarn.layout import Layout, default_state_dir
 pytestmark = pytest.mark.yarn
 
 # Ports shift by this offset: away from the plain cluster's (0 by default, 300 apart for more).
-PORT_OFFSET = int(os.environ.get("TFYARN_SECURE_CLUSTER_PORT_OFFSET", "1800"))
+PORT_OFFSET = int(os.environ.get("TFYARN_SECURE_CLUSTER_PORT_OFFSET", "2700"))
 REFUSED = "Client cannot authenticate via:[TOKEN, KERBEROS]"
 
 
