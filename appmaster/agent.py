@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -22,9 +23,11 @@ import skein
 
 from appmaster import gpus, registry
 from appmaster.cluster_spec import ClusterSpec
+from appmaster.evaluation import DONE_FILE, CheckpointFollower
 from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
+from appmaster.progress import ProgressReporter, report_to
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.vocabulary import Role
 
@@ -122,6 +125,7 @@ class TaskWorkDir:
     def __init__(self, plan: JobPlan, app_id: str, role: str, index: int) -> None:
         self.job_dir = plan.resolved_work_dir(app_id)
         self.role, self.mirror = role, None
+        self.follower: CheckpointFollower | None = None  # the evaluator's
         self.is_chief = (role, index) == plan.chief
         if not is_remote(self.job_dir):  # a path every node mounts (or a one-node cluster)
             self.path = self.job_dir
@@ -145,13 +149,39 @@ class TaskWorkDir:
             bounded(self.mirror.restore, RESTORE_TIMEOUT_S, what)
             log.info("restored %s from %s", self.mirror.status.restored or "nothing",
                      self.job_dir)
+        if self.role == Role.EVALUATOR:
+            self.follower = CheckpointFollower(Path(self.path), self.job_dir,
+                                               self.mirror.interval_s)
+            self.follower.start(report)
         if self.is_chief:
             bounded(self.mirror.remote.make, RESTORE_TIMEOUT_S, what)
             self.mirror.start("sync", report)
         report(self.mirror.status)
 
+    @property
+    def reports_progress(self) -> bool:
+        """Whose event files say how far the job got: the chief's and the evaluator's."""
+        return self.is_chief or self.role == Role.EVALUATOR
+
+    @property
+    def done_file(self) -> Path:
+        """Where the evaluator learns that training ended (appmaster/evaluation.py)."""
+        return self.follower.done_file if self.follower else Path(self.path) / DONE_FILE
+
+    def wait_for_training(self, kv) -> None:
+        if self.follower:
+            self.follower.wait_for_training(kv)
+        else:  # one work dir every node mounts: the last checkpoint is already there
+            def wait() -> None:
+                kv.wait(registry.TRAINING_DONE_KEY)
+                self.done_file.touch()
+
+            threading.Thread(target=wait, daemon=True, name="training-done").start()
+
     def finish(self, report) -> None:
-        """The chief's last copy up, after its script ended."""
+        """The chief's last copy up (the evaluator's summaries), after its script ended."""
+        if self.follower and not self.follower.finish(LAST_MIRROR_TIMEOUT_S):
+            log.error("the evaluator's last summaries did not reach %s", self.job_dir)
         if self.mirror is None or not self.is_chief:
             return
         if self.mirror.finish(LAST_MIRROR_TIMEOUT_S):
@@ -178,6 +208,20 @@ def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir:
     if work_dir_url:  # the job's work dir on HDFS, which tfyarn keeps work_dir in step with
         env["TFYARN_WORK_DIR_URL"] = work_dir_url
     return env
+
+
+def wait_for_any_spec(app: skein.ApplicationClient, generation: int) -> ClusterSpec:
+    """For a task outside the cluster (the evaluator): block until a spec of its generation
+    or a later one is published; the newest."""
+    def generation_of(key: str) -> int:
+        return int(key.rsplit("/", 1)[1])
+
+    with app.kv.events(prefix="spec/", event_type="PUT") as events:
+        specs = {generation_of(k): v for k, v in app.kv.get_prefix("spec/").items()}
+        while not any(g >= generation for g in specs):
+            event = events.get()
+            specs[generation_of(event.key)] = event.result.value
+        return ClusterSpec.from_json(specs[max(specs)])
 
 
 def wait_for_spec(app: skein.ApplicationClient, generation: int, own_address: str, role: str,
@@ -262,33 +306,43 @@ def main() -> int:
                 gpus={"error": str(exc)})
         return gpus.GPU_FAILED_EXIT
 
-    reservation = reserve_port(previous_port(task))
-    port = reservation.getsockname()[1]
-    address = f"{advertised_host()}:{port}"
-    export = registry.Export(address, container, task.generation)
-    app.kv.put(registry.export_key(task.role, task.index), export.to_json().encode(),
-               owner=container)
+    reservation = address = None
+    if task.role != Role.EVALUATOR:  # outside the TensorFlow cluster: it listens nowhere
+        reservation = reserve_port(previous_port(task))
+        address = f"{advertised_host()}:{reservation.getsockname()[1]}"
+        export = registry.Export(address, container, task.generation)
+        app.kv.put(registry.export_key(task.role, task.index), export.to_json().encode(),
+                   owner=container)
+        log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt,
+                 task.generation, address)
     _status(app, container, "registered", address=address, gpus=held.summary())
-    log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt, task.generation,
-             address)
 
     if task.role == Role.TENSORBOARD:  # not part of the TensorFlow cluster: no spec to wait for
-        command = plan.tensorboard_command(port, work_dir)
+        command = plan.tensorboard_command(reservation.getsockname()[1], work_dir)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     else:
-        spec = wait_for_spec(app, task.generation, address, task.role, task.index)
+        spec = (wait_for_any_spec(app, task.generation) if address is None else
+                wait_for_spec(app, task.generation, address, task.role, task.index))
         command = plan.task_command(spec, task.role, task.index, work_dir,  # YARN localized
                                     os.path.abspath(DATA_DIR_NAME))  # the data dir here
         env = task_environment(spec, task, work_dir, plan.secrets,
                                work.job_dir if work.mirror else None)
         if plan.data_dir or plan.data:  # what --data_dir says, for scripts without the flag
             env["TFYARN_DATA_DIR"] = gather_data(plan.data)
+        if task.role == Role.EVALUATOR:
+            env["TFYARN_TRAINING_DONE_FILE"] = str(work.done_file)
+            work.wait_for_training(app.kv)
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
+    progress = (ProgressReporter(work_dir, report_to(app.kv, registry.progress_key(container)))
+                .start() if work.reports_progress else None)
     log.info("starting %s: %s", name, " ".join(command))
     _status(app, container, "running", address=address)
     code, tail = run_task(command, env, name)
-    reservation.close()
+    if reservation is not None:
+        reservation.close()
     log.info("%s exited with code %d", name, code)
+    if progress is not None:
+        progress.finish()
     work.finish(report_mirror)
     if code != 0 and any(sign in tail for sign in registry.PORT_TAKEN_SIGNS):
         log.warning("%s could not bind %s: another process listens there", name, address)

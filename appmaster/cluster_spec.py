@@ -40,6 +40,8 @@ class ClusterSpec:
             job_name, task_index = "worker", index
         elif role == Role.WORKER:
             job_name, task_index = "worker", len(self.chief) + index
+        elif role == Role.EVALUATOR:  # not in the host lists: it only reads checkpoints
+            job_name, task_index = "evaluator", index
         else:
             raise ValueError(f"unknown role {role!r}")
         flags = [
@@ -55,10 +57,12 @@ class ClusterSpec:
         return flags
 
     def tf_config(self, role: str, index: int) -> dict:
-        """TF_CONFIG for one task: the chief is type ``chief``, workers count from 0."""
+        """TF_CONFIG for one task: the chief is type ``chief``, workers count from 0; the
+        evaluator is type ``evaluator``, outside the cluster it is told of."""
         by_type = (("chief", self.chief), ("worker", self.workers), ("ps", self.ps))
         cluster = {name: list(addresses) for name, addresses in by_type if addresses}
-        task_type = {Role.PS: "ps", Role.CHIEFWORKER: "chief", Role.WORKER: "worker"}[role]
+        task_type = {Role.PS: "ps", Role.CHIEFWORKER: "chief", Role.WORKER: "worker",
+                     Role.EVALUATOR: "evaluator"}[role]
         return {"cluster": cluster, "task": {"type": task_type, "index": index}}
 
     def to_dict(self) -> dict[str, list[str]]:

@@ -46,6 +46,7 @@ class Task:
     exit_code: int | None = None
     mirror: dict | None = None  # its local work dir against HDFS (appmaster/mirror.py)
     gpus: dict | None = None  # the GPUs its agent found and holds (appmaster/gpus.py)
+    progress: dict | None = None  # what its event files say (appmaster/progress.py)
 
     @property
     def name(self) -> str:
@@ -94,12 +95,17 @@ class ShowTensorBoard:
 
 
 @dataclass(frozen=True)
+class TrainingDone:
+    """Tell the evaluator that training ended: the last checkpoint is on HDFS."""
+
+
+@dataclass(frozen=True)
 class EndJob:
     status: JobState  # SUCCEEDED or FAILED
     diagnostics: str
 
 
-Action = Request | Kill | Fence | PublishSpec | ShowTensorBoard | EndJob
+Action = Request | Kill | Fence | PublishSpec | ShowTensorBoard | TrainingDone | EndJob
 
 
 class _Ended(Exception):
@@ -153,8 +159,11 @@ class Job:
         self.generation = 0
         # A later AppMaster attempt starts every task again: count the earlier starts.
         self.tasks = {key: Task(*key, attempt=am_attempt - 1) for key in plan.task_keys()}
-        # Beside the TensorFlow cluster: not in its spec, its end never ends the job.
+        # Beside the TensorFlow cluster: not in its spec; their ends never end training.
         self.tensorboard = Task(Role.TENSORBOARD, 0) if plan.tensorboard else None
+        self.evaluator = (Task(Role.EVALUATOR, 0, attempt=am_attempt - 1)
+                          if plan.evaluator else None)
+        self.evaluation_deadline: float | None = None  # once training is done
         self.by_container: dict[str, Task] = {}
         self.failures: Counter[str] = Counter()
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
@@ -218,19 +227,21 @@ class Job:
         """A deadline passed (see :meth:`next_deadline`)."""
         return self._run(self._check_deadlines, now)
 
-    def on_status(self, container: str, gpus: dict | None = None,
-                  mirror: dict | None = None) -> None:
-        """What an agent found (its GPUs) or how its mirror stands: shown, not decided on."""
+    def on_status(self, container: str, gpus: dict | None = None, mirror: dict | None = None,
+                  progress: dict | None = None) -> None:
+        """What an agent found (its GPUs), how its mirror stands, how far its training got:
+        shown, not decided on."""
         task = self.by_container.get(container)
-        if task is not None and gpus is not None:
-            task.gpus = gpus
-        if task is not None and mirror is not None:
-            task.mirror = mirror
+        if task is None:
+            return
+        task.gpus = task.gpus if gpus is None else gpus
+        task.mirror = task.mirror if mirror is None else mirror
+        task.progress = task.progress if progress is None else progress
 
     def ended(self, status: JobState) -> None:
         """The application ends: tasks still running were ended by tfyarn, not failed."""
         self.state = status
-        for task in self.tasks.values():
+        for task in (*self.tasks.values(), *([self.evaluator] if self.evaluator else [])):
             if not task.state.ended:
                 task.state = TaskState.FINISHED if task.exit_code == 0 else TaskState.STOPPED
 
@@ -245,6 +256,8 @@ class Job:
             deadlines.append(self.started_at + self.plan.deadline_s)
         if self.liveness.watched():
             deadlines.append(self.next_liveness_check)
+        if self.evaluation_deadline is not None:
+            deadlines.append(self.evaluation_deadline)
         return min(deadlines) if deadlines else None
 
     def heartbeats_due(self, now: float) -> bool:
@@ -278,8 +291,9 @@ class Job:
         for role in self.plan.roles:
             for index in range(role.instances):
                 self._request(self.tasks[(role.name, index)], now)
-        if self.tensorboard and self.tensorboard.container not in self.by_container:
-            self._request(self.tensorboard, now)
+        for side in (self.tensorboard, self.evaluator):  # once: a restart leaves them be
+            if side and side.container not in self.by_container and not side.state.ended:
+                self._request(side, now)
         log.info("generation %d: requested %d containers (%s)", self.generation, len(self.tasks),
                  ", ".join(f"{role.instances} {role.name}" for role in self.plan.roles))
 
@@ -323,7 +337,7 @@ class Job:
             task.address, task.state = export.address, TaskState.RUNNING
             self._actions.append(ShowTensorBoard(export.address))
             return
-        if export.generation != self.generation:
+        if export.generation != self.generation or task is self.evaluator:
             return
         moved = self.spec is not None and export.address != task.previous_address
         task.address, task.state = export.address, TaskState.REGISTERED
@@ -358,7 +372,8 @@ class Job:
             log.info("%s training again %.2f s after its failure was heard (attempt %d)",
                      task.name, now - task.failed_at, task.attempt)
             task.failed_at = None
-        if all(t.state in (TaskState.RUNNING, TaskState.FINISHED) for t in self.live_tasks()):
+        if self.state in (JobState.STARTING, JobState.RESTARTING) and all(
+                t.state in (TaskState.RUNNING, TaskState.FINISHED) for t in self.live_tasks()):
             self.clock.mark_once("all running", now)
             self.state = JobState.RUNNING
 
@@ -373,7 +388,7 @@ class Job:
         # heartbeat to the RM (up to 5 s later): act now; that end is then the job's.
         self._drop(container)
         if exit_code == 0:
-            self._succeeded(task)
+            self._succeeded(task, now)
         else:
             self._failed(task, self._failure_text(task, failure), now)
 
@@ -387,20 +402,42 @@ class Job:
             log.warning("TensorBoard ended; the job goes on without it")
             return
         if succeeded:
-            self._succeeded(task)
+            self._succeeded(task, now)
         else:
             self._failed(task, self._failure_text(task, failure), now)
 
-    def _succeeded(self, task: Task) -> None:
+    def _succeeded(self, task: Task, now: float) -> None:
         task.state = TaskState.FINISHED
         log.info("%s finished (container %s)", task.name, task.container)
+        if task is self.evaluator:
+            if self.state == JobState.EVALUATING:
+                self._end(JobState.SUCCEEDED, self._success_message(
+                    "The evaluator evaluated the last checkpoint."))
+            return  # it ended by itself; training goes on
         if self.plan.success_policy == "chief":
             done = (task.role, task.index) == self.plan.chief  # worker 0 without chiefworker
         else:
             done = all(t.state == TaskState.FINISHED for t in self.live_tasks()
                        if t.role != Role.PS)
-        if done:
+        if not done:
+            return
+        evaluator = self.evaluator
+        if evaluator is None or evaluator.state.ended or evaluator.container not in (
+                self.by_container):
             self._end(JobState.SUCCEEDED, self._success_message())
+        self._evaluate_last(now)
+
+    def _evaluate_last(self, now: float) -> None:
+        """Training is done: the TensorFlow tasks go, the evaluator gets the last word."""
+        self.state = JobState.EVALUATING
+        self.evaluation_deadline = now + self.plan.evaluation_timeout_s
+        for task in self.live_tasks():
+            if task.container in self.by_container:
+                self._drop(task.container)
+                self._actions.append(Kill(task.container))
+        self._actions.append(TrainingDone())
+        log.info("training done: the evaluator evaluates the last checkpoint (up to %.0f s)",
+                 self.plan.evaluation_timeout_s)
 
     def _heard(self, now: float, beats: dict[str, bytes]) -> None:
         """A task silent past the timeout is lost."""
@@ -426,6 +463,9 @@ class Job:
         self._failed(task, reason, now, how=f"lost on {task.host}")
 
     def _failed(self, task: Task, reason: str, now: float, how: str = "failed") -> None:
+        if task is self.evaluator:
+            self._evaluator_failed(task, reason, now)
+            return
         if task.exit_code == registry.PORT_TAKEN_EXIT:
             # Not the task's fault: it starts again on a new port, uncounted.
             self.restarts.append(f"{task.name} found its port taken: restarted on a new one")
@@ -452,6 +492,29 @@ class Job:
             self.restarts.append(f"{task.name} {how}: cluster restarted as generation "
                                  f"{self.generation + 1} from the last checkpoint")
         self._restart(task, now)
+
+    def _evaluator_failed(self, task: Task, reason: str, now: float) -> None:
+        """Beside training: its failure fails the job only under the fatal policy."""
+        role = self.plan.role(task.role)
+        self.failures[task.role] += 1
+        failures = self.failures[task.role]
+        log.warning("failure %d of the evaluator: %s", failures, reason)
+        if role.failure_policy == "fatal":
+            task.state = TaskState.FAILED
+            self._end(JobState.FAILED, self._over_threshold_message(task, failures, reason))
+        if self.state == JobState.EVALUATING:
+            task.state = TaskState.FAILED
+            self._end(JobState.SUCCEEDED, self._success_message(
+                f"The evaluator failed on the last checkpoint: {reason}"))
+        if role.may_restart(failures):
+            self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})")
+            task.attempt += 1
+            task.exit_code = None
+            self._request(task, now)
+            return
+        task.state = TaskState.FAILED
+        self.restarts.append(f"{task.name} dropped after {failures} failure(s); training goes "
+                             "on without it")
 
     def _restart(self, task: Task, now: float) -> None:
         """A stateless worker alone; a ps or the chief with the whole cluster."""
@@ -493,6 +556,13 @@ class Job:
         if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
             self._end(JobState.FAILED, f"The job ran past its deadline of "
                       f"{self.plan.deadline_s:.0f} s (site.global.job.deadline) and was stopped.")
+        if self.state == JobState.EVALUATING:
+            if self.evaluation_deadline is not None and now >= self.evaluation_deadline:
+                self._end(JobState.SUCCEEDED, self._success_message(
+                    f"The evaluator did not finish the last checkpoint within "
+                    f"{self.plan.evaluation_timeout_s:.0f} s (site.global.evaluation.timeout) "
+                    "and was stopped."))
+            return  # the TensorFlow tasks are gone: nothing else to wait for
         waiting = [t for t in live if t.state == TaskState.REQUESTED]
         if waiting and now >= self.allocation_deadline:
             lines = [f"YARN did not allocate {len(waiting)} container(s) within "
@@ -535,8 +605,10 @@ class Job:
         return (f"Component {task.role} failed {failures} time(s); {rule}. "
                 f"The job is stopped.\n{reason}")
 
-    def _success_message(self) -> str:
+    def _success_message(self, evaluation: str = "") -> str:
         text = f"The chief finished successfully. {self.clock.summary()}."
+        if evaluation:
+            text += f" {evaluation}"
         if self.am_attempt > 1:
             text += (f" AppMaster attempt {self.am_attempt}: the earlier attempt was lost and "
                      "every task started again from the checkpoint.")

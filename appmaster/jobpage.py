@@ -24,7 +24,8 @@ NAMED = ("role", "index", "state")  # in the first two columns
 # Keys of the view that have their own place on the page (everything else is a "fact").
 PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks", "tensorboard",
                     "tensorboard_url", "cluster_spec", "restarts", "phases"})
-HIDDEN_TASK_KEYS = frozenset({"log_url", "silent_s"})  # silent_s: in the state cell
+# silent_s: in the state cell; progress: the job's, among the facts
+HIDDEN_TASK_KEYS = frozenset({"log_url", "silent_s", "progress"})
 REFRESH_MS = 3000
 
 
@@ -82,10 +83,31 @@ def mirror_text(mirror: dict, now_s: float) -> str:
     return " · ".join(parts) or "nothing mirrored yet"
 
 
+def progress_text(progress: dict) -> str:
+    """How far training got, and the last evaluation, in a few words (appmaster/events.py)."""
+    def scalars(values: dict) -> str:
+        return ", ".join(f"{tag.rsplit('/', 1)[-1]} {value:.4g}"
+                         for tag, value in list(values.items())[:3])
+
+    parts = []
+    if progress.get("step") is not None:
+        parts.append(f"step {progress['step']}")
+    if progress.get("steps_per_s"):
+        parts.append(f"{progress['steps_per_s']:.3g} steps/s")
+    if progress.get("scalars"):
+        parts.append(scalars(progress["scalars"]))
+    evaluation = progress.get("evaluation") or {}
+    if evaluation.get("scalars"):
+        parts.append(f"evaluated step {evaluation.get('step')}: "
+                     f"{scalars(evaluation['scalars'])}")
+    return " · ".join(parts) or "no summaries yet"
+
+
 def field_cell(tag: str, key: str, value: object, now_s: float, classes: str = "") -> str:
     """One field as a table cell or definition: a short text, the whole value on hover."""
-    text = mirror_text(value, now_s) if key == "mirror" and isinstance(value, dict) else (
-        gpus.page_text(value) if key == "gpus" and isinstance(value, dict) else text_of(value))
+    shown = {"mirror": lambda: mirror_text(value, now_s), "gpus": lambda: gpus.page_text(value),
+             "progress": lambda: progress_text(value)}
+    text = shown[key]() if key in shown and isinstance(value, dict) else text_of(value)
     attrs = f' class="{esc(classes)}"' if classes else ""
     if isinstance(value, (dict, list)):
         attrs += f' title="{esc(json.dumps(value))}"'

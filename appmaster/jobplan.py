@@ -29,6 +29,7 @@ DEFAULT_ALLOCATION_TIMEOUT_S = 120.0
 DEFAULT_AM_ATTEMPTS = 2
 DEFAULT_MIRROR_INTERVAL_S = 10.0
 DEFAULT_HEARTBEAT_TIMEOUT_S = 30.0
+DEFAULT_EVALUATION_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ class JobPlan:
     am_max_attempts: int = DEFAULT_AM_ATTEMPTS
     secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
     tensorboard: RolePlan | None = None  # a TensorBoard beside the tasks, on the work dir
+    # an evaluator beside the tasks: evaluates each checkpoint the chief mirrors to HDFS
+    evaluator: RolePlan | None = None
+    # once the chief finished: how long the evaluator may take over the last checkpoint
+    evaluation_timeout_s: float = DEFAULT_EVALUATION_TIMEOUT_S
     # the chief's local work dir -> HDFS, this often
     mirror_interval_s: float = DEFAULT_MIRROR_INTERVAL_S
     # Slider's site.global.user.data.dir on HDFS: YARN localizes it as DATA_DIR_NAME and the
@@ -90,8 +95,14 @@ class JobPlan:
         in a job without one (Slider's own package)."""
         return (Role.CHIEFWORKER, 0) if self.role(Role.CHIEFWORKER) else (Role.WORKER, 0)
 
+    @property
+    def side_roles(self) -> tuple[RolePlan, ...]:
+        """The containers beside the TensorFlow cluster (not in its spec)."""
+        return tuple(role for role in (self.tensorboard, self.evaluator) if role)
+
     def role(self, name: str) -> RolePlan | None:
-        return next((role for role in self.roles if role.name == name), None)
+        return next((role for role in (*self.roles, *self.side_roles) if role.name == name),
+                    None)
 
     def task_keys(self) -> list[tuple[str, int]]:
         return [(role.name, i) for role in self.roles for i in range(role.instances)]
@@ -119,8 +130,9 @@ class JobPlan:
     def from_json(cls, text: str) -> JobPlan:
         data = json.loads(text)
         data["roles"] = tuple(RolePlan(**role) for role in data["roles"])
-        if data.get("tensorboard"):
-            data["tensorboard"] = RolePlan(**data["tensorboard"])
+        for side in ("tensorboard", "evaluator"):
+            if data.get(side):
+                data[side] = RolePlan(**data[side])
         data["script_args"] = tuple(data.get("script_args", ()))
         data["secrets"] = tuple(data.get("secrets", ()))
         return cls(**data)

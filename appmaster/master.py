@@ -28,6 +28,7 @@ from appmaster.job import (
     Request,
     ShowTensorBoard,
     Task,
+    TrainingDone,
 )
 from appmaster.jobplan import JobPlan
 from appmaster.view import JobView
@@ -67,6 +68,7 @@ class Master:
         events.subscribe(prefix="status/", event_type="PUT")
         events.subscribe(prefix="task/", event_type="DELETE")
         events.subscribe(prefix="mirror/", event_type="PUT")
+        events.subscribe(prefix="progress/", event_type="PUT")
         try:
             with self.lock:
                 self.adoptable = self.containers_skein_requested()
@@ -96,9 +98,9 @@ class Master:
             self.on_status(registry.container_of(event.key), json.loads(event.result.value), now)
         elif kind == "task":
             self.on_container_end(registry.container_of(event.key), now)
-        elif kind == "mirror":
+        elif kind in ("mirror", "progress"):
             self.job.on_status(registry.container_of(event.key),
-                               mirror=json.loads(event.result.value))
+                               **{kind: json.loads(event.result.value)})
 
     def on_status(self, container: str, status: dict, now: float) -> None:
         """An agent's word on its task."""
@@ -154,6 +156,8 @@ class Master:
                 self.app.ui.add_page(Role.TENSORBOARD, f"http://{action.address}",
                                      link_name="TensorBoard")
                 log.info("TensorBoard at http://%s", action.address)
+            elif isinstance(action, TrainingDone):
+                self.app.kv.put(registry.TRAINING_DONE_KEY, b"1")
             elif isinstance(action, EndJob):
                 raise Outcome(action.status, action.diagnostics)
 

@@ -9,6 +9,7 @@
   file no longer lists are pruned. Other files (TensorBoard event files, results) go up when
   they change.
 - ``pull``: TensorBoard's local dir follows HDFS.
+- ``follow``: the evaluator's local dir gets each newest checkpoint, whole (state file last).
 
 A checkpoint whose data shards are not all in the local dir was written partly from another
 host (TensorFlow's sharded saving puts each variable's shard on the ps holding it). It is
@@ -156,6 +157,31 @@ class WorkDirMirror:
                 self._download(relative)
                 self._seen.files["remote:" + relative] = key
                 fetched += 1
+        return fetched
+
+    def follow(self) -> int:
+        """Bring each checkpoint dir's newest checkpoint down when HDFS has a newer one, its
+        state file last (for a reader such as the evaluator); returns the files fetched."""
+        remote_files = self.remote.list_files()
+        fetched = 0
+        for state_path in sorted(p for p in remote_files if os.path.basename(p) == STATE_FILE):
+            directory = os.path.dirname(state_path)
+            state_text = (self.remote.read_bytes(state_path) or b"").decode()
+            prefixes = listed_checkpoints(state_text)
+            if not prefixes:
+                continue
+            names = [os.path.basename(p) for p in remote_files if os.path.dirname(p) == directory]
+            for name in checkpoint_files(names, prefixes[-1]):
+                relative = os.path.join(directory, name)
+                seen = (remote_files[relative].length, remote_files[relative].modified_ms)
+                if self._seen.files.get("remote:" + relative) != seen:
+                    self._download(relative)
+                    self._seen.files["remote:" + relative] = seen
+                    fetched += 1
+            target = self.local / state_path
+            if not target.exists() or target.read_text() != state_text:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(state_text)
         return fetched
 
     def _download(self, relative: str) -> None:

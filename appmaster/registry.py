@@ -11,6 +11,9 @@
 - ``mirror/<container>``: how the task's local work dir stands against HDFS (mirror.py).
 - ``alive/<container>``: the agent's heartbeat, a counter it raises every few seconds; the
   master reads them all at once and declares a task lost when its counter stops.
+- ``progress/<container>``: how far its training got, from its event files (progress.py).
+- ``training/done``: written once the chief finished: the evaluator's cue to evaluate the
+  last checkpoint and end.
 """
 
 from __future__ import annotations
@@ -88,6 +91,13 @@ def mirror_key(container: str) -> str:
 
 def alive_key(container: str) -> str:
     return f"alive/{container}"
+
+
+def progress_key(container: str) -> str:
+    return f"progress/{container}"
+
+
+TRAINING_DONE_KEY = "training/done"
 
 
 def container_of(key: str) -> str:

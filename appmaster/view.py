@@ -32,6 +32,7 @@ class TaskRow:
     mirror: dict | None = None  # its local work dir against HDFS (appmaster/mirror.py)
     gpus: dict | None = None  # the GPUs its agent holds (appmaster/gpus.py)
     silent_s: float | None = None  # since its agent's last heartbeat was heard
+    progress: dict | None = None  # its event files' newest figures (appmaster/events.py)
 
     @property
     def name(self) -> str:
@@ -43,7 +44,7 @@ class TaskRow:
                    if task.node and task.yarn_container_id and task.user else None)
         return cls(task.role, task.index, task.state, task.address, task.container,
                    task.yarn_container_id, task.node, task.attempt, task.exit_code, log_url,
-                   task.mirror, task.gpus, silent_s)
+                   task.mirror, task.gpus, silent_s, task.progress)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,6 +75,9 @@ class JobView:
     cluster_spec: dict | None = None  # {role: [host:port, ...]}
     restarts: list[str] = field(default_factory=list)  # one line each, oldest first
     phases: dict[str, float] = field(default_factory=dict)  # start-up phase -> seconds
+    # how far training got (the chief's event files) and the evaluator's last metrics:
+    # {step, steps_per_s, scalars, updated, evaluation: {step, scalars, updated}}
+    progress: dict | None = None
 
     @property
     def chief(self) -> TaskRow | None:
@@ -82,23 +86,29 @@ class JobView:
         chiefs += [t for t in self.tasks if (t.role, t.index) == (Role.WORKER, 0)]
         return chiefs[0] if chiefs else None
 
+    @property
+    def evaluator(self) -> TaskRow | None:
+        return next((t for t in self.tasks if t.role == Role.EVALUATOR), None)
+
     def select(self, role: str | None = None, index: int | None = None) -> list[TaskRow]:
         return [t for t in self.tasks
                 if (role is None or t.role == role) and (index is None or t.index == index)]
 
     @classmethod
     def of(cls, job: Job, app_id: str, work_dir: str | None, now: float) -> JobView:
-        board = job.tensorboard
+        board, evaluator = job.tensorboard, job.evaluator
+        tasks = [*job.tasks.values(), *([evaluator] if evaluator else [])]
         return cls(
             app_id=app_id, name=job.plan.name, state=str(job.state), generation=job.generation,
             updated=int(time.time() * 1000), work_dir=work_dir,
             tasks=[TaskRow.of(task, job.liveness.silent_for(task.container, now))
-                   for task in job.tasks.values()],
+                   for task in tasks],
             heartbeat_timeout_s=job.plan.heartbeat_timeout_s, lost_nodes=sorted(job.lost_nodes),
             tensorboard=TaskRow.of(board) if board else None,
             tensorboard_url=f"http://{board.address}" if board and board.address else None,
             cluster_spec=job.spec.to_dict() if job.spec else None,
-            restarts=list(job.restarts), phases=job.clock.seconds())
+            restarts=list(job.restarts), phases=job.clock.seconds(),
+            progress=job_progress(job))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -111,3 +121,15 @@ class JobView:
         board = data.get("tensorboard")
         view.tensorboard = TaskRow.from_dict(board) if board else None
         return view
+
+
+def job_progress(job: Job) -> dict | None:
+    """The chief's training figures, with the evaluator's last metrics beside them."""
+    chief = job.tasks.get(job.plan.chief)
+    training = dict(chief.progress) if chief and chief.progress else {}
+    evaluated = job.evaluator.progress if job.evaluator else None
+    if evaluated:
+        training["evaluation"] = {"step": evaluated.get("evaluated_step"),
+                                  "scalars": evaluated.get("scalars", {}),
+                                  "updated": evaluated.get("updated")}
+    return training or None

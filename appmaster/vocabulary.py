@@ -28,6 +28,7 @@ class Role(Word):
     CHIEFWORKER = "chiefworker"
     WORKER = "worker"
     TENSORBOARD = "tensorboard"  # beside the TensorFlow cluster, not in its spec
+    EVALUATOR = "evaluator"  # beside it too: evaluates each checkpoint the chief saves
 
 
 # The roles of the TensorFlow cluster, in the order its spec lists them.
@@ -65,5 +66,6 @@ class JobState(Word):
     STARTING = "STARTING"  # generation 0 on its way to every task running
     RUNNING = "RUNNING"  # every task of the generation runs
     RESTARTING = "RESTARTING"  # a new generation on its way after a ps or chief failed
+    EVALUATING = "EVALUATING"  # training done: the evaluator evaluates the last checkpoint
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"

@@ -12,13 +12,21 @@ worker on its own share of the files: an ``hdfs://`` glob is streamed by tfyarn.
 relative one is read from ``--data_dir`` (site.global.data, localized by YARN); see
 examples/hdfs_data/.
 
+With an ``evaluator`` component (``--job_name=evaluator``) it evaluates each checkpoint
+that appears in ``<work_dir>/checkpoints`` (tfyarn brings each new one down from HDFS) on a
+held-out batch, writes the loss and accuracy as summaries under ``<work_dir>/eval`` (tfyarn
+sends them to HDFS, where TensorBoard shows them) and ends once tfyarn says training is done
+(``TFYARN_TRAINING_DONE_FILE`` exists) and the last checkpoint is evaluated.
+
 For tests it records what it received in ``<work_dir>/flags/<job>_<index>.json`` (with the
-files it trains on) and the chief writes ``<work_dir>/result.json`` at the end.
+files it trains on) and the chief writes ``<work_dir>/result.json`` at the end; the
+evaluator lists what it evaluated in ``<work_dir>/eval/evaluations.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -35,13 +43,15 @@ from example_support import (
 )
 
 LOG_EVERY = 50  # local steps between progress lines
+SUMMARY_EVERY = 20  # global steps between summaries (loss, global_step/sec): tfyarn status
+EVAL_BATCH = 1000  # held-out examples the evaluator scores each checkpoint on
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--ps_hosts", default="", help="comma-separated host:port of the ps")
     parser.add_argument("--worker_hosts", required=True, help="chief first, then workers")
-    parser.add_argument("--job_name", required=True, choices=["ps", "worker"])
+    parser.add_argument("--job_name", required=True, choices=["ps", "worker", "evaluator"])
     parser.add_argument("--task_index", type=int, required=True)
     parser.add_argument("--work_dir", required=True,
                         help="checkpoints and results (kept on HDFS by tfyarn)")
@@ -116,6 +126,8 @@ def main(argv: list[str]) -> int:
         server = tf.compat.v1.train.Server(cluster, job_name="ps", task_index=args.task_index)
         server.join()  # forever: the launcher ends parameter servers
         return 0
+    if args.job_name == "evaluator":  # outside the cluster: it reads checkpoints only
+        return evaluate(tf, np, args.work_dir)
 
     is_chief = args.task_index == 0
     # Only talk to the ps and ourselves: otherwise a worker waits for (or on) every other
@@ -147,6 +159,7 @@ def main(argv: list[str]) -> int:
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
         )
+        tf.compat.v1.summary.scalar("loss", loss)
         optimizer = tf.compat.v1.train.GradientDescentOptimizer(args.learning_rate)
         train_op = optimizer.minimize(loss, global_step=global_step)
         with tf.control_dependencies([train_op]):
@@ -170,9 +183,8 @@ def main(argv: list[str]) -> int:
             checkpoint_dir=checkpoint_dir,  # restored from here on (re)start
             hooks=hooks,
             save_checkpoint_steps=args.save_checkpoint_steps,
-            save_summaries_steps=None,
-            save_summaries_secs=None,
-            log_step_count_steps=0,
+            save_summaries_steps=SUMMARY_EVERY,  # the loss, in checkpoint_dir's event file
+            log_step_count_steps=SUMMARY_EVERY,  # global_step/sec there too
             config=config,
         )
     else:
@@ -196,6 +208,50 @@ def main(argv: list[str]) -> int:
     if is_chief:
         loss = None if last_loss is None else float(last_loss)
         write_result(args.work_dir, int(last_step), loss, first_step)
+    return 0
+
+
+def evaluate(tf: ModuleType, np: ModuleType, work_dir: str) -> int:
+    """Score each new checkpoint on a held-out batch until training is done."""
+    checkpoint_dir = os.path.join(work_dir, "checkpoints")
+    eval_dir = os.path.join(work_dir, "eval")
+    done_file = os.environ.get("TFYARN_TRAINING_DONE_FILE", "")
+    rng = np.random.default_rng(7)  # the same held-out batch every time
+    x = rng.standard_normal((EVAL_BATCH, N_FEATURES)).astype(np.float32)
+    labels = np.argmax(x @ teacher_weights(np), axis=1)
+    graph = tf.Graph()
+    with graph.as_default():
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        w1 = tf.compat.v1.get_variable("w1", [N_FEATURES, HIDDEN])
+        b1 = tf.compat.v1.get_variable("b1", [HIDDEN])
+        w2 = tf.compat.v1.get_variable("w2", [HIDDEN, N_CLASSES])
+        b2 = tf.compat.v1.get_variable("b2", [N_CLASSES])
+        logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2) + b2
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+        accuracy = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(logits, 1), labels), tf.float32))
+        saver = tf.compat.v1.train.Saver([global_step, w1, b1, w2, b2])
+        writer = tf.compat.v1.summary.FileWriter(eval_dir)
+        evaluations = []
+        with tf.compat.v1.Session() as sess:
+            for path in tf.train.checkpoints_iterator(
+                    checkpoint_dir, min_interval_secs=1, timeout=2,
+                    timeout_fn=lambda: bool(done_file) and os.path.exists(done_file)):
+                saver.restore(sess, path)
+                step, eval_loss, eval_accuracy = sess.run([global_step, loss, accuracy])
+                writer.add_summary(tf.compat.v1.Summary(value=[
+                    tf.compat.v1.Summary.Value(tag="loss", simple_value=eval_loss),
+                    tf.compat.v1.Summary.Value(tag="accuracy", simple_value=eval_accuracy)]),
+                    int(step))
+                writer.flush()
+                evaluations.append({"step": int(step), "loss": float(eval_loss),
+                                    "accuracy": float(eval_accuracy)})
+                print(f"evaluated step {step}: loss {eval_loss:.4f} accuracy "
+                      f"{eval_accuracy:.3f}", flush=True)
+                with open(os.path.join(eval_dir, "evaluations.json"), "w") as out:
+                    json.dump(evaluations, out)
+        writer.close()
+    print(f"training done: {len(evaluations)} checkpoint(s) evaluated", flush=True)
     return 0
 
 

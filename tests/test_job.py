@@ -14,7 +14,16 @@ from dataclasses import replace
 import pytest
 
 from appmaster import registry
-from appmaster.job import EndJob, Fence, Job, Kill, PublishSpec, Request, ShowTensorBoard
+from appmaster.job import (
+    EndJob,
+    Fence,
+    Job,
+    Kill,
+    PublishSpec,
+    Request,
+    ShowTensorBoard,
+    TrainingDone,
+)
 from appmaster.jobplan import JobPlan, RolePlan
 from appmaster.vocabulary import JobState, TaskState
 
@@ -396,3 +405,80 @@ def test_tensorboard_is_shown_and_its_end_ends_nothing() -> None:
     cluster.everyone_running()
     assert cluster.apply(cluster.job.on_container_end(board.container, False, cluster.now)) == []
     assert board.state == TaskState.FAILED and cluster.job.state == JobState.RUNNING
+
+
+def evaluator_plan(policy: str = "restart", threshold: int = 1) -> JobPlan:
+    return plan(threshold=5, evaluation_timeout_s=60.0,
+                evaluator=RolePlan("evaluator", 1, 4, 1024, 1, failure_threshold=threshold,
+                                   failure_policy=policy))
+
+
+def start_evaluator(cluster: Cluster) -> str:
+    evaluator = cluster.job.evaluator
+    assert evaluator is not None and evaluator.state == TaskState.REQUESTED
+    cluster.apply(cluster.job.on_started(evaluator.container, cluster.now, node="nm3:8042"))
+    cluster.apply(cluster.job.on_running(evaluator.container, cluster.now))
+    return evaluator.container
+
+
+def test_the_evaluator_is_asked_for_beside_the_cluster_and_not_in_its_spec() -> None:
+    cluster = Cluster(evaluator_plan())
+    assert cluster.job.evaluator.container == "evaluator_0"
+    start_evaluator(cluster)
+    cluster.everyone_running()
+    assert cluster.job.state == JobState.RUNNING
+    assert "evaluator" not in cluster.specs[-1].spec.to_dict()
+    cluster.exit("ps", 0, 1)  # a new generation: the evaluator goes on where it is
+    assert cluster.job.generation == 1 and "evaluator_0" not in cluster.killed
+    assert cluster.numbers["evaluator"] == 1
+
+
+def test_after_the_chief_the_evaluator_gets_the_last_checkpoint_then_the_job_ends() -> None:
+    cluster = Cluster(evaluator_plan())
+    evaluator = start_evaluator(cluster)
+    cluster.everyone_running()
+    actions = cluster.exit("chiefworker", 0, 0)
+    assert cluster.end is None and cluster.job.state == JobState.EVALUATING
+    assert TrainingDone() in actions
+    assert set(cluster.killed) == {"ps_0", "worker_0", "worker_1"}  # training's tasks go
+    assert cluster.job.evaluation_deadline == pytest.approx(cluster.now + 60.0)
+    cluster.apply(cluster.job.on_exited(evaluator, 0, cluster.now))
+    assert cluster.end and cluster.end.status == JobState.SUCCEEDED
+    assert "The evaluator evaluated the last checkpoint." in cluster.end.diagnostics
+
+
+def test_an_evaluator_that_takes_too_long_at_the_end_is_stopped() -> None:
+    cluster = Cluster(evaluator_plan())
+    start_evaluator(cluster)
+    cluster.everyone_running()
+    cluster.exit("chiefworker", 0, 0)
+    cluster.tick(61)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.status == JobState.SUCCEEDED
+    assert "did not finish the last checkpoint within 60 s" in cluster.end.diagnostics
+
+
+def test_a_failing_evaluator_is_replaced_then_dropped_and_training_goes_on() -> None:
+    cluster = Cluster(evaluator_plan(threshold=1))
+    first = start_evaluator(cluster)
+    cluster.everyone_running()
+    cluster.apply(cluster.job.on_exited(first, 1, cluster.now, "(c): exit code 1."))
+    assert restarts(cluster) == ["evaluator 0 replaced (attempt 1)"]
+    second = start_evaluator(cluster)
+    assert second != first
+    cluster.apply(cluster.job.on_exited(second, 1, cluster.now, "(c): exit code 1."))
+    assert cluster.end is None and cluster.job.evaluator.state == TaskState.FAILED
+    assert restarts(cluster)[-1] == ("evaluator 0 dropped after 2 failure(s); training goes on "
+                                     "without it")
+    cluster.exit("chiefworker", 0, 0)  # no evaluator left: the chief's end is the job's
+    assert cluster.end and cluster.end.status == JobState.SUCCEEDED
+
+
+def test_a_fatal_evaluator_fails_the_job() -> None:
+    cluster = Cluster(evaluator_plan(policy="fatal"))
+    evaluator = start_evaluator(cluster)
+    cluster.everyone_running()
+    cluster.apply(cluster.job.on_container_end(evaluator, False, cluster.now, "(c): KILLED."))
+    assert cluster.end and cluster.end.status == JobState.FAILED
+    assert cluster.end.diagnostics.startswith(
+        "Component evaluator failed 1 time(s); its failure policy is fatal.")

@@ -71,7 +71,7 @@ def assert_problem(text: str, file: str, key: str | None, *fragments: str) -> No
 
 def resources_with(component: str, **settings: Any) -> dict[str, Any]:
     doc = slider_resources()
-    doc["components"][component].update(settings)
+    doc["components"].setdefault(component, {}).update(settings)
     return doc
 
 
@@ -695,6 +695,24 @@ def test_one_tensorboard_at_most(job_dir: Path) -> None:
                    "at most 1 TensorBoard")
 
 
+def test_one_evaluator_at_most(job_dir: Path) -> None:
+    text = resource_error(job_dir, "evaluator", "yarn.component.instances", "2")
+    assert_problem(text, "resources.json", 'components.evaluator."yarn.component.instances"',
+                   "at most 1 evaluator per job", 'set it to "1" (or "0" for none)')
+
+
+def test_the_evaluator_is_planned_beside_the_cluster(job_dir: Path) -> None:
+    from tfyarn.plan import build_plan
+
+    job = load(job_dir, resources_with("evaluator", **{
+        "yarn.role.priority": "9", "yarn.component.instances": "1",
+        "yarn.container.failure.policy": "ignore"}))
+    plan = build_plan(job)
+    assert plan.evaluator and plan.evaluator.failure_policy == "ignore"
+    assert "evaluator" not in [role.name for role in plan.roles]  # not in the TF cluster
+    assert plan.evaluation_timeout_s == 600.0
+
+
 def test_job_settings_defaults(job_dir: Path) -> None:
     app = load(job_dir).app
     assert (app.success_policy, app.allocation_timeout_s, app.deadline_s, app.am_max_attempts,
@@ -714,6 +732,7 @@ def test_job_settings(job_dir: Path) -> None:
     ("allocation.timeout", "soon", "positive number of seconds"),
     ("job.deadline", -5, "positive number of seconds"),
     ("am.max.attempts", "0", "from 1 to 10"),
+    ("evaluation.timeout", "never", "positive number of seconds"),
 ])
 def test_job_settings_checked(job_dir: Path, key: str, value: Any, fragment: str) -> None:
     text = errors(job_dir, app=app_with(**{key: value}))

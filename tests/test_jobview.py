@@ -153,3 +153,15 @@ def test_the_task_table_says_when_each_agent_was_last_heard() -> None:
     assert jobview.liveness_lines(view) == [
         "Lost hosts (a task there was silent for more than 30 s; replacements go elsewhere): "
         "127.0.0.2"]
+
+
+def test_training_progress_and_the_last_evaluation_are_shown() -> None:
+    view = typed({**VIEW, "progress": {
+        "step": 1200, "steps_per_s": 41.5, "updated": 990.0,
+        "scalars": {"checkpoints/loss": 0.25},
+        "evaluation": {"step": 1100, "scalars": {"eval/accuracy": 0.9125}, "updated": 980.0}}})
+    assert jobview.progress_lines(view, now=1000.0) == [
+        "Training: global step 1200 (41.5 steps/s), 10 s ago: checkpoints/loss 0.25",
+        "Last evaluation (checkpoint step 1100): eval/accuracy 0.9125"]
+    assert format_progress(view).endswith("step 1200 (41.5 steps/s)")
+    assert jobview.progress_lines(typed(VIEW), now=0) == []

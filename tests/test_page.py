@@ -79,6 +79,16 @@ def test_mirror_is_summarised() -> None:
     assert "<th>mirror</th>" in page and "failing: connection refused" in page
 
 
+def test_training_progress_is_a_fact_not_a_column() -> None:
+    progress = {"step": 1200, "steps_per_s": 41.5, "scalars": {"checkpoints/loss": 0.25},
+                "evaluation": {"step": 1100, "scalars": {"eval/accuracy": 0.9125}}}
+    page = render_page({**VIEW, "progress": progress,
+                        "tasks": [{**TASK, "progress": {"step": 1200}}]})
+    assert ("step 1200 · 41.5 steps/s · loss 0.25 · evaluated step 1100: accuracy 0.9125"
+            "</dd>") in page
+    assert "<th>progress</th>" not in page  # the chief's figures are the job's
+
+
 def test_text_is_escaped_everywhere() -> None:
     hostile = "<script>x</script>"
     view = {**VIEW, "name": hostile, "note": hostile, "restarts": [hostile],

@@ -72,10 +72,9 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = WAIT_S
 def all_running(tracking_url: str, restarts: int) -> dict | None:
     """The job's view once every task runs (after `restarts` restarts), else None."""
     view = jobview.live_view(tracking_url)
-    ready = view and len(view["restarts"]) == restarts and len(view["tasks"]) == len(
-        EXPECTED_TASKS) and all(task["state"] == "running" and task["log_url"]
-                                for task in view["tasks"])
-    return view if ready else None
+    ready = view and len(view.restarts) == restarts and len(view.tasks) == len(
+        EXPECTED_TASKS) and all(task.state == "running" and task.log_url for task in view.tasks)
+    return view.to_dict() if ready else None
 
 
 @contextmanager

@@ -100,8 +100,38 @@ def format_progress(view: JobView) -> str:
     parts = []
     for role, row in role_counts(view).items():
         parts.append(f"{role} " + "/".join(str(row[s]) for s in row))
-    return (f"{view.state} gen {view.generation}: " + "  ".join(parts)
+    line = (f"{view.state} gen {view.generation}: " + "  ".join(parts)
             + "  (requested/allocated/registered/running/finished)")
+    step = (view.progress or {}).get("step")
+    return line if step is None else f"{line} step {step}{_pace(view.progress)}"
+
+
+def _pace(figures: dict) -> str:
+    rate = figures.get("steps_per_s")
+    return "" if rate is None else f" ({rate:.3g} steps/s)"
+
+
+def _scalars(scalars: dict[str, float], limit: int = 6) -> str:
+    shown = [f"{tag} {value:.4g}" for tag, value in list(scalars.items())[:limit]]
+    more = len(scalars) - limit
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def progress_lines(view: JobView, now: float) -> list[str]:
+    """How far training got and the last evaluation, from the tasks' event files."""
+    figures = view.progress
+    if not figures:
+        return []
+    lines = []
+    if figures.get("step") is not None:
+        age = (f", {now - figures['updated']:.0f} s ago" if figures.get("updated") else "")
+        lines.append(f"Training: global step {figures['step']}{_pace(figures)}{age}"
+                     + (f": {_scalars(figures['scalars'])}" if figures.get("scalars") else ""))
+    evaluation = figures.get("evaluation") or {}
+    if evaluation.get("scalars"):
+        lines.append(f"Last evaluation (checkpoint step {evaluation.get('step')}): "
+                     f"{_scalars(evaluation['scalars'])}")
+    return lines
 
 
 def format_table(view: JobView) -> str:

@@ -8,8 +8,15 @@ from dataclasses import dataclass
 
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
+from appmaster.vocabulary import Role
 from tfyarn import environments
-from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING, TENSORBOARD, Component, JobConfig
+from tfyarn.jobconfig import (
+    EVALUATOR,
+    FAILURE_THRESHOLD_MEANING,
+    TENSORBOARD,
+    Component,
+    JobConfig,
+)
 from tfyarn.workdir import default_work_dir, qualified
 
 # A dry run of thousands of tasks stays quick and small: a role with more tasks than this
@@ -46,6 +53,7 @@ def build_plan(job: JobConfig, name: str | None = None,
     app = job.app
     roles = tuple(role_plan(c, default_label) for c in job.tasks())
     tensorboard = job.component(TENSORBOARD)
+    evaluator = job.component(EVALUATOR)
     name = name or app.name
     work_dir = app.work_dir or default_work_dir()
     if app.checkpoint_prefix:  # Slider's layout: <prefix>/<application name>.<application id>
@@ -70,6 +78,9 @@ def build_plan(job: JobConfig, name: str | None = None,
         secrets=tuple(sorted(app.secrets)),
         tensorboard=(role_plan(tensorboard, default_label)
                      if tensorboard and tensorboard.instances else None),
+        evaluator=(role_plan(evaluator, default_label)
+                   if evaluator and evaluator.instances else None),
+        evaluation_timeout_s=app.evaluation_timeout_s,
         mirror_interval_s=app.mirror_interval_s,
         heartbeat_timeout_s=app.heartbeat_timeout_s,
         data_dir=app.data_dir and qualified(app.data_dir),
@@ -88,6 +99,13 @@ def placeholder_spec(plan: JobPlan) -> ClusterSpec:
 
 
 def restart_limit(role: RolePlan) -> str:
+    if role.name == Role.EVALUATOR:  # beside training: its end never ends the job by default
+        if role.failure_policy == "fatal":
+            return "its failure fails the job (failure policy fatal)"
+        kept = (0 if role.failure_policy == "ignore" else role.failure_threshold)
+        return ("a failed evaluator is dropped and training goes on" if kept == 0 else
+                f"{'unlimited' if kept < 0 else kept} failure(s) replaced, then it is dropped "
+                "and training goes on")
     if role.failure_policy == "ignore":
         return "a failed task is dropped and the job goes on"
     if role.failure_policy == "fatal" or role.failure_threshold == 0:
@@ -118,7 +136,7 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
     spec = placeholder_spec(plan)
     work_dir = plan.work_dir
     roles = []
-    for role in plan.roles:
+    for role in (*plan.roles, *([plan.evaluator] if plan.evaluator else [])):
         shown = shown_tasks(role.instances)
         commands = [
             shlex.join(map(summarised, plan.task_command(spec, role.name, i, work_dir)))

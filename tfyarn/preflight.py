@@ -251,9 +251,7 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
                        resources, component_keys(role.name, not own_label and
                                                  bool(placement.am_label)))
 
-    containers = [role_request(r) for r in plan.roles]
-    if plan.tensorboard is not None:
-        containers.append(role_request(plan.tensorboard))
+    containers = [role_request(r) for r in (*plan.roles, *plan.side_roles)]
     am_keys = component_keys(APPMASTER, "--am-label" in given)
     for option, dimension in (("--am-memory", "memory_mb"), ("--am-vcores", "vcores")):
         if option in given:

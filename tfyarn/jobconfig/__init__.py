@@ -16,6 +16,7 @@ from tfyarn.jobconfig.documents import Checker, read_document
 from tfyarn.jobconfig.model import (
     APPMASTER,
     COMPONENT_NAMES,
+    EVALUATOR,
     FAILURE_POLICIES,
     FAILURE_THRESHOLD_MEANING,
     SUCCESS_POLICIES,
@@ -31,7 +32,7 @@ from tfyarn.jobconfig.model import (
 from tfyarn.jobconfig.resources import parse_resources
 
 __all__ = [
-    "APPMASTER", "COMPONENT_NAMES", "FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING",
+    "APPMASTER", "COMPONENT_NAMES", "EVALUATOR", "FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING",
     "SUCCESS_POLICIES", "TASK_KINDS", "TENSORBOARD", "AppConfig", "Component", "JobConfig",
     "JobConfigError", "Problem", "describe_problems", "load_job",
 ]

@@ -13,6 +13,7 @@ from typing import Any
 from appmaster.jobplan import (
     DEFAULT_ALLOCATION_TIMEOUT_S,
     DEFAULT_AM_ATTEMPTS,
+    DEFAULT_EVALUATION_TIMEOUT_S,
     DEFAULT_HEARTBEAT_TIMEOUT_S,
     DEFAULT_MIRROR_INTERVAL_S,
     DEFAULT_REGISTRATION_TIMEOUT_S,
@@ -51,6 +52,7 @@ _AM_ATTEMPTS = _G + "am.max.attempts"
 _SECRETS = _G + "user.secrets"
 _MIRROR_INTERVAL = _G + "checkpoint.mirror.interval"
 _HEARTBEAT_TIMEOUT = _G + "task.heartbeat.timeout"
+_EVALUATION_TIMEOUT = _G + "evaluation.timeout"
 # Slider's TensorFlow package: training data on HDFS (--data_dir), checkpoints on HDFS under
 # <prefix>/<application name>.<application id> (--ckp_dir).
 _DATA_DIR = _G + "user.data.dir"
@@ -76,6 +78,7 @@ _APP_KEYS = (
     _SECRETS,
     _MIRROR_INTERVAL,
     _HEARTBEAT_TIMEOUT,
+    _EVALUATION_TIMEOUT,
     _DATA_DIR,
     _CHECKPOINT_PREFIX,
     _DATA,
@@ -145,6 +148,7 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
     deadline = _seconds(c, settings, _DEADLINE, None)
     mirror_interval = _seconds(c, settings, _MIRROR_INTERVAL, DEFAULT_MIRROR_INTERVAL_S)
     heartbeat_timeout = _seconds(c, settings, _HEARTBEAT_TIMEOUT, DEFAULT_HEARTBEAT_TIMEOUT_S)
+    evaluation_timeout = _seconds(c, settings, _EVALUATION_TIMEOUT, DEFAULT_EVALUATION_TIMEOUT_S)
     success_policy = settings.get(_SUCCESS_POLICY, "chief")
     if success_policy not in SUCCESS_POLICIES:
         c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
@@ -182,6 +186,7 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
         secrets=_secrets(c, settings, Path(os.path.abspath(path)).parent),
         mirror_interval_s=mirror_interval or DEFAULT_MIRROR_INTERVAL_S,
         heartbeat_timeout_s=heartbeat_timeout or DEFAULT_HEARTBEAT_TIMEOUT_S,
+        evaluation_timeout_s=evaluation_timeout or DEFAULT_EVALUATION_TIMEOUT_S,
         data_dir=data_dir,
         checkpoint_prefix=checkpoint_prefix,
         data=data,

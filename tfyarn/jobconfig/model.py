@@ -9,6 +9,7 @@ from pathlib import Path
 from appmaster.jobplan import (
     DEFAULT_ALLOCATION_TIMEOUT_S,
     DEFAULT_AM_ATTEMPTS,
+    DEFAULT_EVALUATION_TIMEOUT_S,
     DEFAULT_HEARTBEAT_TIMEOUT_S,
     DEFAULT_MIRROR_INTERVAL_S,
 )
@@ -25,7 +26,8 @@ FAILURE_THRESHOLD_MEANING = (
 APPMASTER = "slider-appmaster"
 TASK_KINDS = TF_ROLES  # without a chiefworker, worker 0 is the chief
 TENSORBOARD = Role.TENSORBOARD
-COMPONENT_NAMES = (APPMASTER, *TASK_KINDS, TENSORBOARD)
+EVALUATOR = Role.EVALUATOR
+COMPONENT_NAMES = (APPMASTER, *TASK_KINDS, EVALUATOR, TENSORBOARD)
 
 # What a task failure does (within the threshold for "restart"); "ignore" drops the task.
 FAILURE_POLICIES = ("restart", "fatal", "ignore")
@@ -114,6 +116,8 @@ class AppConfig:
     mirror_interval_s: float = DEFAULT_MIRROR_INTERVAL_S
     # a task whose agent is silent this long is lost (its host died or was cut off)
     heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S
+    # once the chief finished: how long the evaluator may take over the last checkpoint
+    evaluation_timeout_s: float = DEFAULT_EVALUATION_TIMEOUT_S
     # Slider's keys: training data on HDFS, which every task gets as a local --data_dir
     data_dir: str | None = None
     # the job's work dir is <prefix>/<application name>.<application id>; tasks get --ckp_dir

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from appmaster.vocabulary import Role
 from tfyarn.jobconfig.documents import (
     Checker,
     as_int,
@@ -19,6 +20,7 @@ from tfyarn.jobconfig.documents import (
 from tfyarn.jobconfig.model import (
     APPMASTER,
     COMPONENT_NAMES,
+    EVALUATOR,
     FAILURE_POLICIES,
     TENSORBOARD,
     Component,
@@ -173,15 +175,21 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
         s.c.add(where, "at most 1 TensorBoard per job", 'set it to "1" (or "0" for none).',
                 value=value)
         instances = None
+    if s.name == EVALUATOR and instances not in (None, 0, 1):
+        value, where = s.find(_INSTANCES) or (None, "")
+        s.c.add(where, "at most 1 evaluator per job: it evaluates every checkpoint the chief "
+                "saves, one after the other", 'set it to "1" (or "0" for none).', value=value)
+        instances = None
     memory = s.whole(_MEMORY, 1024)
     vcores = s.whole(_VCORES, 1)
     gpus = s.whole(_GPUS, 0)
     threshold = s.whole(_THRESHOLD, 0)
     policy = _choice(s, _POLICY, FAILURE_POLICIES, "restart")
-    if policy == "ignore" and s.name != "worker":
+    if policy == "ignore" and s.name not in (Role.WORKER, EVALUATOR):
         value, where = s.find(_POLICY) or (None, "")
         s.c.add(where, f"a {s.name} cannot be ignored: the job cannot go on without it",
-                'use "restart" or "fatal"; "ignore" is for workers.', value=value)
+                'use "restart" or "fatal"; "ignore" is for workers and the evaluator.',
+                value=value)
         policy = None
     label, label_ok = _label(s)
     if (
