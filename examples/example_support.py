@@ -85,6 +85,14 @@ def tf2_start(argv: list[str], description: str) -> tuple[argparse.Namespace, di
     return args, tf_config
 
 
+def is_chief(tf_config: dict) -> bool:
+    """The chief is its own task type; without one, worker 0 plays the chief."""
+    task = tf_config["task"]
+    return task["type"] == "chief" or (
+        task["type"] == "worker" and int(task["index"]) == 0
+        and "chief" not in tf_config["cluster"])
+
+
 def teacher_weights(np: ModuleType):
     """A fixed random "teacher" that labels random inputs, the same on every task, so the
     workers learn one function and the loss really falls."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
-from example_support import tf2_start, write_result
+from example_support import is_chief, tf2_start, write_result
 from keras_support import (
     build_model,
     epochs_of,
@@ -29,11 +29,7 @@ from keras_support import (
 
 def main(argv: list[str]) -> int:
     args, tf_config = tf2_start(argv, __doc__)
-    task_type, task_index = tf_config["task"]["type"], int(tf_config["task"]["index"])
-    # The chief is its own task type; without one, worker 0 plays the chief.
-    is_chief = task_type == "chief" or (
-        task_type == "worker" and task_index == 0 and "chief" not in tf_config["cluster"]
-    )
+    chief = is_chief(tf_config)
     tf, keras = load_tf_keras()  # before anything imports TensorFlow
     import numpy as np
 
@@ -54,10 +50,10 @@ def main(argv: list[str]) -> int:
             # on the other tasks Keras writes into a temporary dir of its own
             step_tensorboard(keras, os.path.join(args.work_dir, "tensorboard")),
         ],
-        verbose=2 if is_chief else 0,
+        verbose=2 if chief else 0,
     )
     final_step = global_step(keras, model)
-    if is_chief:
+    if chief:
         losses = history.history.get("loss") or [None]
         steps_run = len(history.epoch) * args.save_every
         write_result(args.work_dir, final_step, losses[-1], final_step - steps_run)

@@ -20,6 +20,7 @@ import tempfile
 import time
 
 from example_support import (
+    is_chief,
     make_params,
     sgd_step,
     teacher_weights,
@@ -30,11 +31,7 @@ from example_support import (
 
 def main(argv: list[str]) -> int:
     args, tf_config = tf2_start(argv, __doc__)
-    task_type, task_index = tf_config["task"]["type"], int(tf_config["task"]["index"])
-    # The chief is its own task type; without one, worker 0 plays the chief.
-    is_chief = task_type == "chief" or (
-        task_type == "worker" and task_index == 0 and "chief" not in tf_config["cluster"]
-    )
+    chief = is_chief(tf_config)
 
     import numpy as np  # after recording: importing TensorFlow takes seconds
     import tensorflow as tf
@@ -59,7 +56,7 @@ def main(argv: list[str]) -> int:
     if latest:
         checkpoint.restore(latest)  # every task restores the chief's last checkpoint
     # Saving is collective: every task must save, but only the chief's copy is kept.
-    save_dir = checkpoint_dir if is_chief else tempfile.mkdtemp(prefix="mwms-ckpt-")
+    save_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="mwms-ckpt-")
     manager = tf.train.CheckpointManager(checkpoint, save_dir, max_to_keep=3)
     first_step = int(global_step.numpy())
     print(f"start global_step {first_step}", flush=True)
@@ -87,7 +84,7 @@ def main(argv: list[str]) -> int:
     print(f"step {final_step} loss {loss}", flush=True)
 
     manager.save(final_step)
-    if not is_chief:
+    if not chief:
         shutil.rmtree(save_dir, ignore_errors=True)
     else:
         write_result(args.work_dir, final_step, loss, first_step)
