@@ -102,7 +102,9 @@ def test_keras_ps_goes_on_after_a_worker_kill(
     restarts = restarts_of(app["diagnostics"])
     assert len(restarts) == 1 and restarts[0].startswith("worker 0 replaced"), restarts
     result = job.result()
-    assert result == {**result, "first_global_step": 0, "global_step": LONG_STEPS}, result
+    # Steps the dead worker had begun run again elsewhere: the global step may end past the
+    # last (measured: 601 of 600), as ParameterServerStrategy runs a step at least once.
+    assert result["first_global_step"] == 0 and result["global_step"] >= LONG_STEPS, result
     job.assert_no_process_left()
 
 
@@ -136,7 +138,7 @@ def test_keras_example_resumes_from_hdfs(
     assert any("cluster restarted as generation 1" in r for r in restarts), restarts
     result = job.result()
     assert result["first_global_step"] >= saved * SAVE_EVERY > 0, (saved, result)
-    assert result["global_step"] == LONG_STEPS, result
+    assert result["global_step"] >= LONG_STEPS, result
     assert_restored_from_hdfs(job, "chiefworker-0.stdout", saved, CHECKPOINT_STATE[example])
     job.assert_no_process_left()
 
