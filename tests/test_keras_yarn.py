@@ -111,7 +111,7 @@ def test_keras_ps_goes_on_after_a_worker_kill(
 @pytest.mark.parametrize("example, victim", [
     ("keras_ps", ("ps", 0)),
     ("keras_mwms", ("worker", 1)),
-], ids=["ps-ps", "mwms-worker"])
+], ids=["keras_ps-kill-ps", "keras_mwms-kill-worker"])
 def test_keras_example_resumes_from_hdfs(
         yarn_cluster, submit, tmp_path: Path, example: str, victim: tuple[str, int]) -> None:
     """kill -9 a task whose loss the survivors cannot train through: the cluster restarts as
