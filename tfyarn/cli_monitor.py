@@ -14,7 +14,7 @@ from appmaster.view import JobView
 from appmaster.vocabulary import TF_ROLES
 from tfyarn import jobview, rmrest
 from tfyarn.errors import TfyarnError
-from tfyarn.submit import FINAL_STATES, skein_client
+from tfyarn.submit import FINAL_STATES, plain_diagnosis, skein_client
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
               "KILLED"]
@@ -191,7 +191,12 @@ def kill_command(app_id: str) -> None:
         if str(report.state) in FINAL_STATES:
             click.echo(f"{app_id} already ended: {report.state} ({report.final_status}).")
             return
-        client.kill_application(app_id)
+        try:
+            client.kill_application(app_id)
+        except Exception as exc:  # e.g. refused by the application's modify ACL
+            raise TfyarnError(f"YARN refused to kill {app_id}: {plain_diagnosis(str(exc))}",
+                              "only the job's owner, its modify ACL and the queue's "
+                              "administrators may kill it.") from exc
     click.echo(f"Killed {app_id}.")
 
 
