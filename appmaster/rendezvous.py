@@ -3,10 +3,10 @@
 The agents' side is appmaster/agentlink.py (standard library only): with it an agent needs
 neither skein nor gRPC (~55 MB and ~0.3 CPU-s per container, issue 14). What the agents
 write and read here is what they wrote and read in skein's registry (appmaster/registry.py
-names the keys): their exports, status, tails and mirror reports; their task and the
-cluster spec; their heartbeats. What only YARN can tell, a container's end, stays with
-skein: the master writes ``task/<container>`` there with owner=container and watches its
-deletion, which needs nothing from the agent.
+names the keys): their exports, status, tails, mirror and progress reports; their task, the
+cluster spec and the end of training (the evaluator's cue); their heartbeats. What only
+YARN can tell, a container's end, stays with skein: the master writes ``task/<container>``
+there with owner=container and watches its deletion, which needs nothing from the agent.
 
 Who may talk to it: every request must carry the job's token (``X-Tfyarn-Token``), a random
 secret made by `tfyarn submit` and given to the job's containers only, as a private YARN
@@ -37,8 +37,8 @@ from appmaster.agentlink import TOKEN_HEADER, VERSION_HEADER, candidate_ports
 log = logging.getLogger("tfyarn.rendezvous")
 
 # What agents may write and read: nothing else of the master's state is reachable.
-AGENT_WRITABLE = ("exports/", "status/", "tail/", "mirror/")
-AGENT_READABLE = ("task/", "spec/")
+AGENT_WRITABLE = ("exports/", "status/", "tail/", "mirror/", "progress/")
+AGENT_READABLE = ("task/", "spec/", "training/")  # training/done: the evaluator's cue
 MAX_BODY = 1 << 20  # a status, a mirror report, 20 stderr lines: far less than this
 MAX_WAIT_S = 60.0
 

@@ -48,6 +48,19 @@ def test_agent_writes_reach_the_master_as_events(served):
     assert store.get("status/worker_0")[0] == b'{"state": "registered"}'
 
 
+def test_the_evaluator_waits_for_the_end_of_training_and_reports_progress(served):
+    store, server, token, heard = served
+    link = AgentLink(server.url, token)
+    got: list[tuple[bytes, int]] = []
+    waiter = threading.Thread(target=lambda: got.append(link.wait("training/done")))
+    waiter.start()
+    link.put("progress/evaluator_0", b'{"step": 10}')
+    store.put("training/done", b"1")
+    waiter.join(10)
+    assert got and got[0][0] == b"1"
+    assert heard == [("progress/evaluator_0", b'{"step": 10}')]
+
+
 def test_agent_reads_its_task_and_a_missing_key_is_none(served):
     store, server, token, _ = served
     store.put("task/worker_0", b'{"role": "worker", "index": 0}')
