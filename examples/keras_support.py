@@ -29,7 +29,8 @@ def _version(*distributions: str) -> str | None:
 
 
 def tf_keras_problem() -> str | None:
-    """Why this Python cannot run the examples' `fit`, with the fix; None when it can."""
+    """Why this Python cannot run the examples' `fit` (no tf-keras, one of another version,
+    no tensorboard), with the fix; None when it can."""
     tf_version = _version("tensorflow", "tensorflow-cpu", "tensorflow-gpu") or "2.21.0"
     series = ".".join(tf_version.split(".")[:2])
     fix = (f"Fix: install it beside TensorFlow {tf_version} in the job's Python "
@@ -39,6 +40,10 @@ def tf_keras_problem() -> str | None:
         return (f"this example needs tf-keras (Keras 2): on TensorFlow {series} Keras 3's "
                 f"model.fit runs with neither ParameterServerStrategy nor "
                 f"MultiWorkerMirroredStrategy, and {sys.executable} has no tf_keras. {fix}")
+    if importlib.util.find_spec("tensorboard") is None:  # tf.summary's implementation
+        return (f"the TensorBoard callback needs the tensorboard package, and "
+                f"{sys.executable} has none (tensorflow-cpu does not bring it). Fix: pip "
+                f"install 'tensorboard=={series}.*' into the job's Python.")
     keras_version = _version("tf-keras", "tf_keras")
     if keras_version and not keras_version.startswith(series + "."):
         return (f"tf-keras {keras_version} does not match TensorFlow {tf_version} "
