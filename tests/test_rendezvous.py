@@ -38,6 +38,14 @@ def credentials(tmp_path: Path, name: str) -> tuple[str, str]:
     return str(cert), str(key)
 
 
+def waiting(link: AgentLink, key: str, after: int = 0):
+    """A thread blocked in ``link.wait``, and the list its answer lands in."""
+    got: list[tuple[bytes, int]] = []
+    waiter = threading.Thread(target=lambda: got.append(link.wait(key, after)))
+    waiter.start()
+    return waiter, got
+
+
 def test_agent_writes_reach_the_master_as_events(served):
     store, server, token, heard = served
     link = AgentLink(server.url, token)
@@ -51,9 +59,7 @@ def test_agent_writes_reach_the_master_as_events(served):
 def test_the_evaluator_waits_for_the_end_of_training_and_reports_progress(served):
     store, server, token, heard = served
     link = AgentLink(server.url, token)
-    got: list[tuple[bytes, int]] = []
-    waiter = threading.Thread(target=lambda: got.append(link.wait("training/done")))
-    waiter.start()
+    waiter, got = waiting(link, "training/done")
     link.put("progress/evaluator_0", b'{"step": 10}')
     store.put("training/done", b"1")
     waiter.join(10)
@@ -72,9 +78,7 @@ def test_agent_reads_its_task_and_a_missing_key_is_none(served):
 def test_wait_returns_when_the_spec_is_published(served):
     store, server, token, _ = served
     link = AgentLink(server.url, token)
-    got: list[tuple[bytes, int]] = []
-    waiter = threading.Thread(target=lambda: got.append(link.wait("spec/0")))
-    waiter.start()
+    waiter, got = waiting(link, "spec/0")
     waiter.join(0.3)
     assert waiter.is_alive() and not got  # nothing published yet: still waiting
     version = store.put("spec/0", b'{"worker": ["h:1"]}')
@@ -87,9 +91,7 @@ def test_wait_after_a_version_sees_only_a_newer_one(served):
     first = store.put("spec/0", b"old")
     link = AgentLink(server.url, token)
     assert link.wait("spec/0") == (b"old", first)
-    got: list[tuple[bytes, int]] = []
-    waiter = threading.Thread(target=lambda: got.append(link.wait("spec/0", after=first)))
-    waiter.start()
+    waiter, got = waiting(link, "spec/0", after=first)
     waiter.join(0.3)
     assert waiter.is_alive()
     second = store.put("spec/0", b"new")
