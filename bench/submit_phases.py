@@ -35,7 +35,7 @@ def mark(name):
     marks[name + "_cpu"] = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
 mark("python_up")
 from tfyarn import api
-from tfyarn.submit import skein_client
+from tfyarn.driver import skein_client
 mark("imported")
 planned = api.plan_job(sys.argv[1], sys.argv[2])
 environment = planned.prepare(lambda line: None)

@@ -27,7 +27,7 @@ def run_python(code: str) -> str:
 
 
 @pytest.mark.parametrize("first", ["import tfyarn", "import tfyarn.cli",
-                                   "from tfyarn.submit import SubmitError",
+                                   "from tfyarn.driver import SubmitError",
                                    "import tfyarn.api"])
 def test_tfyarn_submit_is_the_api_function(first: str) -> None:
     out = run_python(f"{first}\nimport tfyarn, tfyarn.api\n"

@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from tfyarn.cli import main
+from tfyarn.driver import SubmitError
 from tfyarn.environments import JobEnvironmentError
 from tfyarn.errors import TfyarnError, in_context
 from tfyarn.jobconfig import JobConfigError, Problem
@@ -13,7 +14,6 @@ from tfyarn.kerberos import KerberosError
 from tfyarn.localyarn.provision import ClusterError
 from tfyarn.preflight import PreflightRefused
 from tfyarn.rmrest import RestError
-from tfyarn.submit import SubmitError
 from tfyarn.workdir import WorkDirError
 
 

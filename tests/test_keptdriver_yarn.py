@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from tfyarn import keptdriver
-from tfyarn.submit import skein_client
+from tfyarn.driver import skein_client
 
 
 def keeper_pid(client) -> int:

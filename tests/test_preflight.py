@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from jobtools import prepare_job
 
+from tfyarn.driver import plain_diagnosis
 from tfyarn.jobconfig import load_job
 from tfyarn.plan import Placement, build_plan
 from tfyarn.preflight import (
@@ -34,7 +35,6 @@ from tfyarn.preflight import (
     needs_acl_answer,
     run_preflight,
 )
-from tfyarn.submit import plain_diagnosis
 
 RECORDING = Path(__file__).with_name("test_preflight_rm.json")
 QUEUE_KEY = ("appConfig.json", 'global."site.global.queue"')

@@ -26,11 +26,11 @@ from jobtools import (
     submit_and_wait,
 )
 
+from tfyarn.driver import SubmitError, submit
 from tfyarn.jobconfig import load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.siteconf import capacity_scheduler, xml_document
 from tfyarn.plan import Placement, build_plan
-from tfyarn.submit import SubmitError, submit
 
 pytestmark = pytest.mark.yarn
 

@@ -8,20 +8,12 @@ As a library::
 `submit` is tfyarn/api.py's; errors are tfyarn.errors.TfyarnError.
 """
 
-import importlib
-
 __version__ = "0.1.0"
 __all__ = ["__version__", "submit"]
 
-# The package's `submit` is the function, yet tfyarn/submit.py (skein's driver) is a module
-# of that name, and importing a submodule sets the package's attribute to it. So that module
-# (light) is loaded here, once, and the attribute dropped: `submit` then always comes from
-# __getattr__ below, which loads the pipeline only when it is first used.
-importlib.import_module("tfyarn.submit")
-del globals()["submit"]
-
 
 def __getattr__(name: str):
+    """`submit` loads the pipeline only when it is first used: `import tfyarn` stays light."""
     if name == "submit":
         from tfyarn.api import submit
 

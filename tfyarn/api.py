@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 from appmaster.jobplan import JobPlan
 from tfyarn import hadoopconf, jobenv, kerberos, preflight, workdir
+from tfyarn.driver import skein_client
+from tfyarn.driver import submit as submit_to_yarn
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
 from tfyarn.plan import Placement, build_plan, plan_document
-from tfyarn.submit import skein_client
-from tfyarn.submit import submit as submit_to_yarn
 
 log = logging.getLogger(__name__)
 FilePath = str | os.PathLike[str]

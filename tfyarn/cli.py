@@ -8,8 +8,8 @@ from tfyarn import __version__
 from tfyarn.cli_cluster import cluster_group
 from tfyarn.cli_jobs import submit_command
 from tfyarn.cli_monitor import kill_command, list_command, logs_command, status_command
+from tfyarn.driver import configure_driver
 from tfyarn.errors import TfyarnError
-from tfyarn.submit import configure_driver
 
 
 class TfyarnGroup(click.Group):

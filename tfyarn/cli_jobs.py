@@ -12,8 +12,8 @@ import click
 from appmaster.webpage import job_page_url
 from tfyarn import jobview
 from tfyarn.api import SubmitOptions, plan_job
+from tfyarn.driver import FINAL_STATES, follow, plain_diagnosis, skein_client
 from tfyarn.plan import format_plan, format_plan_json
-from tfyarn.submit import FINAL_STATES, follow, plain_diagnosis, skein_client
 
 
 @click.command("submit")

@@ -13,8 +13,8 @@ import click
 from appmaster.view import JobView
 from appmaster.vocabulary import TF_ROLES
 from tfyarn import jobview, rmrest
+from tfyarn.driver import FINAL_STATES, plain_diagnosis, skein_client
 from tfyarn.errors import TfyarnError
-from tfyarn.submit import FINAL_STATES, plain_diagnosis, skein_client
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
               "KILLED"]

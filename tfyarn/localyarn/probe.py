@@ -51,7 +51,7 @@ def probe_spec():
 def run_probe(timeout_s: float = TIMEOUT_S) -> str:
     """The probe application's id once each service's container ran (the application is then
     ended SUCCEEDED); otherwise it is killed and a RuntimeError says why."""
-    from tfyarn.submit import skein_client
+    from tfyarn.driver import skein_client
 
     spec = probe_spec()
     with skein_client() as client:
