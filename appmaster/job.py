@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from appmaster import registry
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan
 from appmaster.liveness import Liveness
+from appmaster.phases import PhaseClock
 from appmaster.vocabulary import JobState, Role, TaskState
 
 log = logging.getLogger("tfyarn.master")
@@ -114,37 +115,6 @@ class _Ended(Exception):
     def __init__(self, end: EndJob) -> None:
         super().__init__(end.diagnostics)
         self.end = end
-
-
-# ------------------------------------------------------------------ start-up phases
-
-
-@dataclass
-class PhaseClock:
-    """When each start-up phase of a generation ended, for the log (and the benchmarks)."""
-
-    requested_at: float = 0.0
-    marks: dict[str, float] = field(default_factory=dict)
-
-    def restart(self, now: float) -> None:
-        self.requested_at, self.marks = now, {}
-
-    def mark_once(self, phase: str, now: float) -> None:
-        if phase not in self.marks:
-            self.marks[phase] = now
-            log.info("phase %s: %.3f s after the container requests", phase,
-                     now - self.requested_at)
-
-    def seconds(self) -> dict[str, float]:
-        return {name: at - self.requested_at for name, at in self.marks.items()}
-
-    def summary(self) -> str:
-        order = ["all started", "all registered", "spec published", "all running"]
-        points = [("requested", self.requested_at)] + [
-            (name, self.marks[name]) for name in order if name in self.marks
-        ]
-        pairs = zip(points, points[1:], strict=False)
-        return "; ".join(f"{a} -> {b}: {tb - ta:.3f} s" for (a, ta), (b, tb) in pairs)
 
 
 # ------------------------------------------------------------------ the job
