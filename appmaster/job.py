@@ -189,6 +189,20 @@ class Job:
         """YARN says the container ended (the agent may not have said so: it was killed)."""
         return self._run(self._container_ended, now, container, succeeded, failure)
 
+    def on_allocated(self, containers: dict[str, str | None]) -> None:
+        """YARN gave these containers (container -> node), whose agents have not started:
+        their files are still being localized, which no allocation timeout should end."""
+        for container, node in containers.items():
+            task = self.by_container.get(container)
+            if task is not None and task.state == TaskState.REQUESTED:
+                task.state, task.node = TaskState.ALLOCATED, node
+
+    def waiting_for_yarn(self, now: float) -> bool:
+        """Whether the allocation deadline passed with containers YARN may not have given:
+        the master then asks YARN which it did (``on_allocated``) before ``on_tick``."""
+        return now >= self.allocation_deadline and any(
+            t.state == TaskState.REQUESTED for t in self.live_tasks())
+
     def on_heartbeats(self, beats: dict[str, bytes], now: float) -> list[Action]:
         """Every agent's heartbeat counter, read at once: silent tasks are lost."""
         return self._run(self._heard, now, beats)
@@ -273,7 +287,7 @@ class Job:
     def _started(self, now: float, container: str, node: str | None,
                  yarn_container_id: str | None, user: str | None) -> None:
         task = self.by_container.get(container)
-        if task is None or task.state != TaskState.REQUESTED:
+        if task is None or task.state not in (TaskState.REQUESTED, TaskState.ALLOCATED):
             return
         if self._on_a_lost_node(task, container, node, now):
             return
@@ -281,7 +295,8 @@ class Job:
         task.yarn_container_id, task.node, task.user = yarn_container_id, node, user
         if task is not self.tensorboard:
             self.liveness.watch(container, now)
-        if all(t.state != TaskState.REQUESTED for t in self.live_tasks()):
+        if all(t.state not in (TaskState.REQUESTED, TaskState.ALLOCATED)
+               for t in self.live_tasks()):
             self.clock.mark_once("all started", now)
 
     def _on_a_lost_node(self, task: Task, container: str, node: str | None,
@@ -559,6 +574,10 @@ class Job:
     def _describe_unregistered(self, task: Task) -> str:
         if task.state == TaskState.REQUESTED:
             return f"container {task.container} not started yet: {self._describe_request(task)}"
+        if task.state == TaskState.ALLOCATED:
+            return (f"container {task.container} was given on {task.node} but its agent never "
+                    "started: YARN was still localizing its files (a large packed env takes "
+                    "minutes the first time on a node; raise site.global.registration.timeout)")
         return (f"container {task.container} ({task.yarn_container_id}) started on "
                 f"{task.node} but its agent never exported an address")
 

@@ -131,6 +131,9 @@ class Master:
         self.perform(self.job.on_container_end(container, state == "SUCCEEDED", now, failure))
 
     def on_deadline(self, now: float) -> None:
+        if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
+            self.job.on_allocated({c.id: c.yarn_node_http_address
+                                   for c in self.app.get_containers(states=["RUNNING"])})
         if self.job.heartbeats_due(now):
             beats = {registry.container_of(key): value
                      for key, value in self.app.kv.get_prefix("alive/").items()}

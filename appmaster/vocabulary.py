@@ -38,7 +38,8 @@ TF_ROLES = (Role.PS, Role.CHIEFWORKER, Role.WORKER)
 class TaskState(Word):
     """Where one task stands, from its container request to its end."""
 
-    REQUESTED = "requested"  # its container asked of YARN, not started yet
+    REQUESTED = "requested"  # its container asked of YARN, not given yet
+    ALLOCATED = "allocated"  # YARN gave it; its files (a packed env...) are being localized
     STARTED = "started"  # its agent runs in a container and holds a port
     REGISTERED = "registered"  # its address is exported, the cluster spec may wait on others
     RUNNING = "running"  # its script runs
@@ -54,7 +55,8 @@ class TaskState(Word):
 # How far each state got along the way, for the per-role counts the CLI prints.
 STAGES = ("requested", "allocated", "registered", "running", "finished")
 STAGES_REACHED = {
-    TaskState.REQUESTED: STAGES[:1], TaskState.STARTED: STAGES[:2],
+    TaskState.REQUESTED: STAGES[:1], TaskState.ALLOCATED: STAGES[:2],
+    TaskState.STARTED: STAGES[:2],
     TaskState.REGISTERED: STAGES[:3], TaskState.RUNNING: STAGES[:4],
     TaskState.FINISHED: STAGES, TaskState.FAILED: STAGES[:1], TaskState.STOPPED: STAGES[:4],
 }

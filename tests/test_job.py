@@ -97,7 +97,7 @@ class Cluster:
         def waiting(state: TaskState) -> list[tuple[str, int]]:
             return [key for key, task in self.job.tasks.items() if task.state == state]
 
-        for key in waiting(TaskState.REQUESTED):
+        for key in waiting(TaskState.REQUESTED) + waiting(TaskState.ALLOCATED):
             self.start(*key)
         for key in waiting(TaskState.STARTED):
             self.export(*key)
@@ -482,3 +482,31 @@ def test_a_fatal_evaluator_fails_the_job() -> None:
     assert cluster.end and cluster.end.status == JobState.FAILED
     assert cluster.end.diagnostics.startswith(
         "Component evaluator failed 1 time(s); its failure policy is fatal.")
+
+
+def test_a_container_given_but_still_localizing_is_not_an_allocation_failure() -> None:
+    """A large packed env takes minutes to unpack on a fresh node: YARN gave the container,
+    its agent has not started. The allocation timeout does not apply; the registration
+    timeout does, and says what was happening."""
+    cluster = Cluster(plan(allocation_timeout_s=20.0, registration_timeout_s=60.0))
+    for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
+        cluster.start(*key)
+    cluster.tick(21)
+    assert cluster.job.waiting_for_yarn(cluster.now)
+    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042", "other_9": "x"})
+    assert not cluster.job.waiting_for_yarn(cluster.now)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == [] and cluster.end is None
+    cluster.tick(40)  # 61 s after the requests: the registration timeout
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.splitlines()[-1] == (
+        "  worker 1: container worker_1 was given on nm2:8042 but its agent never started: "
+        "YARN was still localizing its files (a large packed env takes minutes the first "
+        "time on a node; raise site.global.registration.timeout)")
+
+
+def test_an_allocated_task_that_starts_counts_as_started() -> None:
+    cluster = Cluster(plan())
+    cluster.job.on_allocated({cluster.container("ps", 0): "nm1:8042"})
+    assert cluster.job.tasks[("ps", 0)].state == TaskState.ALLOCATED
+    cluster.everyone_running()
+    assert cluster.job.state == JobState.RUNNING and "all started" in cluster.job.clock.marks
