@@ -100,11 +100,18 @@ def test_keras_ps_goes_on_after_a_worker_kill(
     app = job.final()
     assert_succeeded(job, app)
     restarts = restarts_of(app["diagnostics"])
-    assert len(restarts) == 1 and restarts[0].startswith("worker 0 replaced"), restarts
+    assert restarts[0].startswith("worker 0 replaced"), restarts
     result = job.result()
+    if len(restarts) == 1:  # back on its old host:port: fit went on in the same chief
+        assert result["first_global_step"] == 0, result
+    else:  # YARN put the replacement on another host: the documented restart from HDFS
+        assert len(restarts) == 2 and restarts[1].startswith("worker 0 came back at ") and (
+            restarts[1].endswith("cluster restarted as generation 1 from the last "
+                                 "checkpoint")), restarts
+        assert result["first_global_step"] > 0, result  # resumed, not from scratch
     # Steps the dead worker had begun run again elsewhere: the global step may end past the
     # last (measured: 601 of 600), as ParameterServerStrategy runs a step at least once.
-    assert result["first_global_step"] == 0 and result["global_step"] >= LONG_STEPS, result
+    assert result["global_step"] >= LONG_STEPS, result
     job.assert_no_process_left()
 
 
