@@ -85,6 +85,13 @@ def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120,
                           text=True, timeout=timeout_s, cwd=REPO)
 
 
+def status_json(yarn_cluster, app_id: str) -> dict:
+    """`tfyarn status APP --json` as a user reads it: {"application": ..., "job": ...}."""
+    result = run_tfyarn(yarn_cluster, "status", app_id, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
 class JobFiles:
     """A job's files where an operator finds them: the job's work dir on HDFS, and each
     container's local work dir on its own host (NodeManagers keep finished containers'

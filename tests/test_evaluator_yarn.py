@@ -19,6 +19,7 @@ import pytest
 from jobtools import (
     prepare_job,
     run_tfyarn,
+    status_json,
     submit_and_wait,
     task_processes,
 )
@@ -31,9 +32,7 @@ TRAIN_STEPS = 300  # the seed script's default last step
 
 
 def status_view(yarn_cluster, app_id: str) -> dict:
-    result = run_tfyarn(yarn_cluster, "status", app_id, "--json")
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)["job"] or {}
+    return status_json(yarn_cluster, app_id)["job"] or {}
 
 
 def test_the_evaluator_evaluates_the_last_checkpoint(yarn_cluster, tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from jobtools import (
     prepare_job,
     rm_node_id,
     run_tfyarn,
+    status_json,
     task_processes,
 )
 
@@ -112,12 +113,6 @@ def records(files: JobFiles) -> dict[str, dict]:
         with contextlib.suppress(ValueError, OSError):
             found[path.stem] = json.loads(path.read_text())
     return found
-
-
-def status_json(yarn_cluster, app_id: str) -> dict:
-    result = run_tfyarn(yarn_cluster, "status", app_id, "--json")
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 @pytest.fixture

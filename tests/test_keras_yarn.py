@@ -13,7 +13,6 @@ mirrors the chief's local dir to HDFS and restores it into restarted tasks.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import test_faults_yarn
-from jobtools import EXAMPLES, REPO, prepare_job, run_tfyarn, submit_and_wait
+from jobtools import EXAMPLES, REPO, prepare_job, status_json, submit_and_wait
 from test_faults_yarn import (
     Job,
     assert_restored_from_hdfs,
@@ -51,12 +50,6 @@ def keras_job(tmp_path: Path, example: str, args: list[str], **options) -> tuple
     files = EXAMPLES / example
     return prepare_job(tmp_path, args=args, resources=files / "resources.json",
                        app_config=files / "appConfig.json", **options)
-
-
-def status_json(yarn_cluster, app_id: str) -> dict:
-    result = run_tfyarn(yarn_cluster, "status", app_id, "--json")
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def hdfs_checkpoint(job: Job, example: str) -> int | None:

@@ -29,7 +29,7 @@ from jobtools import (
     TFYARN,
     cluster_user,
     refused,
-    run_tfyarn,
+    status_json,
     submit_and_wait,
 )
 
@@ -78,12 +78,6 @@ def hdfs_step(url: str) -> int | None:
     return int(match.group(2)) if match else None
 
 
-def status(yarn_cluster, app_id: str) -> dict:
-    result = run_tfyarn(yarn_cluster, "status", app_id, "--json")
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
 def test_the_package_runs_as_shipped(yarn_cluster, slider_data: str) -> None:
     """2 ps, 5 workers and TensorBoard to SUCCEEDED; worker 0 is the chief; data from HDFS
     through --data_dir; every checkpoint, the last one included, on HDFS under
@@ -115,7 +109,7 @@ def test_the_package_runs_as_shipped(yarn_cluster, slider_data: str) -> None:
     assert {f"model.ckpt-{step}.index", f"model.ckpt-{step}.data-00000-of-00001"} <= names
     assert any(n.startswith("events.out.tfevents") for n in names), names  # TensorBoard's
 
-    shown = status(yarn_cluster, run.app_id)
+    shown = status_json(yarn_cluster, run.app_id)
     text, view = json.dumps(shown), shown["job"]
     assert url in text, f"tfyarn status does not say where the checkpoints are: {text[:2000]}"
     tasks = {(t["role"], t["index"]): t for t in view["tasks"]}
