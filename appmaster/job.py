@@ -50,6 +50,10 @@ class Task:
     progress: dict | None = None  # what its event files say (appmaster/progress.py)
 
     @property
+    def key(self) -> tuple[str, int]:
+        return (self.role, self.index)
+
+    @property
     def name(self) -> str:
         return f"{self.role} {self.index}"
 
@@ -109,6 +113,12 @@ class EndJob:
 Action = Request | Kill | Fence | PublishSpec | ShowTensorBoard | TrainingDone | EndJob
 
 
+# A worker often fails *because* a ps or the chief just died (its RPCs break first), and its
+# agent's word can reach the master before theirs: a worker's failure waits this long for
+# such a cause before it is counted and the worker replaced.
+FAILURE_SETTLE_S = 5.0
+
+
 class _Ended(Exception):
     """Unwinds an event once the job's outcome is decided."""
 
@@ -146,6 +156,8 @@ class Job:
         self.liveness = Liveness(plan.heartbeat_timeout_s)
         self.next_liveness_check = 0.0
         self.lost_nodes: dict[str, float] = {}  # host -> when a task there was lost
+        # Workers that failed, not yet judged (see FAILURE_SETTLE_S): key -> (reason, when)
+        self.settling: dict[tuple[str, int], tuple[str, float]] = {}
         self._actions: list[Action] = []
 
     # ------------------------------------------------------------ events
@@ -242,6 +254,7 @@ class Job:
             deadlines.append(self.next_liveness_check)
         if self.evaluation_deadline is not None:
             deadlines.append(self.evaluation_deadline)
+        deadlines += [due for _, due in self.settling.values()]
         return min(deadlines) if deadlines else None
 
     def heartbeats_due(self, now: float) -> bool:
@@ -400,7 +413,7 @@ class Job:
                     "The evaluator evaluated the last checkpoint."))
             return  # it ended by itself; training goes on
         if self.plan.success_policy == "chief":
-            done = (task.role, task.index) == self.plan.chief  # worker 0 without chiefworker
+            done = task.key == self.plan.chief  # worker 0 without chiefworker
         else:
             done = all(t.state == TaskState.FINISHED for t in self.live_tasks()
                        if t.role != Role.PS)
@@ -456,6 +469,14 @@ class Job:
             self.restarts.append(f"{task.name} found its port taken: restarted on a new one")
             self._restart(task, now)
             return
+        if how == "failed" and self._replaceable(task):
+            self.settling[task.key] = (reason, now + FAILURE_SETTLE_S)
+            log.info("%s failed; judged in %.0f s unless a ps or the chief failed first",
+                     task.name, FAILURE_SETTLE_S)
+            return
+        self._count_failure(task, reason, now, how)
+
+    def _count_failure(self, task: Task, reason: str, now: float, how: str = "failed") -> None:
         role = self.plan.role(task.role)
         self.failures[task.role] += 1
         failures = self.failures[task.role]
@@ -514,12 +535,15 @@ class Job:
 
     def _replaceable(self, task: Task) -> bool:
         """A plain worker: not the chief (worker 0 in a job without a chiefworker)."""
-        return task.role == Role.WORKER and (task.role, task.index) != self.plan.chief
+        return task.role == Role.WORKER and task.key != self.plan.chief
 
     def _restart_generation(self, failed: Task, now: float) -> None:
         """End every old container first, then a fresh rendezvous for every task."""
         self.generation += 1
         self.spec, self.state = None, JobState.RESTARTING
+        for key in self.settling:  # they fell with the cluster: not their own failure
+            self.restarts.append(f"{self.tasks[key].name} failed with it (not counted)")
+        self.settling.clear()
         for task in self.tasks.values():
             if task.container in self.by_container:
                 self._drop(task.container)  # its end is the job's doing, not a failure
@@ -531,12 +555,21 @@ class Job:
                  failed.name)
         self._request_all(now)
 
+    def _judge_settled_failures(self, now: float) -> None:
+        """Workers whose failure had no cause elsewhere: now counted, and replaced."""
+        for key, (reason, due) in list(self.settling.items()):
+            if now >= due:
+                del self.settling[key]
+                if self.state != JobState.EVALUATING:  # training is over: nothing to replace
+                    self._count_failure(self.tasks[key], reason, now)
+
     def _drop(self, container: str) -> Task | None:
         """The job stops waiting on ``container``: its later words are ignored."""
         self.liveness.forget(container)
         return self.by_container.pop(container, None)
 
     def _check_deadlines(self, now: float) -> None:
+        self._judge_settled_failures(now)
         live = self.live_tasks()
         if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
             self._end(JobState.FAILED, f"The job ran past its deadline of "
