@@ -119,6 +119,25 @@ def test_no_ticket_is_refused_before_submitting(secure_cluster: LocalCluster,
     assert "No valid Kerberos ticket" in refused.stderr and "kinit" in refused.stderr
 
 
+def test_a_principal_the_kdc_does_not_know_is_refused(secure_cluster: LocalCluster,
+                                                      tmp_path: Path) -> None:
+    """A keytab for a principal the KDC never heard of (a typo in the realm's admin's
+    hands, another realm's keytab): the KDC's own words, which principal, and the fix."""
+    realm = secure.principal("x").split("@", 1)[1]
+    ghost, keytab = f"ghost@{realm}", tmp_path / "ghost.keytab"
+    made = subprocess.run(["ktutil"], input=(
+        f"addent -password -p {ghost} -k 1 -e aes128-cts-hmac-sha1-96\nsecret\n"
+        f"wkt {keytab}\nquit\n"), capture_output=True, text=True, timeout=30)
+    assert keytab.exists(), made.stdout + made.stderr
+    refused = run_tfyarn(secure_cluster, "--principal", ghost, "--keytab", str(keytab), "list",
+                         env=without_tickets(secure_cluster, tmp_path))
+    assert refused.returncode != 0, refused.stdout
+    assert f"Kerberos refused --principal {ghost} with --keytab {keytab}" in refused.stderr, (
+        refused.stderr)
+    assert "not found in Kerberos database" in refused.stderr, refused.stderr
+    assert "check the principal's name and realm" in refused.stderr, refused.stderr
+
+
 def test_a_keytab_without_the_principal_is_refused(secure_cluster: LocalCluster,
                                                    tmp_path: Path) -> None:
     user = secure.cluster_user()
