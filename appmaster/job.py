@@ -48,6 +48,7 @@ class Task:
     mirror: dict | None = None  # its local work dir against HDFS (appmaster/mirror.py)
     gpus: dict | None = None  # the GPUs its agent found and holds (appmaster/gpus.py)
     progress: dict | None = None  # what its event files say (appmaster/progress.py)
+    requested_at: float = 0.0  # when its container was last asked for
 
     @property
     def key(self) -> tuple[str, int]:
@@ -117,6 +118,12 @@ Action = Request | Kill | Fence | PublishSpec | ShowTensorBoard | TrainingDone |
 # agent's word can reach the master before theirs: a worker's failure waits this long for
 # such a cause before it is counted and the worker replaced.
 FAILURE_SETTLE_S = 5.0
+# YARN can lose a container request: skein adds asks one at a time, the ResourceManager may
+# give more containers than were asked at that moment, skein releases the extras, and the
+# asks they stood for are gone (seen on the local cluster: 3 of 64 tasks never given a
+# container though the nodes had room). A task still waiting this long is asked for again
+# (its old request withdrawn); the allocation timeout still counts from the first ask.
+REASK_S = 30.0
 
 
 class _Ended(Exception):
@@ -158,6 +165,7 @@ class Job:
         self.lost_nodes: dict[str, float] = {}  # host -> when a task there was lost
         # Workers that failed, not yet judged (see FAILURE_SETTLE_S): key -> (reason, when)
         self.settling: dict[tuple[str, int], tuple[str, float]] = {}
+        self.asked_again: set[tuple[str, int]] = set()  # their next container: no new deadline
         self._actions: list[Action] = []
 
     # ------------------------------------------------------------ events
@@ -168,8 +176,12 @@ class Job:
 
     def assigned(self, task: Task, container: str, now: float) -> registry.TaskAssignment:
         """YARN took the request of a :class:`Request` as ``container``: what it runs."""
-        self.allocation_deadline = now + self.plan.allocation_timeout_s
-        self.registration_deadline = now + self.plan.registration_timeout_s
+        if task.key in self.asked_again:
+            self.asked_again.discard(task.key)
+        else:
+            self.allocation_deadline = now + self.plan.allocation_timeout_s
+            self.registration_deadline = now + self.plan.registration_timeout_s
+        task.requested_at = now
         task.previous_address = task.address or task.previous_address
         task.container, task.state, task.address = container, TaskState.REQUESTED, None
         task.gpus = None  # its new agent says which it holds
@@ -212,8 +224,9 @@ class Job:
     def waiting_for_yarn(self, now: float) -> bool:
         """Whether the allocation deadline passed with containers YARN may not have given:
         the master then asks YARN which it did (``on_allocated``) before ``on_tick``."""
-        return now >= self.allocation_deadline and any(
-            t.state == TaskState.REQUESTED for t in self.live_tasks())
+        waiting = [t for t in self.live_tasks() if t.state == TaskState.REQUESTED]
+        return bool(waiting) and (now >= self.allocation_deadline or any(
+            now >= t.requested_at + REASK_S for t in waiting))
 
     def on_heartbeats(self, beats: dict[str, bytes], now: float) -> list[Action]:
         """Every agent's heartbeat counter, read at once: silent tasks are lost."""
@@ -244,8 +257,10 @@ class Job:
     def next_deadline(self) -> float | None:
         live = self.live_tasks()
         deadlines = []
-        if any(t.state == TaskState.REQUESTED for t in live):
+        waiting = [t for t in live if t.state == TaskState.REQUESTED]
+        if waiting:
             deadlines.append(self.allocation_deadline)
+            deadlines.append(min(t.requested_at for t in waiting) + REASK_S)
         if any(t.address is None for t in live):
             deadlines.append(self.registration_deadline)
         if self.plan.deadline_s:
@@ -555,6 +570,15 @@ class Job:
                  failed.name)
         self._request_all(now)
 
+    def _ask_again(self, task: Task, now: float) -> None:
+        """Withdraw a request YARN has not met (it may have lost it) and make it anew."""
+        log.info("%s: no container after %.0f s; asking YARN again", task.name,
+                 now - task.requested_at)
+        self._drop(task.container)
+        self._actions.append(Kill(task.container))  # skein withdraws a pending request
+        self.asked_again.add(task.key)
+        self._request(task, now)
+
     def _judge_settled_failures(self, now: float) -> None:
         """Workers whose failure had no cause elsewhere: now counted, and replaced."""
         for key, (reason, due) in list(self.settling.items()):
@@ -582,6 +606,10 @@ class Job:
                     "and was stopped."))
             return  # the TensorFlow tasks are gone: nothing else to wait for
         waiting = [t for t in live if t.state == TaskState.REQUESTED]
+        if waiting and now < self.allocation_deadline:
+            for task in waiting:
+                if now >= task.requested_at + REASK_S:
+                    self._ask_again(task, now)
         if waiting and now >= self.allocation_deadline:
             lines = [f"YARN did not allocate {len(waiting)} container(s) within "
                      f"{self.plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]

@@ -16,6 +16,7 @@ import pytest
 from appmaster import registry
 from appmaster.job import (
     FAILURE_SETTLE_S,
+    REASK_S,
     EndJob,
     Fence,
     Job,
@@ -555,3 +556,34 @@ def test_an_allocated_task_that_starts_counts_as_started() -> None:
     assert cluster.job.tasks[("ps", 0)].state == TaskState.ALLOCATED
     cluster.everyone_running()
     assert cluster.job.state == JobState.RUNNING and "all started" in cluster.job.clock.marks
+
+
+def test_a_request_yarn_has_not_met_is_made_again_within_the_allocation_timeout() -> None:
+    """YARN can lose an ask (skein released extra containers YARN gave): a task waiting
+    REASK_S is asked for again, its old request withdrawn; the allocation timeout still
+    counts from the first ask, and its message is unchanged."""
+    cluster = Cluster(plan(allocation_timeout_s=100.0))
+    for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
+        cluster.start(*key)
+    old = cluster.container("worker", 1)
+    cluster.tick(REASK_S - 1)
+    assert not cluster.job.waiting_for_yarn(cluster.now)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
+    cluster.tick(1)
+    assert cluster.job.waiting_for_yarn(cluster.now)  # the master asks YARN what it gave
+    cluster.job.on_allocated({})
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == old
+    assert cluster.container("worker", 1) != old and cluster.job.failures == Counter()
+    cluster.tick(REASK_S - 1)  # the new ask has its own REASK_S
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
+    cluster.tick(1)
+    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"})  # given: not again
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
+    cluster.job.tasks[("worker", 1)].state = TaskState.REQUESTED  # say it never came
+    cluster.tick(100 - 2 * REASK_S - 1)  # just before the first ask's allocation timeout
+    assert [type(a) for a in cluster.apply(cluster.job.on_tick(cluster.now))] == [Kill, Request]
+    cluster.tick(1)  # 100 s after the first ask
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.startswith(
+        "YARN did not allocate 1 container(s) within 100 s (site.global.allocation.timeout):")

@@ -24,8 +24,10 @@ from jobtools import (
     prepare_light_job,
     run_tfyarn,
     submit_and_wait,
+    yarn_logs,
 )
 
+from appmaster.job import REASK_S
 from tfyarn.driver import SubmitError, submit
 from tfyarn.jobconfig import load_job
 from tfyarn.localyarn import cluster
@@ -167,8 +169,10 @@ def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
 
 
 def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path: Path) -> None:
-    """The gpu node is nearly full for a while: the job is submitted, waits, and runs."""
-    with gpu_partition_busy(yarn_cluster, skein_client, seconds=30) as blocker:
+    """The gpu node is nearly full for a while: the job is submitted, waits, and runs. The
+    wait outlasts REASK_S, so the AppMaster withdraws the requests YARN has not met and asks
+    again (a lost ask would otherwise never be met): the new asks are the ones YARN meets."""
+    with gpu_partition_busy(yarn_cluster, skein_client, seconds=int(REASK_S) + 40) as blocker:
         # More 256 MB workers than fit in what is left, fewer than fit in an idle partition.
         workers = gpu_memory_free(yarn_cluster) // 256 + 1
         resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
@@ -181,6 +185,10 @@ def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path
     assert run.output.index("Note: the cluster is busy") < run.output.index("Submitted ")
     assert f"{run.app_id} SUCCEEDED" in run.output
     wait_for_final_state(skein_client, blocker)
+    logs = yarn_logs(yarn_cluster, run.app_id, {"application.driver.log"})  # master.py's
+    master_log = next(c.files["application.driver.log"] for c in logs.values()
+                      if "application.driver.log" in c.files)
+    assert re.search(r"worker \d+: no container after \d+ s; asking YARN again", master_log)
 
 
 def test_dry_run_shows_the_check(yarn_cluster, tmp_path: Path) -> None:
