@@ -1,7 +1,9 @@
 """The per-container agent: reserve a port, export it, wait for the cluster spec, run the script.
 
 Runs as ``python -m appmaster.agent`` in every task container. Its exit code is the
-script's, so YARN's container state says how the task ended.
+script's, so YARN's container state says how the task ended. It talks to the master over
+the job's rendezvous (appmaster/agentlink.py: the standard library, no skein or gRPC), so
+what it costs a container is little more than a Python start.
 """
 
 from __future__ import annotations
@@ -19,15 +21,12 @@ from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
 
-import skein
-
 from appmaster import gpus, registry
+from appmaster.agentlink import AgentLink, LinkError
 from appmaster.cluster_spec import ClusterSpec
-from appmaster.evaluation import DONE_FILE, CheckpointFollower
 from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
-from appmaster.progress import ProgressReporter, report_to
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.vocabulary import Role
 
@@ -38,6 +37,8 @@ TERMINATE_GRACE_S = 5.0
 RESTORE_TIMEOUT_S = 300.0
 LAST_MIRROR_TIMEOUT_S = 120.0
 LOCAL_WORK_DIR = "work"  # in the container's directory: the node's own fast disk
+# The first role's containers may start before the master serves its rendezvous.
+CONNECT_TIMEOUT_S = 120.0
 
 
 def reserve_port(port: int = 0) -> socket.socket:
@@ -125,7 +126,7 @@ class TaskWorkDir:
     def __init__(self, plan: JobPlan, app_id: str, role: str, index: int) -> None:
         self.job_dir = plan.resolved_work_dir(app_id)
         self.role, self.mirror = role, None
-        self.follower: CheckpointFollower | None = None  # the evaluator's
+        self.follower = None  # the evaluator's CheckpointFollower
         self.is_chief = (role, index) == plan.chief
         if not is_remote(self.job_dir):  # a path every node mounts (or a one-node cluster)
             self.path = self.job_dir
@@ -150,6 +151,8 @@ class TaskWorkDir:
             log.info("restored %s from %s", self.mirror.status.restored or "nothing",
                      self.job_dir)
         if self.role == Role.EVALUATOR:
+            from appmaster.evaluation import CheckpointFollower  # the evaluator's alone
+
             self.follower = CheckpointFollower(Path(self.path), self.job_dir,
                                                self.mirror.interval_s)
             self.follower.start(report)
@@ -166,14 +169,16 @@ class TaskWorkDir:
     @property
     def done_file(self) -> Path:
         """Where the evaluator learns that training ended (appmaster/evaluation.py)."""
+        from appmaster.evaluation import DONE_FILE
+
         return self.follower.done_file if self.follower else Path(self.path) / DONE_FILE
 
-    def wait_for_training(self, kv) -> None:
+    def wait_for_training(self, link: AgentLink) -> None:
         if self.follower:
-            self.follower.wait_for_training(kv)
+            self.follower.wait_for_training(link)
         else:  # one work dir every node mounts: the last checkpoint is already there
             def wait() -> None:
-                kv.wait(registry.TRAINING_DONE_KEY)
+                link.wait(registry.TRAINING_DONE_KEY)
                 self.done_file.touch()
 
             threading.Thread(target=wait, daemon=True, name="training-done").start()
@@ -210,33 +215,39 @@ def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir:
     return env
 
 
-def wait_for_any_spec(app: skein.ApplicationClient, generation: int) -> ClusterSpec:
+def wait_for_any_spec(link: AgentLink, generation: int) -> ClusterSpec:
     """For a task outside the cluster (the evaluator): block until a spec of its generation
     or a later one is published; the newest."""
-    def generation_of(key: str) -> int:
-        return int(key.rsplit("/", 1)[1])
-
-    with app.kv.events(prefix="spec/", event_type="PUT") as events:
-        specs = {generation_of(k): v for k, v in app.kv.get_prefix("spec/").items()}
-        while not any(g >= generation for g in specs):
-            event = events.get()
-            specs[generation_of(event.key)] = event.result.value
-        return ClusterSpec.from_json(specs[max(specs)])
+    version = 0
+    while True:
+        value, version = link.wait(registry.LATEST_SPEC_KEY, after=version)
+        latest = json.loads(value)
+        if latest["generation"] >= generation:
+            return ClusterSpec.from_json(latest["spec"])
 
 
-def wait_for_spec(app: skein.ApplicationClient, generation: int, own_address: str, role: str,
+def wait_for_spec(link: AgentLink, generation: int, own_address: str, role: str,
                   index: int) -> ClusterSpec:
     """Block until the published spec of our generation lists our own address."""
-    key = registry.spec_key(generation)
-    with app.kv.events(key=key, event_type="PUT") as events:
-        current = app.kv.get(key)
-        while True:
-            if current is not None:
-                spec = ClusterSpec.from_json(current)
-                addresses = spec.addresses(role)
-                if index < len(addresses) and addresses[index] == own_address:
-                    return spec
-            current = events.get().result.value
+    version = 0
+    while True:
+        value, version = link.wait(registry.spec_key(generation), after=version)
+        spec = ClusterSpec.from_json(value)
+        addresses = spec.addresses(role)
+        if index < len(addresses) and addresses[index] == own_address:
+            return spec
+
+
+def connect() -> AgentLink:
+    """This container's link to the master's rendezvous, once the master serves it."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:
+        try:
+            return AgentLink.from_container()
+        except LinkError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def run_task(command: list[str], env: dict, name: str) -> tuple[int, str]:
@@ -267,30 +278,30 @@ def run_task(command: list[str], env: dict, name: str) -> tuple[int, str]:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    container = os.environ["SKEIN_CONTAINER_ID"]
-    app = skein.ApplicationClient.from_current()
+    container, app_id = os.environ["SKEIN_CONTAINER_ID"], os.environ["SKEIN_APPLICATION_ID"]
+    link = connect()
     node = f"{os.environ.get('NM_HOST')}:{os.environ.get('NM_HTTP_PORT')}"
-    _status(app, container, "started", yarn_container_id=os.environ.get("CONTAINER_ID"),
+    _status(link, container, "started", yarn_container_id=os.environ.get("CONTAINER_ID"),
             node=node, user=os.environ.get("USER"))
     plan = JobPlan.from_container()
-    task = registry.TaskAssignment.from_json(app.kv.wait(registry.task_key(container)))
+    task = registry.TaskAssignment.from_json(link.wait(registry.task_key(container))[0])
     name = f"{task.role}-{task.index}"
-    Heartbeat(app.kv, container, plan.heartbeat_interval_s, plan.heartbeat_timeout_s).start()
+    Heartbeat(link, container, plan.heartbeat_interval_s, plan.heartbeat_timeout_s).start()
 
     def report_mirror(status: MirrorStatus) -> None:
-        app.kv.put(registry.mirror_key(container), json.dumps(status.to_dict()).encode())
+        link.put(registry.mirror_key(container), json.dumps(status.to_dict()).encode())
 
     try:
-        work = TaskWorkDir(plan, app.id, task.role, task.index)
+        work = TaskWorkDir(plan, app_id, task.role, task.index)
         work.prepare(report_mirror)
     except ImportError as exc:
-        return _cannot_start(app, container, f"{name} cannot reach the job's work dir on "
+        return _cannot_start(link, container, f"{name} cannot reach the job's work dir on "
                              f"HDFS: {exc} in {sys.executable}. Fix: install hdfs-native in "
                              "the job's Python (pip install hdfs-native; in a packed env, "
                              "pack it again with it).")
     except (StorageError, OSError) as exc:
-        return _cannot_start(app, container, f"{name} cannot start: the job's work dir "
-                             f"{plan.resolved_work_dir(app.id)}: {exc}")
+        return _cannot_start(link, container, f"{name} cannot start: the job's work dir "
+                             f"{plan.resolved_work_dir(app_id)}: {exc}")
     work_dir = work.path
 
     try:  # the GPUs its role asked YARN for, held for its life (appmaster/gpus.py)
@@ -301,8 +312,8 @@ def main() -> int:
         log.error("%s", reason)
         with open(log_dir() / f"{name}.stderr", "a") as err:  # where `tfyarn logs` looks
             err.write(f"tfyarn: {reason}\n")
-        app.kv.put(registry.tail_key(container), reason.encode())
-        _status(app, container, "exited", exit_code=gpus.GPU_FAILED_EXIT,
+        link.put(registry.tail_key(container), reason.encode())
+        _status(link, container, "exited", exit_code=gpus.GPU_FAILED_EXIT,
                 gpus={"error": str(exc)})
         return gpus.GPU_FAILED_EXIT
 
@@ -311,18 +322,17 @@ def main() -> int:
         reservation = reserve_port(previous_port(task))
         address = f"{advertised_host()}:{reservation.getsockname()[1]}"
         export = registry.Export(address, container, task.generation)
-        app.kv.put(registry.export_key(task.role, task.index), export.to_json().encode(),
-                   owner=container)
+        link.put(registry.export_key(task.role, task.index), export.to_json().encode())
         log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt,
                  task.generation, address)
-    _status(app, container, "registered", address=address, gpus=held.summary())
+    _status(link, container, "registered", address=address, gpus=held.summary())
 
     if task.role == Role.TENSORBOARD:  # not part of the TensorFlow cluster: no spec to wait for
         command = plan.tensorboard_command(reservation.getsockname()[1], work_dir)
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     else:
-        spec = (wait_for_any_spec(app, task.generation) if address is None else
-                wait_for_spec(app, task.generation, address, task.role, task.index))
+        spec = (wait_for_any_spec(link, task.generation) if address is None else
+                wait_for_spec(link, task.generation, address, task.role, task.index))
         command = plan.task_command(spec, task.role, task.index, work_dir,  # YARN localized
                                     os.path.abspath(DATA_DIR_NAME))  # the data dir here
         env = task_environment(spec, task, work_dir, plan.secrets,
@@ -331,12 +341,16 @@ def main() -> int:
             env["TFYARN_DATA_DIR"] = gather_data(plan.data)
         if task.role == Role.EVALUATOR:
             env["TFYARN_TRAINING_DONE_FILE"] = str(work.done_file)
-            work.wait_for_training(app.kv)
+            work.wait_for_training(link)
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
-    progress = (ProgressReporter(work_dir, report_to(app.kv, registry.progress_key(container)))
-                .start() if work.reports_progress else None)
+    progress = None
+    if work.reports_progress:  # the chief's and the evaluator's: the others skip the import
+        from appmaster.progress import ProgressReporter, report_to
+
+        progress = ProgressReporter(
+            work_dir, report_to(link, registry.progress_key(container))).start()
     log.info("starting %s: %s", name, " ".join(command))
-    _status(app, container, "running", address=address)
+    _status(link, container, "running", address=address)
     code, tail = run_task(command, env, name)
     if reservation is not None:
         reservation.close()
@@ -348,22 +362,22 @@ def main() -> int:
         log.warning("%s could not bind %s: another process listens there", name, address)
         code = registry.PORT_TAKEN_EXIT
     if code != 0:
-        app.kv.put(registry.tail_key(container), tail.encode())
-    _status(app, container, "exited", address=address, exit_code=code)
+        link.put(registry.tail_key(container), tail.encode())
+    _status(link, container, "exited", address=address, exit_code=code)
     return code
 
 
-def _cannot_start(app: skein.ApplicationClient, container: str, reason: str) -> int:
+def _cannot_start(link: AgentLink, container: str, reason: str) -> int:
     """Fail the task before its script: the reason goes to its log and the job's diagnostics."""
     log.error("%s", reason)
-    app.kv.put(registry.tail_key(container), reason.encode())
-    _status(app, container, "exited", exit_code=registry.STORAGE_FAILED_EXIT)
+    link.put(registry.tail_key(container), reason.encode())
+    _status(link, container, "exited", exit_code=registry.STORAGE_FAILED_EXIT)
     return registry.STORAGE_FAILED_EXIT
 
 
-def _status(app: skein.ApplicationClient, container: str, state: str, **extra: object) -> None:
+def _status(link: AgentLink, container: str, state: str, **extra: object) -> None:
     record = {"state": state, "time": time.time(), **extra}
-    app.kv.put(registry.status_key(container), json.dumps(record).encode())
+    link.put(registry.status_key(container), json.dumps(record).encode())
 
 
 if __name__ == "__main__":

@@ -41,11 +41,11 @@ class CheckpointFollower:
         self.down.start("follow", report)
         self.up.start("sync")
 
-    def wait_for_training(self, kv) -> None:
+    def wait_for_training(self, link) -> None:
         """In a daemon thread: once the master says training is done, the last checkpoint
         comes down and the done file appears."""
         def wait() -> None:
-            kv.wait(registry.TRAINING_DONE_KEY)
+            link.wait(registry.TRAINING_DONE_KEY)
             try:
                 bounded(self.down.follow, LAST_FOLLOW_TIMEOUT_S, f"HDFS ({self.down.remote.url})")
             except (StorageError, OSError) as exc:  # it evaluates what it has

@@ -1,12 +1,13 @@
 """The agent's sign of life, and its fence.
 
 YARN notices a silent NodeManager only after 10 minutes; tfyarn must not wait that long. Each
-agent raises a counter under ``alive/<container>`` every few seconds; the master reads them
-all and declares a task lost when its counter stops (a dead host sends nothing: silence is
-what counts). The same beat fences the task: when the master has given its task to another
-container (it deleted ``task/<container>``), or when the agent could not reach the master for
-longer than the timeout (its host was cut off, and by now the job has replaced it), the agent
-ends at once and its script with it (PR_SET_PDEATHSIG), so an old task never rejoins the job.
+agent beats on the master's rendezvous every few seconds, which raises its counter; the master
+reads them all and declares a task lost when its counter stops (a dead host sends nothing:
+silence is what counts). The same beat's answer fences the task: when the master has given
+its task to another container (it deleted ``task/<container>``), or when the agent could not
+reach the master for longer than the timeout (its host was cut off, and by now the job has
+replaced it), the agent ends at once and its script with it (PR_SET_PDEATHSIG), so an old
+task never rejoins the job.
 """
 
 from __future__ import annotations
@@ -19,19 +20,19 @@ import time
 from collections.abc import Callable
 
 from appmaster import registry
+from appmaster.agentlink import AgentLink
 from appmaster.storage import StorageError, bounded
 
 log = logging.getLogger("tfyarn.heartbeat")
 
 
 class Heartbeat:
-    def __init__(self, kv, container: str, interval_s: float, timeout_s: float,
+    def __init__(self, link: AgentLink, container: str, interval_s: float, timeout_s: float,
                  fence: Callable[[str], None] | None = None) -> None:
-        self.kv = kv  # skein's key-value client
+        self.link = link
         self.container = container
         self.interval_s, self.timeout_s = interval_s, timeout_s
         self.fence = fence or end_now
-        self.beats = 0
         self._stop = threading.Event()
 
     def start(self) -> None:
@@ -42,9 +43,7 @@ class Heartbeat:
 
     def beat(self) -> bool:
         """One beat; whether this container still holds its task."""
-        self.beats += 1
-        self.kv.put(registry.alive_key(self.container), str(self.beats).encode())
-        return self.kv.get(registry.task_key(self.container)) is not None
+        return self.link.beat(self.container)
 
     def _run(self) -> None:
         reached = time.monotonic()

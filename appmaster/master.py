@@ -1,8 +1,10 @@
 """The ApplicationMaster's I/O: runs beside skein's Java AppMaster as its driver script.
 
-It hears every export, every agent's word and every container's end as registry events (no
-polling), reads the agents' heartbeats when due, and feeds them all to the job's rules
-(appmaster/job.py), then does what those decide: asks YARN for containers, kills them,
+It serves the agents' rendezvous (appmaster/rendezvous.py: their exports, words and
+heartbeats; their tasks and the cluster spec) and hears every container's end from skein's
+registry, where each ``task/<container>`` key is owned by its container. Both arrive as events
+on one queue (no polling); it reads the agents' heartbeats when due, feeds it all to the job's
+rules (appmaster/job.py), then does what those decide: asks YARN for containers, kills them,
 publishes the cluster spec, ends the application.
 """
 
@@ -14,10 +16,11 @@ import queue
 import sys
 import threading
 import time
+from pathlib import Path
 
 import skein
 
-from appmaster import attempts, registry, webpage
+from appmaster import agentlink, attempts, registry, rendezvous, webpage
 from appmaster.job import (
     Action,
     EndJob,
@@ -37,6 +40,7 @@ from appmaster.vocabulary import JobState, Role
 log = logging.getLogger("tfyarn.master")
 
 ALL_STATES = ["WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"]
+SKEIN_KEY_FILE = ".skein.pem"  # skein's per-application key, in the AppMaster's directory
 
 
 class Outcome(Exception):
@@ -59,16 +63,17 @@ class Master:
         # instances, see tfyarn/appspec.py): those are adopted, not asked for again.
         self.adoptable: dict[tuple[str, int], str] = {}
         self.lock = threading.Lock()  # the web page reads while events are handled
+        self.store = rendezvous.Store()  # what the agents write and read
 
     # ------------------------------------------------------------ main loop
 
     def run(self) -> Outcome:
         events = self.app.kv.event_queue()
-        events.subscribe(prefix="exports/", event_type="PUT")
-        events.subscribe(prefix="status/", event_type="PUT")
-        events.subscribe(prefix="task/", event_type="DELETE")
-        events.subscribe(prefix="mirror/", event_type="PUT")
-        events.subscribe(prefix="progress/", event_type="PUT")
+        events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
+        # An agent's write joins skein's events on the same queue, in the order it came.
+        self.store.on_put = lambda key, value: events.put(
+            skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None))
+        self.serve_rendezvous()
         try:
             with self.lock:
                 self.adoptable = self.containers_skein_requested()
@@ -135,9 +140,7 @@ class Master:
             self.job.on_allocated({c.id: c.yarn_node_http_address
                                    for c in self.app.get_containers(states=["RUNNING"])})
         if self.job.heartbeats_due(now):
-            beats = {registry.container_of(key): value
-                     for key, value in self.app.kv.get_prefix("alive/").items()}
-            self.perform(self.job.on_heartbeats(beats, now))
+            self.perform(self.job.on_heartbeats(self.store.beats(), now))
         self.perform(self.job.on_tick(now))
 
     # ------------------------------------------------------------ actions
@@ -148,11 +151,11 @@ class Master:
                 self.request(action.task, action.generation)
             elif isinstance(action, Kill):
                 self.app.kill_container(action.container)
-            elif isinstance(action, Fence):
+            elif isinstance(action, Fence):  # its agent, if it beats again, ends itself
+                self.store.delete(registry.task_key(action.container))
                 self.app.kv.discard(registry.task_key(action.container))
             elif isinstance(action, PublishSpec):
-                self.app.kv.put(registry.spec_key(action.generation),
-                                action.spec.to_json().encode())
+                self.publish_spec(action.generation, action.spec.to_json())
                 log.info("cluster spec (generation %d): %s", action.generation,
                          action.spec.to_json())
             elif isinstance(action, ShowTensorBoard):
@@ -160,7 +163,7 @@ class Master:
                                      link_name="TensorBoard")
                 log.info("TensorBoard at http://%s", action.address)
             elif isinstance(action, TrainingDone):
-                self.app.kv.put(registry.TRAINING_DONE_KEY, b"1")
+                self.store.put(registry.TRAINING_DONE_KEY, b"1")
             elif isinstance(action, EndJob):
                 raise Outcome(action.status, action.diagnostics)
 
@@ -168,10 +171,25 @@ class Master:
         container = self.adoptable.pop((task.role, task.index), None) if generation == 0 else None
         if container is None:
             container = self.app.add_container(task.role).id
-        assignment = self.job.assigned(task, container, time.monotonic())
-        # Owned by the container: its end, however it comes, deletes the key and tells us.
-        self.app.kv.put(registry.task_key(container), assignment.to_json().encode(),
-                        owner=container)
+        assignment = self.job.assigned(task, container, time.monotonic()).to_json().encode()
+        self.store.put(registry.task_key(container), assignment)  # what its agent waits for
+        # Owned by the container in skein's registry: its end, however it comes, deletes the
+        # key and tells us.
+        self.app.kv.put(registry.task_key(container), assignment, owner=container)
+
+    def publish_spec(self, generation: int, spec: str) -> None:
+        self.store.put(registry.spec_key(generation), spec.encode())
+        self.store.put(registry.LATEST_SPEC_KEY, json.dumps(
+            {"generation": generation, "spec": spec}).encode())  # the evaluator's
+        self.app.kv.put(registry.spec_key(generation), spec.encode())  # shown on skein's page
+
+    def serve_rendezvous(self) -> None:
+        """On the first free of the job's candidate ports, over TLS with skein's certificate
+        of this application, which the agents pin (appmaster/agentlink.py)."""
+        token = Path(agentlink.TOKEN_FILE).read_text().strip()
+        tls = rendezvous.server_tls(agentlink.CERT_FILE, SKEIN_KEY_FILE)
+        server = rendezvous.serve_on_candidates(self.store, token, tls=tls)
+        log.info("agents' rendezvous on port %d", server.server_address[1])
 
     def containers_skein_requested(self) -> dict[tuple[str, int], str]:
         """Containers skein asked for at start-up (named ``<service>_<n>``), by task."""
@@ -201,8 +219,9 @@ class Master:
         where = (f"{report.yarn_container_id} on {report.yarn_node_http_address}"
                  if report else container)
         if code is None:
-            code = (self._kv_json(registry.status_key(container)) or {}).get("exit_code")
-        tail = (self.app.kv.get(registry.tail_key(container)) or b"").decode(errors="replace")
+            code = (self._stored_json(registry.status_key(container)) or {}).get("exit_code")
+        tail = self.store.get(registry.tail_key(container))
+        tail = tail[0].decode(errors="replace") if tail else ""
         message = report.exit_message if report else ""
         text = (f"({where}): container {state}"
                 + (f", exit code {code}" if code is not None else "")
@@ -211,9 +230,9 @@ class Master:
             text += f"\nLast stderr lines of {task.name}:\n{tail.rstrip()}"
         return text
 
-    def _kv_json(self, key: str) -> dict | None:
-        value = self.app.kv.get(key)
-        return json.loads(value) if value else None
+    def _stored_json(self, key: str) -> dict | None:
+        found = self.store.get(key)
+        return json.loads(found[0]) if found else None
 
 
 def publish_page(app: skein.ApplicationClient, master: Master) -> None:

@@ -60,6 +60,6 @@ class ProgressReporter:
             self.scan()
 
 
-def report_to(kv, key: str) -> Callable[[dict], None]:
-    """A reporter that puts each summary, as JSON, under ``key`` in the registry."""
-    return lambda summary: kv.put(key, json.dumps(summary).encode())
+def report_to(link, key: str) -> Callable[[dict], None]:
+    """A reporter that puts each summary, as JSON, under ``key`` on the master's rendezvous."""
+    return lambda summary: link.put(key, json.dumps(summary).encode())

@@ -1,16 +1,21 @@
-"""Key names in the application's registry (skein's key-value store inside the AppMaster).
+"""Key names in the job's registry: the master's rendezvous (appmaster/rendezvous.py), where
+the agents write and read, and skein's key-value store, which keeps what only YARN can tell.
 
 - ``task/<container>``: the task a container runs ({role, index, generation, attempt}).
-  Written by the master, owned by the container: YARN's end of the container deletes it,
-  which is how the master hears of every container's end without polling.
+  The agent reads it from the rendezvous; in skein's registry the same key is owned by the
+  container: YARN's end of the container deletes it, which is how the master hears of every
+  container's end without polling.
 - ``exports/<role>/<index>``: the task's {address, container, generation}, owned by the
   container. Slider's "exports" under the same name.
-- ``spec/<generation>``: the cluster spec, published once every task of a generation exported.
+- ``spec/<generation>``: the cluster spec, published once every task of a generation exported
+  (also shown in skein's registry); ``spec/latest``: the newest with its generation, for the
+  evaluator, which waits for any generation from its own on.
 - ``status/<container>``: the agent's last word on its task (started, running, exited...).
 - ``tail/<container>``: the last stderr lines of a task that failed, for diagnostics.
 - ``mirror/<container>``: how the task's local work dir stands against HDFS (mirror.py).
-- ``alive/<container>``: the agent's heartbeat, a counter it raises every few seconds; the
-  master reads them all at once and declares a task lost when its counter stops.
+- ``alive/<container>``: the agent's heartbeat, a POST every few seconds that raises its
+  counter in the rendezvous (and answers whether it still holds its task); the master reads
+  them all at once and declares a task lost when its counter stops.
 - ``progress/<container>``: how far its training got, from its event files (progress.py).
 - ``training/done``: written once the chief finished: the evaluator's cue to evaluate the
   last checkpoint and end.
@@ -89,15 +94,12 @@ def mirror_key(container: str) -> str:
     return f"mirror/{container}"
 
 
-def alive_key(container: str) -> str:
-    return f"alive/{container}"
-
-
 def progress_key(container: str) -> str:
     return f"progress/{container}"
 
 
 TRAINING_DONE_KEY = "training/done"
+LATEST_SPEC_KEY = "spec/latest"
 
 
 def container_of(key: str) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -227,3 +228,37 @@ def test_an_agent_told_no_url_finds_the_master_past_a_taken_port(tmp_path, monke
         for s in (squatter, server):
             s.shutdown()
             s.server_close()
+
+
+def test_an_agent_waits_for_the_spec_that_lists_its_own_address(served):
+    """agent.wait_for_spec: a spec of its generation without its address (an old export)
+    does not start it; the one listing its own address does. The evaluator takes the first
+    spec of its generation or a later one (spec/latest), never an older one."""
+    from appmaster.agent import wait_for_any_spec, wait_for_spec
+    from appmaster.cluster_spec import ClusterSpec
+
+    store, server, token, _ = served
+    link = AgentLink(server.url, token)
+    old = ClusterSpec(ps=("h:1",), workers=("old:2",)).to_json()
+    new = ClusterSpec(ps=("h:1",), workers=("new:2",)).to_json()
+    got: list[ClusterSpec] = []
+    waiter = threading.Thread(target=lambda: got.append(
+        wait_for_spec(link, 0, "new:2", "worker", 0)))
+    waiter.start()
+    store.put("spec/0", old.encode())
+    waiter.join(0.5)
+    assert waiter.is_alive() and not got
+    store.put("spec/0", new.encode())
+    waiter.join(5)
+    assert got and got[0].addresses("worker") == ("new:2",)
+
+    latest = '{"generation": %d, "spec": %s}'
+    store.put("spec/latest", (latest % (0, json.dumps(old))).encode())
+    evaluator: list[ClusterSpec] = []
+    waiter = threading.Thread(target=lambda: evaluator.append(wait_for_any_spec(link, 1)))
+    waiter.start()
+    waiter.join(0.5)
+    assert waiter.is_alive() and not evaluator
+    store.put("spec/latest", (latest % (2, json.dumps(new))).encode())
+    waiter.join(5)
+    assert evaluator and evaluator[0].addresses("worker") == ("new:2",)

@@ -8,6 +8,7 @@ from pathlib import Path
 import skein
 
 import appmaster
+from appmaster.agentlink import TOKEN_FILE
 from appmaster.jobplan import (
     DATA_DIR_NAME,
     DATA_ENTRY_PREFIX,
@@ -16,6 +17,7 @@ from appmaster.jobplan import (
     SECRET_FILE_PREFIX,
     JobPlan,
 )
+from appmaster.rendezvous import new_token
 from tfyarn import skeinui
 from tfyarn.codepack import tar_directory
 from tfyarn.environments import JobEnvironment
@@ -46,6 +48,15 @@ def reader_package(into: Path) -> Path:
     return package
 
 
+def rendezvous_token(job_dir: Path) -> Path:
+    """The job's secret for the master's rendezvous (appmaster/rendezvous.py), in a file only
+    its owner reads; YARN localizes it privately for the application, like skein's own key."""
+    path = job_dir / TOKEN_FILE
+    path.touch(mode=0o600)
+    path.write_text(new_token())
+    return path
+
+
 def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement: Placement,
                      secrets: dict[str, Path] | None = None,
                      environment: JobEnvironment | None = None) -> skein.ApplicationSpec:
@@ -58,6 +69,8 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         "appmaster": skein.File(str(tar_directory(APPMASTER_DIR, packs, "appmaster")),
                                 type="archive"),
         JOB_FILE: skein.File(str(job_file), type="file"),
+        TOKEN_FILE: skein.File(str(rendezvous_token(job_file.parent)), type="file",
+                               visibility="application"),
         **environment.files(),
     }
     reader = tar_directory(reader_package(job_file.parent), packs, "tfyarn")
