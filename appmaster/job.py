@@ -557,7 +557,7 @@ class Job:
         self.generation += 1
         self.spec, self.state = None, JobState.RESTARTING
         for key in self.settling:  # they fell with the cluster: not their own failure
-            self.restarts.append(f"{self.tasks[key].name} failed with it (not counted)")
+            log.info("%s failed with it: not counted", self.tasks[key].name)
         self.settling.clear()
         for task in self.tasks.values():
             if task.container in self.by_container:
