@@ -224,7 +224,7 @@ class Job:
     def waiting_for_yarn(self, now: float) -> bool:
         """Whether the allocation deadline passed with containers YARN may not have given:
         the master then asks YARN which it did (``on_allocated``) before ``on_tick``."""
-        waiting = [t for t in self.live_tasks() if t.state == TaskState.REQUESTED]
+        waiting = self._not_given()
         return bool(waiting) and (now >= self.allocation_deadline or any(
             now >= t.requested_at + REASK_S for t in waiting))
 
@@ -257,7 +257,7 @@ class Job:
     def next_deadline(self) -> float | None:
         live = self.live_tasks()
         deadlines = []
-        waiting = [t for t in live if t.state == TaskState.REQUESTED]
+        waiting = self._not_given()
         if waiting:
             deadlines.append(self.allocation_deadline)
             deadlines.append(min(t.requested_at for t in waiting) + REASK_S)
@@ -278,6 +278,10 @@ class Job:
 
     def task_of(self, container: str) -> Task | None:
         return self.by_container.get(container)
+
+    def _not_given(self) -> list[Task]:
+        """Tasks whose container YARN has not given yet, as far as the job knows."""
+        return [t for t in self.live_tasks() if t.state == TaskState.REQUESTED]
 
     def live_tasks(self) -> list[Task]:
         """Tasks the job still counts on (an ignored failed worker is dropped)."""
@@ -605,7 +609,7 @@ class Job:
                     f"{self.plan.evaluation_timeout_s:.0f} s (site.global.evaluation.timeout) "
                     "and was stopped."))
             return  # the TensorFlow tasks are gone: nothing else to wait for
-        waiting = [t for t in live if t.state == TaskState.REQUESTED]
+        waiting = self._not_given()
         if waiting and now < self.allocation_deadline:
             for task in waiting:
                 if now >= task.requested_at + REASK_S:
