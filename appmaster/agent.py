@@ -24,9 +24,11 @@ from pathlib import Path
 from appmaster import gpus, registry
 from appmaster.agentlink import AgentLink, LinkError
 from appmaster.cluster_spec import ClusterSpec
+from appmaster.evaluation import DONE_FILE, CheckpointFollower
 from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
+from appmaster.progress import ProgressReporter, report_to
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.vocabulary import Role
 
@@ -126,7 +128,7 @@ class TaskWorkDir:
     def __init__(self, plan: JobPlan, app_id: str, role: str, index: int) -> None:
         self.job_dir = plan.resolved_work_dir(app_id)
         self.role, self.mirror = role, None
-        self.follower = None  # the evaluator's CheckpointFollower
+        self.follower: CheckpointFollower | None = None  # the evaluator's
         self.is_chief = (role, index) == plan.chief
         if not is_remote(self.job_dir):  # a path every node mounts (or a one-node cluster)
             self.path = self.job_dir
@@ -151,8 +153,6 @@ class TaskWorkDir:
             log.info("restored %s from %s", self.mirror.status.restored or "nothing",
                      self.job_dir)
         if self.role == Role.EVALUATOR:
-            from appmaster.evaluation import CheckpointFollower  # the evaluator's alone
-
             self.follower = CheckpointFollower(Path(self.path), self.job_dir,
                                                self.mirror.interval_s)
             self.follower.start(report)
@@ -169,8 +169,6 @@ class TaskWorkDir:
     @property
     def done_file(self) -> Path:
         """Where the evaluator learns that training ended (appmaster/evaluation.py)."""
-        from appmaster.evaluation import DONE_FILE
-
         return self.follower.done_file if self.follower else Path(self.path) / DONE_FILE
 
     def wait_for_training(self, link: AgentLink) -> None:
@@ -343,12 +341,8 @@ def main() -> int:
             env["TFYARN_TRAINING_DONE_FILE"] = str(work.done_file)
             work.wait_for_training(link)
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
-    progress = None
-    if work.reports_progress:  # the chief's and the evaluator's: the others skip the import
-        from appmaster.progress import ProgressReporter, report_to
-
-        progress = ProgressReporter(
-            work_dir, report_to(link, registry.progress_key(container))).start()
+    progress = (ProgressReporter(work_dir, report_to(link, registry.progress_key(container)))
+                .start() if work.reports_progress else None)
     log.info("starting %s: %s", name, " ".join(command))
     _status(link, container, "running", address=address)
     code, tail = run_task(command, env, name)

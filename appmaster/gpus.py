@@ -32,6 +32,7 @@ import os
 import re
 import subprocess
 import time
+import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -94,8 +95,6 @@ def parse_query_csv(text: str) -> list[Gpu]:
 
 def parse_xml(text: str) -> list[Gpu]:
     """``nvidia-smi -q -x`` (what YARN's GPU plugin reads): the GPUs in nvidia-smi's order."""
-    import xml.etree.ElementTree as ET  # only where GPUs are asked for: every agent imports us
-
     text = re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)  # its DTD is not shipped
     try:
         root = ET.fromstring(text)
