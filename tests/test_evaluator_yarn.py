@@ -66,7 +66,10 @@ def test_killing_the_evaluator_does_not_fail_the_job(yarn_cluster, tmp_path: Pat
     """Its failure policy is the default (threshold 0): it is dropped and training goes on.
     Meanwhile `tfyarn status` shows the global step moving."""
     resources, app_config = prepare_job(tmp_path, components={"evaluator": EVALUATOR},
-                                        args=["--train_steps", "600", "--step_sleep", "0.05"])
+                                        # ~60 s of training: the kill must come before
+                                        # its end (after it, the evaluator's failure is
+                                        # the last checkpoint's, a different rule)
+                                        args=["--train_steps", "1200", "--step_sleep", "0.05"])
     detach = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources),
                         "--app-config", str(app_config), "--detach", "--json", timeout_s=180)
     assert detach.returncode == 0, detach.stdout + detach.stderr
