@@ -25,6 +25,7 @@ from appmaster import gpus, registry
 from appmaster.agentlink import AgentLink, LinkError
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.evaluation import DONE_FILE, CheckpointFollower
+from appmaster.hdfstokens import TokenFollower
 from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
@@ -284,7 +285,11 @@ def main() -> int:
     plan = JobPlan.from_container()
     task = registry.TaskAssignment.from_json(link.wait(registry.task_key(container))[0])
     name = f"{task.role}-{task.index}"
-    Heartbeat(link, container, plan.heartbeat_interval_s, plan.heartbeat_timeout_s).start()
+    # New HDFS tokens, if the master has some, before this task's first HDFS connection.
+    tokens = TokenFollower(lambda: link.get_versioned(registry.TOKENS_KEY))
+    tokens.follow()
+    Heartbeat(link, container, plan.heartbeat_interval_s, plan.heartbeat_timeout_s,
+              on_tokens=tokens.follow).start()
 
     def report_mirror(status: MirrorStatus) -> None:
         link.put(registry.mirror_key(container), json.dumps(status.to_dict()).encode())

@@ -149,13 +149,18 @@ class AgentLink:
         self._call("PUT", f"/v1/kv/{quote(key)}", value, (204,))
 
     def get(self, key: str) -> bytes | None:
-        code, _, data = self._call("GET", f"/v1/kv/{quote(key)}", b"", (200, 404))
-        return data if code == 200 else None
+        found = self.get_versioned(key)
+        return found[0] if found else None
 
-    def beat(self, container: str) -> bool:
-        """One heartbeat; whether this container still holds its task."""
-        code, _, _ = self._call("POST", f"/v1/alive/{quote(container)}", b"", (200, 410))
-        return code == 200
+    def get_versioned(self, key: str) -> tuple[bytes, int] | None:
+        code, answer, data = self._call("GET", f"/v1/kv/{quote(key)}", b"", (200, 404))
+        return (data, int(answer[VERSION_HEADER.lower()])) if code == 200 else None
+
+    def beat(self, container: str) -> tuple[bool, int]:
+        """One heartbeat: whether this container still holds its task, and the version of
+        the master's newest HDFS tokens (0: none)."""
+        code, answer, _ = self._call("POST", f"/v1/alive/{quote(container)}", b"", (200, 410))
+        return code == 200, int(answer.get(VERSION_HEADER.lower(), "0"))
 
     def wait(self, key: str, after: int = 0) -> tuple[bytes, int]:
         """Block until ``key`` has a version above ``after``: (value, version). Event-driven:

@@ -7,7 +7,8 @@ silence is what counts). The same beat's answer fences the task: when the master
 its task to another container (it deleted ``task/<container>``), or when the agent could not
 reach the master for longer than the timeout (its host was cut off, and by now the job has
 replaced it), the agent ends at once and its script with it (PR_SET_PDEATHSIG), so an old
-task never rejoins the job.
+task never rejoins the job. The answer also says when the master has new HDFS tokens
+(appmaster/hdfstokens.py): ``on_tokens(version)`` fetches them.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ log = logging.getLogger("tfyarn.heartbeat")
 
 class Heartbeat:
     def __init__(self, link: AgentLink, container: str, interval_s: float, timeout_s: float,
-                 fence: Callable[[str], None] | None = None) -> None:
+                 fence: Callable[[str], None] | None = None,
+                 on_tokens: Callable[[int], None] | None = None) -> None:
         self.link = link
         self.container = container
         self.interval_s, self.timeout_s = interval_s, timeout_s
         self.fence = fence or end_now
+        self.on_tokens = on_tokens
         self._stop = threading.Event()
 
     def start(self) -> None:
@@ -43,7 +46,13 @@ class Heartbeat:
 
     def beat(self) -> bool:
         """One beat; whether this container still holds its task."""
-        return self.link.beat(self.container)
+        holds_task, tokens_version = self.link.beat(self.container)
+        if holds_task and tokens_version and self.on_tokens:
+            try:
+                self.on_tokens(tokens_version)
+            except OSError as exc:  # the old tokens still serve until they die
+                log.error("could not take the AppMaster's new HDFS tokens: %s", exc)
+        return holds_task
 
     def _run(self) -> None:
         reached = time.monotonic()

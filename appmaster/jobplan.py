@@ -83,6 +83,9 @@ class JobPlan:
     heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S
     # site.global.data: name -> URL on HDFS, seen as DATA_DIR_NAME/<name>; --data_dir too
     data: dict[str, str] = field(default_factory=dict)
+    # who submitted with --principal/--keytab: the master gets new HDFS tokens as them
+    # (appmaster/hdfstokens.py); None: a ticket cache or no Kerberos
+    principal: str | None = None
 
     @property
     def heartbeat_interval_s(self) -> float:

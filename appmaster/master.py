@@ -20,7 +20,7 @@ from pathlib import Path
 
 import skein
 
-from appmaster import agentlink, attempts, registry, rendezvous, webpage
+from appmaster import agentlink, attempts, hdfstokens, registry, rendezvous, webpage
 from appmaster.job import (
     Action,
     EndJob,
@@ -74,6 +74,10 @@ class Master:
         self.store.on_put = lambda key, value: events.put(
             skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None))
         self.serve_rendezvous()
+        refresher = hdfstokens.TokenRefresher.for_job(self.plan.principal, self.work_dir,
+                                                      self.publish_tokens)
+        if refresher:
+            refresher.start()
         try:
             with self.lock:
                 self.adoptable = self.containers_skein_requested()
@@ -90,6 +94,9 @@ class Master:
                     self.handle(event)
         except Outcome as outcome:
             return outcome
+        finally:
+            if refresher:
+                refresher.stop()
 
     def seconds_to_next_deadline(self) -> float | None:
         deadline = self.job.next_deadline()
@@ -182,6 +189,12 @@ class Master:
         self.store.put(registry.LATEST_SPEC_KEY, json.dumps(
             {"generation": generation, "spec": spec}).encode())  # the evaluator's
         self.app.kv.put(registry.spec_key(generation), spec.encode())  # shown on skein's page
+
+    def publish_tokens(self, tokens: bytes) -> None:
+        """New HDFS tokens: for the agents (their heartbeats hear of them) and for the
+        master's own HDFS calls."""
+        self.store.put(registry.TOKENS_KEY, tokens)
+        hdfstokens.install(tokens)
 
     def serve_rendezvous(self) -> None:
         """On the first free of the job's candidate ports, over TLS with skein's certificate

@@ -19,6 +19,8 @@ the agents write and read, and skein's key-value store, which keeps what only YA
 - ``progress/<container>``: how far its training got, from its event files (progress.py).
 - ``training/done``: written once the chief finished: the evaluator's cue to evaluate the
   last checkpoint and end.
+- ``tokens/hdfs``: the newest HDFS delegation tokens the master obtained with the job's keytab
+  (appmaster/hdfstokens.py); a heartbeat's answer carries their version.
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ def progress_key(container: str) -> str:
 
 TRAINING_DONE_KEY = "training/done"
 LATEST_SPEC_KEY = "spec/latest"
+TOKENS_KEY = "tokens/hdfs"
 
 
 def container_of(key: str) -> str:

@@ -32,13 +32,15 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from appmaster import registry
 from appmaster.agentlink import TOKEN_HEADER, VERSION_HEADER, candidate_ports
 
 log = logging.getLogger("tfyarn.rendezvous")
 
 # What agents may write and read: nothing else of the master's state is reachable.
 AGENT_WRITABLE = ("exports/", "status/", "tail/", "mirror/", "progress/")
-AGENT_READABLE = ("task/", "spec/", "training/")  # training/done: the evaluator's cue
+# training/done: the evaluator's cue; tokens/: new HDFS tokens (appmaster/hdfstokens.py)
+AGENT_READABLE = ("task/", "spec/", "training/", "tokens/")
 MAX_BODY = 1 << 20  # a status, a mirror report, 20 stderr lines: far less than this
 MAX_WAIT_S = 60.0
 
@@ -160,10 +162,14 @@ class Handler(BaseHTTPRequestHandler):
         self._send(204, version=version)
 
     def do_POST(self) -> None:  # noqa: N802 (POST /alive/<container>: a heartbeat)
+        """Answers whether the container still holds its task, and the version of the newest
+        HDFS tokens, which the agent fetches when it has older ones."""
         key, _ = self._authorized(("alive/",))
         if key is None or self._body() is None:
             return
-        self._send(200 if self.server.store.beat(key.split("/", 1)[1]) else 410)
+        holds = self.server.store.beat(key.split("/", 1)[1])
+        tokens = self.server.store.get(registry.TOKENS_KEY)
+        self._send(200 if holds else 410, version=tokens[1] if tokens else None)
 
     def _authorized(self, prefixes: tuple[str, ...]) -> tuple[str | None, dict]:
         """The request's key, or None once it was answered with an error."""

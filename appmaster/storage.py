@@ -29,6 +29,14 @@ CHUNK = 4 * 2**20
 CALL_TIMEOUT_S = 60.0  # hdfs-native retries an unreachable NameNode without end
 
 T = TypeVar("T")
+# Raised when the process got new delegation tokens (appmaster/hdfstokens.py): every
+# RemoteDir then makes a new client, whose connections present them.
+_tokens_generation = 0
+
+
+def tokens_changed() -> None:
+    global _tokens_generation
+    _tokens_generation += 1
 
 
 class StorageError(RuntimeError):
@@ -85,16 +93,25 @@ class RemoteDir:
     """One directory on HDFS, given as ``hdfs://authority/path`` or ``viewfs://...``."""
 
     def __init__(self, url: str) -> None:
-        from hdfs_native import Client  # imported here: the client side uses it only to check
-
         parts = urlsplit(url)
         if parts.scheme not in REMOTE_SCHEMES:
             raise StorageError(f"{url}: not an hdfs:// or viewfs:// URL")
         self.url = url.rstrip("/")
         self.root = parts.path.rstrip("/") or "/"
-        authority = f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
         # No authority (hdfs:///path): the configuration's default file system.
-        self.client = Client(authority) if authority else Client()
+        self.authority = f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
+        self._client, self._generation = self._new_client(), _tokens_generation
+
+    @property
+    def client(self):
+        if self._generation != _tokens_generation:  # new tokens: new connections
+            self._client, self._generation = self._new_client(), _tokens_generation
+        return self._client
+
+    def _new_client(self):
+        from hdfs_native import Client  # imported here: the client side uses it only to check
+
+        return Client(self.authority) if self.authority else Client()
 
     def path(self, relative: str = "") -> str:
         return f"{self.root}/{relative}".rstrip("/") if relative else self.root

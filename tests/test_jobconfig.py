@@ -784,3 +784,17 @@ def test_key_written_twice_in_json_that_yaml_cannot_read(job_dir: Path) -> None:
     text = SLIDER_RESOURCES.replace('{"schema"', '{\n\t"global": {},\n\t"schema"', 1)
     assert_problem(errors(job_dir, resources=text), "resources.json", None,
                    'the key "global" is written twice in one object')
+
+
+def test_access_lists_are_yarns_users_and_groups(job_dir: Path) -> None:
+    app = load(job_dir, app=app_with(**{"acl.view": "alice,bob ml-team",
+                                        "acl.modify": " ml-admins"})).app
+    assert (app.view_acl, app.modify_acl) == ("alice,bob ml-team", " ml-admins")
+    assert (load(job_dir).app.view_acl, load(job_dir).app.modify_acl) == (None, None)
+
+
+@pytest.mark.parametrize("value", ["alice, bob", "", "alice bob carol", 3, ",", "a,,b\tc"])
+def test_access_lists_are_checked(job_dir: Path, value: Any) -> None:
+    assert_problem(errors(job_dir, app=app_with(**{"acl.view": value})), "appConfig.json",
+                   'global."site.global.acl.view"', 'must be a YARN access list, "users groups"',
+                   '"alice,bob ml-team"')

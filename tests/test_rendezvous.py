@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import skein
 
-from appmaster import agentlink, rendezvous
+from appmaster import agentlink, registry, rendezvous
 from appmaster.agentlink import AgentLink, LinkError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,10 +104,21 @@ def test_beat_counts_and_fences(served):
     store, server, token, _ = served
     store.put("task/worker_0", b"{}")
     link = AgentLink(server.url, token)
-    assert link.beat("worker_0") and link.beat("worker_0")
+    assert link.beat("worker_0") == (True, 0) and link.beat("worker_0")[0]
     assert store.beats() == {"worker_0": 2}
     store.delete("task/worker_0")  # the master gave the task to another container
-    assert link.beat("worker_0") is False
+    assert link.beat("worker_0") == (False, 0)
+
+
+def test_beat_tells_the_version_of_new_hdfs_tokens_which_an_agent_can_read(served):
+    store, server, token, _ = served
+    store.put("task/worker_0", b"{}")
+    link = AgentLink(server.url, token)
+    version = store.put(registry.TOKENS_KEY, b"HDTS...")
+    assert link.beat("worker_0") == (True, version)
+    assert link.get_versioned(registry.TOKENS_KEY) == (b"HDTS...", version)
+    with pytest.raises(LinkError):  # agents read tokens, never write them
+        link.put(registry.TOKENS_KEY, b"forged")
 
 
 def test_wrong_token_is_refused_and_writes_nothing(served):

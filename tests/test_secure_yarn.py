@@ -12,16 +12,29 @@ import base64
 import json
 import os
 import re
+import signal
 import struct
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from conftest import LocalCluster
-from jobtools import app_state, prepare_job, prepare_light_job, run_tfyarn, submit_and_wait
+from jobtools import (
+    app_report,
+    app_state,
+    prepare_job,
+    prepare_light_job,
+    run_tfyarn,
+    submit_and_wait,
+    task_processes,
+)
 
+from appmaster import hdfstokens
+from appmaster.hdfstokens import site_value
 from tfyarn.kerberos import keytab_entries
 from tfyarn.localyarn import cluster, secure
 from tfyarn.localyarn.layout import Layout, default_state_dir
@@ -31,6 +44,8 @@ pytestmark = pytest.mark.yarn
 # Ports shift by this offset: away from the plain cluster's (0 by default, 300 apart for more).
 PORT_OFFSET = int(os.environ.get("TFYARN_SECURE_CLUSTER_PORT_OFFSET", "2700"))
 REFUSED = "Client cannot authenticate via:[TOKEN, KERBEROS]"
+FINAL = ("FINISHED", "FAILED", "KILLED")
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="session")
@@ -109,6 +124,72 @@ def test_submit_with_principal_and_keytab(secure_cluster: LocalCluster,
     assert done.returncode == 0 and "SUCCEEDED" in done.stdout, done.stdout + done.stderr
 
 
+def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
+                                                 tmp_path: Path) -> None:
+    """The job's tokens die TOKEN_MAX_LIFETIME_S after submit (checked: a new connection with
+    them is refused). Then its chief is killed: the whole TensorFlow cluster restarts in new
+    containers, which YARN localizes with the tokens its ResourceManager got anew, and whose
+    agents restore the checkpoint from HDFS with the tokens the AppMaster got from the keytab.
+    The job ends SUCCEEDED, its last checkpoint written to HDFS long after the old tokens died."""
+    layout, user = secure_cluster.layout, secure.cluster_user()
+    steps = 6000  # three workers, 0.1 s a step each: training outlasts the tokens
+    res, app = prepare_job(tmp_path, args=["--train_steps", str(steps), "--step_sleep", "0.1"],
+                           components={"chiefworker": {"yarn.container.failure.threshold": "1"}})
+    no_tickets = without_tickets(secure_cluster, tmp_path)
+    submitted = run_tfyarn(secure_cluster, "--principal", secure.principal(user), "--keytab",
+                           str(secure.keytab(layout, user)), "submit", "--resources", str(res),
+                           "--app-config", str(app), "--detach", "--json", timeout_s=180,
+                           env=no_tickets)
+    tokens_die_at = time.monotonic() + int(site_value(
+        str(layout.conf_dir), "hdfs-site.xml", "dfs.namenode.delegation.token.max-lifetime")) / 1000
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    app_id = json.loads(submitted.stdout)["application_id"]
+    try:
+        original = tmp_path / "original_tokens"  # what YARN gave the job's containers
+        original.write_bytes(wait_for(lambda: next(iter(container_tokens(layout, app_id)),
+                                                   None), 180, "a container's tokens").read_bytes())
+        time.sleep(max(0.0, tokens_die_at + 10 - time.monotonic()))
+        assert app_state(secure_cluster, app_id) == "RUNNING"
+        refused = run({**no_tickets, "HADOOP_TOKEN_FILE_LOCATION": str(original)}, sys.executable,
+                      "-c", f"from hdfs_native import Client; Client('{layout.default_fs}')"
+                      ".get_file_info('/')")
+        assert refused.returncode != 0, "the job's own tokens still open connections"
+        chief = wait_for(lambda: next((p for p in task_processes(app_id, "mnist1.py")
+                                       if {"--job_name=worker", "--task_index=0"} <= set(p.argv)),
+                                      None), 60, "the chief's script")
+        os.kill(chief.pid, signal.SIGKILL)
+        wait_for(lambda: app_state(secure_cluster, app_id) in FINAL, 600, "the job's end")
+    finally:
+        run_tfyarn(secure_cluster, "kill", app_id)
+    report = app_report(secure_cluster, app_id)
+    assert report["finalStatus"] == "SUCCEEDED", report["diagnostics"]
+    assert "chiefworker 0 failed: cluster restarted as generation 1" in report["diagnostics"]
+    listing = hdfs_listing(secure_cluster, f"/user/{user}/tfyarn/jobs/{app_id}/checkpoints")
+    written = [int(step) for step in re.findall(r"model\.ckpt-(\d+)\.index", listing)]
+    assert written and max(written) >= steps, listing  # workers may step past the last
+    logs = {p: p.read_text(errors="replace")
+            for p in layout.state_dir.glob(f"nm*/containers/{app_id}/*/*") if p.is_file()}
+    master = "".join(t for p, t in logs.items() if p.name == "application.driver.log")
+    assert len(re.findall(r"new HDFS tokens obtained", master)) >= 2, master[-3000:]
+    restored = [t for t in logs.values() if "using new HDFS tokens" in t
+                and re.search(r"restored checkpoints/model\.ckpt-[1-9]\d* from hdfs://", t)]
+    assert restored, "no restarted task restored the checkpoint with the AppMaster's tokens"
+
+
+def container_tokens(layout: Layout, app_id: str) -> list[Path]:
+    """The token files YARN wrote into the app's containers (under the NodeManagers' dirs)."""
+    return sorted(layout.state_dir.glob(f"nm*/local/usercache/{secure.cluster_user()}/appcache/"
+                                        f"{app_id}/container_*/container_tokens"))
+
+
+def wait_for(found: Callable[[], T | None], timeout_s: float, what: str) -> T:
+    deadline = time.monotonic() + timeout_s
+    while not (value := found()):
+        assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
+        time.sleep(1)
+    return value
+
+
 def test_no_ticket_is_refused_before_submitting(secure_cluster: LocalCluster,
                                                 tmp_path: Path) -> None:
     res, app = prepare_light_job(tmp_path, [])
@@ -174,6 +255,31 @@ def test_another_user_can_neither_kill_nor_read_the_job(secure_cluster: LocalClu
         assert run_tfyarn(secure_cluster, "kill", app_id).returncode == 0
 
 
+def test_access_lists_in_the_job_config_let_another_user_see_and_kill_it(
+        secure_cluster: LocalCluster, tmp_path: Path) -> None:
+    other = secure.OTHER_USER
+    res, app = prepare_light_job(tmp_path, ["--sleep", "600"],
+                                 settings={"acl.view": other, "acl.modify": f"{other} ml-admins"})
+    planned = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                         str(app), "--dry-run")
+    assert f"view '{other}', kill '{other} ml-admins'" in planned.stdout, planned.stdout
+    submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                           str(app), "--detach", "--json", timeout_s=180)
+    assert submitted.returncode == 0, submitted.stderr
+    app_id = json.loads(submitted.stdout)["application_id"]
+    as_other = {**secure_cluster.env,
+                "KRB5CCNAME": str(secure.kinit(secure_cluster.layout, other))}
+    try:
+        wait_for(lambda: app_state(secure_cluster, app_id) == "RUNNING", 120, "the job running")
+        seen = run(as_other, "yarn", "application", "-status", app_id)
+        assert seen.returncode == 0 and "AM Host : N/A" not in seen.stdout, seen
+        killed = run_tfyarn(secure_cluster, "kill", app_id, env=as_other)
+        assert killed.returncode == 0, killed.stdout + killed.stderr
+        wait_for(lambda: app_state(secure_cluster, app_id) == "KILLED", 60, "the job killed")
+    finally:
+        run_tfyarn(secure_cluster, "kill", app_id)
+
+
 def _vint(data: bytes, at: int) -> tuple[int, int]:
     """Hadoop's WritableUtils.readVInt: (value, next offset)."""
     (first,) = struct.unpack_from("b", data, at)
@@ -222,16 +328,19 @@ def test_no_secret_in_logs_process_table_or_status(secure_cluster: LocalCluster,
                                                    tmp_path: Path) -> None:
     layout, user = secure_cluster.layout, secure.cluster_user()
     res, app = prepare_light_job(tmp_path, ["--sleep", "20"])
-    submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
-                           str(app), "--detach", "--json", timeout_s=180)
+    # With a keytab: the AppMaster gets the keytab, and new tokens it hands to the agents.
+    submitted = run_tfyarn(secure_cluster, "--principal", secure.principal(user), "--keytab",
+                           str(secure.keytab(layout, user)), "submit", "--resources", str(res),
+                           "--app-config", str(app), "--detach", "--json", timeout_s=180)
     assert submitted.returncode == 0, submitted.stderr
     app_id = json.loads(submitted.stdout)["application_id"]
     try:
-        deadline = time.monotonic() + 180
-        while not (token_files := sorted(layout.state_dir.glob(
-                f"nm*/local/usercache/{user}/appcache/{app_id}/container_*/container_tokens"))):
-            assert time.monotonic() < deadline, "no container got its tokens"
-            time.sleep(1)
+        containers = f"nm*/local/usercache/{user}/appcache/{app_id}/container_*"
+        token_files = wait_for(lambda: (
+            sorted(layout.state_dir.glob(f"{containers}/{hdfstokens.TOKENS_FILE}"))
+            and sorted(layout.state_dir.glob(f"{containers}/container_tokens"))
+            + sorted(layout.state_dir.glob(f"{containers}/{hdfstokens.TOKENS_FILE}"))),
+            180, "container with the AppMaster's new tokens")
         secrets = [p for f in token_files for p in token_passwords(f.read_bytes())]
         # Hadoop's token passwords are HMAC-SHA1s: 20 bytes each, or the parse went wrong.
         assert secrets and {len(password) for password in secrets} == {20}, secrets

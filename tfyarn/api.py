@@ -100,7 +100,8 @@ def plan_job(resources: FilePath, app_config: FilePath,
     placement = Placement(queue=options.queue or job.app.queue, tags=options.tags,
                           am_memory_mb=options.am_memory or job.am_memory_mb,
                           am_vcores=options.am_vcores or job.am_vcores,
-                          am_label=options.am_label)
+                          am_label=options.am_label, view_acl=job.app.view_acl,
+                          modify_acl=job.app.modify_acl)
     # Pre-flight against the live cluster (tfyarn/preflight.py), naming what the user wrote.
     queue_source = ((COMMAND_LINE, "--queue") if options.queue else
                     (str(app_config), key_path("global", "site.global.queue")))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import skein
 
 import appmaster
 from appmaster.agentlink import TOKEN_FILE
+from appmaster.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
 from appmaster.jobplan import (
     DATA_DIR_NAME,
     DATA_ENTRY_PREFIX,
@@ -57,9 +59,42 @@ def rendezvous_token(job_dir: Path) -> Path:
     return path
 
 
+def kerberos_files(keytab: str | None) -> dict[str, skein.File]:
+    """With --keytab, the AppMaster alone gets it, privately, to obtain new HDFS tokens for a
+    job that outlives its own (appmaster/hdfstokens.py), and the client's krb5.conf when
+    KRB5_CONFIG names one (Java reads no KRB5_CONFIG; else the node's /etc/krb5.conf)."""
+    if not keytab:
+        return {}
+    files = {KEYTAB_FILE: skein.File(str(Path(keytab).resolve()), type="file",
+                                     visibility="application")}
+    krb5_conf = os.environ.get("KRB5_CONFIG")
+    if krb5_conf and Path(krb5_conf).is_file():
+        files[KRB5_CONF_FILE] = skein.File(str(Path(krb5_conf).resolve()), type="file",
+                                           visibility="application")
+    return files
+
+
+def application_acls(placement: Placement) -> skein.ACLs:
+    """YARN's application ACLs from the job's access lists; none given: YARN's default, the
+    owner and YARN's admins. skein's own check of the web UI stays open ("*"): who reaches the
+    job page is the ResourceManager proxy's to decide (docs/secure.md, "The tracking page")."""
+    if placement.view_acl is None and placement.modify_acl is None:
+        return skein.ACLs()
+
+    def names(acl: str | None) -> tuple[list[str], list[str]]:
+        users, _, groups = (acl or "").partition(" ")
+        return [u for u in users.split(",") if u], [g for g in groups.split(",") if g]
+
+    (view_users, view_groups), (modify_users, modify_groups) = (
+        names(placement.view_acl), names(placement.modify_acl))
+    return skein.ACLs(enable=True, view_users=view_users, view_groups=view_groups,
+                      modify_users=modify_users, modify_groups=modify_groups, ui_users=["*"])
+
+
 def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement: Placement,
                      secrets: dict[str, Path] | None = None,
-                     environment: JobEnvironment | None = None) -> skein.ApplicationSpec:
+                     environment: JobEnvironment | None = None,
+                     keytab: str | None = None) -> skein.ApplicationSpec:
     environment = environment or JobEnvironment()  # a packed Python env, a Docker image
     # Each directory goes as one tar (tfyarn/codepack.py): skein uploads file by file.
     packs = job_file.parent / "packs"
@@ -105,7 +140,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     }
     master = skein.Master(
         resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
-        files={**files, skeinui.UI_DIR: skein.File(
+        files={**files, **kerberos_files(keytab), skeinui.UI_DIR: skein.File(
             str(skeinui.write_overview(job_file.parent / skeinui.UI_DIR)), type="file")},
         script=_launch(plan, "appmaster.master", environment.master_python),
         # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so,
@@ -118,6 +153,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     return skein.ApplicationSpec(
         name=plan.name,
         queue=placement.queue,
+        acls=application_acls(placement),
         node_label=placement.am_label or "",
         master=master,
         services=services,

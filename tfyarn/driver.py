@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -139,9 +140,11 @@ def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
 
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
         job_file = Path(tmp) / JOB_FILE
+        if DRIVER.keytab:  # the master gets new HDFS tokens as this principal
+            plan = dataclasses.replace(plan, principal=DRIVER.principal)
         job_file.write_text(plan.to_json())
         spec = application_spec(plan, job.app.scripts_dir, job_file, placement,
-                                job.app.secrets, environment)
+                                job.app.secrets, environment, DRIVER.keytab)
         try:
             return client.submit(spec)
         except Exception as exc:

@@ -36,6 +36,9 @@ class Placement:
     # YARN applies an application's label to the AppMaster and to every request without
     # its own label; build_plan gives unlabelled roles this label explicitly to match.
     am_label: str | None = None
+    # YARN access lists ("users groups") besides the owner and admins; None: nobody else
+    view_acl: str | None = None
+    modify_acl: str | None = None
 
 
 def role_plan(c: Component, default_label: str | None = None) -> RolePlan:
@@ -174,6 +177,7 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "appmaster_max_attempts": plan.am_max_attempts,
         "appmaster": {"memory_mb": placement.am_memory_mb, "vcores": placement.am_vcores,
                       "node_label": placement.am_label},
+        "acls": {"view": placement.view_acl, "modify": placement.modify_acl},
         "roles": roles,
         "env": sorted(plan.env),
         "secrets": list(plan.secrets),
@@ -209,6 +213,10 @@ def format_plan(document: dict) -> str:
         "  success: " + ("when the chief exits 0" if document["success_policy"] == "chief"
                           else "when the chief and every worker exit 0"),
     ]
+    acls = document["acls"]
+    if acls["view"] or acls["modify"]:
+        lines.append(f"  access besides you and YARN's admins: view {acls['view'] or 'nobody'!r},"
+                     f" kill {acls['modify'] or 'nobody'!r}")
     if document["data_dir"]:
         lines.append(f"  data dir: {document['data_dir']}, localized by YARN into every task's "
                      "directory (--data_dir)")

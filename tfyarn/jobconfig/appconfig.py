@@ -58,6 +58,8 @@ _EVALUATION_TIMEOUT = _G + "evaluation.timeout"
 _DATA_DIR = _G + "user.data.dir"
 _CHECKPOINT_PREFIX = _G + "user.checkpoint.prefix"
 _DATA = _G + "data"  # hdfs:///path#name entries, localized into each task's data dir
+_VIEW_ACL = _G + "acl.view"  # who else may see the application (YARN's VIEW_APP)
+_MODIFY_ACL = _G + "acl.modify"  # who else may kill it (YARN's MODIFY_APP)
 _APP_KEYS = (
     _ENTRY,
     _SCRIPTS_DIR,
@@ -82,6 +84,8 @@ _APP_KEYS = (
     _DATA_DIR,
     _CHECKPOINT_PREFIX,
     _DATA,
+    _VIEW_ACL,
+    _MODIFY_ACL,
 )
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
 _SLIDER_ONLY_KEYS = (
@@ -95,6 +99,7 @@ _SLIDER_ONLY_KEYS = (
 _PORT_KEY = re.compile(r"site\.global\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.port")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ACL_NAME = re.compile(r"[^\s,]+")
 _MAX_APP_NAME = 256
 _WORK_DIR_PLACEHOLDERS = {"USER_NAME", "APP_ID"}
 
@@ -190,6 +195,8 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
         data_dir=data_dir,
         checkpoint_prefix=checkpoint_prefix,
         data=data,
+        view_acl=_acl(c, settings, _VIEW_ACL),
+        modify_acl=_acl(c, settings, _MODIFY_ACL),
     )
 
 
@@ -204,6 +211,23 @@ def _text(c: Checker, settings: dict[str, Any], key: str, example: str) -> str |
         c.add(key_path("global", key), message, fix, value=value)
         return None
     return value.strip()
+
+
+def _acl(c: Checker, settings: dict[str, Any], key: str) -> str | None:
+    """A YARN access control list as YARN writes it: users, a space, groups."""
+    if key not in settings:
+        return None
+    value = settings[key]
+    parts = value.split(" ") if isinstance(value, str) else []
+    names = [name for part in parts for name in part.split(",") if part]
+    if not value or not parts or len(parts) > 2 or not names or not all(
+            _ACL_NAME.fullmatch(name) for name in names):
+        c.add(key_path("global", key), 'must be a YARN access list, "users groups"',
+              'write e.g. "alice,bob ml-team" (users, one space, groups; no other spaces), '
+              '" ml-team" for groups only, or "*" for everyone; the owner and YARN\'s admins '
+              "always have access.", value=value)
+        return None
+    return value
 
 
 def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:

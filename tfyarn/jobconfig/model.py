@@ -125,6 +125,10 @@ class AppConfig:
     # site.global.data (or --data): HDFS files and archives YARN localizes into every task's
     # data dir, each under its #name
     data: tuple[DataEntry, ...] = ()
+    # YARN access lists ("users groups") of who besides the owner and YARN's admins may view
+    # the application and kill it; None: nobody else
+    view_acl: str | None = None
+    modify_acl: str | None = None
 
 
 @dataclass(frozen=True)

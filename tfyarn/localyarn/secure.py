@@ -34,9 +34,10 @@ from tfyarn.localyarn.provision import ClusterError
 OTHER_USER = "bob"  # a second user, neither the job's owner nor an admin
 SERVICE_HOST = "localhost"
 SERVICES = ("hdfs", "yarn", "HTTP")
-# Seconds: a token must be renewed within RENEW_S and dies at MAX_LIFETIME_S whatever happens.
-TOKEN_RENEW_S = int(os.environ.get("TFYARN_SECURE_TOKEN_RENEW_S", "300"))
-TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "1800"))
+# Seconds: a token must be renewed within RENEW_S and dies at MAX_LIFETIME_S whatever happens
+# (Hadoop's defaults: a day and a week). Minutes here, so a test's job outlives its tokens.
+TOKEN_RENEW_S = int(os.environ.get("TFYARN_SECURE_TOKEN_RENEW_S", "60"))
+TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "120"))
 
 
 def cluster_user() -> str:
@@ -155,8 +156,12 @@ def _auth_to_local() -> str:
 def core_site(layout: Layout) -> dict[str, object]:
     if not is_secure(layout):
         return {}
+    # The ResourceManager (its principal maps to the daemons' user) may act for the jobs'
+    # users: see yarn.resourcemanager.proxy-user-privileges.enabled below.
     return {"hadoop.security.authentication": "kerberos",
-            "hadoop.security.auth_to_local": _auth_to_local()}
+            "hadoop.security.auth_to_local": _auth_to_local(),
+            f"hadoop.proxyuser.{cluster_user()}.hosts": "*",
+            f"hadoop.proxyuser.{cluster_user()}.groups": "*"}
 
 
 def hdfs_site(layout: Layout) -> dict[str, object]:
@@ -198,6 +203,11 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.log-aggregation-enable": "false",
         "yarn.acl.enable": "true",
         "yarn.admin.acl": cluster_user(),
+        # Once a job's HDFS tokens near their maximum lifetime, the ResourceManager gets new
+        # ones for the NodeManagers (YARN-2704): a container started after that point is still
+        # localized from HDFS. The containers' own new tokens come from tfyarn's AppMaster
+        # (appmaster/hdfstokens.py), for jobs submitted with a keytab.
+        "yarn.resourcemanager.proxy-user-privileges.enabled": "true",
         "yarn.resourcemanager.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
         "yarn.resourcemanager.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,
     }
