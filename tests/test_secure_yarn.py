@@ -200,6 +200,56 @@ def test_no_ticket_is_refused_before_submitting(secure_cluster: LocalCluster,
     assert "No valid Kerberos ticket" in refused.stderr and "kinit" in refused.stderr
 
 
+def test_an_expired_ticket_is_refused_before_submitting(secure_cluster: LocalCluster,
+                                                        tmp_path: Path) -> None:
+    """The user's ticket cache with every ticket's end moved into the past (the KDC here will
+    not issue tickets shorter than an hour, so the test cannot wait for one to expire)."""
+    cache = tmp_path / "expired_cache"
+    cache.write_bytes(expired(secure.ticket_cache(secure_cluster.layout).read_bytes()))
+    env = {**secure_cluster.env, "KRB5CCNAME": str(cache)}
+    assert run(env, "klist", "-s").returncode != 0  # MIT's tools see it expired too
+    res, app = prepare_light_job(tmp_path, [])
+    refused = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                         str(app), env=env)
+    user = secure.principal(secure.cluster_user())
+    assert refused.returncode != 0 and "nothing was submitted" in refused.stderr, refused.stderr
+    assert f"No valid Kerberos ticket in {cache} (the ticket of {user} expired " in (
+        refused.stderr), refused.stderr
+    assert f"Fix: run `kinit {user}` first" in refused.stderr, refused.stderr
+
+
+def expired(cache: bytes) -> bytes:
+    """The same MIT ticket cache (format 4) with every ticket's times a day and an hour in
+    the past: what a cache looks like once its tickets expired."""
+    data, now = bytearray(cache), int(time.time())
+    assert data[:2] == b"\x05\x04", data[:2]
+    at = 4 + struct.unpack_from(">H", data, 2)[0]  # after the header's tags
+
+    def skip_principal(at: int) -> int:
+        count = struct.unpack_from(">I", data, at + 4)[0]  # after its name type
+        at += 8
+        for _ in range(count + 1):  # the realm, then each component
+            at += 4 + struct.unpack_from(">I", data, at)[0]
+        return at
+
+    def skip_counted(at: int) -> int:  # addresses or authdata: type (2), length (4), data
+        count, at = struct.unpack_from(">I", data, at)[0], at + 4
+        for _ in range(count):
+            at += 6 + struct.unpack_from(">I", data, at + 2)[0]
+        return at
+
+    at = skip_principal(at)  # the cache's default principal, then each credential
+    while at < len(data):
+        at = skip_principal(skip_principal(at))  # client, server
+        at += 6 + struct.unpack_from(">I", data, at + 2)[0]  # key: type (2), length (4), key
+        if struct.unpack_from(">I", data, at + 8)[0]:  # an end time: a ticket, not a setting
+            struct.pack_into(">IIII", data, at, now - 86400, now - 86400, now - 3600, now - 3600)
+        at = skip_counted(skip_counted(at + 16 + 1 + 4))  # times, is_skey, flags
+        for _ in range(2):  # the ticket, the second ticket
+            at += 4 + struct.unpack_from(">I", data, at)[0]
+    return bytes(data)
+
+
 def test_a_principal_the_kdc_does_not_know_is_refused(secure_cluster: LocalCluster,
                                                       tmp_path: Path) -> None:
     """A keytab for a principal the KDC never heard of (a typo in the realm's admin's

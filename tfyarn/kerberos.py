@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -97,8 +98,21 @@ def check_login(conf: Mapping[str, str]) -> None:
         return
     if subprocess.run(["klist", "-s"], capture_output=True).returncode != 0:
         cache = os.environ.get("KRB5CCNAME") or "the default ticket cache"
+        why, owner = expiry()
         raise KerberosError(
-            f"No valid Kerberos ticket in {cache} (none, or expired), and the cluster uses "
+            f"No valid Kerberos ticket in {cache} ({why}), and the cluster uses "
             "Kerberos (hadoop.security.authentication in HADOOP_CONF_DIR).",
-            "run `kinit <you>@<REALM>` first, or give `tfyarn --principal P --keytab K` "
-            "(TFYARN_PRINCIPAL/TFYARN_KEYTAB).")
+            f"run `kinit {owner or '<you>@<REALM>'}` first, or give `tfyarn --principal P "
+            "--keytab K` (TFYARN_PRINCIPAL/TFYARN_KEYTAB).")
+
+
+def expiry() -> tuple[str, str | None]:
+    """Why the ticket cache holds no valid ticket, as `klist` shows it (whose ticket expired
+    when, or that there is none), and whose cache it is."""
+    listing = subprocess.run(["klist"], capture_output=True, text=True).stdout
+    owner = re.search(r"^Default principal: (\S+)", listing, re.MULTILINE)
+    # "Valid starting     Expires            Service principal": the TGT's line
+    tgt = re.search(r"^(\S+ \S+)\s+(\S+ \S+)\s+krbtgt/", listing, re.MULTILINE)
+    if owner and tgt:
+        return f"the ticket of {owner.group(1)} expired {tgt.group(2)}", owner.group(1)
+    return "no ticket", owner.group(1) if owner else None
