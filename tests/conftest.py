@@ -69,3 +69,26 @@ def wait_for_final_state(client, app_id: str, timeout_s: float = 300.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"{app_id} still {report.state} after {timeout_s:.0f} s")
         time.sleep(0.5)
+
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's packages
+LAPTOP = (1366, 768)
+
+
+@pytest.fixture
+def browser():
+    """Headless Chromium at laptop size; Selenium uses the given binaries, downloads nothing."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                f"--window-size={LAPTOP[0]},{LAPTOP[1]}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()

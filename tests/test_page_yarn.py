@@ -23,10 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 from jobtools import ReleaseFile, app_report, app_state, prepare_light_job, run_tfyarn
-from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
@@ -37,8 +34,6 @@ from tfyarn import jobview
 
 pytestmark = pytest.mark.yarn
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's packages
-LAPTOP = (1366, 768)
 START_TIMEOUT_S = 240  # submit -> every task running, on a loaded 2-core machine
 WAIT_S = 60
 SKEIN_ERRORS = ("Problem accessing", "Exception", "HTTP ERROR")
@@ -112,21 +107,6 @@ def light_job(yarn_cluster, tmp: Path, fail_worker: int | None = None) -> Iterat
 def running_job(yarn_cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningJob]:
     with light_job(yarn_cluster, tmp_path_factory.mktemp("page"), fail_worker=1) as job:
         yield job
-
-
-@pytest.fixture
-def browser() -> Iterator[WebDriver]:
-    """Headless Chromium at laptop size; Selenium uses the given binaries, downloads nothing."""
-    options = Options()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                f"--window-size={LAPTOP[0]},{LAPTOP[1]}"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def assert_no_error(browser: WebDriver) -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -326,6 +327,40 @@ def test_access_lists_in_the_job_config_let_another_user_see_and_kill_it(
         killed = run_tfyarn(secure_cluster, "kill", app_id, env=as_other)
         assert killed.returncode == 0, killed.stdout + killed.stderr
         wait_for(lambda: app_state(secure_cluster, app_id) == "KILLED", 60, "the job killed")
+    finally:
+        run_tfyarn(secure_cluster, "kill", app_id)
+
+
+def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalCluster,
+                                                       tmp_path: Path, browser) -> None:
+    """As a person sees it, in headless Chromium: the link `submit` prints goes through the
+    RM's proxy (whose web UI authenticates nobody here, see docs/secure.md) to the job page,
+    which lists the tasks. The page's own server refuses the AppMaster host's address."""
+    from selenium.webdriver.common.by import By
+
+    res, app = prepare_light_job(tmp_path, ["--sleep", "600"])
+    submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                           str(app), "--detach", "--json", timeout_s=180)
+    assert submitted.returncode == 0, submitted.stderr
+    printed = json.loads(submitted.stdout)
+    app_id = printed["application_id"]
+    try:
+        wait_for(lambda: app_state(secure_cluster, app_id) == "RUNNING", 120, "the job running")
+        browser.get(printed["job_page"])
+        rows = wait_for(lambda: {r.get_attribute("data-task") for r in browser.find_elements(
+            By.CSS_SELECTOR, "#task-table tbody tr")} >= {"ps-0", "chiefworker-0", "worker-0"}
+            and browser.find_elements(By.CSS_SELECTOR, "#task-table tbody tr"), 120,
+            "the job page's tasks")
+        assert len(rows) == 4, browser.page_source
+        # The RM's REST API answers an unauthenticated caller without the AM's host: ask as
+        # the owner, with Kerberos.
+        status = run(secure_cluster.env, "yarn", "application", "-status", app_id).stdout
+        am_host = re.search(r"AM Host : (\S+)", status)[1]
+        master_log = next(secure_cluster.layout.state_dir.glob(
+            f"nm*/containers/{app_id}/*_000001/application.driver.log")).read_text()
+        port = int(re.search(r"job page on 127\.0\.0\.1:(\d+)", master_log)[1])
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((am_host, port), timeout=5).close()
     finally:
         run_tfyarn(secure_cluster, "kill", app_id)
 
