@@ -92,3 +92,11 @@ def browser():
         yield driver
     finally:
         driver.quit()
+
+
+def task_rows(browser) -> set[str]:
+    """The tasks the job page's table lists, by name (ps-0, chiefworker-0, ...)."""
+    from selenium.webdriver.common.by import By
+
+    return {row.get_attribute("data-task")
+            for row in browser.find_elements(By.CSS_SELECTOR, "#task-table tbody tr")}

@@ -9,9 +9,10 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -28,6 +29,17 @@ LOGS_TIMEOUT_S = 90  # an app's end -> all its logs aggregated
 SUBMIT_TIMEOUT_S = 480  # `tfyarn submit --wait` of a whole job, on a loaded 2-core machine
 # The CLI as this interpreter runs it: the venv's bin need not be on PATH (it is not in CI).
 TFYARN = (sys.executable, "-m", "tfyarn.cli")
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 120.0) -> T:
+    """probe()'s first truthy answer, asked every second; fails naming ``what`` after
+    ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := probe()):
+        assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f} s waiting for {what}"
+        time.sleep(1)
+    return value
 
 
 def write_doc(path: Path, doc: Any) -> Path:

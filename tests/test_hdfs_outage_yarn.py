@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
-from jobtools import JobFiles, prepare_job, run_tfyarn
+from jobtools import JobFiles, prepare_job, run_tfyarn, wait_for
 
 from tfyarn.localyarn import daemons, hdfs
 from tfyarn.localyarn.provision import find_java_home
 
 pytestmark = pytest.mark.yarn
+WAIT_S = 150
 
 # The chief saves a TF-shaped checkpoint (index, data, state file last) every 0.3 s into its
 # local work dir until the test puts "release" in the job's key-value store.
@@ -77,14 +77,6 @@ def chief_mirror(yarn_cluster, app_id: str) -> dict:
     return (chief[0].get("mirror") or {}) if chief else {}
 
 
-def wait_for(what: str, probe, timeout_s: float = 150):
-    deadline = time.monotonic() + timeout_s
-    while not (value := probe()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1)
-    return value
-
-
 def test_mirror_survives_an_hdfs_outage(yarn_cluster, skein_client, tmp_path: Path) -> None:
     scripts = tmp_path / "scripts"
     scripts.mkdir()
@@ -102,19 +94,20 @@ def test_mirror_survives_an_hdfs_outage(yarn_cluster, skein_client, tmp_path: Pa
     namenode = hdfs.daemons_of(layout)[0]
     try:
         before = wait_for("a checkpoint on HDFS", lambda: hdfs_step(files) >= 3 and
-                          hdfs_step(files))
+                          hdfs_step(files), WAIT_S)
         assert daemons.stop(layout, namenode.name)
         down = wait_for("the status to say mirroring fails",
-                        lambda: (m := chief_mirror(yarn_cluster, app_id)).get("error") and m)
+                        lambda: (m := chief_mirror(yarn_cluster, app_id)).get("error") and m,
+                        WAIT_S)
         print(f"\n[{app_id}] NameNode stopped at HDFS step {before}; status: {down['error']}")
         assert down["failing_since"] and down["last_checkpoint"], down
     finally:
         if daemons.running_pid(layout, namenode.name) is None:
             daemons.start(layout, find_java_home(), namenode)
-        wait_for("HDFS back", lambda: _ready(layout))
+        wait_for("HDFS back", lambda: _ready(layout), WAIT_S)
     caught_up = wait_for("the mirror to catch up", lambda: (
         (m := chief_mirror(yarn_cluster, app_id)).get("error") is None
-        and hdfs_step(files) > before and m))
+        and hdfs_step(files) > before and m), WAIT_S)
     after = hdfs_step(files)
     print(f"[{app_id}] NameNode back: HDFS at step {after}, mirror {caught_up}")
     # The chief kept saving on its own disk while HDFS was away: HDFS jumped past the gap.
@@ -123,7 +116,7 @@ def test_mirror_survives_an_hdfs_outage(yarn_cluster, skein_client, tmp_path: Pa
     skein_client.connect(app_id).kv.put("release", b"1")
     final = wait_for("the job's end", lambda: (
         (r := skein_client.application_report(app_id)) and
-        str(r.state) in ("FINISHED", "FAILED", "KILLED") and r))
+        str(r.state) in ("FINISHED", "FAILED", "KILLED") and r), WAIT_S)
     assert str(final.final_status) == "SUCCEEDED", final.diagnostics
     assert hdfs_step(files) >= after
 

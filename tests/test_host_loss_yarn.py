@@ -10,18 +10,18 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from jobtools import JobFiles, prepare_job, prepare_light_job, run_tfyarn
+from jobtools import JobFiles, prepare_job, prepare_light_job, run_tfyarn, wait_for
 
 from tfyarn.localyarn import cluster, daemons, hosts
 from tfyarn.localyarn.proctable import scan_processes
 
 pytestmark = pytest.mark.yarn
+WAIT_S = 240  # each step of a host's loss, on a loaded 2-core machine
 
 TIMEOUT_S = 8  # site.global.task.heartbeat.timeout in these tests
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
@@ -44,18 +44,10 @@ def task(view: dict, role: str, index: int = 0) -> dict:
     return next(t for t in view["tasks"] if (t["role"], t["index"]) == (role, index))
 
 
-def wait_for(what: str, probe: Callable[[], Any], timeout_s: float = 240) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while not (value := probe()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1)
-    return value
-
-
 def running_on(yarn_cluster, app_id: str, role: str) -> str:
     """The host of the task once every task of the job runs."""
     view = wait_for(f"{app_id} running", lambda: (
-        (v := job_view(yarn_cluster, app_id)).get("state") == "RUNNING" and v))
+        (v := job_view(yarn_cluster, app_id)).get("state") == "RUNNING" and v), WAIT_S)
     return task(view, role)["node"].rsplit(":", 1)[0]
 
 
@@ -121,12 +113,13 @@ def test_losing_a_tasks_host(yarn_cluster, skein_client, tmp_path: Path, victim:
         settings={"task.heartbeat.timeout": str(TIMEOUT_S), "checkpoint.mirror.interval": "2"})
     app_id, host = submit_apart(yarn_cluster, skein_client, resources, app_config, victim)
     files = JobFiles(yarn_cluster.layout, app_id)
-    step = wait_for("a checkpoint on HDFS", lambda: hdfs_step(files) >= 50 and hdfs_step(files))
+    step = wait_for("a checkpoint on HDFS",
+                    lambda: hdfs_step(files) >= 50 and hdfs_step(files), WAIT_S)
     with lost(yarn_cluster, host):
         lost_at = time.monotonic()
         moved = wait_for(f"the {victim} running on another host", lambda: (
             (t := task(job_view(yarn_cluster, app_id), victim))["restarts"] >= 1
-            and t["state"] == "running" and t))
+            and t["state"] == "running" and t), WAIT_S)
         print(f"\n[{app_id}] {host} lost at HDFS step {step}: {victim} training again on "
               f"{moved['node']} {time.monotonic() - lost_at:.1f} s later")
         assert moved["node"].rsplit(":", 1)[0] != host
@@ -156,13 +149,13 @@ def test_a_host_back_from_a_cut_finds_its_tasks_replaced(yarn_cluster, skein_cli
         assert old_agent, "the old ps's processes were not among the frozen ones"
         wait_for("the ps declared lost", lambda: any(
             line.startswith(f"ps 0 lost on {host}")
-            for line in job_view(yarn_cluster, app_id)["restarts"]))
+            for line in job_view(yarn_cluster, app_id)["restarts"]), WAIT_S)
     # Thawed: the old ps's processes end by themselves (its agent finds its task gone).
     wait_for("the old ps's processes to end", lambda: not [
         p for p in scan_processes() if p.pid in old_agent], 60)
     new = wait_for("the new ps running", lambda: (
         (t := task(job_view(yarn_cluster, app_id), "ps"))["state"] == "running"
-        and t["yarn_container_id"] != old["yarn_container_id"] and t))
+        and t["yarn_container_id"] != old["yarn_container_id"] and t), WAIT_S)
     view = job_view(yarn_cluster, app_id)
     assert [line for line in view["restarts"] if "lost" in line] == [
         f"ps 0 lost on {host}: cluster restarted as generation 1 from the last checkpoint"]

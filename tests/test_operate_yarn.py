@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from jobtools import (
     read_json,
     run_tfyarn,
     submit_and_wait,
+    wait_for,
 )
 
 pytestmark = pytest.mark.yarn
@@ -27,16 +27,6 @@ pytestmark = pytest.mark.yarn
 def light_job(tmp_path: Path, sleep_s: float, release: ReleaseFile) -> tuple[Path, Path]:
     return prepare_light_job(tmp_path, ["--sleep", str(sleep_s), "--release_file", release.url],
                              settings={"app.name": "tfyarn-operate-test"})
-
-
-def wait_for(what: str, probe, timeout_s: float = 120.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
 def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Path):

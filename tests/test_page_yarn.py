@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from conftest import task_rows
 from jobtools import ReleaseFile, app_report, app_state, prepare_light_job, run_tfyarn
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
@@ -112,11 +113,6 @@ def running_job(yarn_cluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
 def assert_no_error(browser: WebDriver) -> None:
     source = browser.page_source
     assert not [e for e in SKEIN_ERRORS if e in source], f"{browser.current_url}:\n{source}"
-
-
-def task_rows(browser: WebDriver) -> set[str]:
-    return {row.get_attribute("data-task")
-            for row in browser.find_elements(By.CSS_SELECTOR, "#task-table tbody tr")}
 
 
 def save_screenshot(browser: WebDriver, path: Path, capsys: pytest.CaptureFixture) -> None:

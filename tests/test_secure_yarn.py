@@ -18,12 +18,11 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
-from conftest import LocalCluster
+from conftest import LocalCluster, task_rows
 from jobtools import (
     app_report,
     app_state,
@@ -32,6 +31,7 @@ from jobtools import (
     run_tfyarn,
     submit_and_wait,
     task_processes,
+    wait_for,
 )
 
 from appmaster import hdfstokens
@@ -46,7 +46,6 @@ pytestmark = pytest.mark.yarn
 PORT_OFFSET = int(os.environ.get("TFYARN_SECURE_CLUSTER_PORT_OFFSET", "2700"))
 REFUSED = "Client cannot authenticate via:[TOKEN, KERBEROS]"
 FINAL = ("FINISHED", "FAILED", "KILLED")
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="session")
@@ -147,19 +146,19 @@ def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
     app_id = json.loads(submitted.stdout)["application_id"]
     try:
         original = tmp_path / "original_tokens"  # what YARN gave the job's containers
-        original.write_bytes(wait_for(lambda: next(iter(container_tokens(layout, app_id)),
-                                                   None), 180, "a container's tokens").read_bytes())
+        first = wait_for("a container's tokens", lambda: container_tokens(layout, app_id), 180)
+        original.write_bytes(first[0].read_bytes())
         time.sleep(max(0.0, tokens_die_at + 10 - time.monotonic()))
         assert app_state(secure_cluster, app_id) == "RUNNING"
         refused = run({**no_tickets, "HADOOP_TOKEN_FILE_LOCATION": str(original)}, sys.executable,
                       "-c", f"from hdfs_native import Client; Client('{layout.default_fs}')"
                       ".get_file_info('/')")
         assert refused.returncode != 0, "the job's own tokens still open connections"
-        chief = wait_for(lambda: next((p for p in task_processes(app_id, "mnist1.py")
-                                       if {"--job_name=worker", "--task_index=0"} <= set(p.argv)),
-                                      None), 60, "the chief's script")
+        chief = wait_for("the chief's script", lambda: next(
+            (p for p in task_processes(app_id, "mnist1.py")
+             if {"--job_name=worker", "--task_index=0"} <= set(p.argv)), None), 60)
         os.kill(chief.pid, signal.SIGKILL)
-        wait_for(lambda: app_state(secure_cluster, app_id) in FINAL, 600, "the job's end")
+        wait_for("the job's end", lambda: app_state(secure_cluster, app_id) in FINAL, 600)
     finally:
         run_tfyarn(secure_cluster, "kill", app_id)
     report = app_report(secure_cluster, app_id)
@@ -181,14 +180,6 @@ def container_tokens(layout: Layout, app_id: str) -> list[Path]:
     """The token files YARN wrote into the app's containers (under the NodeManagers' dirs)."""
     return sorted(layout.state_dir.glob(f"nm*/local/usercache/{secure.cluster_user()}/appcache/"
                                         f"{app_id}/container_*/container_tokens"))
-
-
-def wait_for(found: Callable[[], T | None], timeout_s: float, what: str) -> T:
-    deadline = time.monotonic() + timeout_s
-    while not (value := found()):
-        assert time.monotonic() < deadline, f"no {what} within {timeout_s:.0f} s"
-        time.sleep(1)
-    return value
 
 
 def test_no_ticket_is_refused_before_submitting(secure_cluster: LocalCluster,
@@ -321,12 +312,12 @@ def test_access_lists_in_the_job_config_let_another_user_see_and_kill_it(
     as_other = {**secure_cluster.env,
                 "KRB5CCNAME": str(secure.kinit(secure_cluster.layout, other))}
     try:
-        wait_for(lambda: app_state(secure_cluster, app_id) == "RUNNING", 120, "the job running")
+        wait_for("the job running", lambda: app_state(secure_cluster, app_id) == "RUNNING", 120)
         seen = run(as_other, "yarn", "application", "-status", app_id)
         assert seen.returncode == 0 and "AM Host : N/A" not in seen.stdout, seen
         killed = run_tfyarn(secure_cluster, "kill", app_id, env=as_other)
         assert killed.returncode == 0, killed.stdout + killed.stderr
-        wait_for(lambda: app_state(secure_cluster, app_id) == "KILLED", 60, "the job killed")
+        wait_for("the job killed", lambda: app_state(secure_cluster, app_id) == "KILLED", 60)
     finally:
         run_tfyarn(secure_cluster, "kill", app_id)
 
@@ -336,8 +327,6 @@ def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalClu
     """As a person sees it, in headless Chromium: the link `submit` prints goes through the
     RM's proxy (whose web UI authenticates nobody here, see docs/secure.md) to the job page,
     which lists the tasks. The page's own server refuses the AppMaster host's address."""
-    from selenium.webdriver.common.by import By
-
     res, app = prepare_light_job(tmp_path, ["--sleep", "600"])
     submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
                            str(app), "--detach", "--json", timeout_s=180)
@@ -345,13 +334,10 @@ def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalClu
     printed = json.loads(submitted.stdout)
     app_id = printed["application_id"]
     try:
-        wait_for(lambda: app_state(secure_cluster, app_id) == "RUNNING", 120, "the job running")
+        wait_for("the job running", lambda: app_state(secure_cluster, app_id) == "RUNNING", 120)
         browser.get(printed["job_page"])
-        rows = wait_for(lambda: {r.get_attribute("data-task") for r in browser.find_elements(
-            By.CSS_SELECTOR, "#task-table tbody tr")} >= {"ps-0", "chiefworker-0", "worker-0"}
-            and browser.find_elements(By.CSS_SELECTOR, "#task-table tbody tr"), 120,
-            "the job page's tasks")
-        assert len(rows) == 4, browser.page_source
+        wait_for("the job page's tasks", lambda: task_rows(browser) == {
+            "ps-0", "chiefworker-0", "worker-0", "worker-1"}, 120)
         # The RM's REST API answers an unauthenticated caller without the AM's host: ask as
         # the owner, with Kerberos.
         status = run(secure_cluster.env, "yarn", "application", "-status", app_id).stdout
@@ -421,11 +407,10 @@ def test_no_secret_in_logs_process_table_or_status(secure_cluster: LocalCluster,
     app_id = json.loads(submitted.stdout)["application_id"]
     try:
         containers = f"nm*/local/usercache/{user}/appcache/{app_id}/container_*"
-        token_files = wait_for(lambda: (
+        token_files = wait_for("a container with the AppMaster's new tokens", lambda: (
             sorted(layout.state_dir.glob(f"{containers}/{hdfstokens.TOKENS_FILE}"))
             and sorted(layout.state_dir.glob(f"{containers}/container_tokens"))
-            + sorted(layout.state_dir.glob(f"{containers}/{hdfstokens.TOKENS_FILE}"))),
-            180, "container with the AppMaster's new tokens")
+            + sorted(layout.state_dir.glob(f"{containers}/{hdfstokens.TOKENS_FILE}"))), 180)
         secrets = [p for f in token_files for p in token_passwords(f.read_bytes())]
         # Hadoop's token passwords are HMAC-SHA1s: 20 bytes each, or the parse went wrong.
         assert secrets and {len(password) for password in secrets} == {20}, secrets
