@@ -156,7 +156,7 @@ def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
         assert refused.returncode != 0, "the job's own tokens still open connections"
         chief = wait_for("the chief's script", lambda: next(
             (p for p in task_processes(app_id, "mnist1.py")
-             if {"--job_name=worker", "--task_index=0"} <= set(p.argv)), None), 60)
+             if {"--job_name=worker", "--task_index=0"} <= set(p.argv)), None), 180)
         os.kill(chief.pid, signal.SIGKILL)
         wait_for("the job's end", lambda: app_state(secure_cluster, app_id) in FINAL, 600)
     finally:
