@@ -36,6 +36,7 @@ from jobtools import (
 
 from appmaster import hdfstokens
 from appmaster.hdfstokens import site_value
+from tfyarn import jobview
 from tfyarn.kerberos import keytab_entries
 from tfyarn.localyarn import cluster, secure
 from tfyarn.localyarn.layout import Layout, default_state_dir
@@ -334,10 +335,12 @@ def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalClu
     printed = json.loads(submitted.stdout)
     app_id = printed["application_id"]
     try:
-        wait_for("the job running", lambda: app_state(secure_cluster, app_id) == "RUNNING", 120)
+        wait_for("every task running", lambda: (
+            (view := jobview.live_view(printed["tracking_url"])) and len(view.tasks) == 4
+            and all(task.state == "running" for task in view.tasks)), 180)
         browser.get(printed["job_page"])
-        wait_for("the job page's tasks", lambda: task_rows(browser) == {
-            "ps-0", "chiefworker-0", "worker-0", "worker-1"}, 120)
+        shown = wait_for("the job page's tasks", lambda: task_rows(browser), 60)
+        assert shown == {"ps-0", "chiefworker-0", "worker-0", "worker-1"}, browser.page_source
         # The RM's REST API answers an unauthenticated caller without the AM's host: ask as
         # the owner, with Kerberos.
         status = run(secure_cluster.env, "yarn", "application", "-status", app_id).stdout
