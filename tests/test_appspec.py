@@ -1,0 +1,52 @@
+"""The skein spec a job becomes: who gets the keytab, and the application's ACLs. That YARN
+enforces them is tests/test_secure_yarn.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jobtools import REPO, prepare_job
+
+from appmaster.agentlink import TOKEN_FILE
+from appmaster.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
+from appmaster.jobplan import JOB_FILE
+from tfyarn.appspec import application_spec
+from tfyarn.jobconfig import load_job
+from tfyarn.plan import Placement, build_plan
+
+
+def spec_of(tmp_path: Path, placement: Placement | None = None, keytab: str | None = None):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    job = load_job(*prepare_job(tmp_path, scripts_dir=REPO / "examples"), user="alice")
+    plan = build_plan(job)
+    job_file = tmp_path / JOB_FILE
+    job_file.write_text(plan.to_json())
+    return application_spec(plan, job.app.scripts_dir, job_file, placement or Placement(),
+                            keytab=keytab)
+
+
+def test_the_keytab_goes_to_the_appmaster_alone(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    keytab, krb5_conf = tmp_path / "alice.keytab", tmp_path / "krb5.conf"
+    keytab.write_bytes(b"\x05\x02")
+    krb5_conf.write_text("[libdefaults]\n")
+    monkeypatch.setenv("KRB5_CONFIG", str(krb5_conf))
+    spec = spec_of(tmp_path, keytab=str(keytab))
+    shipped = spec.master.files[KEYTAB_FILE]
+    assert shipped.source.endswith(str(keytab)) and str(shipped.visibility) == "APPLICATION"
+    assert spec.master.files[KRB5_CONF_FILE].source.endswith(str(krb5_conf))
+    for service in spec.services.values():
+        assert KEYTAB_FILE not in service.files and TOKEN_FILE in service.files
+    assert KEYTAB_FILE not in spec_of(tmp_path / "plain").master.files
+    spec.to_dict()  # skein validates the whole spec
+
+
+def test_access_lists_become_yarns_acls_and_leave_skeins_ui_to_the_proxy(
+        tmp_path: Path) -> None:
+    acls = spec_of(tmp_path, Placement(view_acl="alice,bob ml-team", modify_acl=" admins")).acls
+    assert acls.enable
+    assert (acls.view_users, acls.view_groups) == (["alice", "bob"], ["ml-team"])
+    assert (acls.modify_users, acls.modify_groups) == ([], ["admins"])
+    assert acls.ui_users == ["*"]
+    assert not spec_of(tmp_path / "default").acls.enable  # YARN's own: owner and admins
