@@ -22,6 +22,7 @@ from keras_support import (
     epochs_of,
     global_step,
     load_tf_keras,
+    step_pause,
     step_tensorboard,
     synthetic_dataset,
 )
@@ -49,6 +50,7 @@ def main(argv: list[str]) -> int:
                                              delete_checkpoint=False),
             # on the other tasks Keras writes into a temporary dir of its own
             step_tensorboard(keras, os.path.join(args.work_dir, "tensorboard")),
+            *step_pause(keras, args.step_sleep, args.save_every),
         ],
         verbose=2 if chief else 0,
     )

@@ -23,6 +23,7 @@ from keras_support import (
     epochs_of,
     global_step,
     load_tf_keras,
+    step_pause,
     step_tensorboard,
     synthetic_dataset,
 )
@@ -68,6 +69,7 @@ def main(argv: list[str]) -> int:
                 os.path.join(checkpoint_dir, CHECKPOINT_NAME), save_weights_only=True,
                 options=on_chief),
             step_tensorboard(keras, os.path.join(args.work_dir, "tensorboard")),
+            *step_pause(keras, args.step_sleep, args.save_every),
         ],
         verbose=2,
     )

@@ -12,6 +12,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
+import time
 from types import ModuleType
 
 from example_support import HIDDEN, N_CLASSES, N_FEATURES, teacher_weights
@@ -105,6 +106,15 @@ def step_tensorboard(keras: ModuleType, log_dir: str):
             super()._log_epoch_metrics(global_step(keras, self.model), logs)
 
     return StepTensorBoard(log_dir=log_dir, update_freq="epoch")
+
+
+def step_pause(keras: ModuleType, seconds: float, steps_per_epoch: int) -> list:
+    """--step_sleep for `fit`, so tests can make training last: a step's pause times the
+    epoch's steps after each epoch (ParameterServerStrategy allows no per-step callbacks)."""
+    if seconds <= 0:
+        return []
+    return [keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda _epoch, _logs: time.sleep(seconds * steps_per_epoch))]
 
 
 def epochs_of(train_steps: int, steps_per_epoch: int) -> int:

@@ -41,7 +41,11 @@ TRAIN_STEPS, SAVE_EVERY = 200, 50  # four epochs, a checkpoint after each
 ARGS = ["--train_steps", str(TRAIN_STEPS), "--save_every", str(SAVE_EVERY)]
 # Long enough to kill a task after a checkpoint and still train past it.
 LONG_STEPS = 600
-LONG_ARGS = ["--train_steps", str(LONG_STEPS), "--save_every", str(SAVE_EVERY)]
+# 50 ms a step: at least 30 s of training, so that a kill made once two checkpoints reached
+# HDFS (the mirror copies every 10 s) lands mid-training even on a fast, quiet machine (seen:
+# the job ended before the kill, untouched by it).
+LONG_ARGS = ["--train_steps", str(LONG_STEPS), "--save_every", str(SAVE_EVERY),
+             "--step_sleep", "0.05"]
 CHECKPOINT_STATE = {"keras_ps": "checkpoints", "keras_mwms": "backup/chief"}
 CHECKPOINT_TIMEOUT_S = 240  # submit -> the second checkpoint on HDFS (busy 2-core machine)
 
