@@ -136,10 +136,13 @@ class TokenRefresher:
     @classmethod
     def for_job(cls, principal: str | None, work_dir: str,
                 publish: Callable[[bytes], None]) -> TokenRefresher | None:
-        """One when the job was submitted with a keytab and works on HDFS, else None."""
-        if not principal or not Path(KEYTAB_FILE).is_file() or not storage.is_remote(work_dir):
-            return None
+        """One when the job was submitted with a keytab, works on HDFS and the cluster uses
+        Kerberos (without it HDFS hands out no tokens), else None."""
         conf_dir = os.environ.get("HADOOP_CONF_DIR")
+        auth = site_value(conf_dir, "core-site.xml", "hadoop.security.authentication") or ""
+        if not (principal and Path(KEYTAB_FILE).is_file() and storage.is_remote(work_dir)
+                and auth.lower() == "kerberos"):
+            return None
         return cls(principal, Path(KEYTAB_FILE).resolve(), file_system(work_dir, conf_dir),
                    refresh_period_s(conf_dir), publish)
 

@@ -67,14 +67,18 @@ def test_an_agent_takes_only_newer_tokens(tmp_path, monkeypatch):
     assert len(asked) == calls
 
 
-def test_no_refresher_without_a_keytab_or_a_work_dir_on_hdfs(tmp_path, monkeypatch):
+def test_no_refresher_without_a_keytab_a_work_dir_on_hdfs_or_kerberos(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    site(tmp_path, "core-site.xml", **{"hadoop.security.authentication": "kerberos"})
     assert hdfstokens.TokenRefresher.for_job("me@R", "hdfs://nn/x", print) is None  # no keytab
     (tmp_path / hdfstokens.KEYTAB_FILE).write_bytes(b"\x05\x02")
     assert hdfstokens.TokenRefresher.for_job(None, "hdfs://nn/x", print) is None
     assert hdfstokens.TokenRefresher.for_job("me@R", "/shared/x", print) is None
     refresher = hdfstokens.TokenRefresher.for_job("me@R", "hdfs://nn:1/x", print)
     assert refresher is not None and refresher.fs_url == "hdfs://nn:1"
+    site(tmp_path, "core-site.xml", **{"hadoop.security.authentication": "simple"})
+    assert hdfstokens.TokenRefresher.for_job("me@R", "hdfs://nn:1/x", print) is None
 
 
 def test_a_failed_fetch_says_what_dtutil_said(tmp_path, monkeypatch):
