@@ -20,12 +20,12 @@ import os
 import subprocess
 import tempfile
 import threading
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from appmaster import storage
+from appmaster.siteconf import site_value
 
 log = logging.getLogger("tfyarn.tokens")
 
@@ -44,16 +44,6 @@ FETCH_TIMEOUT_S = 120.0
 
 class TokenError(RuntimeError):
     """New tokens could not be obtained; the message is the tool's own last words."""
-
-
-def site_value(conf_dir: str | None, file: str, key: str) -> str | None:
-    """A property of the cluster's configuration (HADOOP_CONF_DIR/<file>), or None."""
-    if not conf_dir or not (Path(conf_dir) / file).is_file():
-        return None
-    for prop in ElementTree.parse(Path(conf_dir) / file).getroot().iter("property"):
-        if prop.findtext("name") == key:
-            return (prop.findtext("value") or "").strip()
-    return None
 
 
 def refresh_period_s(conf_dir: str | None) -> float:

@@ -35,7 +35,7 @@ from jobtools import (
 )
 
 from appmaster import hdfstokens
-from appmaster.hdfstokens import site_value
+from appmaster.siteconf import site_value
 from tfyarn import jobview
 from tfyarn.kerberos import keytab_entries
 from tfyarn.localyarn import cluster, secure

@@ -11,10 +11,12 @@ all come from here.
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Mapping
 from pathlib import Path
 
+from appmaster.siteconf import parse_properties
+
+__all__ = ["SITE_FILES", "client_configuration", "conf_dirs", "parse_properties"]
 SITE_FILES = ("core-site.xml", "hdfs-site.xml", "yarn-site.xml")
 SYSTEM_CONF_DIR = Path("/etc/hadoop/conf")
 
@@ -28,16 +30,6 @@ def conf_dirs(environ: Mapping[str, str] | None = None) -> list[Path]:
         dirs.append(Path(environ["HADOOP_HOME"]) / "etc" / "hadoop")
     dirs.append(SYSTEM_CONF_DIR)
     return dirs
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """A *-site.xml's properties, names and values stripped; {} for a file that is no XML."""
-    try:
-        root = ElementTree.fromstring(text)
-    except ElementTree.ParseError:
-        return {}
-    return {name.strip(): (prop.findtext("value") or "").strip()
-            for prop in root.iter("property") if (name := prop.findtext("name"))}
 
 
 def client_configuration(environ: Mapping[str, str] | None = None) -> dict[str, str]:
