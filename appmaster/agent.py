@@ -285,11 +285,13 @@ def main() -> int:
     plan = JobPlan.from_container()
     task = registry.TaskAssignment.from_json(link.wait(registry.task_key(container))[0])
     name = f"{task.role}-{task.index}"
-    # New HDFS tokens, if the master has some, before this task's first HDFS connection.
+    # A job submitted with a keytab: the master's new HDFS tokens, if it has some yet, before
+    # this task's first HDFS connection, then whenever a heartbeat says there are newer ones.
     tokens = TokenFollower(lambda: link.get_versioned(registry.TOKENS_KEY))
-    tokens.follow()
+    if plan.principal:
+        tokens.follow()
     Heartbeat(link, container, plan.heartbeat_interval_s, plan.heartbeat_timeout_s,
-              on_tokens=tokens.follow).start()
+              on_tokens=tokens.follow if plan.principal else None).start()
 
     def report_mirror(status: MirrorStatus) -> None:
         link.put(registry.mirror_key(container), json.dumps(status.to_dict()).encode())
