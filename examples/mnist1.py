@@ -206,8 +206,13 @@ def main(argv: list[str]) -> int:
     print(f"step {last_step} loss {last_loss} (local steps {local_steps})", flush=True)
 
     if is_chief:
+        # The session stops once the global step reached --train_steps, which another
+        # worker's update may have done: the chief's own last update can be older. Its final
+        # checkpoint, saved as the session ended, holds the global step training ended at.
+        latest = tf.train.latest_checkpoint(checkpoint_dir)
+        final_step = int(latest.rsplit("-", 1)[1]) if latest else int(last_step)
         loss = None if last_loss is None else float(last_loss)
-        write_result(args.work_dir, int(last_step), loss, first_step)
+        write_result(args.work_dir, max(final_step, int(last_step)), loss, first_step)
     return 0
 
 
