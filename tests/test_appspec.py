@@ -42,11 +42,25 @@ def test_the_keytab_goes_to_the_appmaster_alone(tmp_path: Path,
     spec.to_dict()  # skein validates the whole spec
 
 
-def test_access_lists_become_yarns_acls_and_leave_skeins_ui_to_the_proxy(
+def test_access_lists_become_yarns_acls_and_skeins_ui_stays_open_without_a_web_login(
         tmp_path: Path) -> None:
+    """Where the cluster's web UI logs nobody in, the RM's proxy names every caller alike:
+    skein's UI cannot tell users apart, so it stays open."""
     acls = spec_of(tmp_path, Placement(view_acl="alice,bob ml-team", modify_acl=" admins")).acls
     assert acls.enable
     assert (acls.view_users, acls.view_groups) == (["alice", "bob"], ["ml-team"])
     assert (acls.modify_users, acls.modify_groups) == ([], ["admins"])
     assert acls.ui_users == ["*"]
     assert not spec_of(tmp_path / "default").acls.enable  # YARN's own: owner and admins
+
+
+@pytest.mark.parametrize(("view_acl", "page_users"), [
+    (None, []),  # the owner alone (skein always admits the owner)
+    ("alice,bob ml-team", ["alice", "bob"]),  # users by name; skein's UI knows no groups
+    ("bob *", ["*"]),
+    ("*", ["*"]),
+])
+def test_with_a_web_login_the_job_page_admits_the_view_acls_users(
+        tmp_path: Path, view_acl: str | None, page_users: list[str]) -> None:
+    acls = spec_of(tmp_path, Placement(view_acl=view_acl, web_login=True)).acls
+    assert acls.enable and acls.ui_users == page_users

@@ -20,9 +20,11 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
-from conftest import LocalCluster, task_rows
+import requests
+from conftest import LocalCluster, chromium, open_page, task_rows
 from jobtools import (
     app_report,
     app_state,
@@ -36,7 +38,7 @@ from jobtools import (
 
 from appmaster import hdfstokens
 from appmaster.siteconf import site_value
-from tfyarn import jobview
+from tfyarn import jobview, spnego
 from tfyarn.kerberos import keytab_entries
 from tfyarn.localyarn import cluster, secure
 from tfyarn.localyarn.layout import Layout, default_state_dir
@@ -96,6 +98,13 @@ def test_a_client_without_tickets_is_refused(secure_cluster: LocalCluster,
     for command in (("yarn", "application", "-list"), ("hdfs", "dfs", "-ls", "/")):
         refused = run(env, *command)
         assert refused.returncode != 0 and REFUSED in refused.stderr, (command, refused.stderr)
+    # Every web UI and REST API wants SPNEGO; with no ticket tfyarn says so before asking.
+    layout = secure_cluster.layout
+    for url in (f"{layout.webapp_url}/ws/v1/cluster/apps", f"{layout.namenode_web_url}/jmx"):
+        anonymous = requests.get(url, timeout=10)
+        assert anonymous.status_code == 401, (url, anonymous.text)
+    listed = run_tfyarn(secure_cluster, "list", env=env)
+    assert listed.returncode != 0 and "No valid Kerberos ticket" in listed.stderr, listed.stderr
 
 
 def test_seed_job_succeeds_with_checkpoints_on_hdfs(secure_cluster: LocalCluster,
@@ -306,6 +315,7 @@ def test_access_lists_in_the_job_config_let_another_user_see_and_kill_it(
     planned = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
                          str(app), "--dry-run")
     assert f"view '{other}', kill '{other} ml-admins'" in planned.stdout, planned.stdout
+    assert f"job page: you, {other} (by Kerberos name)" in planned.stdout, planned.stdout
     submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
                            str(app), "--detach", "--json", timeout_s=180)
     assert submitted.returncode == 0, submitted.stderr
@@ -316,6 +326,10 @@ def test_access_lists_in_the_job_config_let_another_user_see_and_kill_it(
         wait_for("the job running", lambda: app_state(secure_cluster, app_id) == "RUNNING", 120)
         seen = run(as_other, "yarn", "application", "-status", app_id)
         assert seen.returncode == 0 and "AM Host : N/A" not in seen.stdout, seen
+        tasks = json.loads(submitted.stdout)["job_page"] + "tasks.json"
+        wait_for(f"{other} reading the job page", lambda: (
+            (page := get_as(as_other, tasks)).status_code == 200
+            and len(page.json()["tasks"]) == 4), 120)
         killed = run_tfyarn(secure_cluster, "kill", app_id, env=as_other)
         assert killed.returncode == 0, killed.stdout + killed.stderr
         wait_for("the job killed", lambda: app_state(secure_cluster, app_id) == "KILLED", 60)
@@ -323,35 +337,61 @@ def test_access_lists_in_the_job_config_let_another_user_see_and_kill_it(
         run_tfyarn(secure_cluster, "kill", app_id)
 
 
+def get_as(env: dict[str, str], url: str) -> requests.Response:
+    """GET as the user whose ticket cache ``env`` names, answering SPNEGO as tfyarn does."""
+    with mock.patch.dict(os.environ, env):
+        return spnego.get(url, timeout=10)
+
+
 def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalCluster,
-                                                       tmp_path: Path, browser) -> None:
-    """As a person sees it, in headless Chromium: the link `submit` prints goes through the
-    RM's proxy (whose web UI authenticates nobody here, see docs/secure.md) to the job page,
-    which lists the tasks. The page's own server refuses the AppMaster host's address."""
+                                                       tmp_path: Path) -> None:
+    """As a person sees it, in headless Chromium that logs in with Kerberos (SPNEGO): the link
+    `submit` prints goes through the RM's proxy to the job page, which lists the tasks to
+    their owner. bob, not in the job's view ACL, is refused by the AppMaster's UI; a caller
+    without tickets by the RM. The page's own server refuses the AppMaster host's address."""
+    layout = secure_cluster.layout
     res, app = prepare_light_job(tmp_path, ["--sleep", "600"])
+    planned = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                         str(app), "--dry-run")
+    assert "job page: you (by Kerberos name)" in planned.stdout, planned.stdout
     submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
                            str(app), "--detach", "--json", timeout_s=180)
     assert submitted.returncode == 0, submitted.stderr
     printed = json.loads(submitted.stdout)
-    app_id = printed["application_id"]
+    app_id, page = printed["application_id"], printed["job_page"]
+    as_other = {**secure_cluster.env,
+                "KRB5CCNAME": str(secure.kinit(layout, secure.OTHER_USER))}
     try:
         wait_for("every task running", lambda: (
-            (view := jobview.live_view(printed["tracking_url"])) and len(view.tasks) == 4
+            (view := live_view(layout, printed["tracking_url"])) and len(view.tasks) == 4
             and all(task.state == "running" for task in view.tasks)), 180)
-        browser.get(printed["job_page"])
-        shown = wait_for("the job page's tasks", lambda: task_rows(browser), 60)
-        assert shown == {"ps-0", "chiefworker-0", "worker-0", "worker-1"}, browser.page_source
-        # The RM's REST API answers an unauthenticated caller without the AM's host: ask as
-        # the owner, with Kerberos.
-        status = run(secure_cluster.env, "yarn", "application", "-status", app_id).stdout
-        am_host = re.search(r"AM Host : (\S+)", status)[1]
-        master_log = next(secure_cluster.layout.state_dir.glob(
+        with chromium(secure_cluster.env) as owner:
+            open_page(owner, page)
+            shown = wait_for("the job page's tasks", lambda: task_rows(owner), 60)
+            assert shown == {"ps-0", "chiefworker-0", "worker-0", "worker-1"}, owner.page_source
+        with chromium(as_other) as other:
+            open_page(other, page)
+            assert "User is not authorized to access this page" in other.page_source
+            assert not task_rows(other)
+        refused = get_as(as_other, page + "tasks.json")
+        assert refused.status_code == 403, refused.text
+        anonymous = requests.get(page, timeout=10)
+        assert anonymous.status_code == 401, anonymous.text
+        assert anonymous.headers["WWW-Authenticate"] == "Negotiate"
+        am_host = app_report(secure_cluster, app_id)["amHostHttpAddress"].split(":")[0]
+        master_log = next(layout.state_dir.glob(
             f"nm*/containers/{app_id}/*_000001/application.driver.log")).read_text()
         port = int(re.search(r"job page on 127\.0\.0\.1:(\d+)", master_log)[1])
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection((am_host, port), timeout=5).close()
     finally:
         run_tfyarn(secure_cluster, "kill", app_id)
+
+
+def live_view(layout: Layout, tracking_url: str):
+    """The job's task table as `tfyarn status` reads it, with the owner's tickets."""
+    with secure.client_environ(layout):
+        return jobview.live_view(tracking_url)
 
 
 def _vint(data: bytes, at: int) -> tuple[int, int]:

@@ -94,14 +94,15 @@ def plan_job(resources: FilePath, app_config: FilePath,
         job = jobenv.with_overrides(job, options.python_env, options.docker_image,
                                     options.docker_mounts)
         plan = build_plan(job, options.name, default_label=options.am_label)
-        kerberos.check_login(hadoopconf.client_configuration())  # before HDFS is asked
+        conf = hadoopconf.client_configuration()
+        kerberos.check_login(conf)  # before HDFS is asked
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
             plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY)
     placement = Placement(queue=options.queue or job.app.queue, tags=options.tags,
                           am_memory_mb=options.am_memory or job.am_memory_mb,
                           am_vcores=options.am_vcores or job.am_vcores,
                           am_label=options.am_label, view_acl=job.app.view_acl,
-                          modify_acl=job.app.modify_acl)
+                          modify_acl=job.app.modify_acl, web_login=hadoopconf.web_login(conf))
     # Pre-flight against the live cluster (tfyarn/preflight.py), naming what the user wrote.
     queue_source = ((COMMAND_LINE, "--queue") if options.queue else
                     (str(app_config), key_path("global", "site.global.queue")))

@@ -76,9 +76,11 @@ def kerberos_files(keytab: str | None) -> dict[str, skein.File]:
 
 def application_acls(placement: Placement) -> skein.ACLs:
     """YARN's application ACLs from the job's access lists; none given: YARN's default, the
-    owner and YARN's admins. skein's own check of the web UI stays open ("*"): who reaches the
-    job page is the ResourceManager proxy's to decide (docs/secure.md, "The tracking page")."""
-    if placement.view_acl is None and placement.modify_acl is None:
+    owner and YARN's admins. skein's UI (the job page behind it) admits the owner and the view
+    ACL's users by the name the RM's proxy passes, where the cluster's web UI logs users in
+    (docs/secure.md, "The tracking page"); elsewhere that name is nobody's and it stays open."""
+    page_users = placement.page_users()
+    if placement.view_acl is None and placement.modify_acl is None and page_users == ["*"]:
         return skein.ACLs()
 
     def names(acl: str | None) -> tuple[list[str], list[str]]:
@@ -88,7 +90,8 @@ def application_acls(placement: Placement) -> skein.ACLs:
     (view_users, view_groups), (modify_users, modify_groups) = (
         names(placement.view_acl), names(placement.modify_acl))
     return skein.ACLs(enable=True, view_users=view_users, view_groups=view_groups,
-                      modify_users=modify_users, modify_groups=modify_groups, ui_users=["*"])
+                      modify_users=modify_users, modify_groups=modify_groups,
+                      ui_users=page_users)
 
 
 def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement: Placement,

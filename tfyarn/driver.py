@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfyarn import keptdriver
+from tfyarn import hadoopconf, keptdriver
 from tfyarn.errors import TfyarnError
 from tfyarn.jvm import QUICK_JVM_OPTIONS
-from tfyarn.kerberos import login_from_keytab
+from tfyarn.kerberos import check_login, login_from_keytab
 
 if TYPE_CHECKING:  # `import tfyarn` loads this module: it stays light (see tfyarn/__init__.py)
     from appmaster.jobplan import JobPlan
@@ -118,6 +118,8 @@ def skein_client():
             "`yarn` is not on PATH, so tfyarn cannot reach a YARN cluster.",
             hint="run on a machine with the Hadoop client configured (HADOOP_CONF_DIR set), "
             'or for the local cluster: tfyarn cluster up && eval "$(tfyarn cluster env)"')
+    if DRIVER.keytab is None:  # skein's driver logs in from a keytab itself
+        check_login(hadoopconf.client_configuration())  # else its words are a Java error's
     try:
         # The driver lives as long as one command: start its JVM the quick way.
         java_options = [*os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS", QUICK_JVM_OPTIONS).split(),

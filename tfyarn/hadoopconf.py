@@ -16,7 +16,7 @@ from pathlib import Path
 
 from appmaster.siteconf import parse_properties
 
-__all__ = ["SITE_FILES", "client_configuration", "conf_dirs", "parse_properties"]
+__all__ = ["SITE_FILES", "client_configuration", "conf_dirs", "parse_properties", "web_login"]
 SITE_FILES = ("core-site.xml", "hdfs-site.xml", "yarn-site.xml")
 SYSTEM_CONF_DIR = Path("/etc/hadoop/conf")
 
@@ -45,3 +45,9 @@ def client_configuration(environ: Mapping[str, str] | None = None) -> dict[str, 
             except OSError:
                 continue  # an unreadable file counts as absent
     return conf
+
+
+def web_login(conf: Mapping[str, str]) -> bool:
+    """Whether the cluster's web UIs log users in with Kerberos (SPNEGO): the RM and its
+    proxy then know who asks."""
+    return conf.get("hadoop.http.authentication.type", "simple") == "kerberos"

@@ -18,6 +18,7 @@ from appmaster import gpus
 from appmaster.view import JobView
 from appmaster.vocabulary import STAGES, STAGES_REACHED, TaskState
 from appmaster.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
+from tfyarn import spnego
 from tfyarn.errors import TfyarnError
 
 HTTP_TIMEOUT_S = 5.0
@@ -33,11 +34,11 @@ def live_view(tracking_url: str) -> JobView | None:
         return None
     url = tracking_url.rstrip("/") + f"/pages/{PAGE_ROUTE}/tasks.json"
     try:
-        response = requests.get(url, timeout=HTTP_TIMEOUT_S)
+        response = spnego.get(url, timeout=HTTP_TIMEOUT_S)
         if response.status_code != 200:
             return None
         return JobView.from_dict(response.json())
-    except (requests.RequestException, ValueError, TypeError):
+    except (requests.RequestException, spnego.SpnegoError, ValueError, TypeError):
         return None
 
 
@@ -70,7 +71,7 @@ class LogChunk:
 def node_log_tail(node: str, container_id: str, file_name: str, size: int = 65536) -> LogChunk:
     """The last ``size`` bytes of a live container's log file, from its NodeManager."""
     url = f"http://{node}/ws/v1/node/containerlogs/{container_id}/{file_name}"
-    response = requests.get(url, params={"size": str(-size)}, timeout=HTTP_TIMEOUT_S)
+    response = spnego.get(url, params={"size": str(-size)}, timeout=HTTP_TIMEOUT_S)
     response.raise_for_status()
     return parse_log_dump(response.text)
 
@@ -210,7 +211,7 @@ def chief_progress(view: JobView) -> str | None:
     try:
         chunk = node_log_tail(chief.node, chief.yarn_container_id or "",
                               f"{chief.role}-0.stdout", size=2048)
-    except requests.RequestException:
+    except (requests.RequestException, spnego.SpnegoError):
         return None
     lines = [line for line in chunk.text.splitlines() if line.strip()]
     return lines[-1][:120] if lines else None

@@ -39,6 +39,18 @@ class Placement:
     # YARN access lists ("users groups") besides the owner and admins; None: nobody else
     view_acl: str | None = None
     modify_acl: str | None = None
+    # The cluster's web UI knows who asks (SPNEGO, `hadoop.http.authentication.type`), so the
+    # RM's proxy passes a real user name and the job page can admit by it.
+    web_login: bool = False
+
+    def page_users(self) -> list[str]:
+        """Who besides the owner opens the job page: the view ACL's users ("*": everyone who
+        passes the RM's proxy). Without a web login the proxy names nobody: open, "*"."""
+        users, _, groups = (self.view_acl or "").partition(" ")
+        named = [user for user in users.split(",") if user]
+        if not self.web_login or "*" in named or "*" in groups.split(","):
+            return ["*"]
+        return named
 
 
 def role_plan(c: Component, default_label: str | None = None) -> RolePlan:
@@ -177,7 +189,8 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "appmaster_max_attempts": plan.am_max_attempts,
         "appmaster": {"memory_mb": placement.am_memory_mb, "vcores": placement.am_vcores,
                       "node_label": placement.am_label},
-        "acls": {"view": placement.view_acl, "modify": placement.modify_acl},
+        "acls": {"view": placement.view_acl, "modify": placement.modify_acl,
+                 "page": placement.page_users()},
         "roles": roles,
         "env": sorted(plan.env),
         "secrets": list(plan.secrets),
@@ -217,6 +230,9 @@ def format_plan(document: dict) -> str:
     if acls["view"] or acls["modify"]:
         lines.append(f"  access besides you and YARN's admins: view {acls['view'] or 'nobody'!r},"
                      f" kill {acls['modify'] or 'nobody'!r}")
+    lines.append("  job page: " + ("whoever passes the ResourceManager's proxy"
+                                   if acls["page"] == ["*"] else
+                                   ", ".join(["you", *acls["page"]]) + " (by Kerberos name)"))
     if document["data_dir"]:
         lines.append(f"  data dir: {document['data_dir']}, localized by YARN into every task's "
                      "directory (--data_dir)")

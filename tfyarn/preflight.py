@@ -6,7 +6,8 @@ queue waits forever. Everything needed to know this in advance is in two answers
 ResourceManager's REST API: the scheduler (queues, their state, labels, limits and use) and
 the nodes (labels, state, size, free room). The checks here are pure functions of those
 answers; `run_preflight` fetches them (rmrest.py) and never blocks a submission when the RM
-cannot be asked (no REST address, Kerberos, no answer): it says why the check was skipped.
+cannot be asked (no REST address, no answer, no Kerberos ticket for its web UI): it says why
+the check was skipped.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 import requests
 
 from appmaster.jobplan import JobPlan, RolePlan
-from tfyarn import hadoopconf, rmrest
+from tfyarn import hadoopconf, rmrest, spnego
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
@@ -511,9 +512,6 @@ def run_preflight(containers: list[Request], queue_name: str,
     conf = hadoopconf.client_configuration()
     urls = rmrest.web_urls(conf)
     if not urls:
-        if conf.get("hadoop.security.authentication", "simple") != "simple":
-            return Preflight(False, skipped_reason="the cluster uses Kerberos, and the "
-                             "ResourceManager's REST API would need SPNEGO")
         return Preflight(False, skipped_reason="the Hadoop configuration (HADOOP_CONF_DIR) "
                          "names no ResourceManager web address")
     errors = []
@@ -521,7 +519,8 @@ def run_preflight(containers: list[Request], queue_name: str,
         client = rmrest.RestReports(url)
         try:
             view = cluster_view(client.get("scheduler"), client.get("nodes"))
-        except (rmrest.RestError, requests.RequestException, ValueError) as exc:
+        except (rmrest.RestError, requests.RequestException, spnego.SpnegoError,
+                ValueError) as exc:
             errors.append(f"{url}: {exc}")
             continue
         queue, user, allowed, acl_note = view.find_queue(queue_name), submitting_user(), None, []
@@ -529,7 +528,8 @@ def run_preflight(containers: list[Request], queue_name: str,
             assert queue is not None
             try:
                 allowed = client.may_submit(queue.path, user)
-            except (rmrest.RestError, requests.RequestException, ValueError) as exc:
+            except (rmrest.RestError, requests.RequestException, spnego.SpnegoError,
+                    ValueError) as exc:
                 acl_note = [f"queue {queue.path}'s ACL was not checked ({exc})"]
         verdict = check(view, containers, queue_name, queue_source, allowed, user)
         return Preflight(True, url, None, verdict.problems, acl_note + verdict.notes)

@@ -2,8 +2,9 @@
 
 `tfyarn status`, `list` and `logs` need only YARN's application reports. skein's driver is a
 JVM that takes seconds to start; the RM's REST API answers in milliseconds. It is used when
-the client configuration (HADOOP_CONF_DIR) names the RM's web address and the cluster does
-not use Kerberos (that would need SPNEGO); otherwise the commands use skein's driver.
+the client configuration (HADOOP_CONF_DIR) names the RM's web address; a Kerberos cluster's
+web UI is answered with the user's tickets (SPNEGO, spnego.py). Where the RM does not answer,
+the commands use skein's driver.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from datetime import datetime
 
 import requests
 
-from tfyarn import hadoopconf
+from tfyarn import hadoopconf, spnego
 from tfyarn.errors import TfyarnError
 
 TIMEOUT_S = 5.0
@@ -69,8 +70,8 @@ class RestReports:
         pass
 
     def _get(self, path: str, **params: str) -> dict:
-        response = requests.get(f"{self.base_url}/ws/v1/cluster/{path}", params=params,
-                                headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
+        response = spnego.get(f"{self.base_url}/ws/v1/cluster/{path}", params=params,
+                              headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
         if response.status_code != 200:
             try:
                 message = response.json()["RemoteException"]["message"]
@@ -88,11 +89,11 @@ class RestReports:
 
         The answer comes as XML: Hadoop 3.5's RM fails to write this resource as JSON.
         """
-        conf = requests.get(f"{self.base_url}/conf", params={"name": "yarn.acl.enable"},
-                            headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
+        conf = spnego.get(f"{self.base_url}/conf", params={"name": "yarn.acl.enable"},
+                          headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
         if conf.ok and str(conf.json().get("property", {}).get("value")).lower() == "false":
             return None
-        response = requests.get(
+        response = spnego.get(
             f"{self.base_url}/ws/v1/cluster/queues/{queue}/access",
             params={"user": user, "queue-acl-type": "SUBMIT_APPLICATIONS"},
             headers={"Accept": "application/xml"}, timeout=TIMEOUT_S)
@@ -119,7 +120,7 @@ def reports_reader() -> RestReports | None:
         try:
             # The apps resource itself: a web UI that wants a login answers 401 here.
             reader._get("apps", limit="1")
-        except (requests.RequestException, RestError, ValueError):
+        except (requests.RequestException, RestError, spnego.SpnegoError, ValueError):
             continue  # a stopped RM, or one we may not read: try the next one
         return reader
     return None
@@ -127,8 +128,6 @@ def reports_reader() -> RestReports | None:
 
 def web_urls(conf: dict[str, str]) -> list[str]:
     """The RMs' web addresses the configuration names, every RM of an HA pair included."""
-    if conf.get("hadoop.security.authentication", "simple") != "simple":
-        return []
     https = conf.get("yarn.http.policy", "HTTP_ONLY") == "HTTPS_ONLY"
     key = "yarn.resourcemanager.webapp." + ("https.address" if https else "address")
     port = 8090 if https else 8088

@@ -198,8 +198,8 @@ def client_environment(layout: Layout) -> dict[str, str]:
 # ---------------------------------------------------------------- status
 
 def rest(layout: Layout, path: str, timeout: float = 5.0) -> dict:
-    response = requests.get(f"{layout.webapp_url}/ws/v1/cluster/{path}", timeout=timeout,
-                            headers={"Accept": "application/json"})
+    response = secure.web_get(layout, f"{layout.webapp_url}/ws/v1/cluster/{path}",
+                              timeout=timeout, headers={"Accept": "application/json"})
     response.raise_for_status()
     return response.json()
 

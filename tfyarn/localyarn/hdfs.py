@@ -8,7 +8,7 @@ from pathlib import Path
 
 import requests
 
-from tfyarn.localyarn import daemons
+from tfyarn.localyarn import daemons, secure
 from tfyarn.localyarn.daemons import DATANODE_CLASS, NAMENODE_CLASS, Daemon
 from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.provision import ClusterError
@@ -39,8 +39,8 @@ def format_once(layout: Layout, java_home: Path) -> None:
 
 
 def _bean(layout: Layout, name: str) -> dict:
-    response = requests.get(f"{layout.namenode_web_url}/jmx",
-                            params={"qry": f"Hadoop:service=NameNode,name={name}"}, timeout=2)
+    response = secure.web_get(layout, f"{layout.namenode_web_url}/jmx",
+                              params={"qry": f"Hadoop:service=NameNode,name={name}"}, timeout=2)
     response.raise_for_status()
     beans = response.json().get("beans") or [{}]
     return beans[0]

@@ -7,10 +7,12 @@ cluster env` exports it). The services' principals map to the OS user that runs 
 here, so HDFS's superuser and YARN's admin are who they are on the plain cluster; OTHER_USER is
 neither. Delegation tokens live minutes, not days, so tests see them renewed and expire.
 
-Not secured: the web UIs and REST APIs (HTTP stays "simple", as tfyarn's pre-flight check and
-the cluster's own readiness checks read them without SPNEGO), and data transfer to the
-DataNode, which runs on an ordinary port (`ignore.secure.ports.for.testing`, Hadoop's way for
-a non-root test DataNode); its blocks still need the NameNode's block access tokens.
+Every web UI and REST API (the ResourceManager's and its proxy to each AppMaster, the
+NodeManagers', the NameNode's) wants SPNEGO: a caller shows a ticket for HTTP/<its host>, one
+principal per host name a client may use (localhost, and each NodeManager's own address).
+Not secured: data transfer to the DataNode, which runs on an ordinary port
+(`ignore.secure.ports.for.testing`, Hadoop's way for a non-root test DataNode); its blocks
+still need the NameNode's block access tokens.
 Without Hadoop's native library, logs are not aggregated to HDFS (see yarn_site).
 """
 
@@ -26,6 +28,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import requests
+
+from tfyarn import spnego
 from tfyarn.localyarn import kdc
 from tfyarn.localyarn.kdc import REALM
 from tfyarn.localyarn.layout import Layout
@@ -84,11 +89,14 @@ def start_kdc(layout: Layout, java_home: Path, echo=print) -> None:
     started = time.monotonic()
     users = [cluster_user(), OTHER_USER]
     services = [f"{service}/{SERVICE_HOST}" for service in SERVICES]
-    kdc.start(layout, java_home, [*users, *services], echo)
+    kdc.start(layout, java_home, [*users, *services, *web_principals(layout)[1:]], echo)
     # A daemon's keytab holds its service and HTTP (its web server's SPNEGO name).
     for service in ("hdfs", "yarn"):
         kdc.split_keytab(kdc.all_keys(layout), keytab(layout, service),
                          {service_principal(service), service_principal("HTTP")})
+    # Every daemon's web server accepts a ticket for any of the hosts' HTTP principals.
+    kdc.split_keytab(kdc.all_keys(layout), keytab(layout, "HTTP"),
+                     {f"{name}@{REALM}" for name in web_principals(layout)})
     for user in users:
         kdc.split_keytab(kdc.all_keys(layout), keytab(layout, user), {principal(user)})
     kdc.all_keys(layout).unlink()
@@ -96,6 +104,20 @@ def start_kdc(layout: Layout, java_home: Path, echo=print) -> None:
     echo(f"KDC up on 127.0.0.1:{layout.port(kdc.KDC_PORT)} (realm {REALM}), keytabs in "
          f"{layout.kdc_dir}, tickets for {principal(cluster_user())} "
          f"({time.monotonic() - started:.1f} s).")
+
+
+def web_principals(layout: Layout) -> list[str]:
+    """HTTP/<host> for each name a browser or tfyarn may call a daemon's web server by: the
+    service host (127.0.0.1 is "localhost" to Kerberos, by its reverse lookup) and each
+    other NodeManager's address (no name: Kerberos keeps the address itself)."""
+    hosts = [nm.host for nm in layout.node_managers if nm.host != "127.0.0.1"]
+    return [f"HTTP/{host}" for host in [SERVICE_HOST, *hosts]]
+
+
+def web_get(layout: Layout, url: str, **options: object) -> requests.Response:
+    """GET from one of the cluster's web servers, with the user's tickets where it wants them."""
+    with client_environ(layout):
+        return spnego.get(url, **options)
 
 
 def kinit(layout: Layout, user: str) -> Path:
@@ -160,6 +182,14 @@ def core_site(layout: Layout) -> dict[str, object]:
     # users: see yarn.resourcemanager.proxy-user-privileges.enabled below.
     return {"hadoop.security.authentication": "kerberos",
             "hadoop.security.auth_to_local": _auth_to_local(),
+            # SPNEGO on every daemon's web server, as on a production secure cluster: the RM
+            # proxy then knows who asks for a job page, and skein's UI admits by that name.
+            "hadoop.http.filter.initializers":
+                "org.apache.hadoop.security.AuthenticationFilterInitializer",
+            "hadoop.http.authentication.type": "kerberos",
+            "hadoop.http.authentication.simple.anonymous.allowed": "false",
+            "hadoop.http.authentication.kerberos.principal": "*",  # every HTTP/ in the keytab
+            "hadoop.http.authentication.kerberos.keytab": str(keytab(layout, "HTTP")),
             f"hadoop.proxyuser.{cluster_user()}.hosts": "*",
             f"hadoop.proxyuser.{cluster_user()}.groups": "*"}
 
