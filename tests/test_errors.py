@@ -14,12 +14,13 @@ from tfyarn.kerberos import KerberosError
 from tfyarn.localyarn.provision import ClusterError
 from tfyarn.preflight import PreflightRefused
 from tfyarn.rmrest import RestError
+from tfyarn.spnego import SpnegoError
 from tfyarn.workdir import WorkDirError
 
 
 @pytest.mark.parametrize("error", [SubmitError, JobEnvironmentError, RestError, WorkDirError,
                                    ClusterError, JobConfigError, PreflightRefused,
-                                   KerberosError])
+                                   KerberosError, SpnegoError])
 def test_every_client_error_is_a_tfyarn_error(error: type) -> None:
     assert issubclass(error, TfyarnError)
 
@@ -53,3 +54,4 @@ def test_a_cluster_command_error_too(tmp_path) -> None:
     assert result.exit_code == 1, result.output
     assert result.output.startswith("Error: No NodeManager 'nm9'"), result.output
     assert "Traceback" not in result.output
+

@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -28,6 +29,7 @@ from conftest import LocalCluster, chromium, open_page, task_rows
 from jobtools import (
     app_report,
     app_state,
+    application_ids,
     prepare_job,
     prepare_light_job,
     run_tfyarn,
@@ -200,6 +202,28 @@ def test_no_ticket_is_refused_before_submitting(secure_cluster: LocalCluster,
     assert refused.returncode != 0 and "Submitted" not in refused.stdout, refused.stdout
     assert "nothing was submitted" in refused.stderr, refused.stderr
     assert "No valid Kerberos ticket" in refused.stderr and "kinit" in refused.stderr
+
+
+def test_a_client_configured_without_kerberos_is_told_the_cluster_wants_it(
+        secure_cluster: LocalCluster, tmp_path: Path) -> None:
+    """A copy of the cluster's client configuration that says "simple": submit names what
+    the NameNode answers and the key to fix, and submits nothing."""
+    conf_dir = tmp_path / "conf"
+    shutil.copytree(secure_cluster.layout.conf_dir, conf_dir)
+    core_site = conf_dir / "core-site.xml"
+    text = core_site.read_text()
+    core_site.write_text(text.replace(
+        "<name>hadoop.security.authentication</name><value>kerberos</value>",
+        "<name>hadoop.security.authentication</name><value>simple</value>"))
+    assert core_site.read_text() != text
+    res, app = prepare_light_job(tmp_path, [])
+    before = application_ids(secure_cluster)
+    refused = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
+                         str(app), env={**secure_cluster.env, "HADOOP_CONF_DIR": str(conf_dir)})
+    assert refused.returncode != 0 and "nothing was submitted" in refused.stderr, refused.stderr
+    assert "SIMPLE authentication is not enabled" in refused.stderr, refused.stderr
+    assert f"hadoop.security.authentication = simple ({core_site})" in refused.stderr
+    assert application_ids(secure_cluster) == before
 
 
 def test_an_expired_ticket_is_refused_before_submitting(secure_cluster: LocalCluster,

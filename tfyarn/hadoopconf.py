@@ -16,7 +16,8 @@ from pathlib import Path
 
 from appmaster.siteconf import parse_properties
 
-__all__ = ["SITE_FILES", "client_configuration", "conf_dirs", "parse_properties", "web_login"]
+__all__ = ["SITE_FILES", "client_configuration", "conf_dirs", "parse_properties", "site_file",
+           "web_login"]
 SITE_FILES = ("core-site.xml", "hdfs-site.xml", "yarn-site.xml")
 SYSTEM_CONF_DIR = Path("/etc/hadoop/conf")
 
@@ -32,13 +33,17 @@ def conf_dirs(environ: Mapping[str, str] | None = None) -> list[Path]:
     return dirs
 
 
+def site_file(name: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where the client reads ``name`` (core-site.xml, ...) from, or None."""
+    return next((d / name for d in conf_dirs(environ) if (d / name).is_file()), None)
+
+
 def client_configuration(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The properties of core-site.xml, hdfs-site.xml and yarn-site.xml, each file from the
     first directory of `conf_dirs` that has it."""
-    dirs = conf_dirs(environ)
     conf: dict[str, str] = {}
     for name in SITE_FILES:
-        path = next((d / name for d in dirs if (d / name).is_file()), None)
+        path = site_file(name, environ)
         if path is not None:
             try:
                 conf.update(parse_properties(path.read_text(errors="replace")))

@@ -12,15 +12,20 @@ import atexit
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tfyarn.errors import TfyarnError
 
 KEYTAB_VERSION = b"\x05\x02"  # MIT's keytab format, what MiniKdc, ktutil and kadmin write
+# Hadoop RPC's connection header: magic, version 9, service class 0, auth protocol NONE.
+RPC_HEADER_WITHOUT_SASL = b"hrpc\x09\x00\x00"
+NAMENODE_RPC_PORT = 8020
 
 
 class KerberosError(TfyarnError, RuntimeError):
@@ -104,6 +109,44 @@ def check_login(conf: Mapping[str, str]) -> None:
             "Kerberos (hadoop.security.authentication in HADOOP_CONF_DIR).",
             f"run `kinit {owner or '<you>@<REALM>'}` first, or give `tfyarn --principal P "
             "--keytab K` (TFYARN_PRINCIPAL/TFYARN_KEYTAB).")
+
+
+def namenode_refuses_simple(host: str, port: int, timeout_s: float = 2.0) -> str | None:
+    """The NameNode's own words where it wants Kerberos from a client that offers none.
+
+    Hadoop's RPC server answers a connection header with auth protocol NONE at once, with
+    "SIMPLE authentication is not enabled.  Available:[TOKEN, KERBEROS]", when security is
+    on; an open one waits for the rest of the connection, and the wait times out (None).
+    """
+    reply = b""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as conn:
+            conn.sendall(RPC_HEADER_WITHOUT_SASL)
+            while chunk := conn.recv(4096):
+                reply += chunk
+    except OSError:
+        pass  # refused, reset or no answer in time: nothing to say about Kerberos
+    words = re.search(rb"SIMPLE authentication is not enabled\.\s+Available:\[[^\]]*\]", reply)
+    return words[0].decode() if words else None
+
+
+def check_cluster_wants_no_kerberos(url: str, conf: Mapping[str, str],
+                                    core_site: Path | None) -> None:
+    """Where HDFS could not be reached with a configuration that says "simple": whether the
+    cluster's NameNode wants Kerberos, which then is what the user must be told."""
+    if conf.get("hadoop.security.authentication", "simple").lower() != "simple":
+        return
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return
+    refusal = namenode_refuses_simple(parts.hostname, parts.port or NAMENODE_RPC_PORT)
+    if refusal:
+        raise KerberosError(
+            f"The cluster's NameNode ({parts.netloc}) wants Kerberos (\"{refusal}\"), and "
+            "the client configuration says hadoop.security.authentication = simple "
+            f"({core_site or 'no core-site.xml found'}).",
+            "use the cluster's own client configuration (HADOOP_CONF_DIR), whose "
+            "core-site.xml sets hadoop.security.authentication = kerberos, then kinit.")
 
 
 def expiry() -> tuple[str, str | None]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from appmaster.storage import REMOTE_SCHEMES, RemoteDir, StorageError, bounded, is_remote
-from tfyarn import environments, hadoopconf
+from tfyarn import environments, hadoopconf, kerberos
 from tfyarn.errors import TfyarnError
 
 WORK_DIR_KEY = "site.global.user.work.dir"
@@ -109,6 +109,9 @@ def check(work_dir: str, environ: Mapping[str, str] | None = None,
         bounded(lambda: RemoteDir(directory).check_writable(), CHECK_TIMEOUT_S,
                 what=f"The NameNode of {directory}")
     except StorageError as exc:
+        kerberos.check_cluster_wants_no_kerberos(  # the likelier cause, where it is
+            qualified(directory, environ), hadoopconf.client_configuration(environ),
+            hadoopconf.site_file("core-site.xml", environ))
         raise WorkDirError(
             f"{key} = {work_dir!r}: cannot write in {directory}: {exc}. Fix: check "
             "that the NameNode is up and reachable from here (`hdfs dfs -ls "
