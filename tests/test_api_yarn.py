@@ -43,3 +43,30 @@ def test_bad_files_raise_and_submit_nothing(yarn_cluster, tmp_path: Path) -> Non
     assert raised.value.describe().startswith(f"{NOTHING_SUBMITTED}:\n{resources}: "
                                               'components.worker."yarn.memroy"')
     assert application_ids(yarn_cluster) == before
+
+
+def test_the_jobs_code_goes_to_hdfs_once_and_only_its_owner_reads_it(
+        yarn_cluster, skein_client, tmp_path: Path) -> None:
+    """Two jobs of the same scripts: the second copies no code (its files are the first's,
+    on HDFS by content, outside skein's staging dir), both run to SUCCEEDED, and the cache
+    directory is its owner's alone."""
+    from appmaster.storage import RemoteDir
+    from tfyarn import codepack
+    from tfyarn.environments import cluster_user
+
+    resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
+    cache = RemoteDir(f"{yarn_cluster.layout.default_fs}/user/{cluster_user()}/"
+                      f"{codepack.CACHE_DIR}")
+    shipped = []
+    for _ in range(2):
+        app_id = tfyarn.submit(resources, app_config, echo=lambda _: None)
+        spec = skein_client.connect(app_id, wait=True).get_specification()
+        report = wait_for_final_state(skein_client, app_id, timeout_s=300)
+        assert str(report.final_status) == "SUCCEEDED", report.diagnostics
+        code = {name: spec.master.files[name].source for name in ("app", "appmaster")}
+        code["tfyarn"] = spec.services["worker"].files["tfyarn"].source  # tfyarn.data
+        assert all(url.startswith(cache.url + "/") for url in code.values()), code
+        shipped.append(code)
+    assert shipped[0] == shipped[1]
+    assert cache.client.get_file_info(cache.root).permission == 0o700
+    assert {url.rsplit("/", 1)[1] for url in shipped[0].values()} <= set(cache.list_files())

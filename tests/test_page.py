@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import tarfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,8 +161,11 @@ def test_skein_overview_gets_a_button_per_service_page(tmp_path: Path) -> None:
 def test_the_appmaster_gets_the_overview_and_opens_java_util(tmp_path: Path) -> None:
     plan = build_plan(load_job(REPO / "resources.json", REPO / "appConfig.json"))
     spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, Placement())
-    shipped = Path(spec.master.files[skeinui.UI_DIR].source.replace("file://", ""))
-    assert (shipped / skeinui.TEMPLATE).read_text().count(skeinui.BUTTONS) == 1
+    shipped = spec.master.files[skeinui.UI_DIR]
+    assert str(shipped.type) == "ARCHIVE"  # unpacked by YARN as skein-ui/, on the class path
+    with tarfile.open(shipped.source.replace("file://", "")) as pack:
+        template = pack.extractfile(skeinui.TEMPLATE).read().decode()
+    assert template.count(skeinui.BUTTONS) == 1
     options = spec.master.env["JAVA_TOOL_OPTIONS"].split()
     assert {"--add-opens=java.base/java.util=ALL-UNNAMED", skeinui.JVM_OPTION} <= set(options)
     assert not any(skeinui.UI_DIR in service.files for service in spec.services.values())

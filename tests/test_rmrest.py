@@ -39,10 +39,15 @@ def test_https_only() -> None:
 @pytest.mark.parametrize("conf", [
     {},  # no configuration: skein's driver finds the cluster its own way
     {"yarn.resourcemanager.webapp.address": "0.0.0.0:8088"},  # a bind address
-    {"hadoop.security.authentication": "kerberos", "yarn.resourcemanager.hostname": "rm"},
-], ids=["nothing", "bind-address", "kerberos"])
+], ids=["nothing", "bind-address"])
 def test_no_rest_where_it_cannot_work(conf: dict[str, str]) -> None:
     assert web_urls(conf) == []
+
+
+def test_a_kerberos_cluster_is_asked_too() -> None:
+    """Its web UI is answered with the user's tickets (tfyarn/spnego.py)."""
+    conf = {"hadoop.security.authentication": "kerberos", "yarn.resourcemanager.hostname": "rm"}
+    assert web_urls(conf) == ["http://rm:8088"]
 
 
 def test_configuration_files_are_read(tmp_path: Path, monkeypatch) -> None:

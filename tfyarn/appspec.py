@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import skein
@@ -30,6 +31,7 @@ from tfyarn.workdir import qualified
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
 READER_DIR = Path(__file__).with_name("data")  # tfyarn.data, which training scripts import
+READER_PACK = "tfyarn"
 
 
 def _launch(plan: JobPlan, module: str, python: str | None = None) -> str:
@@ -46,8 +48,24 @@ def reader_package(into: Path) -> Path:
     package = into / "tfyarn"
     shutil.copytree(READER_DIR, package / "data", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    (package / "__init__.py").write_text('"""tfyarn.data, shipped with the job."""\n')
+    init = package / "__init__.py"
+    init.write_text('"""tfyarn.data, shipped with the job."""\n')
+    # The pack is cached on HDFS by its content (codepack.upload): same file, same bytes.
+    shipped = (READER_DIR / "__init__.py").stat()
+    os.utime(init, ns=(shipped.st_atime_ns, shipped.st_mtime_ns))
     return package
+
+
+def code_packs(scripts_dir: Path, job_dir: Path) -> dict[str, Path]:
+    """The job's code, one tar per directory (tfyarn/codepack.py), by the name each is
+    unpacked under in the containers: the scripts, the AppMaster's code, tfyarn.data, and
+    the AppMaster's web UI template (tfyarn/skeinui.py)."""
+    packs = job_dir / "packs"
+    return {SCRIPTS_DIR: tar_directory(scripts_dir, packs, SCRIPTS_DIR),
+            "appmaster": tar_directory(APPMASTER_DIR, packs, "appmaster"),
+            READER_PACK: tar_directory(reader_package(job_dir), packs, READER_PACK),
+            skeinui.UI_DIR: tar_directory(skeinui.write_overview(job_dir / skeinui.UI_DIR),
+                                          packs, skeinui.UI_DIR)}
 
 
 def rendezvous_token(job_dir: Path) -> Path:
@@ -97,23 +115,25 @@ def application_acls(placement: Placement) -> skein.ACLs:
 def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement: Placement,
                      secrets: dict[str, Path] | None = None,
                      environment: JobEnvironment | None = None,
-                     keytab: str | None = None) -> skein.ApplicationSpec:
+                     keytab: str | None = None,
+                     packs: Mapping[str, str] | None = None) -> skein.ApplicationSpec:
     environment = environment or JobEnvironment()  # a packed Python env, a Docker image
-    # Each directory goes as one tar (tfyarn/codepack.py): skein uploads file by file.
-    packs = job_file.parent / "packs"
+    # The code packs: on HDFS already (codepack.upload), or local tars skein uploads.
+    packs = packs or {name: str(path)
+                      for name, path in code_packs(scripts_dir, job_file.parent).items()}
+    # PRIVATE: a node keeps an unpacked pack for the user's later jobs while it is unchanged.
+    code = {name: skein.File(source, type="archive", visibility="private")
+            for name, source in packs.items()}
     files = {
-        SCRIPTS_DIR: skein.File(str(tar_directory(scripts_dir, packs, SCRIPTS_DIR)),
-                                type="archive"),
-        "appmaster": skein.File(str(tar_directory(APPMASTER_DIR, packs, "appmaster")),
-                                type="archive"),
+        SCRIPTS_DIR: code[SCRIPTS_DIR],
+        "appmaster": code["appmaster"],
         JOB_FILE: skein.File(str(job_file), type="file"),
         TOKEN_FILE: skein.File(str(rendezvous_token(job_file.parent)), type="file",
                                visibility="application"),
         **environment.files(),
     }
-    reader = tar_directory(reader_package(job_file.parent), packs, "tfyarn")
     # Secrets reach the tasks only, as files YARN localizes privately for this application.
-    task_files = {**files, "tfyarn": skein.File(str(reader), type="archive")}
+    task_files = {**files, READER_PACK: code[READER_PACK]}
     for name, path in (secrets or {}).items():
         task_files[SECRET_FILE_PREFIX + name] = skein.File(str(path), type="file",
                                                            visibility="application")
@@ -143,8 +163,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     }
     master = skein.Master(
         resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
-        files={**files, **kerberos_files(keytab), skeinui.UI_DIR: skein.File(
-            str(skeinui.write_overview(job_file.parent / skeinui.UI_DIR)), type="file")},
+        files={**files, **kerberos_files(keytab), skeinui.UI_DIR: code[skeinui.UI_DIR]},
         script=_launch(plan, "appmaster.master", environment.master_python),
         # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so,
         # stays lean (tfyarn/jvm.py), its web UI's templates reflect on java.util's entries,

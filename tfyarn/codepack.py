@@ -7,14 +7,24 @@ accepted (issue 14). A tar is one file. YARN unpacks a `.tar` with the node's ow
 which keeps modes, into a directory of the resource's name: the containers see the same
 `app/`, `appmaster/` and `tfyarn/` as before. Links are stored as what they point to, as
 skein's copy did: a link out of the directory still brings its file.
+
+The tars go to HDFS once per content (`upload`), as packed envs do: a job whose code was
+shipped before is submitted without copying it again (skein's driver uses a file already on
+HDFS in place), and each node keeps the unpacked code for the user's later jobs. The cache
+directory is the user's alone (0700), as skein's staging directory is: scripts are code
+other users need not read.
 """
 
 from __future__ import annotations
 
 import tarfile
+from collections.abc import Mapping
 from pathlib import Path
 
+from tfyarn.environments import ensure_uploaded
+
 SKIPPED = ("__pycache__", ".pyc")  # compiled files are the nodes' own business
+CACHE_DIR = ".tfyarn/code"  # under the user's home directory on the default filesystem
 
 
 def _keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
@@ -34,3 +44,10 @@ def tar_directory(source: Path, into: Path, name: str) -> Path:
         for child in sorted(source.iterdir()):
             tar.add(child, arcname=child.name, filter=_keep)
     return archive
+
+
+def upload(packs: Mapping[str, Path]) -> dict[str, str]:
+    """Each pack's URL on the default filesystem, copied there unless its content is."""
+    return {name: ensure_uploaded(path, cache_dir=CACHE_DIR, private=True,
+                                  what=f"the job's {name}/ code").url
+            for name, path in packs.items()}

@@ -138,15 +138,17 @@ def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
            environment: JobEnvironment | None = None) -> str:
     """Upload the scripts, the AppMaster code and the plan; return the application id."""
     from appmaster.jobplan import JOB_FILE
-    from tfyarn.appspec import application_spec  # imports skein: only when submitting
+    from tfyarn import codepack
+    from tfyarn.appspec import application_spec, code_packs  # imports skein: when submitting
 
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
         job_file = Path(tmp) / JOB_FILE
         if DRIVER.keytab:  # the master gets new HDFS tokens as this principal
             plan = dataclasses.replace(plan, principal=DRIVER.principal)
         job_file.write_text(plan.to_json())
+        packs = codepack.upload(code_packs(job.app.scripts_dir, job_file.parent))
         spec = application_spec(plan, job.app.scripts_dir, job_file, placement,
-                                job.app.secrets, environment, DRIVER.keytab)
+                                job.app.secrets, environment, DRIVER.keytab, packs)
         try:
             return client.submit(spec)
         except Exception as exc:

@@ -169,13 +169,14 @@ def cluster_user(environ: Mapping[str, str] | None = None) -> str:
     return environ.get("HADOOP_USER_NAME") or getpass.getuser()
 
 
-def cached_archive_url(default_fs: str, user: str, sha256: str, suffix: str) -> str:
-    """<default filesystem>/user/<user>/.tfyarn/envs/<sha256><suffix>."""
+def cached_archive_url(default_fs: str, user: str, sha256: str, suffix: str,
+                       cache_dir: str = CACHE_DIR) -> str:
+    """<default filesystem>/user/<user>/<cache_dir>/<sha256><suffix>."""
     if not re.fullmatch(r"[0-9a-f]{64}", sha256):
         raise ValueError(f"not a sha256 hex digest: {sha256!r}")
     if suffix not in ARCHIVE_SUFFIXES:
         raise ValueError(f"not one of {ARCHIVE_SUFFIXES}: {suffix!r}")
-    return f"{check_default_fs(default_fs)}/user/{user}/{CACHE_DIR}/{sha256}{suffix}"
+    return f"{check_default_fs(default_fs)}/user/{user}/{cache_dir}/{sha256}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -189,20 +190,26 @@ UPLOAD_TIMEOUT_S = 3600.0
 
 
 def ensure_uploaded(archive: str | os.PathLike[str], *, fs_default: str | None = None,
-                    user: str | None = None) -> UploadedEnv:
+                    user: str | None = None, cache_dir: str = CACHE_DIR,
+                    private: bool = False, what: str = "the packed env") -> UploadedEnv:
     """The archive's URL on the default filesystem, copying it there (HDFS's native client,
     no JVM) unless its content (by sha256) already is. Concurrent uploads of one archive are
     safe: each copies to a name of its own and renames it into place; the first rename wins
-    and the others' copies are dropped (a file a job named must never change under it)."""
+    and the others' copies are dropped (a file a job named must never change under it).
+    ``private``: the cache directory is its owner's alone (0700), as skein's staging
+    directory is, for what other users must not read (the job's scripts)."""
     from appmaster.storage import RemoteDir, StorageError, bounded
 
     path = Path(archive)
     suffix = archive_suffix(path)
     sha = sha256_file(path)
-    url = cached_archive_url(fs_default or default_fs(), user or cluster_user(), sha, suffix)
+    url = cached_archive_url(fs_default or default_fs(), user or cluster_user(), sha, suffix,
+                             cache_dir)
     directory, name = url.rsplit("/", 1)
     try:
         remote = RemoteDir(directory)
+        if private:
+            bounded(lambda: remote.make_private(), what=f"HDFS ({directory})")
         if bounded(lambda: remote.exists(name), what=f"HDFS ({directory})"):
             return UploadedEnv(url, sha, uploaded=False)
         with open(path, "rb") as source:
@@ -212,7 +219,7 @@ def ensure_uploaded(archive: str | os.PathLike[str], *, fs_default: str | None =
         if isinstance(exc.__cause__, FileExistsError):
             return UploadedEnv(url, sha, uploaded=False)  # another submission was first
         raise JobEnvironmentError(
-            f"cannot copy the packed env to {url}: {exc}.",
+            f"cannot copy {what} to {url}: {exc}.",
             hint=f"check that HDFS is reachable from here and that you may write in "
             f"{directory}.") from None
     return UploadedEnv(url, sha, uploaded=True)
