@@ -5,8 +5,9 @@ N light tasks (tests/apps/light_task.py: no TensorFlow), submitted with `tfyarn 
 NodeManager are needed for N = 64: bench/private_cluster.py's kind). While the job runs,
 /proc is read every 0.1 s:
 
-- every agent (`python -m appmaster.agent` in one of the job's containers): its CPU seconds
-  and RSS at the first reading where it has a child (the script's wrapper), i.e. container
+- every agent (`python -m appmaster.agent` in one of the job's containers): its CPU seconds,
+  RSS, private memory and PSS at the first reading where it has a child (the script's
+  wrapper), i.e. container
   start -> exported port -> spec -> script spawned; the spec wait is event-driven and costs
   no CPU, so this is the agent's cost up to its export plus a spawn;
 - skein's Java AppMaster and master.py: peak RSS (VmHWM), RSS at the end, CPU seconds, and
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 
 from bench.common import LIGHT_APPS, REPO, log
-from bench.processes import proc_usage
+from bench.processes import proc_private_pss, proc_usage
 from tfyarn.localyarn.cluster import client_environment, rest
 from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.proctable import scan_processes
@@ -73,10 +74,12 @@ class JobSampler:
     def __init__(self, app_id: str) -> None:
         self.app_id = app_id
         self.agents: dict[int, Usage] = {}  # pid -> reading when its child was first seen
+        self.agent_memory: dict[int, tuple[int, int]] = {}  # pid -> (private, PSS) kB then
         self.watching: set[int] = set()
         self.am: dict[str, int] = {}
         self.am_last: dict[str, Usage] = {}
         self.am_peak_rss: dict[str, int] = {}
+        self.am_peak_private: dict[str, int] = {}
 
     def poll(self) -> None:
         for p in scan_processes():
@@ -94,12 +97,15 @@ class JobSampler:
                 self.watching.discard(pid)
             elif children(pid):
                 self.agents[pid] = reading
+                self.agent_memory[pid] = proc_private_pss(pid) or (0, 0)
                 self.watching.discard(pid)
         for name, pid in self.am.items():
             reading = proc_usage(pid)
             if reading:
                 self.am_last[name] = reading
                 self.am_peak_rss[name] = max(self.am_peak_rss.get(name, 0), reading[2])
+                private, _ = proc_private_pss(pid) or (0, 0)
+                self.am_peak_private[name] = max(self.am_peak_private.get(name, 0), private)
 
 
 def run_once(layout: Layout, n: int, run_dir: Path, timeout_s: float = 600) -> dict:
@@ -123,11 +129,15 @@ def run_once(layout: Layout, n: int, run_dir: Path, timeout_s: float = 600) -> d
               "agents_seen": len(agents),
               "agent_cpu_s": [round(cpu, 3) for cpu, _, _ in agents],
               "agent_rss_mb": [round(rss / 1024, 1) for _, _, rss in agents],
-              "agent_peak_rss_mb": [round(hwm / 1024, 1) for _, hwm, _ in agents]}
+              "agent_peak_rss_mb": [round(hwm / 1024, 1) for _, hwm, _ in agents],
+              "agent_private_mb": [round(private / 1024, 1)
+                                   for private, _ in sampler.agent_memory.values()],
+              "agent_pss_mb": [round(pss / 1024, 1) for _, pss in sampler.agent_memory.values()]}
     for name, (cpu, hwm, _) in sampler.am_last.items():
         result[f"{name}_am_cpu_s"] = round(cpu, 2)
         result[f"{name}_am_peak_rss_mb"] = round(hwm / 1024, 1)
         result[f"{name}_am_max_rss_mb"] = round(sampler.am_peak_rss[name] / 1024, 1)
+        result[f"{name}_am_max_private_mb"] = round(sampler.am_peak_private[name] / 1024, 1)
     am_cpu = sum(cpu for cpu, _, _ in sampler.am_last.values())
     result["am_cpu_ms_per_event"] = round(1000 * am_cpu / (n * EVENTS_PER_TASK), 2)
     return result
@@ -137,9 +147,9 @@ def summary(runs: list[dict]) -> str:
     def med(values: list[float]) -> str:
         return f"{statistics.median(values):.3g}" if values else "-"
 
-    lines = ["| N | runs | agent CPU s to script spawn | agent RSS MB (peak) | Java AM peak "
-             "RSS MB | master.py peak RSS MB | AM total MB | AM CPU s (java+py) | AM CPU ms "
-             "per event | load |", "|" + "---|" * 10]
+    lines = ["| N | runs | agent CPU s to script spawn | agent RSS MB (peak) | agent private "
+             "MB | agent PSS MB | Java AM peak RSS MB | master.py peak RSS MB | AM total MB | "
+             "AM CPU s (java+py) | AM CPU ms per event | load |", "|" + "---|" * 12]
     for n in sorted({r["n"] for r in runs}):
         rs = [r for r in runs if r["n"] == n]
         cpu = [c for r in rs for c in r["agent_cpu_s"]]
@@ -147,7 +157,10 @@ def summary(runs: list[dict]) -> str:
         java = [r.get("java_am_peak_rss_mb", 0) for r in rs]
         py = [r.get("python_am_peak_rss_mb", 0) for r in rs]
         am_cpu = [r.get("java_am_cpu_s", 0) + r.get("python_am_cpu_s", 0) for r in rs]
-        lines.append(f"| {n} | {len(rs)} | {med(cpu)} | {med(hwm)} | {med(java)} | {med(py)} "
+        private = [c for r in rs for c in r.get("agent_private_mb", [])]
+        pss = [c for r in rs for c in r.get("agent_pss_mb", [])]
+        lines.append(f"| {n} | {len(rs)} | {med(cpu)} | {med(hwm)} | {med(private)} | "
+                     f"{med(pss)} | {med(java)} | {med(py)} "
                      f"| {med([j + p for j, p in zip(java, py, strict=True)])} | {med(am_cpu)} | "
                      f"{med([r['am_cpu_ms_per_event'] for r in rs])} | "
                      f"{min(r['load'] for r in rs):.1f}–{max(r['load'] for r in rs):.1f} |")

@@ -25,6 +25,20 @@ def proc_usage(pid: int) -> tuple[float, int, int] | None:
     return cpu, int(status["VmHWM"].split()[0]), int(status["VmRSS"].split()[0])
 
 
+def proc_private_pss(pid: int) -> tuple[int, int] | None:
+    """(private kB, PSS kB) of a live process (/proc/<pid>/smaps_rollup). RSS also counts
+    the shared libraries' pages (libpython, libcrypto, hdfs-native's), which every process
+    on the node that maps them shares: private memory is what one more process costs the
+    node, and PSS its fair share of the shared pages."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            fields = {k: int(v.split()[0]) for k, v in
+                      (line.split(":", 1) for line in f if ":" in line and "kB" in line)}
+    except (OSError, ValueError):
+        return None
+    return fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0), fields.get("Pss", 0)
+
+
 class AmSampler:
     """The last CPU/RSS reading of the AppMaster's processes before they went away.
 
