@@ -38,7 +38,7 @@ def live_view(tracking_url: str) -> JobView | None:
         if response.status_code != 200:
             return None
         return JobView.from_dict(response.json())
-    except (requests.RequestException, spnego.SpnegoError, ValueError, TypeError):
+    except (requests.RequestException, ValueError, TypeError):
         return None
 
 
@@ -211,7 +211,7 @@ def chief_progress(view: JobView) -> str | None:
     try:
         chunk = node_log_tail(chief.node, chief.yarn_container_id or "",
                               f"{chief.role}-0.stdout", size=2048)
-    except (requests.RequestException, spnego.SpnegoError):
+    except requests.RequestException:
         return None
     lines = [line for line in chunk.text.splitlines() if line.strip()]
     return lines[-1][:120] if lines else None

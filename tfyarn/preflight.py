@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import requests
 
 from appmaster.jobplan import JobPlan, RolePlan
-from tfyarn import hadoopconf, rmrest, spnego
+from tfyarn import hadoopconf, rmrest
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
@@ -519,8 +519,7 @@ def run_preflight(containers: list[Request], queue_name: str,
         client = rmrest.RestReports(url)
         try:
             view = cluster_view(client.get("scheduler"), client.get("nodes"))
-        except (rmrest.RestError, requests.RequestException, spnego.SpnegoError,
-                ValueError) as exc:
+        except (rmrest.RestError, requests.RequestException, ValueError) as exc:
             errors.append(f"{url}: {exc}")
             continue
         queue, user, allowed, acl_note = view.find_queue(queue_name), submitting_user(), None, []
@@ -528,8 +527,7 @@ def run_preflight(containers: list[Request], queue_name: str,
             assert queue is not None
             try:
                 allowed = client.may_submit(queue.path, user)
-            except (rmrest.RestError, requests.RequestException, spnego.SpnegoError,
-                    ValueError) as exc:
+            except (rmrest.RestError, requests.RequestException, ValueError) as exc:
                 acl_note = [f"queue {queue.path}'s ACL was not checked ({exc})"]
         verdict = check(view, containers, queue_name, queue_source, allowed, user)
         return Preflight(True, url, None, verdict.problems, acl_note + verdict.notes)

@@ -29,8 +29,9 @@ SPNEGO_OID = bytes([0x2B, 0x06, 0x01, 0x05, 0x05, 0x02])  # 1.3.6.1.5.5.2
 LIBRARY = "libgssapi_krb5.so.2"
 
 
-class SpnegoError(TfyarnError, RuntimeError):
-    """No Negotiate token could be made: no ticket, an unknown service, no library."""
+class SpnegoError(TfyarnError, requests.RequestException):
+    """No Negotiate token could be made: no ticket, an unknown service, no library. A request
+    that cannot log in has failed, so whoever handles failed requests handles this too."""
 
 
 class _Buffer(ctypes.Structure):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import requests
 
+from tfyarn import spnego
 from tfyarn.localyarn import daemons, hdfs, hostview, kdc, secure
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
 from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout, cache_root
@@ -305,6 +306,8 @@ def _wait(layout: Layout, watched: list[Daemon], what: str, ready: Callable[[], 
         try:
             if ready():
                 return
+        except spnego.SpnegoError:
+            raise  # no ticket: waiting will not bring one
         except requests.RequestException:
             pass  # the web server is not up yet
         if time.monotonic() > deadline:
