@@ -26,7 +26,7 @@ from tfyarn.codepack import tar_directory
 from tfyarn.environments import JobEnvironment
 from tfyarn.jobconfig.datasets import is_archive
 from tfyarn.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
-from tfyarn.plan import Placement
+from tfyarn.plan import Placement, acl_names
 from tfyarn.workdir import qualified
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
@@ -100,13 +100,8 @@ def application_acls(placement: Placement) -> skein.ACLs:
     page_users = placement.page_users()
     if placement.view_acl is None and placement.modify_acl is None and page_users == ["*"]:
         return skein.ACLs()
-
-    def names(acl: str | None) -> tuple[list[str], list[str]]:
-        users, _, groups = (acl or "").partition(" ")
-        return [u for u in users.split(",") if u], [g for g in groups.split(",") if g]
-
     (view_users, view_groups), (modify_users, modify_groups) = (
-        names(placement.view_acl), names(placement.modify_acl))
+        acl_names(placement.view_acl), acl_names(placement.modify_acl))
     return skein.ACLs(enable=True, view_users=view_users, view_groups=view_groups,
                       modify_users=modify_users, modify_groups=modify_groups,
                       ui_users=page_users)

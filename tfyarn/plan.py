@@ -46,11 +46,16 @@ class Placement:
     def page_users(self) -> list[str]:
         """Who besides the owner opens the job page: the view ACL's users ("*": everyone who
         passes the RM's proxy). Without a web login the proxy names nobody: open, "*"."""
-        users, _, groups = (self.view_acl or "").partition(" ")
-        named = [user for user in users.split(",") if user]
-        if not self.web_login or "*" in named or "*" in groups.split(","):
+        users, groups = acl_names(self.view_acl)
+        if not self.web_login or "*" in users or "*" in groups:
             return ["*"]
-        return named
+        return users
+
+
+def acl_names(acl: str | None) -> tuple[list[str], list[str]]:
+    """(users, groups) of an access list as YARN writes one: "alice,bob ml-team"."""
+    users, _, groups = (acl or "").partition(" ")
+    return [u for u in users.split(",") if u], [g for g in groups.split(",") if g]
 
 
 def role_plan(c: Component, default_label: str | None = None) -> RolePlan:
