@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         on_a_cluster = {"yarn_cluster", "secure_cluster"} & set(getattr(item, "fixturenames", ()))
         if on_a_cluster and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=YARN_TEST_RERUNS, reruns_delay=5))
+
+
+@pytest.fixture(scope="session")
+def no_defaults_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("no-defaults")
+
+
+@pytest.fixture(autouse=True)
+def no_defaults_files(no_defaults_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads this machine's or its user's defaults files (tfyarn/jobconfig/
+    defaults.py): both places are in an empty directory, and TFYARN_CONFIG is unset."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(no_defaults_dir))
+    monkeypatch.setenv("TFYARN_SYSTEM_CONFIG", str(no_defaults_dir / "tfyarn.yaml"))
+    monkeypatch.delenv("TFYARN_CONFIG", raising=False)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import click
 
 from tfyarn import __version__
 from tfyarn.cli_cluster import cluster_group
+from tfyarn.cli_config import config_command
 from tfyarn.cli_jobs import submit_command
 from tfyarn.cli_monitor import kill_command, list_command, logs_command, status_command
 from tfyarn.driver import configure_driver
@@ -48,6 +49,7 @@ main.add_command(status_command)
 main.add_command(kill_command)
 main.add_command(list_command)
 main.add_command(logs_command)
+main.add_command(config_command)
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,8 @@
 The format is that of Apache Slider's TensorFlow package, so existing Slider job files
 load unchanged; the same structure may also be written in YAML (.yaml/.yml). Every
 problem found in both files is reported at once, each with a fix, so that users can
-correct everything in one go.
+correct everything in one go. The cluster's and the person's defaults files
+(tfyarn/jobconfig/defaults.py) fill in what the job files leave out.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 from pathlib import Path
 
 from tfyarn.jobconfig.appconfig import parse_app
+from tfyarn.jobconfig.defaults import Defaults, read_defaults
 from tfyarn.jobconfig.documents import Checker, read_document
 from tfyarn.jobconfig.model import (
     APPMASTER,
@@ -33,8 +35,8 @@ from tfyarn.jobconfig.resources import parse_resources
 
 __all__ = [
     "APPMASTER", "COMPONENT_NAMES", "EVALUATOR", "FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING",
-    "SUCCESS_POLICIES", "TASK_KINDS", "TENSORBOARD", "AppConfig", "Component", "JobConfig",
-    "JobConfigError", "Problem", "describe_problems", "load_job",
+    "SUCCESS_POLICIES", "TASK_KINDS", "TENSORBOARD", "AppConfig", "Component", "Defaults",
+    "JobConfig", "JobConfigError", "Problem", "describe_problems", "load_job", "read_defaults",
 ]
 
 
@@ -43,20 +45,26 @@ def load_job(
     app_config_path: str | os.PathLike[str],
     *,
     user: str | None = None,
+    defaults: Defaults | None = None,
 ) -> JobConfig:
-    """Read both job files, raising JobConfigError with every problem in them.
+    """Read both job files, raising JobConfigError with every problem in them and in the
+    defaults files.
 
-    `user` replaces ${USER_NAME} in the work dir; None means the current user.
+    `user` replaces ${USER_NAME} in the work dir; None means the current user. `defaults`
+    fill in what the files leave out; None reads the cluster's and the person's files
+    (read_defaults), Defaults() means none.
     """
-    problems: list[Problem] = []
+    if defaults is None:
+        defaults = read_defaults()
+    problems: list[Problem] = list(defaults.problems)
     resources_checker = Checker(str(resources_path), problems)
     app_checker = Checker(str(app_config_path), problems)
     resources_doc = read_document(resources_checker, Path(resources_path))
     app_doc = read_document(app_checker, Path(app_config_path))
-    resources = (
-        None if resources_doc is None else parse_resources(resources_checker, resources_doc)
-    )
-    app = None if app_doc is None else parse_app(app_checker, app_doc, Path(app_config_path), user)
+    resources = None if resources_doc is None else parse_resources(
+        resources_checker, defaults.resources_document(resources_doc))
+    app = None if app_doc is None else parse_app(
+        app_checker, defaults.app_document(app_doc), Path(app_config_path), user)
     if problems:
         raise JobConfigError(problems)
     assert resources is not None and app is not None  # no problems means both parsed

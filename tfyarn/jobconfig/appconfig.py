@@ -60,7 +60,7 @@ _CHECKPOINT_PREFIX = _G + "user.checkpoint.prefix"
 _DATA = _G + "data"  # hdfs:///path#name entries, localized into each task's data dir
 _VIEW_ACL = _G + "acl.view"  # who else may see the application (YARN's VIEW_APP)
 _MODIFY_ACL = _G + "acl.modify"  # who else may kill it (YARN's MODIFY_APP)
-_APP_KEYS = (
+APP_KEYS = (
     _ENTRY,
     _SCRIPTS_DIR,
     _ARGS,
@@ -87,6 +87,22 @@ _APP_KEYS = (
     _VIEW_ACL,
     _MODIFY_ACL,
 )
+# Each job's own: a defaults file (tfyarn/jobconfig/defaults.py) cannot give them.
+JOB_ONLY_KEYS = (_ENTRY, _SCRIPTS_DIR, _APP_NAME)
+# Keys of which a job gives one or the other; a job file's hides a defaults file's rival.
+RIVAL_KEYS = {_DATA: _DATA_DIR, _DATA_DIR: _DATA, _CHECKPOINT_PREFIX: _WORK_DIR,
+              _WORK_DIR: _CHECKPOINT_PREFIX}
+# tfyarn's own value where no file gives one (`tfyarn config` shows it as "default").
+BUILT_IN: dict[str, Any] = {
+    _QUEUE: "default",
+    _SUCCESS_POLICY: "chief",
+    _AM_ATTEMPTS: DEFAULT_AM_ATTEMPTS,
+    _REGISTRATION_TIMEOUT: DEFAULT_REGISTRATION_TIMEOUT_S,
+    _ALLOCATION_TIMEOUT: DEFAULT_ALLOCATION_TIMEOUT_S,
+    _MIRROR_INTERVAL: DEFAULT_MIRROR_INTERVAL_S,
+    _HEARTBEAT_TIMEOUT: DEFAULT_HEARTBEAT_TIMEOUT_S,
+    _EVALUATION_TIMEOUT: DEFAULT_EVALUATION_TIMEOUT_S,
+}
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
 _SLIDER_ONLY_KEYS = (
     _G + "hadoop.conf",
@@ -118,13 +134,26 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
     for key in settings:
         if key in _SLIDER_ONLY_KEYS or _PORT_KEY.fullmatch(key):
             ignored.append(key)
-        elif key not in _APP_KEYS:
-            report_unknown(c, key_path("global", key), key, _APP_KEYS + _SLIDER_ONLY_KEYS, "key")
-    scripts_dir = _scripts_dir(c, settings, Path(os.path.abspath(path)).parent)
+        elif key not in APP_KEYS:
+            report_unknown(c, key_path("global", key), key, APP_KEYS + _SLIDER_ONLY_KEYS, "key")
+    base = Path(os.path.abspath(path)).parent
+    scripts_dir = _scripts_dir(c, settings, base)
     entry = _entry(c, settings, scripts_dir)
+    checked = check_settings(c, settings, base, user)
+    if entry is None or scripts_dir is None:
+        return None
+    name = checked.pop("name") or "tfyarn-" + Path(entry[0]).stem
+    return AppConfig(entry=entry[0], scripts_dir=scripts_dir, entry_path=entry[1], name=name,
+                     ignored=tuple(ignored), **checked)
+
+
+def check_settings(c: Checker, settings: dict[str, Any], base: Path,
+                   user: str | None) -> dict[str, Any]:
+    """Every setting but the script's, checked one by one: AppConfig's other fields. A
+    defaults file's settings are checked here too, their paths relative to its ``base``."""
     script_args = _script_args(c, settings)
     env = _env(c, settings)
-    queue = _text(c, settings, _QUEUE, "default") or "default"
+    queue = _text(c, settings, _QUEUE, "default") or BUILT_IN[_QUEUE]
     name = _text(c, settings, _APP_NAME, "my-training")
     if name is not None and len(name) > _MAX_APP_NAME:
         c.add(
@@ -148,56 +177,69 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
               f'keep one: with "{_CHECKPOINT_PREFIX}" the work dir is '
               "<prefix>/<application name>.<application id>, as in Slider.",
               value=settings[_CHECKPOINT_PREFIX])
-    timeout = _seconds(c, settings, _REGISTRATION_TIMEOUT, DEFAULT_REGISTRATION_TIMEOUT_S)
-    allocation_timeout = _seconds(c, settings, _ALLOCATION_TIMEOUT, DEFAULT_ALLOCATION_TIMEOUT_S)
-    deadline = _seconds(c, settings, _DEADLINE, None)
-    mirror_interval = _seconds(c, settings, _MIRROR_INTERVAL, DEFAULT_MIRROR_INTERVAL_S)
-    heartbeat_timeout = _seconds(c, settings, _HEARTBEAT_TIMEOUT, DEFAULT_HEARTBEAT_TIMEOUT_S)
-    evaluation_timeout = _seconds(c, settings, _EVALUATION_TIMEOUT, DEFAULT_EVALUATION_TIMEOUT_S)
-    success_policy = settings.get(_SUCCESS_POLICY, "chief")
+    success_policy = settings.get(_SUCCESS_POLICY, BUILT_IN[_SUCCESS_POLICY])
     if success_policy not in SUCCESS_POLICIES:
         c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
               'write "chief" (the job ends with the chief) or "all-workers".',
               value=success_policy)
-    attempts = as_int(settings.get(_AM_ATTEMPTS, DEFAULT_AM_ATTEMPTS))
+    attempts = as_int(settings.get(_AM_ATTEMPTS, BUILT_IN[_AM_ATTEMPTS]))
     if attempts is None or not 1 <= attempts <= 10:
         c.add(key_path("global", _AM_ATTEMPTS), "must be a whole number from 1 to 10",
               'write e.g. "2" (one retry of the AppMaster).', value=settings.get(_AM_ATTEMPTS))
-    python = _text(c, settings, _PYTHON, "/usr/bin/python3")
-    docker_image = _text(c, settings, _DOCKER_IMAGE, "tensorflow/tensorflow:latest")
-    python_env = _python_env(c, settings, Path(os.path.abspath(path)).parent)
-    docker_mounts = _docker_mounts(c, settings)
-    if entry is None or scripts_dir is None:
-        return None
-    return AppConfig(
-        entry=entry[0],
-        scripts_dir=scripts_dir,
-        entry_path=entry[1],
+    return dict(
         script_args=script_args,
         env=env,
         queue=queue,
-        name=name or "tfyarn-" + Path(entry[0]).stem,
+        name=name,
         work_dir=work_dir,
-        registration_timeout_s=timeout or DEFAULT_REGISTRATION_TIMEOUT_S,
-        python=python,
-        ignored=tuple(ignored),
-        docker_image=docker_image,
+        registration_timeout_s=_seconds(c, settings, _REGISTRATION_TIMEOUT),
+        python=_python(c, settings),
+        docker_image=_text(c, settings, _DOCKER_IMAGE, "tensorflow/tensorflow:latest"),
         success_policy=success_policy,
-        allocation_timeout_s=allocation_timeout or DEFAULT_ALLOCATION_TIMEOUT_S,
-        deadline_s=deadline,
-        am_max_attempts=attempts or DEFAULT_AM_ATTEMPTS,
-        python_env=python_env,
-        docker_mounts=docker_mounts,
-        secrets=_secrets(c, settings, Path(os.path.abspath(path)).parent),
-        mirror_interval_s=mirror_interval or DEFAULT_MIRROR_INTERVAL_S,
-        heartbeat_timeout_s=heartbeat_timeout or DEFAULT_HEARTBEAT_TIMEOUT_S,
-        evaluation_timeout_s=evaluation_timeout or DEFAULT_EVALUATION_TIMEOUT_S,
+        allocation_timeout_s=_seconds(c, settings, _ALLOCATION_TIMEOUT),
+        deadline_s=_seconds(c, settings, _DEADLINE),
+        am_max_attempts=attempts or BUILT_IN[_AM_ATTEMPTS],
+        python_env=_python_env(c, settings, base),
+        docker_mounts=_docker_mounts(c, settings),
+        secrets=_secrets(c, settings, base),
+        mirror_interval_s=_seconds(c, settings, _MIRROR_INTERVAL),
+        heartbeat_timeout_s=_seconds(c, settings, _HEARTBEAT_TIMEOUT),
+        evaluation_timeout_s=_seconds(c, settings, _EVALUATION_TIMEOUT),
         data_dir=data_dir,
         checkpoint_prefix=checkpoint_prefix,
         data=data,
         view_acl=_acl(c, settings, _VIEW_ACL),
         modify_acl=_acl(c, settings, _MODIFY_ACL),
     )
+
+
+def with_paths_from(settings: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The settings with the local files they name (the packed env, the secrets) made
+    absolute from ``base``, so that they mean the same merged into another file."""
+    resolved = dict(settings)
+    if isinstance(settings.get(_PYTHON_ENV), str):
+        resolved[_PYTHON_ENV] = str(_local_path(base, settings[_PYTHON_ENV]))
+    if isinstance(settings.get(_SECRETS), dict):
+        resolved[_SECRETS] = {name: str(_local_path(base, value)) if isinstance(value, str)
+                              else value for name, value in settings[_SECRETS].items()}
+    return resolved
+
+
+def _local_path(base: Path, text: str) -> Path:
+    """A path on this machine as written in a file: relative to the file's directory."""
+    return Path(os.path.abspath(base / Path(text.strip()).expanduser()))
+
+
+def _python(c: Checker, settings: dict[str, Any]) -> str | None:
+    """The interpreter every node has at this path: only an absolute path says that."""
+    python = _text(c, settings, _PYTHON, "/usr/bin/python3")
+    if python is not None and not python.startswith("/"):
+        c.add(key_path("global", _PYTHON), "not an absolute path: it names the interpreter "
+              "every node has at that path",
+              "give the interpreter's absolute path on the nodes, e.g. /usr/bin/python3, or "
+              "remove the key to ship your environment.", value=python)
+        return None
+    return python
 
 
 def _text(c: Checker, settings: dict[str, Any], key: str, example: str) -> str | None:
@@ -231,12 +273,12 @@ def _acl(c: Checker, settings: dict[str, Any], key: str) -> str | None:
 
 
 def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:
-    """The packed env's archive, relative to appConfig's directory; its contents are read
+    """The packed env's archive, relative to the file's directory; its contents are read
     when the plan is made (tfyarn.environments.archive_python)."""
     text = _text(c, settings, _PYTHON_ENV, "envs/tf2.tar.gz")
     if text is None:
         return None
-    path = Path(os.path.abspath(base / Path(text).expanduser()))
+    path = _local_path(base, text)
     try:
         environments.archive_suffix(path)
     except environments.JobEnvironmentError:
@@ -278,7 +320,7 @@ def _scripts_dir(c: Checker, settings: dict[str, Any], base: Path) -> Path | Non
         return None
     # Relative to appConfig.json rather than the working directory, so the job can be
     # submitted from anywhere.
-    path = Path(os.path.abspath(base / Path(text).expanduser()))
+    path = _local_path(base, text)
     if not path.is_dir():
         c.add(
             key_path("global", _SCRIPTS_DIR),
@@ -384,10 +426,10 @@ def _secrets(c: Checker, settings: dict[str, Any], base: Path) -> dict[str, Path
             c.add(where, "must be the path of a file holding the secret",
                   'give a path, e.g. "~/.secrets/db-password".', value=value)
             continue
-        path = Path(os.path.abspath(base / Path(value.strip()).expanduser()))
+        path = _local_path(base, value)
         if not path.is_file():
             c.add(where, f"no such file ({path})",
-                  "create the file, or give its path relative to appConfig.json.", value=value)
+                  f"create the file, or give its path relative to {base}.", value=value)
             continue
         secrets[name] = path
     return secrets
@@ -426,8 +468,9 @@ def _hdfs_dir(c: Checker, settings: dict[str, Any], key: str, user: str | None) 
     return text.replace("${USER_NAME}", user or getpass.getuser()).rstrip("/") or "/"
 
 
-def _seconds(c: Checker, settings: dict[str, Any], key: str, default: float | None):
-    """A positive number of seconds (a number or a numeric string), or the default."""
+def _seconds(c: Checker, settings: dict[str, Any], key: str) -> float | None:
+    """A positive number of seconds (a number or a numeric string), or the built-in default."""
+    default = BUILT_IN.get(key)
     if key not in settings:
         return default
     value = settings[key]

@@ -18,7 +18,8 @@ _TOP_LEVEL_KEYS = ("schema", "metadata", "global", "components")
 COMMAND_LINE = "command line"
 _PLAIN_KEY_PART = re.compile(r"[A-Za-z0-9_-]+")
 
-# Marks "no value to show" in a problem, since None (JSON null) can itself be the bad value.
+# Marks "no value to show" in a problem, or a file that could not be read, since None (JSON
+# null, an empty YAML file) can itself be the value.
 NO_VALUE: Any = object()
 
 
@@ -73,43 +74,9 @@ def report_unknown(c: Checker, where: str, name: str, allowed: Sequence[str], wh
 
 
 def read_document(c: Checker, path: Path) -> dict[str, Any] | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        c.add(
-            None, f"no such file ({path.absolute()})", "check the path given on the command line."
-        )
+    doc = read_file(c, path, as_yaml=path.suffix.lower() in (".yaml", ".yml"))
+    if doc is NO_VALUE:
         return None
-    except UnicodeDecodeError:
-        c.add(None, "not UTF-8 text", "save the file as UTF-8.")
-        return None
-    except OSError as e:
-        c.add(None, f"cannot read the file: {e.strerror}", "check the path and its permissions.")
-        return None
-    yaml_file = path.suffix.lower() in (".yaml", ".yml")
-    if yaml_file:
-        try:
-            report_duplicate_keys(c, yaml.compose(text, Loader=yaml.SafeLoader))
-            doc = yaml.safe_load(text)
-        except yaml.MarkedYAMLError as e:
-            where = ""
-            if e.problem_mark is not None:  # marks are 0-based; editors count from 1
-                where = f" at line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1}"
-            c.add(None, f"not valid YAML: {e.problem}{where}", f"correct the syntax{where}.")
-            return None
-        except yaml.YAMLError as e:
-            c.add(None, f"not valid YAML: {e}", "correct the syntax.")
-            return None
-    else:
-        repeated: list[str] = []
-        try:
-            doc = json.loads(text, object_pairs_hook=lambda pairs: _object(pairs, repeated))
-        except json.JSONDecodeError as e:
-            where = f"line {e.lineno}, column {e.colno}"
-            c.add(None, f"not valid JSON: {e.msg} at {where}", f"correct the syntax at {where}.")
-            return None
-        if repeated:
-            _report_json_duplicates(c, text, repeated)
     if not isinstance(doc, dict):
         c.add(
             None,
@@ -118,6 +85,48 @@ def read_document(c: Checker, path: Path) -> dict[str, Any] | None:
         )
         return None
     return {str(k): v for k, v in doc.items()}
+
+
+def read_file(c: Checker, path: Path, *, as_yaml: bool) -> Any:
+    """The file's JSON or YAML, each key in it written once; NO_VALUE when it cannot be read
+    (YAML's empty document is None)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        c.add(
+            None, f"no such file ({path.absolute()})", "check the path given on the command line."
+        )
+        return NO_VALUE
+    except UnicodeDecodeError:
+        c.add(None, "not UTF-8 text", "save the file as UTF-8.")
+        return NO_VALUE
+    except OSError as e:
+        c.add(None, f"cannot read the file: {e.strerror}", "check the path and its permissions.")
+        return NO_VALUE
+    if as_yaml:
+        try:
+            report_duplicate_keys(c, yaml.compose(text, Loader=yaml.SafeLoader))
+            doc = yaml.safe_load(text)
+        except yaml.MarkedYAMLError as e:
+            where = ""
+            if e.problem_mark is not None:  # marks are 0-based; editors count from 1
+                where = f" at line {e.problem_mark.line + 1}, column {e.problem_mark.column + 1}"
+            c.add(None, f"not valid YAML: {e.problem}{where}", f"correct the syntax{where}.")
+            return NO_VALUE
+        except yaml.YAMLError as e:
+            c.add(None, f"not valid YAML: {e}", "correct the syntax.")
+            return NO_VALUE
+    else:
+        repeated: list[str] = []
+        try:
+            doc = json.loads(text, object_pairs_hook=lambda pairs: _object(pairs, repeated))
+        except json.JSONDecodeError as e:
+            where = f"line {e.lineno}, column {e.colno}"
+            c.add(None, f"not valid JSON: {e.msg} at {where}", f"correct the syntax at {where}.")
+            return NO_VALUE
+        if repeated:
+            _report_json_duplicates(c, text, repeated)
+    return doc
 
 
 def _object(pairs: list[tuple[str, Any]], repeated: list[str]) -> dict[str, Any]:

@@ -35,7 +35,15 @@ _THRESHOLD = "yarn.container.failure.threshold"
 _LABEL = "yarn.label.expression"
 _GPUS = "yarn.gpus"
 _POLICY = "yarn.container.failure.policy"
-_RESOURCE_KEYS = (_PRIORITY, _INSTANCES, _MEMORY, _VCORES, _THRESHOLD, _LABEL, _GPUS, _POLICY)
+RESOURCE_KEYS = (_PRIORITY, _INSTANCES, _MEMORY, _VCORES, _THRESHOLD, _LABEL, _GPUS, _POLICY)
+# Each component's own: a defaults file (tfyarn/jobconfig/defaults.py) cannot give them.
+JOB_ONLY_KEYS = (_PRIORITY, _INSTANCES)
+# tfyarn's own value where no file gives one (`tfyarn config` shows it as "default"): a
+# component's, and the AppMaster's (it alone has no priority or instances).
+BUILT_IN: dict[str, Any] = {_MEMORY: 1024, _VCORES: 1, _GPUS: 0, _THRESHOLD: 0,
+                            _POLICY: "restart"}
+APPMASTER_BUILT_IN: dict[str, Any] = {_MEMORY: 512, _VCORES: 1}
+APPMASTER_KEYS = tuple(APPMASTER_BUILT_IN)
 
 _LABEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -104,13 +112,13 @@ def parse_resources(
 ) -> tuple[tuple[Component, ...], int, int] | None:
     defaults, components = top_level(c, doc)
     for key in defaults or {}:
-        if key not in _RESOURCE_KEYS:
-            report_unknown(c, key_path("global", key), key, _RESOURCE_KEYS, "key")
+        if key not in RESOURCE_KEYS:
+            report_unknown(c, key_path("global", key), key, RESOURCE_KEYS, "key")
     if components is None:
         return None
     found: list[Component] = []
     priorities: dict[int, str] = {}
-    am_memory_mb, am_vcores = 512, 1
+    am_memory_mb, am_vcores = APPMASTER_BUILT_IN[_MEMORY], APPMASTER_BUILT_IN[_VCORES]
     for name, value in components.items():
         if name not in COMPONENT_NAMES:
             report_unknown(c, key_path("components", name), name, COMPONENT_NAMES, "component")
@@ -119,19 +127,35 @@ def parse_resources(
         if own is None:
             continue
         for key in own:
-            if key not in _RESOURCE_KEYS:
-                report_unknown(c, key_path("components", name, key), key, _RESOURCE_KEYS, "key")
+            if key not in RESOURCE_KEYS:
+                report_unknown(c, key_path("components", name, key), key, RESOURCE_KEYS, "key")
         settings = _Settings(c, name, own, defaults or {})
         if name == APPMASTER:
             # Only the AppMaster's container size matters; YARN places it itself.
-            am_memory_mb = settings.whole(_MEMORY, 512) or am_memory_mb
-            am_vcores = settings.whole(_VCORES, 1) or am_vcores
+            am_memory_mb = settings.whole(_MEMORY, am_memory_mb) or am_memory_mb
+            am_vcores = settings.whole(_VCORES, am_vcores) or am_vcores
             continue
         component = _component(settings, priorities)
         if component is not None:
             found.append(component)
     _check_chief(c, components, found)
     return tuple(sorted(found, key=lambda x: x.priority)), am_memory_mb, am_vcores
+
+
+def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, Any]) -> None:
+    """A defaults file's keys checked on their own, as if in a job's "global" (every
+    component's) and its "slider-appmaster" component."""
+    every = _Settings(c, "", {}, defaults)
+    for key in _INT_RULES:
+        every.whole(key, None)
+    if _choice(every, _POLICY, FAILURE_POLICIES, BUILT_IN[_POLICY]) == "ignore":
+        c.add(key_path("global", _POLICY), "a default for every component, and a ps or the "
+              "chief cannot be ignored", 'write "restart" or "fatal"; give "ignore" to the '
+              "workers or the evaluator in the job's resources.json.", value="ignore")
+    _label(every)
+    own = _Settings(c, APPMASTER, appmaster, {})
+    for key in APPMASTER_KEYS:
+        own.whole(key, None)
 
 
 def _check_chief(c: Checker, components: dict[str, Any], found: list[Component]) -> None:
@@ -180,11 +204,11 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
         s.c.add(where, "at most 1 evaluator per job: it evaluates every checkpoint the chief "
                 "saves, one after the other", 'set it to "1" (or "0" for none).', value=value)
         instances = None
-    memory = s.whole(_MEMORY, 1024)
-    vcores = s.whole(_VCORES, 1)
-    gpus = s.whole(_GPUS, 0)
-    threshold = s.whole(_THRESHOLD, 0)
-    policy = _choice(s, _POLICY, FAILURE_POLICIES, "restart")
+    memory = s.whole(_MEMORY, BUILT_IN[_MEMORY])
+    vcores = s.whole(_VCORES, BUILT_IN[_VCORES])
+    gpus = s.whole(_GPUS, BUILT_IN[_GPUS])
+    threshold = s.whole(_THRESHOLD, BUILT_IN[_THRESHOLD])
+    policy = _choice(s, _POLICY, FAILURE_POLICIES, BUILT_IN[_POLICY])
     if policy == "ignore" and s.name not in (Role.WORKER, EVALUATOR):
         value, where = s.find(_POLICY) or (None, "")
         s.c.add(where, f"a {s.name} cannot be ignored: the job cannot go on without it",
