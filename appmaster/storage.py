@@ -157,20 +157,30 @@ class RemoteDir:
         """Under a temporary name, then renamed over the old file: all or nothing."""
         self.upload(io.BytesIO(data), relative)
 
-    def upload(self, source: BinaryIO, relative: str, replace: bool = True) -> int:
+    def upload(self, source: BinaryIO, relative: str, replace: bool = True,
+               replication: int | None = None,
+               progress: Callable[[int, int], None] | None = None) -> int:
         """Copy an open local file up (temporary name, then rename); returns its size.
 
         ``replace=False`` never replaces an existing file (YARN refuses to localize a file
         that changed after a job named it): FileExistsError when one is there.
+        ``replication``: copies kept (None: the cluster's default). ``progress`` is called
+        with the bytes sent and the file's size.
         """
+        from hdfs_native import WriteOptions
+
         target = self.path(relative)
         temporary = self._temporary(target)
         self.client.mkdirs(os.path.dirname(target), permission=0o755, create_parent=True)
+        total = os.fstat(source.fileno()).st_size if progress else 0
         size = 0
-        with self.client.create(temporary) as writer:
+        options = WriteOptions(replication=replication) if replication else None
+        with self.client.create(temporary, options) as writer:
             while chunk := source.read(CHUNK):
                 writer.write(chunk)
                 size += len(chunk)
+                if progress:
+                    progress(size, total)
         try:
             self.client.rename(temporary, target, overwrite=replace)
         except Exception:

@@ -116,11 +116,15 @@ def test_interpreters() -> None:
     assert envs.task_python("bin/python", "/opt/py/bin/python", "img") == "./pyenv/bin/python"
     assert envs.task_python(None, "/opt/py/bin/python", "img") == "/opt/py/bin/python"
     assert envs.task_python(None, None, "img") == "python3"
-    assert envs.task_python(None, None, None) == sys.executable
-    # The AppMaster is never in Docker: without a packed env it runs tfyarn's interpreter.
-    assert envs.master_python("python3", has_env=False, docker_image="img") == sys.executable
-    assert envs.master_python("./pyenv/bin/python", True, "img") == "./pyenv/bin/python"
+    # Nothing named: the env tfyarn packs from this interpreter (tfyarn/envpack.py).
+    assert envs.task_python(None, None, None) == "./pyenv/bin/python"
+    assert envs.ships_own_env(None, None) and not envs.ships_own_env("/usr/bin/python3", None)
+    # The AppMaster is never in Docker: beside an image's python3, it runs the shipped env.
+    assert envs.master_python("python3", shipped_env=True, docker_image="img") == (
+        "./pyenv/bin/python")
+    assert envs.master_python("./pyenv/bin/python", False, "img") == "./pyenv/bin/python"
     assert envs.master_python("/opt/py/bin/python", False, None) == "/opt/py/bin/python"
+    assert envs.master_python("/opt/py/bin/python", False, "img") == "/opt/py/bin/python"
 
 
 def test_sha256_file(tmp_path: Path) -> None:
@@ -399,12 +403,13 @@ def test_application_spec(tmp_path: Path) -> None:
     spec.to_dict()  # skein validates the whole spec
 
 
-def test_application_spec_without_environment(tmp_path: Path) -> None:
-    job = load_job(*job_files(tmp_path))
+def test_application_spec_with_a_node_interpreter(tmp_path: Path) -> None:
+    """site.global.python: every node has it; nothing is shipped."""
+    job = load_job(*job_files(tmp_path, python="/opt/py/bin/python3"))
     plan = build_plan(job)
     spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, Placement())
     assert envs.ENV_DIR not in spec.master.files
-    assert f"exec {sys.executable} -m appmaster.master" in spec.master.script
+    assert "exec /opt/py/bin/python3 -m appmaster.master" in spec.master.script
     assert not any(k.startswith("YARN_CONTAINER_RUNTIME") for s in spec.services.values()
                    for k in s.env)
 

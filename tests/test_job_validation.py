@@ -94,8 +94,11 @@ def run_bad(tmp_path: Path, resources: Any = None, app: Any = None,
 
 
 def test_valid_job_gets_as_far_as_yarn(tmp_path: Path) -> None:
-    """The control: in the same environment good files pass validation and hit missing yarn."""
-    result = run_bad(tmp_path)
+    """The control: in the same environment good files pass validation and hit missing yarn
+    (with an interpreter every node has: shipping this one needs the cluster's HDFS)."""
+    app = seed_app(tmp_path)
+    app["global"]["site.global.python"] = "/usr/bin/python3"
+    result = run_bad(tmp_path, app=app)
     out = result.stdout + result.stderr
     assert result.returncode != 0
     assert MISSING_YARN in out, out
@@ -221,7 +224,7 @@ WORKERS = "<chiefworker-0-host:port>,<worker-0-host:port>,<worker-1-host:port>"
 def expected_commands() -> dict[str, list[str]]:
     def command(job_name: str, task_index: int) -> str:
         return shlex.join([
-            sys.executable, "app/mnist1.py", f"--ps_hosts={PS}", f"--worker_hosts={WORKERS}",
+            "./pyenv/bin/python", "app/mnist1.py", f"--ps_hosts={PS}", f"--worker_hosts={WORKERS}",
             f"--job_name={job_name}", f"--task_index={task_index}",
             f"--work_dir={DEFAULT_WORK_DIR}",
         ])

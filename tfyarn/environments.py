@@ -17,7 +17,6 @@ import getpass
 import hashlib
 import os
 import re
-import sys
 import tarfile
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -108,23 +107,32 @@ def python_in_env(member: str) -> str:
     return f"./{ENV_DIR}/{member}"
 
 
+SHIPPED_MEMBER = "bin/python"  # the interpreter in the env tfyarn packs itself (envpack.py)
+
+
 def task_python(env_member: str | None, python: str | None, docker_image: str | None) -> str:
-    """The interpreter the tasks run: the packed env's, else the configured one, else the
-    image's python3 in Docker, else the one running tfyarn (the same path on every node)."""
+    """The interpreter the tasks run: the packed env's, else the configured one (the same
+    path on every node), else the image's python3 in Docker, else that of the environment
+    tfyarn packs and ships (tfyarn/envpack.py)."""
     if env_member is not None:
         return python_in_env(env_member)
     if python:
         return python
     if docker_image:
         return "python3"
-    return sys.executable
+    return python_in_env(SHIPPED_MEMBER)
 
 
-def master_python(task_python: str, has_env: bool, docker_image: str | None) -> str:
-    """The AppMaster's interpreter. It never runs in Docker, so with an image and no packed
-    env it runs the one running tfyarn (the same path on the nodes)."""
-    if docker_image and not has_env:
-        return sys.executable
+def ships_own_env(python: str | None, python_env: object | None) -> bool:
+    """Neither an interpreter every node has nor a ready archive: tfyarn ships its own."""
+    return python is None and python_env is None
+
+
+def master_python(task_python: str, shipped_env: bool, docker_image: str | None) -> str:
+    """The AppMaster's interpreter. It never runs in Docker: with an image whose python3 the
+    tasks run, it runs the env tfyarn ships, else the configured interpreter."""
+    if docker_image and shipped_env:
+        return python_in_env(SHIPPED_MEMBER)
     return task_python
 
 
@@ -169,6 +177,13 @@ def cluster_user(environ: Mapping[str, str] | None = None) -> str:
     return environ.get("HADOOP_USER_NAME") or getpass.getuser()
 
 
+def cache_url(name: str, fs_default: str | None = None, user: str | None = None,
+              cache_dir: str = CACHE_DIR) -> str:
+    """<default filesystem>/user/<user>/<cache_dir>/<name>."""
+    fs_default = check_default_fs(fs_default or default_fs())
+    return f"{fs_default}/user/{user or cluster_user()}/{cache_dir}/{name}"
+
+
 def cached_archive_url(default_fs: str, user: str, sha256: str, suffix: str,
                        cache_dir: str = CACHE_DIR) -> str:
     """<default filesystem>/user/<user>/<cache_dir>/<sha256><suffix>."""
@@ -176,7 +191,7 @@ def cached_archive_url(default_fs: str, user: str, sha256: str, suffix: str,
         raise ValueError(f"not a sha256 hex digest: {sha256!r}")
     if suffix not in ARCHIVE_SUFFIXES:
         raise ValueError(f"not one of {ARCHIVE_SUFFIXES}: {suffix!r}")
-    return f"{check_default_fs(default_fs)}/user/{user}/{cache_dir}/{sha256}{suffix}"
+    return cache_url(f"{sha256}{suffix}", default_fs, user, cache_dir)
 
 
 @dataclass(frozen=True)
@@ -187,42 +202,67 @@ class UploadedEnv:
 
 
 UPLOAD_TIMEOUT_S = 3600.0
+# Every node of a job reads the env and code at once: more copies than HDFS's usual 3, as
+# MapReduce does for job files (mapreduce.client.submit.file.replication).
+REPLICATION = 10
 
 
 def ensure_uploaded(archive: str | os.PathLike[str], *, fs_default: str | None = None,
                     user: str | None = None, cache_dir: str = CACHE_DIR,
                     private: bool = False, what: str = "the packed env") -> UploadedEnv:
     """The archive's URL on the default filesystem, copying it there (HDFS's native client,
-    no JVM) unless its content (by sha256) already is. Concurrent uploads of one archive are
-    safe: each copies to a name of its own and renames it into place; the first rename wins
-    and the others' copies are dropped (a file a job named must never change under it).
+    no JVM) unless its content (by sha256) already is (see upload_once).
     ``private``: the cache directory is its owner's alone (0700), as skein's staging
     directory is, for what other users must not read (the job's scripts)."""
-    from appmaster.storage import RemoteDir, StorageError, bounded
-
     path = Path(archive)
     suffix = archive_suffix(path)
     sha = sha256_file(path)
     url = cached_archive_url(fs_default or default_fs(), user or cluster_user(), sha, suffix,
                              cache_dir)
+    return UploadedEnv(url, sha, upload_once(path, url, private=private, what=what))
+
+
+def is_on_cluster(url: str, what: str = "the packed env") -> bool:
+    """Whether the cache on the cluster holds ``url`` (complete: uploads are renamed)."""
+    from appmaster.storage import RemoteDir, StorageError, bounded
+
+    directory, name = url.rsplit("/", 1)
+    try:
+        return bounded(lambda: RemoteDir(directory).exists(name), what=f"HDFS ({directory})")
+    except StorageError as exc:
+        raise _upload_error(what, url, directory, exc) from None
+
+
+def upload_once(path: Path, url: str, *, private: bool = False, what: str = "the packed env",
+                progress=None) -> bool:
+    """Copy ``path`` to ``url`` unless it is there; False when it was. Concurrent uploads of
+    one archive are safe: each copies to a name of its own and renames it into place; the
+    first rename wins and the others' copies are dropped (a file a job named must never
+    change under it), so a half-written archive is never used."""
+    from appmaster.storage import RemoteDir, StorageError, bounded
+
     directory, name = url.rsplit("/", 1)
     try:
         remote = RemoteDir(directory)
         if private:
             bounded(lambda: remote.make_private(), what=f"HDFS ({directory})")
         if bounded(lambda: remote.exists(name), what=f"HDFS ({directory})"):
-            return UploadedEnv(url, sha, uploaded=False)
+            return False
         with open(path, "rb") as source:
-            bounded(lambda: remote.upload(source, name, replace=False), UPLOAD_TIMEOUT_S,
-                    what=f"HDFS ({directory})")
+            bounded(lambda: remote.upload(source, name, replace=False, replication=REPLICATION,
+                                          progress=progress),
+                    UPLOAD_TIMEOUT_S, what=f"HDFS ({directory})")
     except StorageError as exc:
         if isinstance(exc.__cause__, FileExistsError):
-            return UploadedEnv(url, sha, uploaded=False)  # another submission was first
-        raise JobEnvironmentError(
-            f"cannot copy {what} to {url}: {exc}.",
-            hint=f"check that HDFS is reachable from here and that you may write in "
-            f"{directory}.") from None
-    return UploadedEnv(url, sha, uploaded=True)
+            return False  # another submission was first
+        raise _upload_error(what, url, directory, exc) from None
+    return True
+
+
+def _upload_error(what: str, url: str, directory: str, exc: Exception) -> JobEnvironmentError:
+    return JobEnvironmentError(
+        f"cannot copy {what} to {url}: {exc}.",
+        hint=f"check that HDFS is reachable from here and that you may write in {directory}.")
 
 
 def env_file(url: str):

@@ -8,17 +8,23 @@ which reads its helpers to check appConfig.json.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from tfyarn import envpack
 from tfyarn.environments import (
     JobEnvironment,
     JobEnvironmentError,
     archive_suffix,
+    cache_url,
     docker_mount_problem,
     ensure_uploaded,
+    is_on_cluster,
     master_python,
+    ships_own_env,
+    upload_once,
 )
 from tfyarn.jobconfig import JobConfig
 
@@ -49,7 +55,10 @@ def prepare(job: JobConfig, task_python: str,
     """Uploads the packed env unless the cluster has it; what application_spec needs."""
     app = job.app
     url = None
-    if app.python_env is not None:
+    shipped = ships_own_env(app.python, app.python_env)
+    if shipped:
+        url = ship_this_env(echo)
+    elif app.python_env is not None:
         env = ensure_uploaded(app.python_env)
         if env.uploaded:
             echo(f"Python env {app.python_env}: uploaded to {env.url}")
@@ -61,5 +70,32 @@ def prepare(job: JobConfig, task_python: str,
         python_env_url=url,
         docker_image=app.docker_image,
         docker_mounts=app.docker_mounts,
-        master_python=master_python(task_python, url is not None, app.docker_image),
+        master_python=master_python(task_python, shipped, app.docker_image),
     )
+
+
+def ship_this_env(echo: Callable[[str], None] = print) -> str:
+    """The URL of this interpreter's environment on the cluster: packed (once per content,
+    kept in ~/.cache/tfyarn/envs) and uploaded unless the cluster has it (envpack.py)."""
+    source = envpack.current_env()
+    name = envpack.remote_name(envpack.env_key(source))
+    url = cache_url(name)
+    what = f"this Python environment ({source.prefix})"
+    if is_on_cluster(url, what):
+        echo(f"Python env: {source.prefix} is on the cluster already ({url})")
+        return url
+    archive = envpack.cache_dir() / name
+    if not archive.is_file():
+        echo(f"Python env: packing {source.prefix} with its interpreter for the cluster's "
+             "nodes (once: later jobs reuse it)")
+        started = time.monotonic()
+        size = envpack.pack(source, archive, envpack.TerminalProgress("  packing"))
+        echo(f"  packed {envpack.format_size(size)} in {time.monotonic() - started:.0f} s "
+             f"({archive})")
+        envpack.prune_cache(keep=archive)
+    started = time.monotonic()
+    if upload_once(archive, url, what=what, progress=envpack.TerminalProgress("  uploading")):
+        echo(f"  uploaded to {url} in {time.monotonic() - started:.0f} s")
+    else:
+        echo(f"  another submit uploaded it first: {url}")
+    return url

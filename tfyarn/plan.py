@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 from dataclasses import dataclass
 
 from appmaster.cluster_spec import ClusterSpec
@@ -178,6 +179,9 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "entry": plan.entry,
         "python": plan.python,
         "python_env": None if job.app.python_env is None else str(job.app.python_env),
+        # tfyarn packs and ships the environment running it (tfyarn/envpack.py)
+        "shipped_env": (sys.prefix if environments.ships_own_env(job.app.python,
+                                                                 job.app.python_env) else None),
         "docker": None if job.app.docker_image is None else {
             "image": job.app.docker_image, "mounts": list(job.app.docker_mounts),
         },
@@ -248,6 +252,10 @@ def format_plan(document: dict) -> str:
     if document["python_env"]:
         lines.append(f"  python env: {document['python_env']}, unpacked as "
                      f"./{environments.ENV_DIR} in every container (uploaded once per content)")
+    if document.get("shipped_env"):
+        lines.append(f"  python env: {document['shipped_env']} (this interpreter's), packed "
+                     f"with its interpreter by tfyarn and unpacked as ./{environments.ENV_DIR} "
+                     "in every container (packed and uploaded once per content)")
     if document["docker"]:
         mounts = ", ".join(document["docker"]["mounts"]) or "none"
         lines.append(f"  docker: the tasks run in image {document['docker']['image']} "

@@ -49,13 +49,13 @@ def daemons_of(layout: Layout, node_wrapper: tuple[str, ...] = ()) -> list[Daemo
 
 
 def _host_view_command(layout: Layout, nm) -> tuple[str, ...]:
-    """python -m tfyarn.localyarn.hostview ... --: the node's own /tmp and HOME."""
-    import tfyarn
-
-    keep = [layout.state_dir, cache_root(), Path(sys.prefix), Path(sys.base_prefix),
-            Path(tfyarn.__file__).resolve().parents[1], find_java_home()]
+    """python -m tfyarn.localyarn.hostview ... --: the node's own /tmp and HOME, and nothing
+    of the submitting user's software (hostview.user_software)."""
+    keep = [layout.state_dir, layout.hadoop_home, cache_root() / f"minikdc-{layout.hadoop_version}",
+            find_java_home()]
+    private = [*hostview.private_paths(), *hostview.user_software()]
     return (sys.executable, "-m", "tfyarn.localyarn.hostview", str(layout.host_view_dir(nm)),
-            *map(str, hostview.private_paths()), "--keep", *map(str, keep), "--")
+            *map(str, private), "--keep", *map(str, keep), "--")
 
 
 def running_daemons(layout: Layout) -> list[str]:

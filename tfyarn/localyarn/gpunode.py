@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -90,6 +89,7 @@ def summary_table(gpus: list[dict]) -> str:
     return "\n".join(lines[:first] + out + lines[first + 3:]) + "\n"
 
 
+SYSTEM_PYTHON = "/usr/bin/python3"  # what every node has, as a real cluster's nodes do
 STAND_IN = '''#!{python}
 """A stand-in for nvidia-smi on tfyarn's local cluster: replays a recorded GPU node
 ({count} GPU(s)). Written by tfyarn/localyarn/gpunode.py; data in {data}."""
@@ -153,7 +153,8 @@ def write_stand_in(node_dir: Path, host: str, count: int) -> Path:
     (data / "nvidia-smi-L.txt").write_text(listing(gpus))
     (data / "nvidia-smi.txt").write_text(summary_table(gpus))
     stand_in = bin_dir / "nvidia-smi"
-    stand_in.write_text(STAND_IN.format(python=sys.executable, data=str(data), count=count,
+    # The node's own Python: the NodeManager and the containers run it on a bare node.
+    stand_in.write_text(STAND_IN.format(python=SYSTEM_PYTHON, data=str(data), count=count,
                                         failure=DRIVER_FAILURE))
     stand_in.chmod(0o755)
     return stand_in

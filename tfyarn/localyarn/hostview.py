@@ -6,10 +6,13 @@ in its own mount namespace (``unshare --mount``), where this module bind-mounts 
 own directories over the paths that hosts do not share (/tmp and the user's HOME), then
 becomes the NodeManager. Every container it starts inherits that view.
 
-What a node needs from the machine stays visible: the cluster's state dir (configuration,
-launchers, the NodeManager's own local and log dirs), the Hadoop jars, and the Python
-installation tasks run, are bound back at their usual paths, as a real node has its
-installed software.
+A node is as bare as a real one: the submitting user's software is hidden too, since no
+real node has it. The Python running tfyarn (its virtualenv and the installation it was made
+from) and tfyarn's checkout show the node's own empty directories, so a container sees the
+machine's system Python (/usr/bin/python3, without TensorFlow or skein) and the cluster's
+own software: the cluster's state dir (configuration, launchers, the NodeManagers' local
+and log dirs, and ``node-software/``, what an administrator installs at one path on every
+node), the Hadoop jars and the JDK, bound back at their usual paths.
 
 Run as ``unshare ... python -m tfyarn.localyarn.hostview VIEW_DIR PRIVATE... --keep KEEP...
 -- COMMAND...``.
@@ -31,6 +34,24 @@ MS_REC = 16384
 def private_paths() -> list[Path]:
     """What hosts never share: /tmp (and so every default TMPDIR) and the user's HOME."""
     return [Path("/tmp"), Path.home()]
+
+
+SYSTEM_PREFIXES = (Path("/usr"), Path("/usr/local"), Path("/"))
+
+
+def user_software() -> list[Path]:
+    """What the submitting user installed, which no node of a real cluster has: the Python
+    running tfyarn (a virtualenv, and a pyenv or conda installation it came from; not the
+    system's own) and tfyarn's checkout when it runs from one."""
+    import tfyarn
+
+    found = [Path(sys.prefix), Path(sys.base_prefix)]
+    package = Path(tfyarn.__file__).resolve().parent
+    if "site-packages" not in package.parts:  # an editable install: the checkout
+        found.append(package.parent)
+    found = [p.resolve() for p in found if p.resolve() not in SYSTEM_PREFIXES]
+    # the outermost of nested ones (a venv inside the checkout) hides the rest
+    return sorted({p for p in found if not any(o in p.parents for o in found)})
 
 
 def unshare_prefix() -> list[str] | None:
@@ -66,6 +87,8 @@ def enter(view_dir: Path, private: list[Path], keep: list[Path]) -> None:
     held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY)
             for path in keep if path.is_dir() and any(_is_under(path, p) for p in private)}
     for path in private:
+        if any(_is_under(path, other) for other in private if other != path):
+            continue  # hidden with the directory it is in
         own = view_dir / str(path).lstrip("/")
         own.mkdir(parents=True, exist_ok=True)
         if path == Path("/tmp"):

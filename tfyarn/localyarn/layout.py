@@ -198,6 +198,12 @@ class Layout:
         return self.state_dir / "bin"
 
     @property
+    def node_software_dir(self) -> Path:
+        """Software installed at the same path on every node, as an administrator installs a
+        node-wide Python (an Anaconda parcel, say): every node sees this directory."""
+        return self.state_dir / "node-software"
+
+    @property
     def log_dir(self) -> Path:
         return self.state_dir / "logs"
 
