@@ -282,6 +282,8 @@ def main() -> int:
     node = f"{os.environ.get('NM_HOST')}:{os.environ.get('NM_HTTP_PORT')}"
     _status(link, container, "started", yarn_container_id=os.environ.get("CONTAINER_ID"),
             node=node, user=os.environ.get("USER"))
+    if sys.argv[1:2] == [registry.CANNOT_START]:  # run by the node's own Python (appspec._launch)
+        return _cannot_start(link, container, sys.argv[2], registry.NO_INTERPRETER_EXIT)
     plan = JobPlan.from_container()
     task = registry.TaskAssignment.from_json(link.wait(registry.task_key(container))[0])
     name = f"{task.role}-{task.index}"
@@ -368,12 +370,13 @@ def main() -> int:
     return code
 
 
-def _cannot_start(link: AgentLink, container: str, reason: str) -> int:
+def _cannot_start(link: AgentLink, container: str, reason: str,
+                  exit_code: int = registry.STORAGE_FAILED_EXIT) -> int:
     """Fail the task before its script: the reason goes to its log and the job's diagnostics."""
     log.error("%s", reason)
     link.put(registry.tail_key(container), reason.encode())
-    _status(link, container, "exited", exit_code=registry.STORAGE_FAILED_EXIT)
-    return registry.STORAGE_FAILED_EXIT
+    _status(link, container, "exited", exit_code=exit_code)
+    return exit_code
 
 
 def _status(link: AgentLink, container: str, state: str, **extra: object) -> None:

@@ -36,6 +36,12 @@ PORT_TAKEN_SIGNS = ("Address already in use", "Could not start gRPC server",
 # The agent's exit code when the job's work dir on HDFS could not be read before the start:
 # starting without the checkpoint would lose the job's progress, so the task fails instead.
 STORAGE_FAILED_EXIT = 74
+# The agent's exit code when the job's interpreter does not exist on its node: a shell's
+# "command not found", said by the node's own Python (appspec.interpreter_check).
+NO_INTERPRETER_EXIT = 127
+# `python3 -m appmaster.agent --cannot-start REASON`: then the node's own Python (this
+# module needs only the standard library until the script starts) only tells the master why.
+CANNOT_START = "--cannot-start"
 # The agent's exit code when it found itself superseded (the master declared its task lost
 # while its host was cut off) or cut off from the master longer than the timeout: it ends
 # its script at once, so an old task never rejoins the job.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from barenodes import client_environ, ship_env_to_every_node
 
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout, default_state_dir
@@ -56,13 +57,13 @@ def yarn_cluster() -> Iterator[LocalCluster]:
     if started_here:
         cluster.up(layout)
     env = cluster.client_environment(layout)
-    saved = dict(os.environ)
-    os.environ.update(env)  # skein's driver and `yarn` subprocesses read these
     try:
-        yield LocalCluster(layout, env)
+        with client_environ(env):
+            # Every job ships this interpreter's env to the bare nodes: packed and localized
+            # once here, so that no test's timeouts pay for a node's first localization.
+            ship_env_to_every_node(layout)
+            yield LocalCluster(layout, env)
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
         if started_here:
             cluster.down(layout)
 

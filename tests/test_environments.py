@@ -12,15 +12,15 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import time
 import uuid
 import zipfile
-from importlib import metadata
 from pathlib import Path
 
+import barenodes
 import pytest
+from barenodes import make_venv
 from jobtools import JobFiles, prepare_job, read_json, submit_and_wait
 
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR
@@ -473,19 +473,14 @@ TASKS = {"env_ps_0", "env_worker_0", "env_worker_1", "env_worker_2"}
 
 @pytest.fixture(scope="module")
 def packed_env(tmp_path_factory) -> tuple[Path, str]:
-    """A small venv with skein and hdfs-native (pinned to the versions tfyarn runs with: its
-    code in the containers imports both) and a marker module, packed with venv-pack; no
-    TensorFlow, so that it stays small."""
+    """A small venv of the system Python with skein and hdfs-native (pinned to the versions
+    tfyarn runs with: its code in the containers imports both) and a marker module, packed
+    with venv-pack; no TensorFlow, so that it stays small."""
     venv_pack = pytest.importorskip("venv_pack")
     root = tmp_path_factory.mktemp("pyenv")
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    pins = [f"{name}=={metadata.version(name)}"
-            for name in ("skein", "grpcio", "protobuf", "cryptography", "pyyaml", "hdfs-native")]
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *pins],
-                         capture_output=True, text=True, timeout=600)
-    if pip.returncode != 0:
-        pytest.skip(f"cannot install skein into a fresh venv: {pip.stderr[-800:]}")
+    # of the system Python, which every node has at the same path (venv-pack links to it)
+    make_venv(venv, barenodes.pins())
     token = uuid.uuid4().hex
     site = next((venv / "lib").glob("python3*/site-packages"))
     (site / "tfyarn_env_marker.py").write_text(f"TOKEN = {token!r}\n")

@@ -219,6 +219,8 @@ def test_seed_job(yarn_cluster, tmp_path: Path) -> None:
     run = submit_and_wait(yarn_cluster, tmp_path, res, app)
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
+    # the client's env, shipped to the bare nodes once (by the session's warm-up)
+    assert "is on the cluster already" in run.output, run.output
 
     # --- what each task received
     records = flags_records(run.files)

@@ -13,17 +13,15 @@ mirrors the chief's local dir to HDFS and restores it into restarted tasks.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import test_faults_yarn
-from jobtools import EXAMPLES, REPO, prepare_job, status_json, submit_and_wait
+from barenodes import venv_without
+from jobtools import EXAMPLES, prepare_job, status_json, submit_and_wait
 from test_faults_yarn import (
     Job,
     assert_restored_from_hdfs,
@@ -154,21 +152,12 @@ def wait_for_hdfs_checkpoint(job: Job, example: str, at_least: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def python_without_tf_keras() -> Iterator[Path]:
-    """A venv with everything of .venv but tf-keras: its site-packages is links to .venv's
-    (tf_keras left out). Under the repo (in pytest's ignored cache dir), not in /tmp: each
-    node of the local cluster has its own /tmp."""
-    root = REPO / ".pytest_cache" / "tfyarn-no-tf-keras"
-    shutil.rmtree(root, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True,
-                   timeout=120)
-    ours = Path(next(p for p in sys.path if p.endswith("site-packages")))
-    theirs = next((root / "lib").glob("python*/site-packages"))
-    for entry in ours.iterdir():
-        if not entry.name.startswith("tf_keras"):
-            os.symlink(entry, theirs / entry.name)
-    yield root / "bin" / "python"
-    shutil.rmtree(root, ignore_errors=True)
+def python_without_tf_keras(yarn_cluster) -> Iterator[Path]:
+    """A Python installed on every node (the "every node has this interpreter" mode), with
+    everything of .venv but tf-keras."""
+    python = venv_without(yarn_cluster.layout, "python-no-tf-keras", ("tf_keras",))
+    yield python
+    shutil.rmtree(python.parent.parent, ignore_errors=True)
 
 
 def test_keras_example_without_tf_keras_names_the_fix(yarn_cluster, tmp_path: Path,

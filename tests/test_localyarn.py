@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 import requests
 import skein
+from barenodes import node_python
 from conftest import LocalCluster, wait_for_final_state
 from hdfs_native import Client
 from jobtools import logs_node_name, rm_node_id
@@ -185,9 +186,9 @@ print(f"{SEES} token={{token}} service={{service}} tmp={{','.join(seen)}}", flus
 '''
 
 
-def service_script(service: str, token: str) -> str:
-    """The service's Python (this interpreter: every host has it) from a here-document."""
-    return (f"{shlex.quote(sys.executable)} - {token} {service} <<'TFYARN_TEST_EOF'\n"
+def service_script(python: Path, service: str, token: str) -> str:
+    """The service's Python (one installed on every node, with skein) from a here-document."""
+    return (f"{shlex.quote(str(python))} - {token} {service} <<'TFYARN_TEST_EOF'\n"
             f"{SERVICE_CODE}\nTFYARN_TEST_EOF\n")
 
 
@@ -247,6 +248,7 @@ def app_run(yarn_cluster: LocalCluster, skein_client: skein.Client) -> AppRun:
     live containers and each host's /tmp can be taken; then it says which of the services'
     files it sees in its /tmp, ends, and its logs are read."""
     layout = yarn_cluster.layout
+    python = node_python(layout)
     started = time.monotonic()
     token = f"tfyarn-test-{uuid.uuid4().hex}"
     spec = skein.ApplicationSpec(
@@ -256,7 +258,7 @@ def app_run(yarn_cluster: LocalCluster, skein_client: skein.Client) -> AppRun:
         services={
             name: skein.Service(
                 resources=skein.Resources(memory=128, vcores=1, gpus=gpus),
-                script=service_script(name, token),
+                script=service_script(python, name, token),
                 node_label=label,
             )
             for name, (label, gpus) in SERVICES.items()

@@ -25,6 +25,7 @@ from unittest import mock
 
 import pytest
 import requests
+from barenodes import client_environ, ship_env_to_every_node
 from conftest import LocalCluster, chromium, open_page, task_rows
 from jobtools import (
     app_report,
@@ -64,7 +65,10 @@ def secure_cluster() -> Iterator[LocalCluster]:
         cluster.up(layout, kerberos=True)
     assert secure.is_secure(layout), f"{state_dir} runs a cluster without Kerberos"
     try:
-        yield LocalCluster(layout, cluster.client_environment(layout))
+        env = cluster.client_environment(layout)
+        with client_environ(env):  # the jobs' env on every node, as on the plain cluster
+            ship_env_to_every_node(layout)
+        yield LocalCluster(layout, env)
     finally:
         if started_here:
             cluster.down(layout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from appmaster.jobplan import (
     SECRET_FILE_PREFIX,
     JobPlan,
 )
+from appmaster.registry import CANNOT_START
 from appmaster.rendezvous import new_token
 from tfyarn import skeinui
 from tfyarn.codepack import tar_directory
@@ -34,11 +36,46 @@ READER_DIR = Path(__file__).with_name("data")  # tfyarn.data, which training scr
 READER_PACK = "tfyarn"
 
 
+LAUNCH_ERROR_FILE = "tfyarn-launch.stderr"  # YARN quotes a failed container's *stderr*
+
+
 def _launch(plan: JobPlan, module: str, python: str | None = None) -> str:
-    """Shell lines skein runs in a container: our shipped code first on the path."""
+    """Shell lines skein runs in a container: our shipped code first on the path, and the
+    interpreter checked before it is run."""
+    python = python or plan.python
     return (
         'export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"\n'
-        f"exec {python or plan.python} -m {module}\n"
+        f"{interpreter_check(python, module)}"
+        f"exec {python} -m {module}\n"
+    )
+
+
+def interpreter_check(python: str, module: str) -> str:
+    """Shell lines that end the container with a message naming the interpreter, the node
+    and both fixes when the interpreter is not there, instead of the shell's bare "not
+    found". A task's agent then runs on the node's own python3 only to tell the master why
+    (skein hides a failed container's diagnostics behind "see logs"); the message also goes
+    to a *stderr* file of the container's logs. For the AppMaster, `tfyarn submit --wait`
+    and `status` read it from its log (jobview.launch_failure)."""
+    what = "the AppMaster" if module == "appmaster.master" else "this task"
+    message = (
+        f"tfyarn: cannot start {what}: the interpreter %s does not exist on node %s. "
+        "Fix: install Python with TensorFlow, skein and hdfs-native at that path on every "
+        "node (or in the Docker image), or remove site.global.python from appConfig.json "
+        "(and your defaults files: tfyarn config) so that tfyarn packs and ships your "
+        "environment; or give a packed env with --python-env.")
+    quoted = shlex.quote(python)
+    report = ""
+    if module == "appmaster.agent":
+        report = (f"  if command -v python3 >/dev/null 2>&1; then exec python3 -m {module} "
+                  f'{CANNOT_START} "$message"; fi\n')
+    return (
+        f"if ! command -v {quoted} >/dev/null 2>&1; then\n"
+        f"  message=$(printf {shlex.quote(message)} {quoted} \"${{NM_HOST:-$(hostname)}}\")\n"
+        f'  printf "%s\\n" "$message" | tee -a "${{LOG_DIRS%%,*}}/{LAUNCH_ERROR_FILE}" >&2\n'
+        f"{report}"
+        "  exit 127\n"
+        "fi\n"
     )
 
 

@@ -97,6 +97,8 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
                            f"with `tfyarn kill {app_id}`.", err=True)
             sys.exit(130)
     click.echo(f"{app_id} {final.final_status}: {plain_diagnosis(final.diagnostics)}")
+    if why := jobview.launch_failure(app_id, final.diagnostics):
+        click.echo(why)
     sys.exit(0 if str(final.final_status) == "SUCCEEDED" else 1)
 
 

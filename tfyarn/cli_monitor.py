@@ -77,6 +77,8 @@ def status_command(app_id: str, as_json: bool) -> None:
     click.echo(f"Tracking URL: {report.tracking_url}")
     if report.diagnostics:
         click.echo(f"Diagnostics: {report.diagnostics.strip()}")
+    if why := jobview.launch_failure(report.id, report.diagnostics, wait_s=0):
+        click.echo(why)
     if view is None:
         click.echo(f"Tasks: {source}.")
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 
 import requests
@@ -60,6 +61,30 @@ def final_view(app_id: str) -> JobView | None:
         return None
     lines = [line for line in text.splitlines() if line.startswith(FINAL_VIEW_MARKER)]
     return JobView.from_dict(json.loads(lines[-1][len(FINAL_VIEW_MARKER):])) if lines else None
+
+
+# skein's words when the AppMaster's script (appmaster.master) exits with 127: the shell could
+# not run it. tfyarn's launch lines (appspec.interpreter_check) said why in its log.
+DRIVER_NOT_FOUND = "Application driver failed with exit code 127"
+LAUNCH_FAILURE_MARK = "tfyarn: cannot start"
+
+
+def launch_failure(app_id: str, diagnostics: str | None, wait_s: float = 30.0) -> str | None:
+    """Why the AppMaster could not start its interpreter, from its log, when skein's
+    diagnostics say only "exit code 127, see logs"; None otherwise or when the log cannot
+    be read (YARN aggregates it shortly after the end: polled up to ``wait_s``)."""
+    if DRIVER_NOT_FOUND not in (diagnostics or ""):
+        return None
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            text = yarn_logs(app_id, "-log_files", "application.driver.log")
+        except JobViewError:
+            text = ""
+        found = [line for line in text.splitlines() if line.startswith(LAUNCH_FAILURE_MARK)]
+        if found or time.monotonic() > deadline:
+            return found[-1] if found else None
+        time.sleep(2.0)
 
 
 @dataclass(frozen=True)

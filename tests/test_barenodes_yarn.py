@@ -1,0 +1,109 @@
+"""Jobs on bare nodes (issue 26): the interpreter every node has, one no node has, one some
+nodes lack, and the shipped env's upload when two submits race. The default mode (the
+client's env packed and shipped) runs in every other job test, and the session's warm-up
+checks each node is bare (tests/barenodes.py)."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+from barenodes import node_python
+from jobtools import (
+    prepare_light_job,
+    read_json,
+    run_tfyarn,
+    status_json,
+    submit_and_wait,
+)
+
+from tfyarn import environments
+from tfyarn.localyarn.layout import GPU_LABEL
+
+LAUNCH_FAILURE = "tfyarn: cannot start"
+
+
+def test_an_interpreter_every_node_has_ships_nothing(yarn_cluster, tmp_path: Path) -> None:
+    """site.global.python: an administrator's Python at one path on every node (here with
+    skein and hdfs-native, no TensorFlow: the light task needs none)."""
+    python = node_python(yarn_cluster.layout)
+    res, app = prepare_light_job(tmp_path, ["--sleep", "1"], settings={"python": str(python)})
+    run = submit_and_wait(yarn_cluster, tmp_path, res, app)
+    assert run.returncode == 0, run.output
+    assert "Python env:" not in run.output  # nothing packed or uploaded
+    records = [read_json(p) for p in run.files.glob("light/*.json")]
+    assert len(records) == 4 and {r["executable"] for r in records} == {str(python)}, records
+
+
+def test_an_appmaster_without_its_interpreter_is_named(yarn_cluster, tmp_path: Path) -> None:
+    """No node has it: the AppMaster cannot start. Not skein's "exit code 127, see logs"
+    alone: the interpreter, the node and both fixes, in `submit --wait` and `status`."""
+    res, app = prepare_light_job(tmp_path, ["--sleep", "1"],
+                                 settings={"python": "/opt/nowhere/bin/python3"})
+    run = submit_and_wait(yarn_cluster, tmp_path, res, app)
+    assert run.returncode != 0, run.output
+    line = next((x for x in run.output.splitlines() if x.startswith(LAUNCH_FAILURE)), None)
+    assert line, run.output
+    assert "cannot start the AppMaster: the interpreter /opt/nowhere/bin/python3 does not " \
+           "exist on node 127.0.0." in line
+    assert "remove site.global.python" in line and "--python-env" in line
+    status = run_tfyarn(yarn_cluster, "status", run.app_id)
+    assert line in status.stdout, status.stdout
+
+
+def test_a_task_on_a_node_without_the_interpreter_is_named(yarn_cluster,
+                                                           tmp_path: Path) -> None:
+    """The interpreter is on the default partition's nodes (in each one's own HOME) but not
+    on the gpu node, where the workers go: they fail with the message, which reaches YARN's
+    diagnostics through the container's own (its stderr tail) and the AppMaster's."""
+    layout = yarn_cluster.layout
+    python = node_python(layout)
+    home = Path.home()
+    at = home / f"tfyarn-test-python-{tmp_path.name}"
+    copies = []
+    for nm in layout.node_managers:
+        if nm.partition != GPU_LABEL:  # the node's private HOME, as seen from the client
+            copy = layout.host_view_dir(nm) / at.relative_to("/")
+            shutil.copytree(python.parent.parent, copy, symlinks=True)
+            copies.append(copy)
+    try:
+        res, app = prepare_light_job(tmp_path, ["--sleep", "1"],
+                                     settings={"python": str(at / "bin" / "python")})
+        run = submit_and_wait(yarn_cluster, tmp_path, res, app)
+    finally:
+        for copy in copies:
+            shutil.rmtree(copy, ignore_errors=True)
+    assert run.returncode != 0, run.output
+    gpu_host = next(nm.host for nm in layout.node_managers if nm.partition == GPU_LABEL)
+    expected = (f"{LAUNCH_FAILURE} this task: the interpreter {at}/bin/python does not exist "
+                f"on node {gpu_host}")
+    diagnostics = status_json(yarn_cluster, run.app_id)["application"]["diagnostics"]
+    assert "worker" in diagnostics and expected in diagnostics, diagnostics
+    assert expected in run.output, run.output
+
+
+def test_racing_uploads_leave_one_whole_archive(yarn_cluster, tmp_path: Path) -> None:
+    """Two submits upload one env at once: each writes a name of its own and renames it into
+    place; one wins, and the archive under the final name is whole (never half-written)."""
+    archive = tmp_path / "env.tar.gz"
+    archive.write_bytes(bytes(range(256)) * 40_000)  # 10 MB: the uploads overlap
+    url = environments.cache_url(f"env-race-{tmp_path.name}.tar.gz")
+    results: list[bool] = []
+    threads = [threading.Thread(target=lambda: results.append(
+        environments.upload_once(archive, url))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert sorted(results) == [False, True]
+    from appmaster.storage import RemoteDir
+
+    directory, name = url.rsplit("/", 1)
+    remote = RemoteDir(directory)
+    try:
+        assert remote.read_bytes(name) == archive.read_bytes()
+        assert not [n for n in remote.list_files() if name in n and n != name]
+        assert environments.is_on_cluster(url)
+    finally:
+        remote.delete(name)
