@@ -297,3 +297,15 @@ def test_config_reports_problems(where: dict[str, Path]) -> None:
     assert f'Error: {where["personal"]}: "yarn.memory" = 1: must be between' in result.output
     missing = config("--resources", "other.json")
     assert missing.exit_code == 1 and "other.json: no such file" in missing.output
+
+
+def test_where_a_setting_was_set(where: dict[str, Path]) -> None:
+    """Pre-flight names the file that gave the queue: a defaults file, or appConfig.json."""
+    from tfyarn.jobconfig.defaults import where_set
+
+    load(where, cluster={G + "queue": "ml"}, personal={G + "queue": "mine"})
+    assert where_set(read_defaults(), "appConfig.json", G + "queue") == (
+        str(where["personal"]), '"site.global.queue"')
+    load(where, app={"global": {**APP["global"], G + "queue": "theirs"}})
+    assert where_set(read_defaults(), "appConfig.json", G + "queue") == (
+        "appConfig.json", 'global."site.global.queue"')

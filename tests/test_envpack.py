@@ -190,3 +190,30 @@ def test_progress_shows_on_a_terminal_only() -> None:
     logged = Terminal(tty=False)
     envpack.TerminalProgress("packing", logged, every_s=0)(1, 2)
     assert logged.getvalue() == ""
+
+
+def test_a_conda_env_goes_whole(tmp_path: Path) -> None:
+    """A conda env's extension modules link its own lib/ (OpenSSL, MKL): its whole prefix
+    goes, as conda-pack's does, but its package cache; bin/python is tfyarn's wrapper."""
+    prefix = tmp_path / "conda" / "envs" / "tf"
+    for name in ("bin/python3.11", "bin/python", "lib/libssl.so.3", "lib/libpython3.11.so.1.0",
+                 "lib/python3.11/os.py", "lib/python3.11/site-packages/numpy/__init__.py",
+                 "lib/python3.11/site-packages/tensorflow/include/eigen.h",
+                 "conda-meta/numpy-2.0.0.json", "pkgs/numpy-2.0.0.tar.bz2"):
+        (prefix / name).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / name).write_text(name)
+    site = prefix / "lib" / "python3.11" / "site-packages"
+    source = envpack.EnvSource("3.11", prefix / "bin" / "python3.11", (),
+                               prefix / "lib" / "python3.11",
+                               prefix / "lib" / "python3.11" / "lib-dynload", (site,), prefix,
+                               conda=True)
+    archive = tmp_path / "conda.tar.gz"
+    envpack.pack(source, archive)
+    found = members(archive)
+    assert {"bin/python3.11", "lib/libssl.so.3", "lib/python3.11/os.py",
+            "lib/python3.11/site-packages/numpy/__init__.py",
+            "conda-meta/numpy-2.0.0.json"} <= set(found)
+    assert not [n for n in found if n.startswith("pkgs") or "tensorflow/include" in n]
+    with tarfile.open(archive) as tar:
+        assert b"tfyarn's packed Python" in tar.extractfile("bin/python").read()
+        assert tar.getnames().count("bin/python") == 1  # the env's own is left out

@@ -22,7 +22,8 @@ from tfyarn.driver import submit as submit_to_yarn
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
-from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
+from tfyarn.jobconfig.defaults import read_defaults, where_set
+from tfyarn.jobconfig.documents import COMMAND_LINE
 from tfyarn.plan import Placement, build_plan, plan_document
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
                           modify_acl=job.app.modify_acl, web_login=hadoopconf.web_login(conf))
     # Pre-flight against the live cluster (tfyarn/preflight.py), naming what the user wrote.
     queue_source = ((COMMAND_LINE, "--queue") if options.queue else
-                    (str(app_config), key_path("global", "site.global.queue")))
+                    where_set(read_defaults(), str(app_config), "site.global.queue"))
     checked = preflight.run_preflight(
         preflight.job_requests(job, plan, placement, options.given()), placement.queue,
         queue_source)

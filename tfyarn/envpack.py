@@ -74,6 +74,7 @@ LD_LIBRARY_PATH="${{here%/bin}}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" \\
 """
 
 Progress = Callable[[int, int], None]  # bytes done, bytes in all
+LAUNCHERS = ("bin/python", "bin/python3")  # the wrapper, and a link to it
 
 
 def _no_progress(done: int, total: int) -> None:
@@ -99,6 +100,9 @@ class EnvSource:
     prefix: Path  # sys.prefix: what `tfyarn submit` says it shipped
     editable: dict[str, Path] = field(default_factory=dict)  # import name -> its sources
     dropped: frozenset[Path] = frozenset()  # files of the site dirs not carried
+    # A conda env: its whole prefix goes, as conda-pack's does, since its extension modules
+    # link the libraries in its lib/ (OpenSSL, MKL, libstdc++) rather than the node's.
+    conda: bool = False
 
     @property
     def lib(self) -> str:
@@ -124,7 +128,8 @@ def current_env() -> EnvSource:
     site_dirs = [p for p in dict.fromkeys(site_dirs) if p.is_dir()]
     editable, dropped = _editable_sources(site_dirs)
     return EnvSource(version, interpreter, _shared_libraries(), stdlib, dynload,
-                     tuple(site_dirs), Path(sys.prefix), editable, frozenset(dropped))
+                     tuple(site_dirs), Path(sys.prefix), editable, frozenset(dropped),
+                     conda=(Path(sys.prefix) / "conda-meta").is_dir())
 
 
 def _cannot_pack(reason: str) -> JobEnvironmentError:
@@ -234,7 +239,8 @@ def env_key(source: EnvSource) -> str:
     def add(*parts: object) -> None:
         digest.update(("\0".join(map(str, parts)) + "\n").encode())
 
-    add("format", PACK_FORMAT, sys.version, platform.machine(), source.interpreter)
+    add("format", PACK_FORMAT, sys.version, platform.machine(), source.interpreter,
+        source.conda)
     for dist in sorted(_distributions(source.site_dirs), key=_name):
         name = _name(dist)
         if name in OWN_DISTRIBUTIONS:
@@ -281,6 +287,14 @@ def _walk(path: Path, arcname: str, skip: frozenset[str] = frozenset(),
 
 def pack_members(source: EnvSource) -> Iterator[tuple[Path, str]]:
     """(file, name in the pack) for everything the pack carries; the first of a name wins."""
+    site_packages = f"{source.lib}/site-packages"
+    for path in source.editable.values():
+        yield from _walk(path, f"{site_packages}/{path.name}")
+    if source.conda:  # its packages' cache is no part of the env
+        yield from _walk(source.prefix, ".", dropped=source.dropped, editable=False,
+                         build_only=frozenset({"pkgs", *(f"{site_packages}/{d}"
+                                                         for d in BUILD_ONLY)}))
+        return
     binary = f"python{source.version}"
     yield source.interpreter, f"bin/{binary}"
     for library in source.shared_libraries:
@@ -289,9 +303,6 @@ def pack_members(source: EnvSource) -> Iterator[tuple[Path, str]]:
     yield from _walk(source.stdlib, source.lib, skip, editable=False)
     if not source.dynload.is_relative_to(source.stdlib):
         yield from _walk(source.dynload, f"{source.lib}/lib-dynload", editable=False)
-    site_packages = f"{source.lib}/site-packages"
-    for path in source.editable.values():
-        yield from _walk(path, f"{site_packages}/{path.name}")
     for directory in source.site_dirs:
         yield from _walk(directory, site_packages, dropped=source.dropped, editable=False,
                          build_only=BUILD_ONLY)
@@ -300,7 +311,7 @@ def pack_members(source: EnvSource) -> Iterator[tuple[Path, str]]:
 def pack(source: EnvSource, archive: Path, progress: Progress = _no_progress) -> int:
     """Write the pack to ``archive`` (all or nothing: a partial file has another name);
     returns its size in bytes."""
-    members, seen = [], set()
+    members, seen = [], set(LAUNCHERS)  # bin/python is tfyarn's wrapper, whatever the env's
     for file, arcname in pack_members(source):
         if arcname not in seen and file.is_file():  # a dangling link is nothing to carry
             seen.add(arcname)

@@ -34,6 +34,7 @@ from tfyarn.jobconfig.documents import (
     Checker,
     key_path,
     kind_of,
+    read_document,
     read_file,
     report_unknown,
 )
@@ -144,6 +145,16 @@ def effective(
         if table[_APPMASTER_PREFIX + key][1].level == BUILT_IN and table[key][1].level != BUILT_IN:
             del table[_APPMASTER_PREFIX + key]
     return dict(sorted(table.items(), key=lambda item: (_group(item[0]), item[0])))
+
+
+def where_set(defaults: Defaults, app_config: str, key: str) -> tuple[str, str]:
+    """(file, key path) of the appConfig setting ``key`` a job got: its appConfig.json's, or
+    the defaults file that gave it, for messages about its value (pre-flight's)."""
+    document = read_document(Checker(app_config, []), Path(app_config)) or {}
+    source = effective(defaults, [(app_config, document)]).get(key, (None, Source(JOB_FILE)))[1]
+    if source.level in (JOB_FILE, BUILT_IN) or source.path is None:
+        return app_config, key_path("global", key)
+    return source.path, key_path(key)
 
 
 def _read(source: Source, required: bool, problems: list[Problem]) -> DefaultsFile:
