@@ -11,6 +11,9 @@ command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # Headless Chromium and its driver for the browser tests of the job page (tests/test_page_yarn.py).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
+# The system Python's venv (with pip): the tests install a node-wide Python on the local
+# cluster's bare nodes from it (tests/barenodes.py), as an administrator would.
+/usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
 # MIT Kerberos' kinit/klist: the secure local cluster's ticket caches (tfyarn cluster up --secure).
 command -v kinit >/dev/null 2>&1 || need_apt+=(krb5-user)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -19,7 +22,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" \
       >/dev/null
   else
-    echo "Missing: ${need_apt[*]}. Install them (JDK 17, Maven, Chromium, krb5-user), then run this again." >&2
+    echo "Missing: ${need_apt[*]}. Install them (JDK 17, Maven, Chromium, krb5-user, python3-venv), then run this again." >&2
     exit 1
   fi
 fi

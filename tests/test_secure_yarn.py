@@ -67,7 +67,7 @@ def secure_cluster() -> Iterator[LocalCluster]:
     try:
         env = cluster.client_environment(layout)
         with client_environ(env):  # the jobs' env on every node, as on the plain cluster
-            ship_env_to_every_node(layout)
+            ship_env_to_every_node(layout, one_at_a_time=True)
         yield LocalCluster(layout, env)
     finally:
         if started_here:
