@@ -86,30 +86,20 @@ fi
 """
 
 
-def ship_env_to_every_node(layout: Layout, one_at_a_time: bool = False,
-                           timeout_s: float = 600) -> str:
+def ship_env_to_every_node(layout: Layout, timeout_s: float = 600) -> str:
     """Pack and upload this interpreter's environment as a job does by default, then have
     every NodeManager localize it and run it once (a node's first localization of a packed
     env takes a minute or more here: without libhadoop.so, YARN forks a chmod per file).
-    Checks on the way that every node is bare. ``one_at_a_time``: an application per node,
-    in turn, each within its delegation tokens' lifetime where that is short (the secure
-    cluster's die after two minutes). Returns the env's URL."""
-    from tfyarn import jobenv
-
-    url = jobenv.ship_this_env(echo=print)
-    nodes = list(layout.node_managers)
-    for group in ([[nm] for nm in nodes] if one_at_a_time else [nodes]):
-        _run_env_on(group, url, timeout_s)
-    return url
-
-
-def _run_env_on(nodes, url: str, timeout_s: float) -> None:
+    Checks on the way that every node is bare. Returns the env's URL."""
     import skein
 
+    from tfyarn import jobenv
     from tfyarn.driver import skein_client
     from tfyarn.environments import ENV_DIR, env_file
     from tfyarn.jvm import QUICK_JVM_OPTIONS
 
+    url = jobenv.ship_this_env(echo=print)
+    nodes = layout.node_managers
     script = BARE_NODE_CHECK.format(client_python=shlex.quote(os.path.realpath(sys.executable)),
                                     checkout=shlex.quote(str(REPO)), system_python=SYSTEM_PYTHON)
     services = {nm.name: skein.Service(
@@ -131,8 +121,9 @@ def _run_env_on(nodes, url: str, timeout_s: float) -> None:
                                      f"{timeout_s:.0f} s")
             time.sleep(1)
     assert str(report.final_status) == "SUCCEEDED", (
-        f"{app_id} (the shipped env on bare nodes {[nm.name for nm in nodes]}): "
-        f"{report.final_status}: {report.diagnostics}; see `yarn logs -applicationId {app_id}`")
+        f"{app_id} (the shipped env on every bare node): {report.final_status}: "
+        f"{report.diagnostics}; see `yarn logs -applicationId {app_id}`")
+    return url
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from unittest import mock
 
 import pytest
 import requests
-from barenodes import client_environ, ship_env_to_every_node
+from barenodes import venv_without
 from conftest import LocalCluster, chromium, open_page, task_rows
 from jobtools import (
     app_report,
@@ -56,7 +56,13 @@ FINAL = ("FINISHED", "FAILED", "KILLED")
 
 @pytest.fixture(scope="session")
 def secure_cluster() -> Iterator[LocalCluster]:
-    """Start the secure cluster once (or reuse a running one) and stop what was started."""
+    """Start the secure cluster once (or reuse a running one) and stop what was started.
+
+    Its bare nodes run the jobs with a Python installed on every node, with TensorFlow (the
+    "every node has this interpreter" mode), given as a personal defaults file: a shipped
+    env's first localization on a node here takes longer than the minute its delegation
+    tokens last unrenewed (a chmod forked per file without libhadoop.so), and the shipped
+    mode is the plain cluster's tests' own."""
     state_dir = Path(os.environ.get("TFYARN_SECURE_CLUSTER_DIR")
                      or f"{default_state_dir()}-secure")
     layout = Layout(state_dir, port_offset=PORT_OFFSET)
@@ -65,9 +71,10 @@ def secure_cluster() -> Iterator[LocalCluster]:
         cluster.up(layout, kerberos=True)
     assert secure.is_secure(layout), f"{state_dir} runs a cluster without Kerberos"
     try:
-        env = cluster.client_environment(layout)
-        with client_environ(env):  # the jobs' env on every node, as on the plain cluster
-            ship_env_to_every_node(layout, one_at_a_time=True)
+        python = venv_without(layout, "python-tf", ())
+        defaults = layout.state_dir / "tests-defaults.yaml"
+        defaults.write_text(f"site.global.python: {python}\n")
+        env = {**cluster.client_environment(layout), "TFYARN_CONFIG": str(defaults)}
         yield LocalCluster(layout, env)
     finally:
         if started_here:
