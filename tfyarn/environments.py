@@ -19,7 +19,7 @@ import os
 import re
 import tarfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -234,7 +234,7 @@ def is_on_cluster(url: str, what: str = "the packed env") -> bool:
 
 
 def upload_once(path: Path, url: str, *, private: bool = False, what: str = "the packed env",
-                progress=None) -> bool:
+                progress: Callable[[int, int], None] | None = None) -> bool:
     """Copy ``path`` to ``url`` unless it is there; False when it was. Concurrent uploads of
     one archive are safe: each copies to a name of its own and renames it into place; the
     first rename wins and the others' copies are dropped (a file a job named must never
