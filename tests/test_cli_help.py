@@ -10,7 +10,7 @@ import pytest
 
 from tfyarn.cli import main
 
-COMMANDS = [[], ["submit"], ["status"], ["list"], ["logs"], ["kill"], ["cluster"],
+COMMANDS = [[], ["submit"], ["status"], ["list"], ["logs"], ["kill"], ["config"], ["cluster"],
             ["cluster", "up"], ["cluster", "down"], ["cluster", "status"], ["cluster", "env"]]
 
 
