@@ -250,7 +250,8 @@ def env_key(source: EnvSource) -> str:
             raise _cannot_pack(f"a distribution in {dist.locate_file('')} has no name or "
                                "version in its METADATA (a broken install: reinstall it)")
         add("dist", name, version)
-        if _direct_url(dist) and not _direct_url(dist).get("dir_info", {}).get("editable"):
+        direct_url = _direct_url(dist)
+        if direct_url and not direct_url.get("dir_info", {}).get("editable"):
             add("record", hashlib.sha256((dist.read_text("RECORD") or "").encode()).hexdigest())
     for name, path in sorted(source.editable.items()):
         add("editable", name)

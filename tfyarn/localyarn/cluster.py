@@ -18,7 +18,7 @@ import requests
 from tfyarn import spnego
 from tfyarn.localyarn import daemons, hdfs, hostview, kdc, secure
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
-from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout, cache_root
+from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout
 from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
 from tfyarn.localyarn.siteconf import write_configuration
 
@@ -51,8 +51,7 @@ def daemons_of(layout: Layout, node_wrapper: tuple[str, ...] = ()) -> list[Daemo
 def _host_view_command(layout: Layout, nm) -> tuple[str, ...]:
     """python -m tfyarn.localyarn.hostview ... --: the node's own /tmp and HOME, and nothing
     of the submitting user's software (hostview.user_software)."""
-    keep = [layout.state_dir, layout.hadoop_home, cache_root() / f"minikdc-{layout.hadoop_version}",
-            find_java_home()]
+    keep = [layout.state_dir, layout.hadoop_home, layout.kdc_lib_dir, find_java_home()]
     private = [*hostview.private_paths(), *hostview.user_software()]
     return (sys.executable, "-m", "tfyarn.localyarn.hostview", str(layout.host_view_dir(nm)),
             *map(str, private), "--keep", *map(str, keep), "--")

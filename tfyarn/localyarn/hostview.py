@@ -49,9 +49,8 @@ def user_software() -> list[Path]:
     package = Path(tfyarn.__file__).resolve().parent
     if "site-packages" not in package.parts:  # an editable install: the checkout
         found.append(package.parent)
-    found = [p.resolve() for p in found if p.resolve() not in SYSTEM_PREFIXES]
-    # the outermost of nested ones (a venv inside the checkout) hides the rest
-    return sorted({p for p in found if not any(o in p.parents for o in found)})
+    # nested ones (a venv inside the checkout) are hidden with the outer one (enter)
+    return sorted({p.resolve() for p in found} - set(SYSTEM_PREFIXES))
 
 
 def unshare_prefix() -> list[str] | None:

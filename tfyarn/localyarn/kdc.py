@@ -18,7 +18,7 @@ from pathlib import Path
 from tfyarn.kerberos import KEYTAB_VERSION, keytab_entries
 from tfyarn.localyarn import daemons
 from tfyarn.localyarn.daemons import Daemon
-from tfyarn.localyarn.layout import Layout, cache_root
+from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.provision import ClusterError, ensure_jars
 
 KDC_NAME = "kdc"
@@ -36,7 +36,7 @@ def all_keys(layout: Layout) -> Path:
 
 def ensure_kdc_jars(layout: Layout, echo=print) -> Path:
     """hadoop-minikdc and its Kerby dependencies, resolved once; returns their directory."""
-    return ensure_jars(cache_root() / f"minikdc-{layout.hadoop_version}", ("hadoop-minikdc",),
+    return ensure_jars(layout.kdc_lib_dir, ("hadoop-minikdc",),
                        layout.hadoop_version, f"Hadoop's MiniKdc {layout.hadoop_version}", echo,
                        pom_id="minikdc-jars")
 

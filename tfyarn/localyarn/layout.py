@@ -149,6 +149,11 @@ class Layout:
         return cache_root() / f"hadoop-{self.hadoop_version}"
 
     @property
+    def kdc_lib_dir(self) -> Path:
+        """Hadoop's MiniKdc and its Kerby jars (the secure cluster's KDC), beside the jars."""
+        return cache_root() / f"minikdc-{self.hadoop_version}"
+
+    @property
     def lib_dir(self) -> Path:
         return self.hadoop_home / "lib"
 
