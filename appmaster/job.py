@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from appmaster import registry
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan
 from appmaster.liveness import Liveness
 from appmaster.phases import PhaseClock
+from appmaster.verdicts import ContainerEnd, Verdict, killed_by_signal
 from appmaster.vocabulary import JobState, Role, TaskState
 
 log = logging.getLogger("tfyarn.master")
@@ -49,6 +50,12 @@ class Task:
     gpus: dict | None = None  # the GPUs its agent found and holds (appmaster/gpus.py)
     progress: dict | None = None  # what its event files say (appmaster/progress.py)
     requested_at: float = 0.0  # when its container was last asked for
+    # How its containers ended, by YARN's verdict (appmaster/verdicts.py): failed, preempted...
+    verdicts: Counter[str] = field(default_factory=Counter)
+    # Its script was killed by a signal: YARN's verdict on its container (memory, preemption)
+    # is awaited until then before the exit is judged as the task's own failure.
+    verdict_due: float | None = None
+    signalled_failure: str = ""  # where and how, as the agent's word told it
 
     @property
     def key(self) -> tuple[str, int]:
@@ -114,6 +121,9 @@ class EndJob:
 Action = Request | Kill | Fence | PublishSpec | ShowTensorBoard | TrainingDone | EndJob
 
 
+# A script killed by a signal (YARN's kills start with SIGTERM) has its container's end, and
+# YARN's verdict on it, within skein's next heartbeats to the RM: waited for this long.
+VERDICT_WAIT_S = 10.0
 # A worker often fails *because* a ps or the chief just died (its RPCs break first), and its
 # agent's word can reach the master before theirs: a worker's failure waits this long for
 # such a cause before it is counted and the worker replaced.
@@ -209,9 +219,11 @@ class Job:
         return self._run(self._exited, now, container, exit_code, failure)
 
     def on_container_end(self, container: str, succeeded: bool, now: float,
-                         failure: str = "") -> list[Action]:
-        """YARN says the container ended (the agent may not have said so: it was killed)."""
-        return self._run(self._container_ended, now, container, succeeded, failure)
+                         failure: str = "", end: ContainerEnd | None = None) -> list[Action]:
+        """YARN says the container ended (the agent may not have said so: it was killed);
+        ``end``: YARN's verdict, when it did not succeed (a plain failure if not given)."""
+        return self._run(self._container_ended, now, container, succeeded, failure,
+                         end or ContainerEnd(Verdict.FAILED))
 
     def on_allocated(self, containers: dict[str, str | None]) -> None:
         """YARN gave these containers (container -> node), whose agents have not started:
@@ -269,7 +281,9 @@ class Job:
             deadlines.append(self.next_liveness_check)
         if self.evaluation_deadline is not None:
             deadlines.append(self.evaluation_deadline)
-        deadlines += [due for _, due in self.settling.values()]
+        verdicts = self._cluster_verdict_due()
+        deadlines += [max(due, verdicts or due) for _, due in self.settling.values()]
+        deadlines += [t.verdict_due for t in self.by_container.values() if t.verdict_due]
         return min(deadlines) if deadlines else None
 
     def heartbeats_due(self, now: float) -> bool:
@@ -401,6 +415,12 @@ class Job:
         task.exit_code = exit_code
         if task is self.tensorboard or task.state.ended:
             return
+        if exit_code != 0 and killed_by_signal(exit_code) and task.verdict_due is None:
+            # Killed from outside: by YARN (memory, preemption) or by the kernel. Its
+            # container's end says which; the agent, ending, beats no more meanwhile.
+            self.liveness.forget(container)
+            task.verdict_due, task.signalled_failure = now + VERDICT_WAIT_S, failure
+            return
         # The agent's word comes at once, YARN's container end only with skein's next
         # heartbeat to the RM (up to 5 s later): act now; that end is then the job's.
         self._drop(container)
@@ -410,7 +430,7 @@ class Job:
             self._failed(task, self._failure_text(task, failure), now)
 
     def _container_ended(self, now: float, container: str, succeeded: bool,
-                         failure: str) -> None:
+                         failure: str, end: ContainerEnd) -> None:
         task = self._drop(container)
         if task is None:
             return  # one the job stopped itself
@@ -418,10 +438,47 @@ class Job:
             task.state = TaskState.FINISHED if succeeded else TaskState.FAILED
             log.warning("TensorBoard ended; the job goes on without it")
             return
+        if task.verdict_due is not None:  # its script was killed: this end says by whom
+            failure = failure or task.signalled_failure
+            task.verdict_due, task.signalled_failure = None, ""
         if succeeded:
             self._succeeded(task, now)
+        elif end.verdict in (Verdict.PREEMPTED, Verdict.YARN_KILLED):
+            self._taken_back(task, end, now)
+        elif end.verdict == Verdict.MEMORY:
+            self._count_failure(task, self._memory_text(task, end, failure), now,
+                                "killed for memory", Verdict.MEMORY)
+        elif end.verdict == Verdict.LOST:
+            self.lost_nodes[task.host] = now
+            self._count_failure(task, f"{task.name} (attempt {task.attempt}): its node was "
+                                f"lost or its disks failed {failure}", now,
+                                f"lost on {task.host}", Verdict.LOST)
         else:
             self._failed(task, self._failure_text(task, failure), now)
+
+    def _taken_back(self, task: Task, end: ContainerEnd, now: float) -> None:
+        """YARN took the container back (preempted it for another queue, or its RM killed
+        it): not the task's failure. Asked for again by the usual rules, uncounted."""
+        task.verdicts[end.verdict] += 1
+        what = "preempted by YARN" if end.verdict == Verdict.PREEMPTED else "killed by YARN"
+        log.warning("%s (attempt %d) %s: %s", task.name, task.attempt, what, end.message)
+        if task is self.evaluator:
+            self.restarts.append(f"{task.name} {what}: asked for again")
+            task.attempt += 1
+            task.exit_code = None
+            self._request(task, now)
+            return
+        self.restarts.append(self._restart_line(task, what))
+        self._restart(task, now)
+
+    def _judge_killed_scripts(self, now: float) -> None:
+        """Scripts killed by a signal whose container's end never came: their own failure."""
+        for task in list(self.by_container.values()):
+            if task.verdict_due is not None and now >= task.verdict_due:
+                failure = task.signalled_failure
+                task.verdict_due, task.signalled_failure = None, ""
+                self._drop(task.container)
+                self._failed(task, self._failure_text(task, failure), now)
 
     def _succeeded(self, task: Task, now: float) -> None:
         task.state = TaskState.FINISHED
@@ -477,11 +534,11 @@ class Job:
         reason = (f"{task.name} (attempt {task.attempt}) lost: its agent on {task.node} was "
                   f"silent for {silent_s:.0f} s (site.global.task.heartbeat.timeout "
                   f"{self.plan.heartbeat_timeout_s:.0f} s): its host died or was cut off.")
-        self._failed(task, reason, now, how=f"lost on {task.host}")
+        self._count_failure(task, reason, now, f"lost on {task.host}", Verdict.LOST)
 
     def _failed(self, task: Task, reason: str, now: float, how: str = "failed") -> None:
         if task is self.evaluator:
-            self._evaluator_failed(task, reason, now)
+            self._count_failure(task, reason, now)
             return
         if task.exit_code == registry.PORT_TAKEN_EXIT:
             # Not the task's fault: it starts again on a new port, uncounted.
@@ -495,8 +552,14 @@ class Job:
             return
         self._count_failure(task, reason, now, how)
 
-    def _count_failure(self, task: Task, reason: str, now: float, how: str = "failed") -> None:
+    def _count_failure(self, task: Task, reason: str, now: float, how: str = "failed",
+                       verdict: Verdict = Verdict.FAILED) -> None:
+        if task is self.evaluator:
+            task.verdicts[verdict] += 1
+            self._evaluator_failed(task, reason, now)
+            return
         role = self.plan.role(task.role)
+        task.verdicts[verdict] += 1
         self.failures[task.role] += 1
         failures = self.failures[task.role]
         log.warning("failure %d of %s: %s", failures, task.role, reason)
@@ -509,14 +572,15 @@ class Job:
         if not role.may_restart(failures):
             task.state = TaskState.FAILED  # the failure that ends the job
             self._end(JobState.FAILED, self._over_threshold_message(task, failures, reason))
-        if self._replaceable(task):
-            self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})" if
-                                 how == "failed" else
-                                 f"{task.name} {how}: replaced (attempt {task.attempt + 1})")
-        else:
-            self.restarts.append(f"{task.name} {how}: cluster restarted as generation "
-                                 f"{self.generation + 1} from the last checkpoint")
+        self.restarts.append(self._restart_line(task, how))
         self._restart(task, now)
+
+    def _restart_line(self, task: Task, how: str) -> str:
+        if self._replaceable(task):
+            return (f"{task.name} replaced (attempt {task.attempt + 1})" if how == "failed" else
+                    f"{task.name} {how}: replaced (attempt {task.attempt + 1})")
+        return (f"{task.name} {how}: cluster restarted as generation {self.generation + 1} "
+                "from the last checkpoint")
 
     def _evaluator_failed(self, task: Task, reason: str, now: float) -> None:
         """Beside training: its failure fails the job only under the fatal policy."""
@@ -583,8 +647,17 @@ class Job:
         self.asked_again.add(task.key)
         self._request(task, now)
 
+    def _cluster_verdict_due(self) -> float | None:
+        """When YARN's verdict on a killed ps or chief is due at the latest, if one is
+        awaited: a worker's failure may be its doing, so it is judged after."""
+        dues = [t.verdict_due for t in self.by_container.values()
+                if t.verdict_due is not None and not self._replaceable(t)]
+        return max(dues) if dues else None
+
     def _judge_settled_failures(self, now: float) -> None:
         """Workers whose failure had no cause elsewhere: now counted, and replaced."""
+        if self._cluster_verdict_due() is not None:
+            return  # a ps or the chief was killed: its verdict may restart everyone
         for key, (reason, due) in list(self.settling.items()):
             if now >= due:
                 del self.settling[key]
@@ -597,6 +670,7 @@ class Job:
         return self.by_container.pop(container, None)
 
     def _check_deadlines(self, now: float) -> None:
+        self._judge_killed_scripts(now)
         self._judge_settled_failures(now)
         live = self.live_tasks()
         if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
@@ -648,6 +722,18 @@ class Job:
 
     def _failure_text(self, task: Task, failure: str) -> str:
         return f"{task.name} (attempt {task.attempt}) failed {failure or '(no report)'}"
+
+    def _memory_text(self, task: Task, end: ContainerEnd, failure: str) -> str:
+        """What YARN's memory verdict means and the fix: the role's yarn.memory, a value."""
+        role = self.plan.role(task.role)
+        limit = f"{end.limit_mb:.0f} MB" if end.limit_mb else f"{role.memory_mb} MB"
+        used = f"{end.used_mb:.0f} MB" if end.used_mb else "more"
+        suggested = end.suggested_memory_mb() or 2 * role.memory_mb
+        return (f"{task.name} (attempt {task.attempt}) was killed by YARN for memory: its "
+                f"processes used {used} of {end.memory_kind or 'physical'} memory, over the "
+                f"{limit} its container was given {failure}\nFix: raise \"yarn.memory\" of "
+                f"component \"{task.role}\" in resources.json from {role.memory_mb} to "
+                f"{suggested} or more (what the script holds at its peak, with room to spare).")
 
     def _over_threshold_message(self, task: Task, failures: int, reason: str) -> str:
         role = self.plan.role(task.role)

@@ -20,7 +20,15 @@ from pathlib import Path
 
 import skein
 
-from appmaster import agentlink, attempts, hdfstokens, registry, rendezvous, webpage
+from appmaster import (
+    agentlink,
+    attempts,
+    hdfstokens,
+    registry,
+    rendezvous,
+    verdicts,
+    webpage,
+)
 from appmaster.job import (
     Action,
     EndJob,
@@ -139,8 +147,10 @@ class Master:
             return
         report = self.container_report(task.role, container)
         state = str(report.state) if report else "UNKNOWN"
+        end = verdicts.judge(state, report.exit_message if report else "")  # YARN's why
         failure = "" if state == "SUCCEEDED" else self.describe_failure(task, container, state)
-        self.perform(self.job.on_container_end(container, state == "SUCCEEDED", now, failure))
+        self.perform(self.job.on_container_end(container, state == "SUCCEEDED", now, failure,
+                                               end))
 
     def on_deadline(self, now: float) -> None:
         if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"

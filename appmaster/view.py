@@ -9,8 +9,10 @@ Only the standard library: this module runs inside YARN containers.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 
+from appmaster import verdicts
 from appmaster.job import Job, Task
 from appmaster.vocabulary import Role, TaskState
 
@@ -33,6 +35,8 @@ class TaskRow:
     gpus: dict | None = None  # the GPUs its agent holds (appmaster/gpus.py)
     silent_s: float | None = None  # since its agent's last heartbeat was heard
     progress: dict | None = None  # its event files' newest figures (appmaster/events.py)
+    # its containers' ends by YARN's verdict: {"failed": 1, "preempted": 2} (none: {})
+    verdicts: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -44,7 +48,8 @@ class TaskRow:
                    if task.node and task.yarn_container_id and task.user else None)
         return cls(task.role, task.index, task.state, task.address, task.container,
                    task.yarn_container_id, task.node, task.attempt, task.exit_code, log_url,
-                   task.mirror, task.gpus, silent_s, task.progress)
+                   task.mirror, task.gpus, silent_s, task.progress,
+                   verdicts.counts(task.verdicts))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,6 +83,8 @@ class JobView:
     # how far training got (the chief's event files) and the evaluator's last metrics:
     # {step, steps_per_s, scalars, updated, evaluation: {step, scalars, updated}}
     progress: dict | None = None
+    # every task's containers' ends by YARN's verdict, added up (appmaster/verdicts.py)
+    verdicts: dict[str, int] = field(default_factory=dict)
 
     @property
     def chief(self) -> TaskRow | None:
@@ -108,7 +115,8 @@ class JobView:
             tensorboard_url=f"http://{board.address}" if board and board.address else None,
             cluster_spec=job.spec.to_dict() if job.spec else None,
             restarts=list(job.restarts), phases=job.clock.seconds(),
-            progress=job_progress(job))
+            progress=job_progress(job), verdicts=verdicts.counts(sum(
+                (task.verdicts for task in tasks), Counter())))
 
     def to_dict(self) -> dict:
         return asdict(self)

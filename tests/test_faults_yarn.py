@@ -310,8 +310,15 @@ def make_job(tmp_path: Path, *, args: list[str], thresholds: dict[str, int] | No
 
 
 @pytest.fixture
-def submit(yarn_cluster, skein_client, tmp_path: Path) -> Iterator[Callable[..., Job]]:
+def submit(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
     """Submit jobs detached; afterwards kill any still running and check none left processes."""
+    with submitting(yarn_cluster, skein_client) as submit_job:
+        yield submit_job
+
+
+@contextlib.contextmanager
+def submitting(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
+    """What the ``submit`` fixture gives, for other test modules' fixtures."""
     jobs: list[Job] = []
 
     def _submit(res_path: Path, app_path: Path) -> Job:

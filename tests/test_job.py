@@ -27,6 +27,7 @@ from appmaster.job import (
     TrainingDone,
 )
 from appmaster.jobplan import JobPlan, RolePlan
+from appmaster.verdicts import judge, killed_by_signal
 from appmaster.vocabulary import JobState, TaskState
 
 
@@ -91,8 +92,20 @@ class Cluster:
         return self.apply(self.job.on_running(self.container(role, index), self.now))
 
     def exit(self, role: str, index: int, code: int) -> list:
-        return self.apply(self.job.on_exited(self.container(role, index), code, self.now,
-                                             "(c on nm1): container exited, exit code 1."))
+        """Its agent says the script exited with ``code``. A script killed by a signal (137:
+        kill -9) takes its agent, and so its container, with it: YARN's end follows."""
+        container = self.container(role, index)
+        actions = self.apply(self.job.on_exited(container, code, self.now,
+                                                "(c on nm1): container exited, exit code 1."))
+        if killed_by_signal(code):
+            actions += self.yarn_end(container)
+        return actions
+
+    def yarn_end(self, container: str, state: str = "FAILED", message: str = "") -> list:
+        """YARN says ``container`` ended, in skein's words."""
+        end = judge(state, message)
+        return self.apply(self.job.on_container_end(container, state == "SUCCEEDED", self.now,
+                                                    f"(c on nm1): container {state}.", end))
 
     def settle(self) -> list:
         """A worker's failure waits for a cause elsewhere: none comes."""

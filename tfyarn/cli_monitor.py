@@ -90,7 +90,8 @@ def status_command(app_id: str, as_json: bool) -> None:
     if view.cluster_spec:
         click.echo(f"\nCluster spec: {json.dumps(view.cluster_spec)}")
     for line in [*jobview.progress_lines(view, time.time()),
-                 *jobview.storage_lines(view, time.time()), *jobview.liveness_lines(view)]:
+                 *jobview.storage_lines(view, time.time()), *jobview.verdict_lines(view),
+                 *jobview.liveness_lines(view)]:
         click.echo(line)
     if view.tensorboard_url:
         proxied = report.tracking_url.rstrip("/") + "/pages/tensorboard/"

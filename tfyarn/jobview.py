@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import requests
 
-from appmaster import gpus
+from appmaster import gpus, verdicts
 from appmaster.view import JobView
 from appmaster.vocabulary import STAGES, STAGES_REACHED, TaskState
 from appmaster.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
@@ -167,7 +167,10 @@ def format_table(view: JobView) -> str:
                ("log_url", "LOGS")]
     if not any(gpus.worth_showing(task.gpus) for task in view.tasks):
         columns.remove(("gpus", "GPUS"))  # a job without GPUs
+    if any(task.verdicts for task in view.tasks):  # how YARN ended its containers
+        columns.insert(columns.index(("exit_code", "EXIT")), ("verdicts", "ENDS"))
     shown = {"gpus": lambda value: gpus.short_text(value),
+             "verdicts": lambda value: verdicts.counts_text(value) or "-",
              "silent_s": lambda value: f"{value:.0f}s ago"}  # its agent's last heartbeat
     rows = [[shown.get(key, str)(value) if (value := getattr(task, key)) is not None else "-"
              for key, _ in columns] for task in view.tasks]
@@ -192,6 +195,18 @@ def gpu_lines(view: JobView) -> list[str]:
                    else f"held of the {summary.get('seen')} its node shows")
             lines += [f"  {name}: {gpus.device_text(d)} ({how})" for d in summary["devices"]]
     return lines
+
+
+def verdict_lines(view: JobView) -> list[str]:
+    """The job's containers' ends by YARN's verdict, and which of them count as failures."""
+    if not view.verdicts:
+        return []
+    line = f"Container ends: {verdicts.counts_text(view.verdicts)}"
+    taken = [str(v) for v in verdicts.SHOWN if not v.counted and view.verdicts.get(v)]
+    if taken:
+        line += (f" ({' and '.join(taken)}: YARN took the container back; not counted "
+                 "against yarn.container.failure.threshold)")
+    return [line]
 
 
 def liveness_lines(view: JobView) -> list[str]:

@@ -3,7 +3,8 @@
 ps blocks until the launcher ends it; the chief and workers exit 0 after --sleep seconds (the
 chief after --chief_sleep, if given), or as soon as --release_file exists (a path on HDFS,
 hdfs://..., since the hosts share no disk). --fail
-worker:2 makes that task (TF's job name and index) exit 3 at once on its first attempt.
+worker:2 makes that task (TF's job name and index) exit 3 at once on its first attempt;
+--hog worker:2:700 makes it hold 700 MB of memory (touched, so resident) and wait.
 With TFYARN_SECRET_* set, it records each secret's sha256 (never the secret itself).
 """
 
@@ -27,6 +28,8 @@ parser.add_argument("--take_own_port", action="store_true",
                     help="worker task 1, first attempt: another listener takes its port first")
 parser.add_argument("--release_file", default="",
                     help="the chief and workers end once this HDFS file exists (or after --sleep)")
+parser.add_argument("--hog", default="",
+                    help="job_name:task_index:MB holding that much memory, then waiting")
 args, _ = parser.parse_known_args()
 
 
@@ -79,6 +82,13 @@ if args.take_own_port and args.job_name == "worker" and args.task_index == 1 and
 if args.fail == f"{args.job_name}:{args.task_index}" and attempt == 0:
     print(f"light task {args.fail} failing on purpose", file=sys.stderr, flush=True)
     sys.exit(3)
+if args.hog.startswith(f"{args.job_name}:{args.task_index}:"):
+    held = bytearray(int(args.hog.rsplit(":", 1)[1]) * 2**20)
+    for page in range(0, len(held), 4096):  # resident, as a real model's tensors would be
+        held[page] = 1
+    print(f"light task {args.job_name} {args.task_index} holds {len(held) >> 20} MB", flush=True)
+    while True:
+        time.sleep(60)
 if args.job_name == "ps":
     while True:
         time.sleep(60)

@@ -15,6 +15,8 @@ from tfyarn.localyarn.layout import (
     NodeManagerSpec,
 )
 
+PREEMPTION_POLICY = ("org.apache.hadoop.yarn.server.resourcemanager.monitor.capacity."
+                     "ProportionalCapacityPreemptionPolicy")
 APP_LOG_DIR = "/app-logs"  # aggregated container logs, on HDFS: `yarn logs` reads them there
 
 DAEMON_LOG4J = """log4j.rootLogger=INFO,RFA
@@ -103,9 +105,30 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.scheduler.minimum-allocation-vcores": 1,
         "yarn.scheduler.maximum-allocation-vcores": 8,
         "yarn.application.classpath": f"{layout.conf_dir},{layout.lib_dir}/*",
-        # A TensorFlow process maps ~2.8 GB of virtual memory; memory is nominal here.
+        # Memory is enforced as on a production cluster: a container whose process tree's
+        # resident memory passes its yarn.memory is killed (KILLED_EXCEEDED_PMEM, -104).
+        # The virtual-memory check is off, as production clusters commonly set it (Cloudera's
+        # and EMR's defaults): TensorFlow and the JVM map gigabytes they never touch (a TF
+        # task ~2.8 GB), so a vmem limit kills healthy tasks and protects nothing.
+        "yarn.nodemanager.pmem-check-enabled": "true",
+        # Without it the check above is silently skipped: "enforced" (the default) leaves
+        # memory to cgroups' OOM killer, which only the LinuxContainerExecutor with memory
+        # cgroups sets up. This cluster runs the DefaultContainerExecutor (no setuid
+        # binary), so the NodeManager's monitor polls the process tree every 3 s instead.
+        "yarn.nodemanager.resource.memory.enforced": "false",
         "yarn.nodemanager.vmem-check-enabled": "false",
-        "yarn.nodemanager.pmem-check-enabled": "false",
+        # The ResourceManager takes capacity back from a queue running past its guaranteed
+        # share when another queue needs its own (see capacity_scheduler()): a job can be
+        # preempted (PREEMPTED, -102), as on a shared cluster. Production runs the same
+        # policy every 3 s and waits 15 s before killing; here 1 s and 3 s, so tests see it
+        # quickly, and a round may take back everything that is owed at once.
+        "yarn.resourcemanager.scheduler.monitor.enable": "true",
+        "yarn.resourcemanager.scheduler.monitor.policies": PREEMPTION_POLICY,
+        "yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval": 1000,
+        "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill": 3000,
+        "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round": 1.0,
+        "yarn.resourcemanager.monitor.capacity.preemption.natural_termination_factor": 1.0,
+        "yarn.resourcemanager.monitor.capacity.preemption.max_ignored_over_capacity": 0,
         # A nearly full CI disk must not mark the nodes UNHEALTHY.
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": 99.9,
         "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb": 0,
@@ -193,11 +216,20 @@ def resource_types(max_gpus: int) -> dict[str, object]:
 
 def capacity_scheduler() -> dict[str, object]:
     return {
-        "yarn.scheduler.capacity.root.queues": "default,small",
-        "yarn.scheduler.capacity.root.default.capacity": 100,
+        "yarn.scheduler.capacity.root.queues": "default,urgent,small",
+        # default and urgent are each guaranteed half of the default partition and may
+        # grow to all of it (a user too: user-limit-factor 2), so a job in one can run past
+        # its share and be preempted when the other asks for its own, as between teams on
+        # a shared cluster.
+        "yarn.scheduler.capacity.root.default.capacity": 50,
         "yarn.scheduler.capacity.root.default.maximum-capacity": 100,
-        "yarn.scheduler.capacity.root.default.user-limit-factor": 1,
+        "yarn.scheduler.capacity.root.default.user-limit-factor": 2,
         "yarn.scheduler.capacity.root.default.state": "RUNNING",
+        "yarn.scheduler.capacity.root.urgent.capacity": 50,
+        "yarn.scheduler.capacity.root.urgent.maximum-capacity": 100,
+        "yarn.scheduler.capacity.root.urgent.user-limit-factor": 2,
+        "yarn.scheduler.capacity.root.urgent.accessible-node-labels": " ",
+        "yarn.scheduler.capacity.root.urgent.state": "RUNNING",
         # A queue with no guaranteed share that may grow to a quarter of the default
         # partition, without the gpu label: for tests of jobs a queue can never hold.
         "yarn.scheduler.capacity.root.small.capacity": 0,

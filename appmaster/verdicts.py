@@ -1,0 +1,113 @@
+"""What YARN decided when it ended a container, and what that means for the job.
+
+YARN ends a container with an exit status that says why: the task's own exit, or one of
+YARN's verdicts (ContainerExitStatus): PREEMPTED (-102), KILLED_EXCEEDED_PMEM/VMEM
+(-104/-103), ABORTED (-100: released, its node lost), DISKS_FAILED (-101),
+KILLED_BY_RESOURCEMANAGER (-106), KILLED_AFTER_APP_COMPLETION (-107). The number does not
+reach tfyarn: skein's AppMaster hands on only a container's state and a message, YARN's own
+diagnostics for statuses of 0 or less (its memory verdicts reworded as "714.2 MB of 256 MB
+physical memory used"), "see logs" for a task's own exit. So the verdict is read from those
+words, which are Hadoop's constants (SchedulerUtils, ContainersMonitorImpl,
+NodeStatusUpdaterImpl), unchanged since Hadoop 2.
+
+Standard library only: this runs in the AppMaster's container, on any Python from 3.10.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from appmaster.vocabulary import Word
+
+
+class Verdict(Word):
+    """Why a task's container ended, as the job counts it."""
+
+    FAILED = "failed"  # the task's own failure: counted against its role's threshold
+    MEMORY = "memory-killed"  # YARN killed it for memory: a failure, counted, with the fix
+    PREEMPTED = "preempted"  # another queue took its share back: asked for again, uncounted
+    LOST = "lost"  # its node was lost or its disks failed: a lost host, counted as one
+    YARN_KILLED = "yarn-killed"  # killed by the ResourceManager: asked for again, uncounted
+
+    @property
+    def counted(self) -> bool:
+        """Whether it counts against the role's yarn.container.failure.threshold."""
+        return self in (Verdict.FAILED, Verdict.MEMORY, Verdict.LOST)
+
+
+# The order `tfyarn status` and the page show a task's counts in.
+SHOWN = (Verdict.FAILED, Verdict.MEMORY, Verdict.PREEMPTED, Verdict.LOST, Verdict.YARN_KILLED)
+
+_MEMORY = re.compile(r"([\d.]+) ?([KMGTP]?)B of ([\d.]+) ?([KMGTP]?)B (physical|virtual) "
+                     r"memory used", re.IGNORECASE)
+_UNITS = {"": 1 / 2**20, "K": 1 / 1024, "M": 1, "G": 1024, "T": 2**20, "P": 2**30}
+# Hadoop's words for each verdict, lower-cased (skein passes them on as they are).
+_PREEMPTED = ("container preempted by scheduler",)
+_LOST = ("released on a *lost* node", "lost node", "disks failed", "disk(s) failed",
+         "dirs are bad", "local-dirs are bad", "log-dirs are bad")
+_YARN_KILLED = ("killed by resourcemanager", "container killed by the resourcemanager",
+            "killed on application-finish", "of a completed application")
+
+
+@dataclass(frozen=True)
+class ContainerEnd:
+    """YARN's verdict on one ended container, with what the user needs to act on it."""
+
+    verdict: Verdict
+    message: str = ""  # YARN's (or skein's) words
+    used_mb: float | None = None  # for a memory verdict: what the process tree held
+    limit_mb: float | None = None  # and what the container was given
+    memory_kind: str = ""  # "physical" or "virtual"
+
+    def suggested_memory_mb(self, minimum_allocation_mb: int = 128) -> int | None:
+        """A yarn.memory that holds what was used, with a quarter to spare, rounded up to
+        a multiple of 256 MB (and of the scheduler's minimum allocation)."""
+        if self.used_mb is None:
+            return None
+        step = max(256, minimum_allocation_mb)
+        return max(step, math.ceil(self.used_mb * 1.25 / step) * step)
+
+
+def counts(verdicts: dict[str, int]) -> dict[str, int]:
+    """Counts by verdict in the order shown, the zeros left out: for views and JSON."""
+    return {str(v): verdicts[v] for v in SHOWN if verdicts.get(v)}
+
+
+def counts_text(verdicts: dict[str, int]) -> str:
+    """``preempted 2, memory-killed 1``: a task's (or the job's) container ends."""
+    return ", ".join(f"{name} {count}" for name, count in counts(verdicts).items())
+
+
+def judge(state: str, message: str) -> ContainerEnd:
+    """The verdict on a container skein reports ended in ``state`` with ``message``.
+
+    ``state`` is skein's (SUCCEEDED, FAILED, KILLED); a FAILED one is a task's own failure
+    unless YARN's words say otherwise.
+    """
+    text = (message or "").strip()
+    lowered = text.lower()
+    memory = _MEMORY.search(text)
+    if memory:
+        used, used_unit, limit, limit_unit, kind = memory.groups()
+        return ContainerEnd(Verdict.MEMORY, text, _mb(used, used_unit), _mb(limit, limit_unit),
+                            kind.lower())
+    if any(words in lowered for words in _PREEMPTED):
+        return ContainerEnd(Verdict.PREEMPTED, text)
+    if any(words in lowered for words in _LOST):
+        return ContainerEnd(Verdict.LOST, text)
+    if any(words in lowered for words in _YARN_KILLED):
+        return ContainerEnd(Verdict.YARN_KILLED, text)
+    return ContainerEnd(Verdict.FAILED, text)
+
+
+def killed_by_signal(exit_code: int | None) -> bool:
+    """Whether a script's exit code says a signal ended it (128+N as a shell reports it):
+    YARN's kills (memory, preemption) start with SIGTERM, so its verdict is worth waiting
+    for before the exit is judged."""
+    return exit_code is not None and (exit_code < 0 or 128 < exit_code < 160)
+
+
+def _mb(number: str, unit: str) -> float:
+    return float(number) * _UNITS[unit.upper()]

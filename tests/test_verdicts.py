@@ -1,0 +1,163 @@
+"""YARN's verdicts read from what skein hands on (appmaster/verdicts.py), and the job's rules
+for each (appmaster/job.py). The messages are Hadoop's and skein's own words, as seen on
+the local cluster (the memory one) or as their sources write them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from test_job import Cluster, plan, restarts
+
+from appmaster.job import VERDICT_WAIT_S
+from appmaster.verdicts import Verdict, judge, killed_by_signal
+from appmaster.vocabulary import JobState, TaskState
+
+PMEM = "714.2 MB of 256 MB physical memory used"  # skein's rewording of YARN's -104
+PREEMPTED = "Container preempted by scheduler"
+LOST = "Container released on a *lost* node"
+SEE_LOGS = "Container failed during execution, see logs for more information."
+
+
+@pytest.mark.parametrize(("message", "verdict"), [
+    (PMEM, Verdict.MEMORY),
+    ("2.1 GB of 2.1 GB virtual memory used", Verdict.MEMORY),
+    (PREEMPTED, Verdict.PREEMPTED),
+    (LOST, Verdict.LOST),
+    ("Container exited with a non-zero exit code 1. 1/1 local-dirs are bad: /data/1;",
+     Verdict.LOST),
+    ("Container Killed by ResourceManager", Verdict.YARN_KILLED),
+    ("Container killed on application-finish event", Verdict.YARN_KILLED),
+    (SEE_LOGS, Verdict.FAILED),
+    ("", Verdict.FAILED),
+])
+def test_each_of_yarns_words_is_one_verdict(message: str, verdict: Verdict) -> None:
+    assert judge("FAILED", message).verdict == verdict
+
+
+def test_a_memory_verdict_carries_the_usage_the_limit_and_a_value_that_fits() -> None:
+    end = judge("FAILED", PMEM)
+    assert (end.used_mb, end.limit_mb, end.memory_kind) == (pytest.approx(714.2), 256,
+                                                            "physical")
+    assert end.suggested_memory_mb() == 1024  # 714 MB with a quarter to spare, in 256s
+    assert judge("FAILED", "1.5 GB of 1 GB physical memory used").used_mb == 1536
+
+
+def test_only_the_tasks_own_failures_and_lost_hosts_count() -> None:
+    assert {v for v in Verdict if v.counted} == {Verdict.FAILED, Verdict.MEMORY, Verdict.LOST}
+
+
+@pytest.mark.parametrize(("code", "signalled"), [(137, True), (143, True), (-9, True),
+                                                 (1, False), (0, False), (None, False),
+                                                 (127, False), (75, False)])
+def test_killed_by_signal(code: int | None, signalled: bool) -> None:
+    assert killed_by_signal(code) is signalled
+
+
+# ------------------------------------------------------------------ the job's rules
+
+
+def killed(cluster: Cluster, role: str, index: int, message: str) -> list:
+    """YARN kills a task's container: its agent's word (143) comes first, YARN's end after."""
+    container = cluster.container(role, index)
+    actions = cluster.apply(cluster.job.on_exited(container, 143, cluster.now, ""))
+    assert actions == [] and cluster.job.tasks[(role, index)].verdict_due is not None
+    cluster.tick(1.0)
+    return actions + cluster.yarn_end(container, message=message)
+
+
+def test_a_preempted_worker_is_replaced_uncounted_with_threshold_zero() -> None:
+    cluster = Cluster(plan(threshold=0))
+    cluster.everyone_running()
+    old = cluster.container("worker", 1)
+    killed(cluster, "worker", 1, PREEMPTED)
+    task = cluster.job.tasks[("worker", 1)]
+    assert cluster.end is None and cluster.job.failures == Counter()
+    assert task.container != old and task.state == TaskState.REQUESTED
+    assert task.verdicts == Counter({Verdict.PREEMPTED: 1}) and cluster.job.generation == 0
+    assert restarts(cluster) == ["worker 1 preempted by YARN: replaced (attempt 1)"]
+
+
+def test_a_preempted_ps_restarts_the_cluster_from_the_checkpoint_uncounted() -> None:
+    cluster = Cluster(plan(threshold=0))
+    cluster.everyone_running()
+    killed(cluster, "ps", 0, PREEMPTED)
+    assert cluster.end is None and cluster.job.failures == Counter()
+    assert cluster.job.generation == 1 and cluster.job.state == JobState.RESTARTING
+    assert restarts(cluster) == [
+        "ps 0 preempted by YARN: cluster restarted as generation 1 from the last checkpoint"]
+    cluster.everyone_running()
+    assert cluster.job.state == JobState.RUNNING
+
+
+def test_a_worker_that_broke_with_a_preempted_chief_is_not_counted() -> None:
+    """The chief's SIGTERM breaks a worker's collective at once; the worker's word comes
+    first and its 5-s settling ends before YARN says the chief was preempted: the worker
+    still waits for that verdict, and falls with the cluster."""
+    cluster = Cluster(plan(ps=0, threshold=0))
+    cluster.everyone_running()
+    chief = cluster.container("chiefworker", 0)
+    cluster.apply(cluster.job.on_exited(chief, 143, cluster.now, ""))
+    cluster.exit("worker", 0, 1)
+    cluster.settle()  # past the worker's settling, within the chief's verdict wait
+    assert cluster.end is None and cluster.job.failures == Counter()
+    cluster.yarn_end(chief, message=PREEMPTED)
+    assert cluster.job.generation == 1 and cluster.job.failures == Counter()
+    assert cluster.settle() == [] and cluster.end is None
+
+
+def test_a_memory_kill_is_a_failure_whose_message_gives_the_fix() -> None:
+    cluster = Cluster(plan(threshold=0))  # every role asks for 1024 MB
+    cluster.everyone_running()
+    killed(cluster, "worker", 1, "1.3 GB of 1 GB physical memory used")
+    assert cluster.end is not None and cluster.end.status == JobState.FAILED
+    text = cluster.end.diagnostics
+    assert "worker 1 (attempt 0) was killed by YARN for memory: its processes used 1331 MB " \
+        "of physical memory, over the 1024 MB its container was given" in text
+    assert 'Fix: raise "yarn.memory" of component "worker" in resources.json from 1024 to ' \
+        "1792 or more" in text
+    assert cluster.job.tasks[("worker", 1)].verdicts == Counter({Verdict.MEMORY: 1})
+
+
+def test_a_memory_kill_within_the_threshold_replaces_the_worker_at_once() -> None:
+    cluster = Cluster(plan(threshold=1))
+    cluster.everyone_running()
+    killed(cluster, "worker", 1, PMEM)
+    assert cluster.end is None and cluster.job.failures == Counter(worker=1)
+    assert restarts(cluster) == ["worker 1 killed for memory: replaced (attempt 1)"]
+
+
+def test_a_node_lost_under_a_task_counts_as_a_lost_host() -> None:
+    cluster = Cluster(plan(threshold=1))
+    cluster.everyone_running()
+    cluster.yarn_end(cluster.container("worker", 1), message=LOST)
+    assert cluster.job.failures == Counter(worker=1) and "nm1" in cluster.job.lost_nodes
+    assert cluster.job.tasks[("worker", 1)].verdicts == Counter({Verdict.LOST: 1})
+    assert restarts(cluster) == ["worker 1 lost on nm1: replaced (attempt 1)"]
+
+
+def test_a_container_killed_by_the_resourcemanager_is_asked_for_again() -> None:
+    cluster = Cluster(plan(threshold=0))
+    cluster.everyone_running()
+    cluster.yarn_end(cluster.container("worker", 0), message="Container Killed by "
+                     "ResourceManager")
+    assert cluster.end is None and cluster.job.failures == Counter()
+    assert cluster.job.tasks[("worker", 0)].verdicts == Counter({Verdict.YARN_KILLED: 1})
+
+
+def test_a_killed_script_whose_container_end_never_comes_is_its_own_failure() -> None:
+    cluster = Cluster(plan(threshold=1))
+    cluster.everyone_running()
+    container = cluster.container("ps", 0)
+    cluster.apply(cluster.job.on_exited(container, 137, cluster.now, "(c on nm1): exited."))
+    assert cluster.job.tasks[("ps", 0)].verdict_due == pytest.approx(cluster.now +
+                                                                      VERDICT_WAIT_S)
+    cluster.tick(VERDICT_WAIT_S - 1)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []  # still waiting for YARN
+    cluster.tick(1)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.job.failures == Counter(ps=1) and cluster.job.generation == 1
+    assert cluster.job.tasks[("ps", 0)].verdicts == Counter({Verdict.FAILED: 1})
+    # YARN's end, late, changes nothing: the job no longer waits on that container
+    assert cluster.yarn_end(container, message=PREEMPTED) == []
+    assert cluster.job.failures == Counter(ps=1)

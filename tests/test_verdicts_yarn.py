@@ -1,0 +1,126 @@
+"""YARN's verdicts on the strict local cluster: memory is enforced and queues preempt.
+
+- A task holding more memory than its container was given is killed by the NodeManager
+  (KILLED_EXCEEDED_PMEM); the job fails, and what the user reads names the usage, the
+  limit and the fix: that component's yarn.memory, with a value.
+- A job in the default queue running past its guaranteed half of the default partition
+  has containers preempted when a job in the urgent queue asks for its own half; the
+  preempted worker is asked for again, uncounted, and the job (failure threshold 0
+  everywhere) trains on and SUCCEEDS, its global step never going back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import skein
+from conftest import wait_for_final_state
+from jobtools import prepare_light_job, status_json
+from test_faults_yarn import (
+    TRAIN_ARGS,
+    TRAIN_STEPS,
+    Job,
+    assert_failed,
+    assert_succeeded,
+    make_job,
+    restarts_of,
+    submitting,
+    wait_until,
+)
+
+from tfyarn.localyarn import cluster
+
+pytestmark = pytest.mark.yarn
+
+HOG_MB = 700  # in a 256 MB container: over twice its limit, so killed at the first look
+
+
+@pytest.fixture
+def submit(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
+    with submitting(yarn_cluster, skein_client) as submit_job:
+        yield submit_job
+
+
+def test_a_task_over_its_memory_is_killed_by_yarn_and_the_fix_is_named(
+        yarn_cluster, submit, tmp_path: Path) -> None:
+    resources, app_config = prepare_light_job(
+        tmp_path, ["--sleep", "600", "--hog", f"worker:2:{HOG_MB}"])  # worker role index 1
+    job = submit(resources, app_config)
+    app = job.final()
+    assert_failed(job, app)
+    diagnostics = app["diagnostics"]
+    assert "worker 1 (attempt 0) was killed by YARN for memory: its processes used" in \
+        diagnostics, diagnostics
+    assert "of physical memory, over the 256 MB its container was given" in diagnostics
+    assert 'Fix: raise "yarn.memory" of component "worker" in resources.json from 256 to ' \
+        in diagnostics
+    assert "Component worker failed 1 time(s)" in diagnostics
+    view = status_json(yarn_cluster, job.app_id)["job"]
+    worker = next(t for t in view["tasks"] if (t["role"], t["index"]) == ("worker", 1))
+    assert worker["verdicts"] == {"memory-killed": 1}, worker
+    assert view["verdicts"] == {"memory-killed": 1}, view["verdicts"]
+    job.assert_no_process_left()
+
+
+# ---------------------------------------------------------------- preemption
+
+DEFAULT_PARTITION_MB = 2 * 16384  # the two default-partition nodes (layout.NODE_MEMORY_MB)
+WORKER_MB = 6144  # 3 workers: 18 GB of the 16 GB the default queue is guaranteed
+URGENT_MB = 4096  # 4 of them: the urgent queue's half, 16 GB
+
+
+def urgent_application(containers: int, seconds: float) -> skein.ApplicationSpec:
+    """Another team's job in the urgent queue, asking for its guaranteed half."""
+    return skein.ApplicationSpec(
+        name="tfyarn-test-urgent", queue="urgent", max_attempts=1,
+        master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+        services={"hold": skein.Service(
+            instances=containers, resources=skein.Resources(memory=URGENT_MB, vcores=1),
+            script=f"sleep {seconds:.0f}")})
+
+
+def default_partition_used(yarn_cluster, queue: str) -> int:
+    """MB the queue holds now (the RM's scheduler view)."""
+    doc = cluster.rest(yarn_cluster.layout, "scheduler")["scheduler"]["schedulerInfo"]
+    for info in doc["queues"]["queue"]:
+        if info["queueName"] == queue:
+            return int(info["resourcesUsed"]["memory"])
+    raise AssertionError(f"no queue {queue} in the scheduler's view")
+
+
+def test_a_job_past_its_queues_share_is_preempted_and_trains_on(
+        yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+    resources, app_config = make_job(
+        tmp_path, args=TRAIN_ARGS,
+        thresholds={"ps": 0, "chiefworker": 0, "worker": 0},
+        components={"worker": {"yarn.component.instances": "3", "yarn.memory": str(WORKER_MB),
+                               "yarn.label.expression": ""}})
+    job = submit(resources, app_config)
+    before = job.wait_for_checkpoint()
+    used = default_partition_used(yarn_cluster, "default")
+    assert used > DEFAULT_PARTITION_MB // 2, f"the default queue holds only {used} MB"
+
+    urgent = skein_client.submit(urgent_application(containers=4, seconds=40))
+    try:
+        wait_until("a worker of the job preempted", lambda: any(
+            t.get("verdicts", {}).get("preempted") for t in
+            status_json(yarn_cluster, job.app_id)["job"]["tasks"]),
+            90, poll_s=2, fail_fast=job.ended_early)
+        print(f"[{job.app_id}] preempted {time.monotonic() - job.submitted_at:.0f} s after "
+              f"submit; checkpoint before: step {before}")
+    finally:
+        wait_for_final_state(skein_client, urgent, 120)
+
+    app = job.final(timeout_s=300)
+    assert_succeeded(job, app)  # threshold 0 everywhere: a preemption is no failure
+    restarts = restarts_of(app["diagnostics"])
+    assert any("preempted by YARN" in line for line in restarts), restarts
+    assert job.result()["global_step"] >= TRAIN_STEPS, job.result()
+    after = job.hdfs_checkpoint()
+    assert after is not None and after[1] >= before, (before, after)
+    view = status_json(yarn_cluster, job.app_id)["job"]
+    assert view["verdicts"].get("preempted", 0) >= 1 and "failed" not in view["verdicts"], \
+        view["verdicts"]
