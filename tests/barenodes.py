@@ -103,7 +103,7 @@ def ship_env_to_every_node(layout: Layout, timeout_s: float = 600) -> str:
     script = BARE_NODE_CHECK.format(client_python=shlex.quote(os.path.realpath(sys.executable)),
                                     checkout=shlex.quote(str(REPO)), system_python=SYSTEM_PYTHON)
     services = {nm.name: skein.Service(
-        resources=skein.Resources(memory=512, vcores=1), files={ENV_DIR: env_file(url)},
+        resources=skein.Resources(memory=1024, vcores=1), files={ENV_DIR: env_file(url)},
         script=script, nodes=[nm.host], relax_locality=False,
         node_label=nm.partition or "", max_restarts=0) for nm in nodes}
     spec = skein.ApplicationSpec(

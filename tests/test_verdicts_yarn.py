@@ -20,8 +20,6 @@ import skein
 from conftest import wait_for_final_state
 from jobtools import prepare_light_job, status_json
 from test_faults_yarn import (
-    TRAIN_ARGS,
-    TRAIN_STEPS,
     Job,
     assert_failed,
     assert_succeeded,
@@ -70,6 +68,9 @@ def test_a_task_over_its_memory_is_killed_by_yarn_and_the_fix_is_named(
 DEFAULT_PARTITION_MB = 2 * 16384  # the two default-partition nodes (layout.NODE_MEMORY_MB)
 WORKER_MB = 6144  # 3 workers: 18 GB of the 16 GB the default queue is guaranteed
 URGENT_MB = 4096  # 4 of them: the urgent queue's half, 16 GB
+# Long enough (about 90 s of training) for the urgent job to come, take its share and go.
+TRAIN_STEPS = 3000
+TRAIN_ARGS = ["--train_steps", str(TRAIN_STEPS), "--step_sleep", "0.1"]
 
 
 def urgent_application(containers: int, seconds: float) -> skein.ApplicationSpec:
@@ -103,7 +104,7 @@ def test_a_job_past_its_queues_share_is_preempted_and_trains_on(
     used = default_partition_used(yarn_cluster, "default")
     assert used > DEFAULT_PARTITION_MB // 2, f"the default queue holds only {used} MB"
 
-    urgent = skein_client.submit(urgent_application(containers=4, seconds=40))
+    urgent = skein_client.submit(urgent_application(containers=4, seconds=30))
     try:
         wait_until("a worker of the job preempted", lambda: any(
             t.get("verdicts", {}).get("preempted") for t in
