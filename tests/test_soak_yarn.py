@@ -25,9 +25,9 @@ import statistics
 import threading
 import time
 from collections import Counter
-from itertools import pairwise
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
