@@ -40,6 +40,12 @@ def cluster_group() -> None:
     The last NodeManager is in the exclusive `gpu` node-label partition. It runs YARN's GPU
     plugin, which discovers its GPUs (2 by default, --gpus) with a stand-in `nvidia-smi`
     replaying a recorded H100 node; its containers find the same `nvidia-smi` on their PATH.
+
+    It is as strict as a production cluster: a container whose processes hold more memory
+    than it asked for is killed (physical memory checked every 3 s; virtual memory not, as
+    most clusters set it). The `default` and `urgent` queues are each guaranteed half of the
+    default partition and may use all of it, and the preemption monitor takes a queue's
+    share back from the other within seconds. `small` has no guarantee and a quarter at most.
     """
 
 
@@ -65,6 +71,8 @@ def up_command(state_dir: str | None, nodes: int | None, gpus: int | None,
         click.echo(f"The local YARN cluster is already running: {result.webapp_url} (unchanged).")
         return
     click.echo(f"Local YARN cluster up in {result.seconds:.1f} s. Web UI: {result.webapp_url}")
+    click.echo("Strict as production: memory enforced (pmem), queues default and urgent "
+               "(half each, preempting), small (a quarter at most).")
     click.echo('Point `yarn` and tfyarn at it with: eval "$(tfyarn cluster env)"')
 
 
