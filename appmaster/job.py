@@ -728,7 +728,7 @@ class Job:
         role = self.plan.role(task.role)
         limit = f"{end.limit_mb:.0f} MB" if end.limit_mb else f"{role.memory_mb} MB"
         used = f"{end.used_mb:.0f} MB" if end.used_mb else "more"
-        suggested = end.suggested_memory_mb() or 2 * role.memory_mb
+        suggested = end.suggested_memory_mb(role.memory_mb)
         return (f"{task.name} (attempt {task.attempt}) was killed by YARN for memory: its "
                 f"processes used {used} of {end.memory_kind or 'physical'} memory, over the "
                 f"{limit} its container was given {failure}\nFix: raise \"yarn.memory\" of "

@@ -61,13 +61,12 @@ class ContainerEnd:
     limit_mb: float | None = None  # and what the container was given
     memory_kind: str = ""  # "physical" or "virtual"
 
-    def suggested_memory_mb(self, minimum_allocation_mb: int = 128) -> int | None:
-        """A yarn.memory that holds what was used, with a quarter to spare, rounded up to
-        a multiple of 256 MB (and of the scheduler's minimum allocation)."""
-        if self.used_mb is None:
-            return None
-        step = max(256, minimum_allocation_mb)
-        return max(step, math.ceil(self.used_mb * 1.25 / step) * step)
+    def suggested_memory_mb(self, asked_mb: int, step_mb: int = 256) -> int:
+        """A yarn.memory that holds what was used, with a quarter to spare, in steps of
+        256 MB, and at least a step above what was asked (YARN's usage is a sample: the
+        peak may have been higher)."""
+        used = self.used_mb if self.used_mb is not None else 2 * asked_mb
+        return max(math.ceil(used * 1.25 / step_mb), asked_mb // step_mb + 1) * step_mb
 
 
 def counts(verdicts: dict[str, int]) -> dict[str, int]:

@@ -4,14 +4,18 @@ the local cluster (the memory one) or as their sources write them."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 from test_job import Cluster, plan, restarts
 
 from appmaster.job import VERDICT_WAIT_S
+from appmaster.jobpage import render_page
 from appmaster.verdicts import Verdict, judge, killed_by_signal
+from appmaster.view import JobView
 from appmaster.vocabulary import JobState, TaskState
+from tfyarn.jobview import format_table, verdict_lines
 
 PMEM = "714.2 MB of 256 MB physical memory used"  # skein's rewording of YARN's -104
 PREEMPTED = "Container preempted by scheduler"
@@ -39,7 +43,8 @@ def test_a_memory_verdict_carries_the_usage_the_limit_and_a_value_that_fits() ->
     end = judge("FAILED", PMEM)
     assert (end.used_mb, end.limit_mb, end.memory_kind) == (pytest.approx(714.2), 256,
                                                             "physical")
-    assert end.suggested_memory_mb() == 1024  # 714 MB with a quarter to spare, in 256s
+    assert end.suggested_memory_mb(256) == 1024  # 714 MB with a quarter to spare, in 256s
+    assert end.suggested_memory_mb(1024) == 1280  # never the ask itself: a step above it
     assert judge("FAILED", "1.5 GB of 1 GB physical memory used").used_mb == 1536
 
 
@@ -161,3 +166,35 @@ def test_a_killed_script_whose_container_end_never_comes_is_its_own_failure() ->
     # YARN's end, late, changes nothing: the job no longer waits on that container
     assert cluster.yarn_end(container, message=PREEMPTED) == []
     assert cluster.job.failures == Counter(ps=1)
+
+
+# ------------------------------------------------------------------ shown
+
+
+def test_counts_by_verdict_reach_the_view_the_page_and_the_status_lines() -> None:
+    cluster = Cluster(plan(threshold=1))
+    cluster.everyone_running()
+    killed(cluster, "worker", 1, PREEMPTED)
+    cluster.everyone_running()
+    killed(cluster, "worker", 1, PMEM)
+    view = JobView.of(cluster.job, "application_1_0001", "hdfs://nn/w", cluster.now)
+    row = next(t for t in view.tasks if (t.role, t.index) == ("worker", 1))
+    assert row.verdicts == {"memory-killed": 1, "preempted": 1}  # in the order shown
+    assert view.verdicts == {"memory-killed": 1, "preempted": 1}
+    again = JobView.from_dict(json.loads(json.dumps(view.to_dict())))  # as status reads it
+    assert again.verdicts == view.verdicts and again.tasks[3].verdicts == row.verdicts
+    page = render_page(view.to_dict())
+    assert '>memory-killed 1, preempted 1</td>' in page
+    assert "<dt>verdicts</dt>" in page
+    assert "ENDS" in format_table(again) and "memory-killed 1, preempted 1" in format_table(again)
+    (line,) = verdict_lines(again)
+    assert line == ("Container ends: memory-killed 1, preempted 1 (preempted: YARN took the "
+                    "container back; not counted against yarn.container.failure.threshold)")
+
+
+def test_a_job_without_verdicts_shows_no_column_and_no_line() -> None:
+    cluster = Cluster(plan())
+    cluster.everyone_running()
+    view = JobView.of(cluster.job, "application_1_0001", "hdfs://nn/w", cluster.now)
+    assert view.verdicts == {} and verdict_lines(view) == []
+    assert "ENDS" not in format_table(view) and "col-verdicts" not in render_page(view.to_dict())
