@@ -438,8 +438,10 @@ class Job:
             task.state = TaskState.FINISHED if succeeded else TaskState.FAILED
             log.warning("TensorBoard ended; the job goes on without it")
             return
+        heard_at = now
         if task.verdict_due is not None:  # its script was killed: this end says by whom
             failure = failure or task.signalled_failure
+            heard_at = task.verdict_due - VERDICT_WAIT_S  # its agent's word
             task.verdict_due, task.signalled_failure = None, ""
         if succeeded:
             self._succeeded(task, now)
@@ -454,7 +456,7 @@ class Job:
                                 f"lost or its disks failed {failure}", now,
                                 f"lost on {task.host}", Verdict.LOST)
         else:
-            self._failed(task, self._failure_text(task, failure), now)
+            self._failed(task, self._failure_text(task, failure), now, heard_at=heard_at)
 
     def _taken_back(self, task: Task, end: ContainerEnd, now: float) -> None:
         """YARN took the container back (preempted it for another queue, or its RM killed
@@ -536,7 +538,9 @@ class Job:
                   f"{self.plan.heartbeat_timeout_s:.0f} s): its host died or was cut off.")
         self._count_failure(task, reason, now, f"lost on {task.host}", Verdict.LOST)
 
-    def _failed(self, task: Task, reason: str, now: float, how: str = "failed") -> None:
+    def _failed(self, task: Task, reason: str, now: float, how: str = "failed",
+                heard_at: float | None = None) -> None:
+        """``heard_at``: when the failure was first heard (the settling counts from then)."""
         if task is self.evaluator:
             self._count_failure(task, reason, now)
             return
@@ -546,9 +550,10 @@ class Job:
             self._restart(task, now)
             return
         if how == "failed" and self._replaceable(task):
-            self.settling[task.key] = (reason, now + FAILURE_SETTLE_S)
+            due = max(now, (heard_at or now) + FAILURE_SETTLE_S)
+            self.settling[task.key] = (reason, due)
             log.info("%s failed; judged in %.0f s unless a ps or the chief failed first",
-                     task.name, FAILURE_SETTLE_S)
+                     task.name, due - now)
             return
         self._count_failure(task, reason, now, how)
 

@@ -198,3 +198,19 @@ def test_a_job_without_verdicts_shows_no_column_and_no_line() -> None:
     view = JobView.of(cluster.job, "application_1_0001", "hdfs://nn/w", cluster.now)
     assert view.verdicts == {} and verdict_lines(view) == []
     assert "ENDS" not in format_table(view) and "col-verdicts" not in render_page(view.to_dict())
+
+
+def test_a_killed_workers_settling_counts_from_its_agents_word() -> None:
+    """kill -9 of a worker's script: its agent's word (137) starts the 5 s in which a ps's
+    or the chief's failure would explain it; YARN's end, 3 s later, does not restart them."""
+    cluster = Cluster(plan(threshold=1))
+    cluster.everyone_running()
+    container = cluster.container("worker", 1)
+    cluster.apply(cluster.job.on_exited(container, 137, cluster.now, ""))
+    cluster.tick(3.0)
+    cluster.yarn_end(container, message=SEE_LOGS)
+    assert cluster.job.settling[("worker", 1)][1] == pytest.approx(cluster.now + 2.0)
+    cluster.tick(2.0)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.job.failures == Counter(worker=1)
+    assert cluster.job.tasks[("worker", 1)].container != container  # replaced
