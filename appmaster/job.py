@@ -195,6 +195,7 @@ class Job:
         task.previous_address = task.address or task.previous_address
         task.container, task.state, task.address = container, TaskState.REQUESTED, None
         task.gpus = None  # its new agent says which it holds
+        task.verdict_due, task.signalled_failure = None, ""  # a verdict on its old container
         self.by_container[container] = task
         return registry.TaskAssignment(task.role, task.index, self.generation, task.attempt,
                                        task.previous_address)

@@ -214,3 +214,16 @@ def test_a_killed_workers_settling_counts_from_its_agents_word() -> None:
     cluster.apply(cluster.job.on_tick(cluster.now))
     assert cluster.job.failures == Counter(worker=1)
     assert cluster.job.tasks[("worker", 1)].container != container  # replaced
+
+
+def test_a_verdict_awaited_on_a_container_the_cluster_restart_ended_is_forgotten() -> None:
+    cluster = Cluster(plan(threshold=1))
+    cluster.everyone_running()
+    worker = cluster.container("worker", 1)
+    cluster.apply(cluster.job.on_exited(worker, 143, cluster.now, ""))
+    cluster.exit("ps", 0, 1)  # the cluster restarts: worker 1's old container goes too
+    assert cluster.job.generation == 1 and worker not in cluster.job.by_container
+    cluster.everyone_running()
+    cluster.tick(VERDICT_WAIT_S + 1)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
+    assert cluster.job.failures == Counter(ps=1) and cluster.job.state == JobState.RUNNING
