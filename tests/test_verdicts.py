@@ -224,6 +224,8 @@ def test_a_verdict_awaited_on_a_container_the_cluster_restart_ended_is_forgotten
     cluster.exit("ps", 0, 1)  # the cluster restarts: worker 1's old container goes too
     assert cluster.job.generation == 1 and worker not in cluster.job.by_container
     cluster.everyone_running()
+    new = cluster.container("worker", 1)
     cluster.tick(VERDICT_WAIT_S + 1)
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
+    assert cluster.settle() == [] and cluster.container("worker", 1) == new
     assert cluster.job.failures == Counter(ps=1) and cluster.job.state == JobState.RUNNING
