@@ -16,7 +16,8 @@ again uncounted; a task silent past the heartbeat timeout counts as failed (its 
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from appmaster import registry
@@ -57,6 +58,16 @@ class Task:
     verdict_due: float | None = None
     signalled_failure: str = ""  # where and how, as the agent's word told it
 
+    def __setattr__(self, name: str, value: object) -> None:
+        # The job's index (TaskIndex) follows every change of the fields it groups by.
+        index = self.__dict__.get("_index")
+        if index is None or name not in TaskIndex.FIELDS:
+            object.__setattr__(self, name, value)
+            return
+        index.discard(self)
+        object.__setattr__(self, name, value)
+        index.add(self)
+
     @property
     def key(self) -> tuple[str, int]:
         return (self.role, self.index)
@@ -68,6 +79,65 @@ class Task:
     @property
     def host(self) -> str:
         return (self.node or "?").rsplit(":", 1)[0]
+
+
+Key = tuple[str, int]
+# Short of running: the states a task passes through on its way to its script.
+NOT_RUNNING_YET = (TaskState.REQUESTED, TaskState.ALLOCATED, TaskState.STARTED,
+                   TaskState.REGISTERED, TaskState.STOPPED)
+
+
+class TaskIndex:
+    """The job's tasks grouped by where they stand, kept up to date as they change
+    (``Task.__setattr__``): an event's "has every task started / registered / run?" is then a
+    count, not a pass over every task. At 1,000 tasks those passes, one or more per event
+    and again for the next deadline, made the AppMaster's work per event grow with the job
+    (issue 28). A task enters its group's dict last when it changes, so the tasks still
+    waiting for a container are in the order they were asked for."""
+
+    FIELDS = frozenset({"state", "address", "verdict_due"})
+
+    def __init__(self, cluster_roles: Iterable[str]) -> None:
+        self.roles = tuple(cluster_roles)  # the TensorFlow cluster's; side tasks: verdicts only
+        self.by_state: defaultdict[tuple[str, TaskState], dict[Key, Task]] = defaultdict(dict)
+        self.unregistered: dict[Key, Task] = {}  # cluster tasks counted on, without an address
+        self.verdict_awaited: dict[Key, Task] = {}  # tasks whose container's verdict is due
+
+    def track(self, task: Task) -> None:
+        object.__setattr__(task, "_index", self)
+        self.add(task)
+
+    def add(self, task: Task) -> None:
+        if task.verdict_due is not None:
+            self.verdict_awaited[task.key] = task
+        if task.role not in self.roles:
+            return
+        self.by_state[(task.role, task.state)][task.key] = task
+        if task.address is None and task.state != TaskState.FAILED:
+            self.unregistered[task.key] = task
+
+    def discard(self, task: Task) -> None:
+        self.verdict_awaited.pop(task.key, None)
+        self.unregistered.pop(task.key, None)
+        if task.role in self.roles:
+            self.by_state[(task.role, task.state)].pop(task.key, None)
+
+    def count(self, *states: TaskState, roles: Iterable[str] | None = None) -> int:
+        return sum(len(self.by_state[(role, state)])
+                   for role in (self.roles if roles is None else roles) for state in states)
+
+    def live(self, roles: Iterable[str] | None = None) -> int:
+        """How many of these roles' tasks the job still counts on (not dropped as failed)."""
+        return self.count(*(s for s in TaskState if s != TaskState.FAILED), roles=roles)
+
+    def in_state(self, state: TaskState) -> list[Task]:
+        return [task for role in self.roles for task in self.by_state[(role, state)].values()]
+
+    def oldest_request(self) -> float | None:
+        """When the longest-waiting container request was made: each role's first."""
+        firsts = [next(iter(group.values())).requested_at for role in self.roles
+                  if (group := self.by_state[(role, TaskState.REQUESTED)])]
+        return min(firsts) if firsts else None
 
 
 # ------------------------------------------------------------------ actions
@@ -177,6 +247,10 @@ class Job:
         self.settling: dict[tuple[str, int], tuple[str, float]] = {}
         self.asked_again: set[tuple[str, int]] = set()  # their next container: no new deadline
         self._actions: list[Action] = []
+        self.index = TaskIndex(role.name for role in plan.roles)
+        for task in (*self.tasks.values(), self.tensorboard, self.evaluator):
+            if task is not None:
+                self.index.track(task)
 
     # ------------------------------------------------------------ events
 
@@ -268,35 +342,40 @@ class Job:
                 task.state = TaskState.FINISHED if task.exit_code == 0 else TaskState.STOPPED
 
     def next_deadline(self) -> float | None:
-        live = self.live_tasks()
+        """Asked after every event: it reads the index, never every task."""
         deadlines = []
-        waiting = self._not_given()
-        if waiting:
+        oldest = self.index.oldest_request()
+        if oldest is not None:
             deadlines.append(self.allocation_deadline)
-            deadlines.append(min(t.requested_at for t in waiting) + REASK_S)
-        if any(t.address is None for t in live):
+            deadlines.append(oldest + REASK_S)
+        if self.index.unregistered:
             deadlines.append(self.registration_deadline)
         if self.plan.deadline_s:
             deadlines.append(self.started_at + self.plan.deadline_s)
-        if self.liveness.watched():
+        if self.liveness.count():
             deadlines.append(self.next_liveness_check)
         if self.evaluation_deadline is not None:
             deadlines.append(self.evaluation_deadline)
         verdicts = self._cluster_verdict_due()
         deadlines += [max(due, verdicts or due) for _, due in self.settling.values()]
-        deadlines += [t.verdict_due for t in self.by_container.values() if t.verdict_due]
+        deadlines += [t.verdict_due for t in self._verdicts_awaited()]
         return min(deadlines) if deadlines else None
 
     def heartbeats_due(self, now: float) -> bool:
         """Whether the master should read the agents' heartbeats now."""
-        return bool(self.liveness.watched()) and now >= self.next_liveness_check
+        return bool(self.liveness.count()) and now >= self.next_liveness_check
 
     def task_of(self, container: str) -> Task | None:
         return self.by_container.get(container)
 
     def _not_given(self) -> list[Task]:
         """Tasks whose container YARN has not given yet, as far as the job knows."""
-        return [t for t in self.live_tasks() if t.state == TaskState.REQUESTED]
+        return self.index.in_state(TaskState.REQUESTED)
+
+    def _verdicts_awaited(self) -> list[Task]:
+        """Tasks whose script was killed by a signal, their container's end not heard yet."""
+        return [t for t in self.index.verdict_awaited.values()
+                if self.by_container.get(t.container) is t]
 
     def live_tasks(self) -> list[Task]:
         """Tasks the job still counts on (an ignored failed worker is dropped)."""
@@ -342,8 +421,7 @@ class Job:
         task.yarn_container_id, task.node, task.user = yarn_container_id, node, user
         if task is not self.tensorboard:
             self.liveness.watch(container, now)
-        if all(t.state not in (TaskState.REQUESTED, TaskState.ALLOCATED)
-               for t in self.live_tasks()):
+        if not self.index.count(TaskState.REQUESTED, TaskState.ALLOCATED):
             self.clock.mark_once("all started", now)
 
     def _on_a_lost_node(self, task: Task, container: str, node: str | None,
@@ -382,7 +460,7 @@ class Job:
                                  f"as generation {self.generation + 1} from the last checkpoint")
             self._restart_generation(task, now)
             return
-        if all(t.address for t in self.live_tasks()):
+        if not self.index.unregistered:
             self.clock.mark_once("all registered", now)
             self._publish_spec(now)
 
@@ -404,8 +482,8 @@ class Job:
             log.info("%s training again %.2f s after its failure was heard (attempt %d)",
                      task.name, now - task.failed_at, task.attempt)
             task.failed_at = None
-        if self.state in (JobState.STARTING, JobState.RESTARTING) and all(
-                t.state in (TaskState.RUNNING, TaskState.FINISHED) for t in self.live_tasks()):
+        if self.state in (JobState.STARTING, JobState.RESTARTING) and not self.index.count(
+                *NOT_RUNNING_YET):
             self.clock.mark_once("all running", now)
             self.state = JobState.RUNNING
 
@@ -476,8 +554,8 @@ class Job:
 
     def _judge_killed_scripts(self, now: float) -> None:
         """Scripts killed by a signal whose container's end never came: their own failure."""
-        for task in list(self.by_container.values()):
-            if task.verdict_due is not None and now >= task.verdict_due:
+        for task in self._verdicts_awaited():
+            if now >= task.verdict_due:
                 failure = task.signalled_failure
                 task.verdict_due, task.signalled_failure = None, ""
                 self._drop(task.container)
@@ -493,9 +571,9 @@ class Job:
             return  # it ended by itself; training goes on
         if self.plan.success_policy == "chief":
             done = task.key == self.plan.chief  # worker 0 without chiefworker
-        else:
-            done = all(t.state == TaskState.FINISHED for t in self.live_tasks()
-                       if t.role != Role.PS)
+        else:  # every task but the ps finished (or was dropped)
+            done = not self.index.count(*NOT_RUNNING_YET, TaskState.RUNNING, roles=[
+                role for role in self.index.roles if role != Role.PS])
         if not done:
             return
         evaluator = self.evaluator
@@ -572,7 +650,7 @@ class Job:
         if role.failure_policy == "ignore":
             task.state = TaskState.FAILED
             self.restarts.append(f"{task.name} dropped (failure policy ignore)")
-            if not any(t.role == Role.WORKER for t in self.live_tasks()):
+            if not self.index.live(roles=[Role.WORKER]):
                 self._end(JobState.FAILED, f"Every worker failed and was dropped. Last: {reason}")
             return
         if not role.may_restart(failures):
@@ -656,8 +734,7 @@ class Job:
     def _cluster_verdict_due(self) -> float | None:
         """When YARN's verdict on a killed ps or chief is due at the latest, if one is
         awaited: a worker's failure may be its doing, so it is judged after."""
-        dues = [t.verdict_due for t in self.by_container.values()
-                if t.verdict_due is not None and not self._replaceable(t)]
+        dues = [t.verdict_due for t in self._verdicts_awaited() if not self._replaceable(t)]
         return max(dues) if dues else None
 
     def _judge_settled_failures(self, now: float) -> None:
@@ -678,7 +755,6 @@ class Job:
     def _check_deadlines(self, now: float) -> None:
         self._judge_killed_scripts(now)
         self._judge_settled_failures(now)
-        live = self.live_tasks()
         if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
             self._end(JobState.FAILED, f"The job ran past its deadline of "
                       f"{self.plan.deadline_s:.0f} s (site.global.job.deadline) and was stopped.")
@@ -699,10 +775,11 @@ class Job:
                      f"{self.plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
             lines += [f"  {t.name}: {self._describe_request(t)}" for t in waiting]
             self._end(JobState.FAILED, "\n".join(lines))
-        missing = [t for t in live if t.address is None]
+        missing = list(self.index.unregistered.values())
         if missing and now >= self.registration_deadline:
             lines = [f"Tasks did not register within {self.plan.registration_timeout_s:.0f} s "
-                     f"(site.global.registration.timeout): {len(missing)} of {len(live)} missing."]
+                     f"(site.global.registration.timeout): {len(missing)} of "
+                     f"{self.index.live()} missing."]
             lines += [f"  {t.name}: {self._describe_unregistered(t)}" for t in missing]
             self._end(JobState.FAILED, "\n".join(lines))
 

@@ -23,8 +23,9 @@ class Liveness:
     def forget(self, container: str) -> None:
         self._heard.pop(container, None)
 
-    def watched(self) -> list[str]:
-        return list(self._heard)
+    def count(self) -> int:
+        """How many are watched (asked after every event: no copy of the list)."""
+        return len(self._heard)
 
     def update(self, beats: dict[str, bytes], now: float) -> None:
         """``beats``: container -> its current counter, as read from the registry."""
