@@ -54,51 +54,61 @@ class Store:
 
     ``on_put(key, value)`` runs for every agent write, in the writer's server thread: the
     master queues it as an event, as it did skein's watch events.
+
+    A write wakes only the waiters of its own key: while N agents wait for the spec, their
+    N exports and statuses must not wake all N each time (issue 28: N² wake-ups).
     """
 
     def __init__(self, on_put: Callable[[str, bytes], None] | None = None) -> None:
         self._values: dict[str, tuple[bytes, int]] = {}
         self._beats: dict[str, int] = {}
         self._version = 0
-        self._changed = threading.Condition()
+        self._lock = threading.Lock()
+        # key -> its waiters' condition (on the one lock); a key's stays once waited on: few
+        # keys are (each task's, the specs, the end of training), all kept in _values too
+        self._changed: dict[str, threading.Condition] = {}
         self.on_put = on_put
 
     def put(self, key: str, value: bytes) -> int:
-        with self._changed:
+        with self._lock:
             self._version += 1
             self._values[key] = (value, self._version)
-            self._changed.notify_all()
+            if key in self._changed:
+                self._changed[key].notify_all()
             return self._version
 
     def delete(self, key: str) -> None:
-        with self._changed:
+        with self._lock:
             self._values.pop(key, None)
 
     def get(self, key: str) -> tuple[bytes, int] | None:
-        with self._changed:
+        with self._lock:
             return self._values.get(key)
 
     def wait(self, key: str, after: int, timeout_s: float) -> tuple[bytes, int] | None:
         """The key's value once its version is above ``after``; None after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
-        with self._changed:
+        with self._lock:
+            changed = self._changed.get(key)
+            if changed is None:
+                changed = self._changed[key] = threading.Condition(self._lock)
             while True:
                 found = self._values.get(key)
                 if found is not None and found[1] > after:
                     return found
                 left = deadline - time.monotonic()
-                if left <= 0 or not self._changed.wait(left):
+                if left <= 0 or not changed.wait(left):
                     return None
 
     def beat(self, container: str) -> bool:
         """One heartbeat of ``container``; whether it still holds its task (its fence)."""
-        with self._changed:
+        with self._lock:
             self._beats[container] = self._beats.get(container, 0) + 1
             return f"task/{container}" in self._values
 
     def beats(self) -> dict[str, int]:
         """Every agent's heartbeat counter, read at once (the master's liveness check)."""
-        with self._changed:
+        with self._lock:
             return dict(self._beats)
 
 
