@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 from appmaster import verdicts
 from appmaster.job import Job, Task
@@ -52,7 +52,10 @@ class TaskRow:
                    verdicts.counts(task.verdicts))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        # Field by field, not dataclasses.asdict: its deep copy of every value was most of
+        # the view's cost at 1,000s of tasks (issue 28), and the job replaces a task's
+        # dicts (mirror, gpus, progress) when they change, never edits them in place.
+        return {name: getattr(self, name) for name in _ROW_FIELDS}
 
     @classmethod
     def from_dict(cls, data: dict) -> TaskRow:
@@ -60,6 +63,9 @@ class TaskRow:
         row = cls(**{key: value for key, value in data.items() if key in known})
         row.state = TaskState(row.state)
         return row
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(TaskRow))
 
 
 @dataclass
@@ -119,7 +125,10 @@ class JobView:
                 (task.verdicts for task in tasks), Counter())))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        view = {f.name: getattr(self, f.name) for f in fields(self)}
+        view["tasks"] = [task.to_dict() for task in self.tasks]
+        view["tensorboard"] = self.tensorboard.to_dict() if self.tensorboard else None
+        return view
 
     @classmethod
     def from_dict(cls, data: dict) -> JobView:
