@@ -17,6 +17,7 @@ from appmaster import registry
 from appmaster.job import (
     FAILURE_SETTLE_S,
     REASK_S,
+    VERDICT_WAIT_S,
     EndJob,
     Fence,
     Job,
@@ -599,3 +600,42 @@ def test_a_request_yarn_has_not_met_is_made_again_within_the_allocation_timeout(
     cluster.apply(cluster.job.on_tick(cluster.now))
     assert cluster.end and cluster.end.diagnostics.startswith(
         "YARN did not allocate 1 container(s) within 100 s (site.global.allocation.timeout):")
+
+
+def index_agrees(cluster: Cluster) -> None:
+    """The job's index of tasks (what each event's checks read) against a pass over them."""
+    job = cluster.job
+    live = job.live_tasks()
+    for state in TaskState:
+        assert job.index.count(state) == sum(t.state == state for t in job.tasks.values())
+    assert set(job.index.unregistered) == {t.key for t in live if t.address is None}
+    waiting = [t for t in live if t.state == TaskState.REQUESTED]
+    assert job.index.oldest_request() == (min(t.requested_at for t in waiting)
+                                          if waiting else None)
+    assert {t.key for t in job._verdicts_awaited()} == {
+        t.key for t in (*job.tasks.values(), job.evaluator) if t and t.verdict_due
+        and job.by_container.get(t.container) is t}
+
+
+def test_the_index_of_tasks_follows_starts_failures_and_restarts() -> None:
+    cluster = Cluster(plan(ps=2, workers=4, threshold=5, evaluator=RolePlan(
+        "evaluator", 1, 4, 1024, 1, failure_threshold=1)))
+    index_agrees(cluster)
+    cluster.tick()
+    cluster.start("ps", 1)
+    cluster.tick()
+    cluster.everyone_running()
+    index_agrees(cluster)
+    for role, index, code in (("worker", 2, 137), ("ps", 0, 143)):  # killed by a signal:
+        container = cluster.container(role, index)  # YARN's verdict awaited
+        cluster.apply(cluster.job.on_exited(container, code, cluster.now))
+    assert len(cluster.job._verdicts_awaited()) == 2
+    index_agrees(cluster)
+    cluster.tick(VERDICT_WAIT_S + 1)
+    cluster.apply(cluster.job.on_tick(cluster.now))  # no end came: judged as failures
+    index_agrees(cluster)
+    assert cluster.job.generation == 1  # the ps restarted everyone
+    cluster.tick()
+    cluster.everyone_running()
+    index_agrees(cluster)
+    assert cluster.job.state == JobState.RUNNING
