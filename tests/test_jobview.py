@@ -165,3 +165,53 @@ def test_training_progress_and_the_last_evaluation_are_shown() -> None:
         "Last evaluation (checkpoint step 1100): eval/accuracy 0.9125"]
     assert format_progress(view).endswith("step 1200 (41.5 steps/s)")
     assert jobview.progress_lines(typed(VIEW), now=0) == []
+
+
+def big_view(workers: int = 40) -> JobView:
+    """A job past SMALL_JOB tasks, training: a few of its tasks need a look."""
+    tasks = [task("ps", 0, "running", "h:1"), task("chiefworker", 0, "running", "h:2")]
+    tasks += [task("worker", i, "running", f"h:{10 + i}") for i in range(workers)]
+    tasks[3] = {**tasks[3], "state": "requested", "restarts": 1,
+                "verdicts": {"lost": 1}}  # worker 1: lost, asked for again
+    tasks[4] = {**tasks[4], "state": "failed", "restarts": 2, "exit_code": 1,
+                "verdicts": {"failed": 2}}  # worker 2: dropped
+    tasks[5] = {**tasks[5], "state": "allocated", "address": None}  # worker 3: slow
+    tasks[6] = {**tasks[6], "verdicts": {"preempted": 1}, "restarts": 1}  # worker 4: back
+    return typed({**VIEW, "tasks": tasks})
+
+
+def test_a_large_job_shows_counts_then_only_the_tasks_needing_attention() -> None:
+    view = big_view()
+    text = jobview.format_status(view)
+    lines = text.splitlines()
+    assert lines[0].split() == ["ROLE", "TASKS", "REQUESTED", "ALLOCATED", "RUNNING", "FAILED"]
+    assert lines[1].split() == ["ps", "1", "-", "-", "1", "-"]
+    assert lines[3].split() == ["worker", "40", "1", "1", "37", "1"]
+    assert "Needing attention (4 of 42 tasks" in text
+    listed = lines[lines.index(next(x for x in lines if x.startswith("Needing"))) + 2:]
+    rows = {line.split()[1]: line for line in listed}
+    assert set(rows) == {"1", "2", "3", "4"}  # the 37 others, all well, are left out
+    assert "starting again (attempt 1)" in rows["1"] and "ends: lost 1" in rows["1"]
+    assert rows["2"].split()[2] == "failed" and "ends: failed 2" in rows["2"]
+    assert "not registered yet (allocated) while others run" in rows["3"]
+    assert "ends: preempted 1" in rows["4"]
+
+
+def test_status_filters_and_all_show_rows() -> None:
+    view = big_view()
+    assert len(jobview.format_status(view, show_all=True).splitlines()) == 43  # header + 42
+    assert jobview.format_status(view, show_all=True) == format_table(view)
+    ps = jobview.format_status(view, role="ps").splitlines()
+    assert len(ps) == 2 and ps[1].split()[:3] == ["ps", "0", "running"]
+    failed = jobview.format_status(view, state="failed").splitlines()
+    assert [line.split()[:2] for line in failed[1:]] == [["worker", "2"]]
+    assert failed[0].split()[-1] == "WHY"
+    assert len(jobview.format_status(view, role="worker", state="running").splitlines()) == 38
+    assert jobview.format_status(view, role="evaluator") == "No task matches."
+
+
+def test_a_small_job_still_shows_every_task_and_a_quiet_large_one_says_so() -> None:
+    assert jobview.format_status(typed(VIEW)) == format_table(typed(VIEW))
+    quiet = typed({**VIEW, "tasks": [task("worker", i, "running", f"h:{i}") for i in range(30)]})
+    text = jobview.format_status(quiet)
+    assert "No task needs attention (30 tasks" in text and len(text.splitlines()) == 4

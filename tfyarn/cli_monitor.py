@@ -11,7 +11,7 @@ from datetime import datetime
 import click
 
 from appmaster.view import JobView
-from appmaster.vocabulary import TF_ROLES
+from appmaster.vocabulary import TF_ROLES, Role, TaskState
 from tfyarn import jobview, rmrest
 from tfyarn.driver import FINAL_STATES, plain_diagnosis, skein_client
 from tfyarn.errors import TfyarnError
@@ -62,8 +62,18 @@ def _report_dict(report) -> dict:
 
 @click.command("status")
 @click.argument("app_id")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def status_command(app_id: str, as_json: bool) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output: every task, whatever the filters.")
+@click.option("--all", "show_all", is_flag=True,
+              help=f"A row for every task [default: every task up to {jobview.SMALL_JOB} "
+                   "tasks; a larger job gets a count per role and state, then the tasks "
+                   "that need attention].")
+@click.option("--role", type=click.Choice([r.value for r in Role if r != Role.TENSORBOARD]),
+              default=None, help="Only this role's tasks.")
+@click.option("--state", type=click.Choice([state.value for state in TaskState]), default=None,
+              help="Only the tasks in this state.")
+def status_command(app_id: str, as_json: bool, show_all: bool, role: str | None,
+                   state: str | None) -> None:
     """The application's state and a table of its tasks, with the cluster spec."""
     with _reports() as client:
         report = _report(client, app_id)
@@ -83,7 +93,7 @@ def status_command(app_id: str, as_json: bool) -> None:
         click.echo(f"Tasks: {source}.")
         return
     click.echo(f"\nTasks ({source}; job {view.state}, generation {view.generation}):")
-    click.echo(jobview.format_table(view))
+    click.echo(jobview.format_status(view, role, state, show_all))
     if gpu_lines := jobview.gpu_lines(view):
         click.echo("\nGPUs (as each task saw them; its script gets CUDA_VISIBLE_DEVICES):")
         click.echo("\n".join(gpu_lines))

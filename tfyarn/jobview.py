@@ -11,12 +11,13 @@ import json
 import re
 import subprocess
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 import requests
 
 from appmaster import gpus, verdicts
-from appmaster.view import JobView
+from appmaster.view import JobView, TaskRow
 from appmaster.vocabulary import STAGES, STAGES_REACHED, TaskState
 from appmaster.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
 from tfyarn import spnego
@@ -160,24 +161,97 @@ def progress_lines(view: JobView, now: float) -> list[str]:
     return lines
 
 
-def format_table(view: JobView) -> str:
+def format_table(view: JobView, tasks: list[TaskRow] | None = None,
+                 why: dict[str, str] | None = None) -> str:
+    """A row per task (``tasks``, default every task); ``why``: a last column, by task name."""
+    tasks = view.tasks if tasks is None else tasks
     columns = [("role", "ROLE"), ("index", "IDX"), ("state", "STATE"), ("address", "HOST:PORT"),
                ("yarn_container_id", "CONTAINER"), ("node", "NODE"), ("restarts", "RESTARTS"),
                ("exit_code", "EXIT"), ("silent_s", "HEARD"), ("gpus", "GPUS"),
                ("log_url", "LOGS")]
-    if not any(gpus.worth_showing(task.gpus) for task in view.tasks):
+    if not any(gpus.worth_showing(task.gpus) for task in tasks):
         columns.remove(("gpus", "GPUS"))  # a job without GPUs
-    if any(task.verdicts for task in view.tasks):  # how YARN ended its containers
+    if any(task.verdicts for task in tasks):  # how YARN ended its containers
         columns.insert(columns.index(("exit_code", "EXIT")), ("verdicts", "ENDS"))
     shown = {"gpus": lambda value: gpus.short_text(value),
              "verdicts": lambda value: verdicts.counts_text(value) or "-",
              "silent_s": lambda value: f"{value:.0f}s ago"}  # its agent's last heartbeat
     rows = [[shown.get(key, str)(value) if (value := getattr(task, key)) is not None else "-"
-             for key, _ in columns] for task in view.tasks]
+             for key, _ in columns] for task in tasks]
     header = [title for _, title in columns]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(columns))]
+    if why is not None:
+        header.append("WHY")
+        rows = [[*row, why.get(task.name, "")] for row, task in zip(rows, tasks, strict=True)]
+    return _aligned([header, *rows])
+
+
+def _aligned(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-                     for r in [header, *rows])
+                     for r in rows)
+
+
+# Up to this many tasks `tfyarn status` shows every row, as it always did; a larger job is
+# summed up per role and state, with only the tasks that need attention listed.
+SMALL_JOB = 20
+# A task still short of registering while others already train: slow (its node, its
+# localization), worth a look.
+NOT_REGISTERED = (TaskState.REQUESTED, TaskState.ALLOCATED, TaskState.STARTED)
+
+
+def attention(view: JobView) -> dict[str, str]:
+    """The tasks that need a look, by name, with why: failed, ended by YARN (lost, killed,
+    preempted), started again after a failure, or slow to register while others run."""
+    training = any(task.state == TaskState.RUNNING for task in view.tasks)
+    why: dict[str, str] = {}
+    for task in view.tasks:
+        reasons = []
+        if task.state == TaskState.FAILED:
+            reasons.append("failed")
+        if task.verdicts:
+            reasons.append(f"ends: {verdicts.counts_text(task.verdicts)}")
+        if task.restarts and task.state in (*NOT_REGISTERED, TaskState.REGISTERED):
+            reasons.append(f"starting again (attempt {task.restarts})")
+        elif training and task.state in NOT_REGISTERED:
+            reasons.append(f"not registered yet ({task.state}) while others run")
+        if reasons:
+            why[task.name] = "; ".join(reasons)
+    return why
+
+
+def state_counts(view: JobView) -> str:
+    """Per role, how many tasks are in each state (only the states some task is in)."""
+    states = [s for s in TaskState if any(task.state == s for task in view.tasks)]
+    counts: dict[str, Counter[str]] = {}
+    for task in view.tasks:
+        counts.setdefault(task.role, Counter())[task.state] += 1
+    header = ["ROLE", "TASKS", *(s.upper() for s in states)]
+    rows = [[role, str(sum(c.values())), *(str(c[s]) if c[s] else "-" for s in states)]
+            for role, c in counts.items()]
+    return _aligned([header, *rows])
+
+
+def format_status(view: JobView, role: str | None = None, state: str | None = None,
+                  show_all: bool = False) -> str:
+    """`tfyarn status`'s task part: every row for a small job, ``show_all`` or a filter (of
+    ``role`` and/or ``state``); else a count per role and state, then the tasks that need
+    attention, so a job of 1,000 tasks reads at a glance."""
+    tasks = [t for t in view.tasks if (role is None or t.role == role)
+             and (state is None or t.state == state)]
+    why = attention(view)
+    if role or state:
+        return format_table(view, tasks, why) if tasks else "No task matches."
+    if show_all or len(view.tasks) <= SMALL_JOB:
+        return format_table(view)
+    flagged = [t for t in view.tasks if t.name in why]
+    lines = [state_counts(view), ""]
+    if flagged:
+        lines += [f"Needing attention ({len(flagged)} of {len(view.tasks)} tasks; --all shows "
+                  "every task, --role/--state some):", format_table(view, flagged, why)]
+    else:
+        lines.append(f"No task needs attention ({len(view.tasks)} tasks; --all shows every "
+                     "task, --role/--state some).")
+    return "\n".join(lines)
 
 
 def gpu_lines(view: JobView) -> list[str]:
