@@ -27,6 +27,11 @@ PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks",
 # silent_s: in the state cell; progress: the job's, among the facts
 HIDDEN_TASK_KEYS = frozenset({"log_url", "silent_s", "progress"})
 REFRESH_MS = 3000
+# Up to this many tasks the page shows one table, as it always did; a larger job gets a count
+# per role and state, and a table per role, each folded away past GROUP_OPEN_MAX tasks: 1,000
+# rows in one table are neither readable nor quick to lay out.
+SMALL_JOB = 20
+GROUP_OPEN_MAX = 50
 
 
 def esc(value: object) -> str:
@@ -138,23 +143,65 @@ def task_columns(tasks: list[dict]) -> list[str]:
 
 
 def tasks_html(view: dict) -> str:
-    columns = task_columns(view["tasks"])
+    """One table of every task; for a large job, counts and a folding table per role."""
+    tasks = view["tasks"]
+    columns = task_columns(tasks)
     now_s = view["updated"] / 1000
-    head = "<th>task</th><th>state</th><th>logs</th>" + "".join(
-        f"<th>{esc(label_of(c))}</th>" for c in columns)
-    rows = []
-    for task in view["tasks"]:
-        cells = "".join(field_cell("td", c, task.get(c), now_s,
-                                   f"col-{c}" if c in TASK_COLUMNS else f"col-{c} extra")
-                        for c in columns)
-        link = f'<a href="{esc(task["log_url"])}">logs</a>' if task.get("log_url") else ""
-        rows.append(f'<tr class="task-{esc(task["state"])}" '
-                    f'data-task="{esc(task["role"])}-{esc(task["index"])}">'
-                    f'<td class="col-task">{esc(task["role"])} {esc(task["index"])}</td>'
-                    f'<td class="col-state">{esc(task["state"])}{heard_html(task)}</td>'
-                    f'<td>{link}</td>{cells}</tr>')
-    return (f'<table id="task-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    head = "<thead><tr><th>task</th><th>state</th><th>logs</th>" + "".join(
+        f"<th>{esc(label_of(c))}</th>" for c in columns) + "</tr></thead>"
+    if len(tasks) <= SMALL_JOB:
+        rows = "".join(task_row(task, columns, now_s) for task in tasks)
+        return f'<table id="task-table">{head}<tbody>{rows}</tbody></table>'
+    by_role: dict[str, list[dict]] = {}
+    for task in tasks:
+        by_role.setdefault(task["role"], []).append(task)
+    groups = "".join(role_group(role, group, head, columns, now_s)
+                     for role, group in by_role.items())
+    return f'{counts_html(by_role)}<div id="task-table">{groups}</div>'
+
+
+def task_row(task: dict, columns: list[str], now_s: float) -> str:
+    cells = "".join(field_cell("td", c, task.get(c), now_s,
+                               f"col-{c}" if c in TASK_COLUMNS else f"col-{c} extra")
+                    for c in columns)
+    link = f'<a href="{esc(task["log_url"])}">logs</a>' if task.get("log_url") else ""
+    return (f'<tr class="task-{esc(task["state"])}" '
+            f'data-task="{esc(task["role"])}-{esc(task["index"])}">'
+            f'<td class="col-task">{esc(task["role"])} {esc(task["index"])}</td>'
+            f'<td class="col-state">{esc(task["state"])}{heard_html(task)}</td>'
+            f'<td>{link}</td>{cells}</tr>')
+
+
+def state_counts(tasks: list[dict]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for task in tasks:
+        counts[task["state"]] = counts.get(task["state"], 0) + 1
+    return counts
+
+
+def counts_html(by_role: dict[str, list[dict]]) -> str:
+    """How many tasks of each role are in each state (only the states some task is in)."""
+    counts = {role: state_counts(group) for role, group in by_role.items()}
+    states = list(dict.fromkeys(state for row in counts.values() for state in row))
+    head = "<th>role</th><th>tasks</th>" + "".join(f"<th>{esc(s)}</th>" for s in states)
+    rows = "".join(
+        f'<tr data-role="{esc(role)}"><td>{esc(role)}</td><td class="num">{len(by_role[role])}'
+        "</td>" + "".join(f'<td class="num count-{esc(s)}">{row.get(s, "")}</td>'
+                          for s in states) + "</tr>"
+        for role, row in counts.items())
+    return f'<table id="task-counts"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def role_group(role: str, tasks: list[dict], head: str, columns: list[str],
+               now_s: float) -> str:
+    """A role's tasks under a summary line; folded when there are many (the page keeps
+    whatever the reader opened or closed across refreshes)."""
+    states = ", ".join(f"{count} {state}" for state, count in state_counts(tasks).items())
+    opened = " open" if len(tasks) <= GROUP_OPEN_MAX else ""
+    rows = "".join(task_row(task, columns, now_s) for task in tasks)
+    return (f'<details class="task-group" id="tasks-{esc(role)}"{opened}><summary>'
+            f"{esc(role)}: {len(tasks)} task{'s' if len(tasks) != 1 else ''} ({esc(states)})"
+            f"</summary><table>{head}<tbody>{rows}</tbody></table></details>")
 
 
 def heard_html(task: dict) -> str:
@@ -212,7 +259,9 @@ section{background:#fff;border:1px solid #d8dee4;border-radius:6px;padding:10px 
 h2{font-size:15px;margin:0 0 8px}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse}
-#task-table{width:100%}
+#task-table,#task-table table{width:100%}
+#task-counts{margin-bottom:8px}
+details.task-group summary{cursor:pointer;padding:4px 0;font-weight:600}
 th,td{padding:4px 8px;text-align:left;border-bottom:1px solid #eaeef2;white-space:nowrap}
 thead th{background:#f6f8fa;position:sticky;top:0}
 td.col-yarn_container_id,td.col-address,td.col-node{font-family:ui-monospace,monospace;
@@ -256,6 +305,12 @@ SCRIPT = """
     yarnLink.hidden = false;
   }
   var shown = {};  // each region's HTML as last put in place
+  var folded = {};  // the reader's open or closed role groups, by id: kept across refreshes
+  document.addEventListener("toggle", function (e) {
+    if (e.target.classList && e.target.classList.contains("task-group")) {
+      folded[e.target.id] = e.target.open;
+    }
+  }, true);
 
   function show(kind, title, lines, link) {
     ended.hidden = false;
@@ -273,6 +328,10 @@ SCRIPT = """
       if (el && shown[name] !== parts.regions[name]) {
         el.innerHTML = parts.regions[name];
         shown[name] = parts.regions[name];
+        Object.keys(folded).forEach(function (id) {
+          var group = document.getElementById(id);
+          if (group && el.contains(group)) { group.open = folded[id]; }
+        });
       }
     });
     if (finalStates.indexOf(parts.state) >= 0) {

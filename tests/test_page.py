@@ -178,3 +178,40 @@ def test_when_each_agent_was_last_heard_sits_under_its_state() -> None:
     assert "silent_s" not in task_columns([task])  # no extra column: the table stays narrow
     assert heard_html(task) == '<br><small class="heard">2 s ago</small>'
     assert heard_html({**task, "silent_s": None}) == ""
+
+
+def big_job(workers: int) -> dict:
+    ps = [{**TASK, "role": "ps", "index": i, "container": f"ps_{i}"} for i in range(3)]
+    tasks = ps + [{**TASK, "index": i, "container": f"worker_{i}"} for i in range(workers)]
+    tasks[4] = {**tasks[4], "state": "failed"}
+    return {**VIEW, "tasks": tasks}
+
+
+def test_a_large_job_gets_counts_and_a_folding_table_per_role() -> None:
+    from appmaster.jobpage import GROUP_OPEN_MAX, tasks_html
+
+    region = tasks_html(big_job(GROUP_OPEN_MAX + 10))
+    counts, _, table = region.partition('<div id="task-table">')
+    assert counts.startswith('<table id="task-counts">')
+    assert ('<tr data-role="worker"><td>worker</td><td class="num">60</td>'
+            '<td class="num count-running">59</td><td class="num count-failed">1</td>') in counts
+    # Every task keeps its row, its data-task and its columns, under #task-table.
+    assert table.count("<tr class=\"task-") == 63 and 'data-task="worker-59"' in table
+    assert '<tr class="task-failed" data-task="worker-1">' in table
+    assert '<details class="task-group" id="tasks-ps" open><summary>ps: 3 tasks (3 running)' \
+        in table
+    # Past GROUP_OPEN_MAX a role's rows are folded away until the reader opens them.
+    assert ('<details class="task-group" id="tasks-worker"><summary>worker: 60 tasks '
+            "(59 running, 1 failed)</summary>") in table
+    assert table.count('<td class="col-restarts">2</td>') == 63
+
+
+def test_a_small_job_keeps_its_one_table() -> None:
+    from appmaster.jobpage import SMALL_JOB, tasks_html
+
+    region = tasks_html(big_job(SMALL_JOB - 3))
+    assert region.startswith('<table id="task-table">') and "<details" not in region
+    # The first <details> of the page stays the cluster spec's (the browser tests open it).
+    page = render_page(big_job(SMALL_JOB - 3))
+    assert page.index("<details>") < page.index("Cluster spec")
+    assert "<details" not in page.split("<details>", 1)[0]
