@@ -70,7 +70,7 @@ def assert_refused(yarn_cluster, resources: Path, app_config: Path, *options: st
       "(yarn.scheduler.maximum-allocation-mb). Fix: at most 8192"]),
     ({}, ("--queue", "nosuchqueue"),
      ['command line: --queue = "nosuchqueue": no such queue in the cluster. Fix: use one of '
-      "its running leaf queues: root.default, root.small."]),
+      "its running leaf queues: root.default, root.small, root.urgent."]),
     ({"worker": {"yarn.gpus": "3"}}, (),
      ['components.worker."yarn.gpus" = 3', "Fix: at most 2"]),
 ], ids=["unknown-label", "memory-above-maximum", "unknown-queue", "gpus-no-node-has"])
@@ -150,7 +150,7 @@ def test_a_stopped_queue(yarn_cluster, tmp_path: Path) -> None:
     with queue_state(yarn_cluster, "small", "STOPPED"):
         output = assert_refused(yarn_cluster, resources, app_config, "--queue", "small")
     assert ('command line: --queue = "small": queue root.small is STOPPED and takes no new '
-            "applications. Fix: use a running queue (root.default)") in output, output
+            "applications. Fix: use a running queue (root.default, root.urgent)") in output, output
 
 
 def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
