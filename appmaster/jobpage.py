@@ -16,7 +16,7 @@ import html
 import json
 import time
 
-from appmaster import gpus
+from appmaster import gpus, verdicts
 
 # The task row's own fields, as shown after the task's name, its state and its logs link.
 TASK_COLUMNS = ("address", "node", "restarts", "exit_code", "yarn_container_id", "container")
@@ -25,7 +25,9 @@ NAMED = ("role", "index", "state")  # in the first two columns
 PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks", "tensorboard",
                     "tensorboard_url", "cluster_spec", "restarts", "phases"})
 # silent_s: in the state cell; progress: the job's, among the facts
-HIDDEN_TASK_KEYS = frozenset({"log_url", "silent_s", "progress"})
+# verdicts: under the state too (how YARN ended its earlier containers), so no column widens
+# the table
+HIDDEN_TASK_KEYS = frozenset({"log_url", "silent_s", "progress", "verdicts"})
 REFRESH_MS = 3000
 # Up to this many tasks the page shows one table, as it always did; a larger job gets a count
 # per role and state, and a table per role, each folded away past GROUP_OPEN_MAX tasks: 1,000
@@ -168,7 +170,8 @@ def task_row(task: dict, columns: list[str], now_s: float) -> str:
     return (f'<tr class="task-{esc(task["state"])}" '
             f'data-task="{esc(task["role"])}-{esc(task["index"])}">'
             f'<td class="col-task">{esc(task["role"])} {esc(task["index"])}</td>'
-            f'<td class="col-state">{esc(task["state"])}{heard_html(task)}</td>'
+            f'<td class="col-state">{esc(task["state"])}{heard_html(task)}'
+            f"{ends_html(task)}</td>"
             f'<td>{link}</td>{cells}</tr>')
 
 
@@ -208,6 +211,12 @@ def heard_html(task: dict) -> str:
     """When the task's agent was last heard from (its heartbeat), under its state."""
     silent = task.get("silent_s")
     return "" if silent is None else f'<br><small class="heard">{silent:.0f} s ago</small>'
+
+
+def ends_html(task: dict) -> str:
+    """How YARN ended the task's earlier containers, by verdict, under its state."""
+    text = verdicts.counts_text(task.get("verdicts") or {})
+    return f'<br><small class="ends">{esc(text)}</small>' if text else ""
 
 
 def tensorboard_html(view: dict) -> str:

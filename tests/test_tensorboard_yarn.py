@@ -17,7 +17,7 @@ pytestmark = pytest.mark.yarn
 
 def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path: Path):
     tensorboard = {"yarn.role.priority": "4", "yarn.component.instances": "1",
-                   "yarn.memory": "512", "yarn.vcores": "1"}
+                   "yarn.memory": "1024", "yarn.vcores": "1"}
     res, app = prepare_job(tmp_path, args=["--train_steps", "1500", "--step_sleep", "0.05"],
                            components={"tensorboard": tensorboard})
     out = subprocess.run([*TFYARN, "submit", "--resources", str(res),

@@ -184,7 +184,9 @@ def test_counts_by_verdict_reach_the_view_the_page_and_the_status_lines() -> Non
     again = JobView.from_dict(json.loads(json.dumps(view.to_dict())))  # as status reads it
     assert again.verdicts == view.verdicts and again.tasks[3].verdicts == row.verdicts
     page = render_page(view.to_dict())
-    assert '>memory-killed 1, preempted 1</td>' in page
+    # under the task's state, as its heartbeat is: no column widens the table
+    assert '<br><small class="ends">memory-killed 1, preempted 1</small></td>' in page
+    assert "col-verdicts" not in page
     assert "<dt>verdicts</dt>" in page
     assert "ENDS" in format_table(again) and "memory-killed 1, preempted 1" in format_table(again)
     (line,) = verdict_lines(again)
@@ -197,7 +199,7 @@ def test_a_job_without_verdicts_shows_no_column_and_no_line() -> None:
     cluster.everyone_running()
     view = JobView.of(cluster.job, "application_1_0001", "hdfs://nn/w", cluster.now)
     assert view.verdicts == {} and verdict_lines(view) == []
-    assert "ENDS" not in format_table(view) and "col-verdicts" not in render_page(view.to_dict())
+    assert "ENDS" not in format_table(view) and 'class="ends"' not in render_page(view.to_dict())
 
 
 def test_a_killed_workers_settling_counts_from_its_agents_word() -> None:
