@@ -162,12 +162,11 @@ class Soak:
     # ----- faults
 
     def inject(self, fault: str) -> None:
-        if fault.startswith("kill "):
+        if fault == "kill appmaster":
+            (master,) = master_processes(self.job.app_id)
+            os.kill(master.pid, signal.SIGKILL)
+        elif fault.startswith("kill "):
             _, how, role = fault.split()
-            if how == "appmaster":
-                (master,) = master_processes(self.job.app_id)
-                os.kill(master.pid, signal.SIGKILL)
-                return
             index = self.rng.randrange(3) if role == "worker" else 0
             self.kill_task(how, role, index)
         elif fault == "preempt":
