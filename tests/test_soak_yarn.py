@@ -72,6 +72,8 @@ HDFS_DOWN_S = 20
 RECOVERY_TIMEOUT_S = 420  # a regained host localizes the packed env again: minutes here
 TASK_KILLS = ("script", "container")
 ROLES = (("ps", 0), ("chiefworker", 0), ("worker", 0), ("worker", 1), ("worker", 2))
+# the scripts' own --job_name/--task_index: the chief is TensorFlow's worker 0
+SCRIPTS = {("ps", 0), ("worker", 0), ("worker", 1), ("worker", 2), ("worker", 3)}
 
 
 def fault_plan(count: int, rng: random.Random) -> list[str]:
@@ -129,9 +131,17 @@ class Watch:
         return self.steps[-1][1] if self.steps else 0
 
     def all_running(self) -> bool:
-        tasks = [t for t in self.view.get("tasks", []) if t["role"] in dict(ROLES)]
+        """The AppMaster says every task runs, and each has one script in the process table."""
+        tasks = self.tasks()
         return (self.view.get("state") == "RUNNING" and len(tasks) == len(ROLES)
-                and all(t["state"] == "running" for t in tasks))
+                and all(t["state"] == "running" for t in tasks)
+                and {task_key(p) for p in task_processes(self.app_id)} == SCRIPTS)
+
+    def tasks(self) -> list[dict]:
+        return [t for t in self.view.get("tasks", []) if t["role"] in dict(ROLES)]
+
+    def containers(self) -> set[str]:
+        return {t.get("yarn_container_id") or "" for t in self.tasks()}
 
 
 def _stopped(pid: int) -> bool:
@@ -179,8 +189,9 @@ class Soak:
     def kill_task(self, how: str, role: str, index: int) -> None:
         job_name, task_index = ("worker", index + 1) if role == "worker" else (
             ("worker", 0) if role == "chiefworker" else ("ps", 0))
-        (script,) = [p for p in task_processes(self.job.app_id)
-                     if task_key(p) == (job_name, task_index)]
+        (script,) = wait_until(f"the script of {job_name} {task_index}", lambda: [
+            p for p in task_processes(self.job.app_id) if task_key(p) == (job_name, task_index)],
+            60, fail_fast=self.job.ended_early)
         if how == "script":
             os.kill(script.pid, signal.SIGKILL)
             return
@@ -219,12 +230,15 @@ class Soak:
     # ----- costs
 
     def cost_of(self, fault: str) -> FaultCost:
-        before = self.watch.step()
+        before, containers = self.watch.step(), self.watch.containers()
         started = time.monotonic()
         self.inject(fault)
-        time.sleep(3)  # the fault's effect reaches the AppMaster's view
+        # Recovered: every task runs again, in a new container where the fault took one
+        # (an HDFS outage takes none: the tasks train on through it).
         recovered = wait_until(f"every task running again after {fault}", lambda: (
-            self.watch.all_running() and time.monotonic()), RECOVERY_TIMEOUT_S, poll_s=1,
+            self.watch.all_running() and (fault == "hdfs outage" or
+                                          self.watch.containers() != containers)
+            and time.monotonic()), RECOVERY_TIMEOUT_S, poll_s=1,
             fail_fast=self.job.ended_early)
         caught_up = wait_until(f"the global step past {before} after {fault}", lambda: (
             self.watch.step() > before and time.monotonic()), RECOVERY_TIMEOUT_S, poll_s=0.5,
