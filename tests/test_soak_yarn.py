@@ -320,8 +320,7 @@ def report(costs: list[FaultCost], watch: Watch, peak_rate: float, bound: float,
     """The figures docs/benchmarks.md records: per kind of fault, and in all."""
     by_kind: dict[str, list[FaultCost]] = {}
     for cost in costs:
-        kind = cost.fault.rsplit(" ", 1)[0] if cost.fault.startswith("kill ") else cost.fault
-        by_kind.setdefault(cost.fault if kind == "kill appmaster" else kind, []).append(cost)
+        by_kind.setdefault(cost.fault, []).append(cost)
     print(f"\nsoak: {len(costs)} faults, {watch.samples} process-table samples, no task "
           f"twice; peak {peak_rate:.1f} steps/s, bound {bound:.0f} steps lost per fault")
     print(f"{'fault':28s} {'n':>3s} {'running again s':>16s} {'caught up s':>12s} "
