@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import statistics
 import threading
@@ -232,7 +233,6 @@ class Soak:
     def cost_of(self, fault: str) -> FaultCost:
         before, containers = self.watch.step(), self.watch.containers()
         generation, attempts = self.watch.view.get("generation"), len(self.job.attempts())
-        checkpoint = (self.job.hdfs_checkpoint() or ("", 0))[1]  # what a restart resumes from
         started = time.monotonic()
         self.inject(fault)
         # Recovered: every task runs again, in a new container where the fault took one
@@ -245,14 +245,34 @@ class Soak:
         caught_up = wait_until(f"the global step past {before} after {fault}", lambda: (
             self.watch.step() > before and time.monotonic()), RECOVERY_TIMEOUT_S, poll_s=0.5,
             fail_fast=self.job.ended_early)
-        # A restart (a new generation, or a new AppMaster attempt) resumes from the newest
-        # checkpoint on HDFS: the steps since are lost. Workers alone lose none (the ps
-        # keeps the variables).
+        # A restart (a new generation, or a new AppMaster attempt) resumes from a checkpoint
+        # on HDFS: the new chief says which step. Workers alone lose none (the ps keeps the
+        # variables).
         restarted = (self.watch.view.get("generation") != generation
                      or len(self.job.attempts()) != attempts)
-        lowest = checkpoint if restarted else before
+        lowest = self.resumed_step() if restarted else before
         return FaultCost(fault, recovered - started, caught_up - started,
                          max(0, before - lowest))
+
+
+    def resumed_step(self) -> int:
+        """The global step the running chief started from ("start global_step N" in its
+        stdout, in its container's log dir on its node)."""
+        chief = next(t for t in self.watch.tasks() if t["role"] == "chiefworker")
+
+        def started_at() -> int | None:
+            for nm in self.layout.node_managers:
+                path = (self.layout.node_dir(nm) / "containers" / self.job.app_id
+                        / chief["yarn_container_id"] / "chiefworker-0.stdout")
+                found = path.is_file() and START.search(path.read_text(errors="replace"))
+                if found:
+                    return int(found.group(1))
+            return None
+
+        return wait_until("the new chief's starting step", started_at, 120, poll_s=1)
+
+
+START = re.compile(r"^start global_step (\d+)$", re.MULTILINE)
 
 
 def _ready(layout) -> bool:
