@@ -11,6 +11,7 @@ from tfyarn.cli_jobs import submit_command
 from tfyarn.cli_monitor import kill_command, list_command, logs_command, status_command
 from tfyarn.driver import configure_driver
 from tfyarn.errors import TfyarnError
+from tfyarn.tensorboard_local import tensorboard_command
 
 
 class TfyarnGroup(click.Group):
@@ -50,6 +51,7 @@ main.add_command(kill_command)
 main.add_command(list_command)
 main.add_command(logs_command)
 main.add_command(config_command)
+main.add_command(tensorboard_command)
 
 if __name__ == "__main__":
     main()
