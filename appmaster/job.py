@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from appmaster import registry
 from appmaster.cluster_spec import ClusterSpec
+from appmaster.history import History, Mark
 from appmaster.jobplan import JobPlan
 from appmaster.liveness import Liveness
 from appmaster.phases import PhaseClock
@@ -234,6 +235,7 @@ class Job:
         self.by_container: dict[str, Task] = {}
         self.failures: Counter[str] = Counter()
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
+        self.history = History()  # curves, faults and containers over time, bounded
         self.clock = PhaseClock()
         self.started_at = now
         self.allocation_deadline = self.registration_deadline = 0.0
@@ -271,6 +273,7 @@ class Job:
         task.gpus = None  # its new agent says which it holds
         task.verdict_due, task.signalled_failure = None, ""  # a verdict on its old container
         self.by_container[container] = task
+        self.history.asked(container, task.name, self.generation, now)
         return registry.TaskAssignment(task.role, task.index, self.generation, task.attempt,
                                        task.previous_address)
 
@@ -324,15 +327,21 @@ class Job:
         return self._run(self._check_deadlines, now)
 
     def on_status(self, container: str, gpus: dict | None = None, mirror: dict | None = None,
-                  progress: dict | None = None) -> None:
-        """What an agent found (its GPUs), how its mirror stands, how far its training got:
-        shown, not decided on."""
+                  progress: dict | None = None, now: float | None = None) -> None:
+        """What an agent found (its GPUs), how its mirror stands, how far its training got
+        (kept over time for the chief and the evaluator when ``now`` is given): shown, not
+        decided on."""
         task = self.by_container.get(container)
         if task is None:
             return
         task.gpus = task.gpus if gpus is None else gpus
         task.mirror = task.mirror if mirror is None else mirror
         task.progress = task.progress if progress is None else progress
+        if progress is not None and now is not None:
+            if task.key == self.plan.chief and task is self.tasks.get(task.key):
+                self.history.on_training(now, progress)
+            elif task is self.evaluator:
+                self.history.on_evaluation(now, progress)
 
     def ended(self, status: JobState) -> None:
         """The application ends: tasks still running were ended by tfyarn, not failed."""
@@ -419,6 +428,7 @@ class Job:
             return
         task.state = TaskState.STARTED
         task.yarn_container_id, task.node, task.user = yarn_container_id, node, user
+        self.history.started(container, node, now)
         if task is not self.tensorboard:
             self.liveness.watch(container, now)
         if not self.index.count(TaskState.REQUESTED, TaskState.ALLOCATED):
@@ -435,6 +445,7 @@ class Job:
         log.warning("%s landed on %s, where a task was lost %.0f s ago: asking for another "
                     "container", task.name, host, now - lost_at)
         del self.by_container[container]
+        self.history.ended(container, "sent back", now)
         self._actions.append(Kill(container))
         self._request(task, now)
         return True
@@ -445,6 +456,7 @@ class Job:
             return  # a late word from a container the job no longer counts on
         if task is self.tensorboard:
             task.address, task.state = export.address, TaskState.RUNNING
+            self.history.running(export.container, now)
             self._actions.append(ShowTensorBoard(export.address))
             return
         if export.generation != self.generation or task is self.evaluator:
@@ -456,8 +468,8 @@ class Job:
             # Its old port was taken, or YARN put it on another node: the running tasks still
             # hold the old address (a ps keeps calling it), and TF scripts read theirs once.
             # Only a fresh generation gets everyone the new one.
-            self.restarts.append(f"{task.name} came back at {export.address}: cluster restarted "
-                                 f"as generation {self.generation + 1} from the last checkpoint")
+            self._note(now, Mark.RESTART, f"{task.name} came back at {export.address}: cluster "
+                       f"restarted as generation {self.generation + 1} from the last checkpoint")
             self._restart_generation(task, now)
             return
         if not self.index.unregistered:
@@ -478,6 +490,7 @@ class Job:
         if task is None:
             return
         task.state = TaskState.RUNNING
+        self.history.running(container, now)
         if task.failed_at is not None:
             log.info("%s training again %.2f s after its failure was heard (attempt %d)",
                      task.name, now - task.failed_at, task.attempt)
@@ -502,7 +515,7 @@ class Job:
             return
         # The agent's word comes at once, YARN's container end only with skein's next
         # heartbeat to the RM (up to 5 s later): act now; that end is then the job's.
-        self._drop(container)
+        self._drop(container, now, "finished" if exit_code == 0 else "failed")
         if exit_code == 0:
             self._succeeded(task, now)
         else:
@@ -510,7 +523,7 @@ class Job:
 
     def _container_ended(self, now: float, container: str, succeeded: bool,
                          failure: str, end: ContainerEnd) -> None:
-        task = self._drop(container)
+        task = self._drop(container, now, "finished" if succeeded else str(end.verdict))
         if task is None:
             return  # one the job stopped itself
         if task is self.tensorboard:
@@ -543,13 +556,14 @@ class Job:
         task.verdicts[end.verdict] += 1
         what = "preempted by YARN" if end.verdict == Verdict.PREEMPTED else "killed by YARN"
         log.warning("%s (attempt %d) %s: %s", task.name, task.attempt, what, end.message)
+        kind = Mark.PREEMPTED  # or killed by the RM: taken back either way
         if task is self.evaluator:
-            self.restarts.append(f"{task.name} {what}: asked for again")
+            self._note(now, kind, f"{task.name} {what}: asked for again")
             task.attempt += 1
             task.exit_code = None
             self._request(task, now)
             return
-        self.restarts.append(self._restart_line(task, what))
+        self._note(now, kind, self._restart_line(task, what))
         self._restart(task, now)
 
     def _judge_killed_scripts(self, now: float) -> None:
@@ -558,7 +572,7 @@ class Job:
             if now >= task.verdict_due:
                 failure = task.signalled_failure
                 task.verdict_due, task.signalled_failure = None, ""
-                self._drop(task.container)
+                self._drop(task.container, now, "failed")
                 self._failed(task, self._failure_text(task, failure), now)
 
     def _succeeded(self, task: Task, now: float) -> None:
@@ -588,7 +602,7 @@ class Job:
         self.evaluation_deadline = now + self.plan.evaluation_timeout_s
         for task in self.live_tasks():
             if task.container in self.by_container:
-                self._drop(task.container)
+                self._drop(task.container, now, "stopped: training done")
                 self._actions.append(Kill(task.container))
         self._actions.append(TrainingDone())
         log.info("training done: the evaluator evaluates the last checkpoint (up to %.0f s)",
@@ -608,7 +622,7 @@ class Job:
         """Like a failure, counted against the role's threshold, and the old container is
         fenced off: if its host comes back, its agent finds its task gone and ends itself."""
         container = task.container
-        self._drop(container)
+        self._drop(container, now, "lost")
         self.lost_nodes[task.host] = now
         self._actions += [Fence(container), Kill(container)]  # YARN frees it once it can
         task.exit_code = None
@@ -625,7 +639,8 @@ class Job:
             return
         if task.exit_code == registry.PORT_TAKEN_EXIT:
             # Not the task's fault: it starts again on a new port, uncounted.
-            self.restarts.append(f"{task.name} found its port taken: restarted on a new one")
+            self._note(now, Mark.REPLACED, f"{task.name} found its port taken: restarted on a "
+                       "new one")
             self._restart(task, now)
             return
         if how == "failed" and self._replaceable(task):
@@ -649,14 +664,14 @@ class Job:
         log.warning("failure %d of %s: %s", failures, task.role, reason)
         if role.failure_policy == "ignore":
             task.state = TaskState.FAILED
-            self.restarts.append(f"{task.name} dropped (failure policy ignore)")
+            self._note(now, Mark.DROPPED, f"{task.name} dropped (failure policy ignore)")
             if not self.index.live(roles=[Role.WORKER]):
                 self._end(JobState.FAILED, f"Every worker failed and was dropped. Last: {reason}")
             return
         if not role.may_restart(failures):
             task.state = TaskState.FAILED  # the failure that ends the job
             self._end(JobState.FAILED, self._over_threshold_message(task, failures, reason))
-        self.restarts.append(self._restart_line(task, how))
+        self._note(now, self._mark_kind(task, verdict), self._restart_line(task, how))
         self._restart(task, now)
 
     def _restart_line(self, task: Task, how: str) -> str:
@@ -680,14 +695,14 @@ class Job:
             self._end(JobState.SUCCEEDED, self._success_message(
                 f"The evaluator failed on the last checkpoint: {reason}"))
         if role.may_restart(failures):
-            self.restarts.append(f"{task.name} replaced (attempt {task.attempt + 1})")
+            self._note(now, Mark.REPLACED, f"{task.name} replaced (attempt {task.attempt + 1})")
             task.attempt += 1
             task.exit_code = None
             self._request(task, now)
             return
         task.state = TaskState.FAILED
-        self.restarts.append(f"{task.name} dropped after {failures} failure(s); training goes "
-                             "on without it")
+        self._note(now, Mark.DROPPED, f"{task.name} dropped after {failures} failure(s); "
+                   "training goes on without it")
 
     def _restart(self, task: Task, now: float) -> None:
         """A stateless worker alone; a ps or the chief with the whole cluster."""
@@ -712,8 +727,8 @@ class Job:
             log.info("%s failed with it: not counted", self.tasks[key].name)
         self.settling.clear()
         for task in self.tasks.values():
-            if task.container in self.by_container:
-                self._drop(task.container)  # its end is the job's doing, not a failure
+            if task.container in self.by_container:  # its end is the job's doing, not a failure
+                self._drop(task.container, now, f"stopped: generation {self.generation} began")
                 self._actions.append(Kill(task.container))
             if task is not failed:
                 task.attempt += 1
@@ -726,7 +741,7 @@ class Job:
         """Withdraw a request YARN has not met (it may have lost it) and make it anew."""
         log.info("%s: no container after %.0f s; asking YARN again", task.name,
                  now - task.requested_at)
-        self._drop(task.container)
+        self._drop(task.container, now, "withdrawn: asked again")
         self._actions.append(Kill(task.container))  # skein withdraws a pending request
         self.asked_again.add(task.key)
         self._request(task, now)
@@ -747,10 +762,24 @@ class Job:
                 if self.state != JobState.EVALUATING:  # training is over: nothing to replace
                     self._count_failure(self.tasks[key], reason, now)
 
-    def _drop(self, container: str) -> Task | None:
-        """The job stops waiting on ``container``: its later words are ignored."""
+    def _drop(self, container: str, now: float, outcome: str) -> Task | None:
+        """The job stops waiting on ``container``: its later words are ignored. ``outcome``:
+        how it ended, for the timeline."""
         self.liveness.forget(container)
+        self.history.ended(container, outcome, now)
         return self.by_container.pop(container, None)
+
+    def _note(self, now: float, kind: str, line: str) -> None:
+        """A restart: a line for the diagnostics and status, a mark on the time axis."""
+        self.restarts.append(line)
+        self.history.mark(now, kind, line)
+
+    def _mark_kind(self, task: Task, verdict: Verdict) -> str:
+        if verdict == Verdict.MEMORY:
+            return Mark.MEMORY
+        if verdict == Verdict.LOST:
+            return Mark.LOST
+        return Mark.REPLACED if self._replaceable(task) else Mark.RESTART
 
     def _check_deadlines(self, now: float) -> None:
         self._judge_killed_scripts(now)

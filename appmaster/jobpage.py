@@ -16,14 +16,18 @@ import html
 import json
 import time
 
-from appmaster import gpus, verdicts
+from appmaster import charts, gpus, verdicts
 
 # The task row's own fields, as shown after the task's name, its state and its logs link.
 TASK_COLUMNS = ("address", "node", "restarts", "exit_code", "yarn_container_id", "container")
 NAMED = ("role", "index", "state")  # in the first two columns
 # Keys of the view that have their own place on the page (everything else is a "fact").
 PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks", "tensorboard",
-                    "tensorboard_url", "cluster_spec", "restarts", "phases"})
+                    "tensorboard_url", "cluster_spec", "restarts", "phases", "history"})
+EMPTY = (None, "", {}, [])  # a fact with no value is not shown
+# The timeline draws a row per task up to this many; past it, the tasks with more than one
+# container first (where something happened), then the first of the rest.
+TIMELINE_ROWS = 40
 # silent_s: in the state cell; progress: the job's, among the facts
 # verdicts: under the state too (how YARN ended its earlier containers), so no column widens
 # the table
@@ -90,6 +94,13 @@ def mirror_text(mirror: dict, now_s: float) -> str:
     return " · ".join(parts) or "nothing mirrored yet"
 
 
+def mirrored_anything(mirror: dict) -> bool:
+    """Whether a task's mirror has a fact to show. Only the chief syncs up; the others at
+    most restore, so an empty mirror means something only for the chief, in the summary."""
+    return any(mirror.get(key) for key in ("error", "last_sync", "last_checkpoint", "files_up",
+                                           "restored", "warning"))
+
+
 def progress_text(progress: dict) -> str:
     """How far training got, and the last evaluation, in a few words (appmaster/events.py)."""
     def scalars(values: dict) -> str:
@@ -114,6 +125,8 @@ def field_cell(tag: str, key: str, value: object, now_s: float, classes: str = "
     """One field as a table cell or definition: a short text, the whole value on hover."""
     shown = {"mirror": lambda: mirror_text(value, now_s), "gpus": lambda: gpus.page_text(value),
              "progress": lambda: progress_text(value)}
+    if key == "mirror" and isinstance(value, dict) and not mirrored_anything(value):
+        return f"<{tag}></{tag}>"  # the chief's column: a task that restored nothing
     text = shown[key]() if key in shown and isinstance(value, dict) else text_of(value)
     attrs = f' class="{esc(classes)}"' if classes else ""
     if isinstance(value, (dict, list)):
@@ -126,7 +139,7 @@ def summary_html(view: dict) -> str:
     updated = time.strftime("%H:%M:%S UTC", time.gmtime(view["updated"] / 1000))
     now_s = view["updated"] / 1000
     facts = [("generation", view["generation"]),
-             *((k, v) for k, v in view.items() if k not in PLACED and v not in (None, "", {}))]
+             *((k, v) for k, v in view.items() if k not in PLACED and v not in EMPTY)]
     items = "".join(f"<div><dt>{esc(label_of(key))}</dt>{field_cell('dd', key, value, now_s)}"
                     "</div>" for key, value in facts)
     return (f'<span class="state state-{esc(state.lower())}" data-state="{esc(state)}">'
@@ -140,7 +153,8 @@ def task_columns(tasks: list[dict]) -> list[str]:
     for task in tasks:
         extra += [k for k, v in task.items() if k not in TASK_COLUMNS and k not in NAMED
                   and k not in HIDDEN_TASK_KEYS and k not in extra and v not in (None, "", {})
-                  and (k != "gpus" or gpus.worth_showing(v))]  # no column when none uses GPUs
+                  and (k != "gpus" or gpus.worth_showing(v))  # no column when none uses GPUs
+                  and (k != "mirror" or mirrored_anything(v))]
     return [*TASK_COLUMNS, *extra]
 
 
@@ -243,7 +257,87 @@ def spec_html(view: dict) -> str:
     return f"<pre>{esc(json.dumps(view['cluster_spec'], indent=2))}</pre>"
 
 
+def time_range(view: dict) -> tuple[float, float]:
+    """The time axis every chart shares: from the first container asked for (or the first
+    point) to the view's time."""
+    history = view.get("history") or {}
+    starts = [span["asked"] for span in history.get("spans", [])]
+    starts += [point[0] for point in history.get("training", [])[:1]]
+    end = view["updated"] / 1000
+    start = min(starts, default=end - 60)
+    return start, max(end, start + 1)
+
+
+def curves_html(view: dict) -> str:
+    """Training's step, pace and scalars over time, and the evaluator's metrics by checkpoint,
+    with the faults marked where they happened."""
+    history = view.get("history") or {}
+    training, evaluations = history.get("training", []), history.get("evaluations", [])
+    if not training and not evaluations:
+        return ("<p>no summaries yet: the curves start with the chief's first TensorFlow "
+                "summary in its work dir</p>")
+    x_range, marks = time_range(view), history.get("marks", [])
+
+    def over_time(title: str, chart_id: str, value) -> str:
+        points = [(p[0], v) for p in training if (v := value(p)) is not None]
+        return charts.line_chart(title, [charts.Series(title, points)], x_range, marks,
+                                 chart_id=chart_id)
+
+    drawn = [over_time("global step", "chart-step", lambda p: p[1]),
+             over_time("steps/s", "chart-rate", lambda p: p[2])]
+    drawn += [over_time(tag, f"chart-tag-{i}", lambda p, tag=tag: p[3].get(tag))
+              for i, tag in enumerate(history.get("training_tags", []))]
+    drawn += [charts.line_chart(
+        f"evaluated: {tag}", [charts.Series(tag, [(p[0], p[1][tag]) for p in evaluations
+                                                  if tag in p[1]])],
+        (evaluations[0][0], max(evaluations[-1][0], evaluations[0][0] + 1)), time_axis=False,
+        chart_id=f"chart-eval-{i}")
+        for i, tag in enumerate(history.get("evaluation_tags", []))]
+    key = charts.mark_legend([kind for _, kind, _ in marks])
+    return (f'<div class="charts">{"".join(drawn)}</div>'
+            + (f'<p class="marks">faults, marked on the charts: {key}</p>' if key else ""))
+
+
+def timeline_rows(view: dict) -> tuple[list[tuple[str, list[dict]]], int]:
+    """The tasks' containers in the task table's order; past TIMELINE_ROWS, the tasks with
+    more than one container first. Returns the rows and how many tasks were left out."""
+    spans: dict[str, list[dict]] = {}
+    for span in (view.get("history") or {}).get("spans", []):
+        spans.setdefault(span["task"], []).append(span)
+    order = [f"{t['role']} {t['index']}" for t in view["tasks"]]
+    if view.get("tensorboard"):
+        order.append("tensorboard 0")
+    names = [name for name in dict.fromkeys([*order, *spans]) if name in spans]
+    if len(names) > TIMELINE_ROWS:
+        busy = [name for name in names if len(spans[name]) > 1][:TIMELINE_ROWS]
+        rest = [name for name in names if name not in busy][:TIMELINE_ROWS - len(busy)]
+        chosen = set(busy + rest)
+        names = [name for name in names if name in chosen]
+    return [(name, spans[name]) for name in names], len(spans) - len(names)
+
+
+def timeline_html(view: dict) -> str:
+    rows, left_out = timeline_rows(view)
+    if not rows:
+        return "<p>no containers yet</p>"
+    marks = (view.get("history") or {}).get("marks", [])
+    key = "".join(f'<span class="bar-key"><i style="background:{colour}"></i>{esc(what)}</span>'
+                  for what, colour in (("asked for", charts.WAITING_COLOUR),
+                                       ("starting", charts.STARTING_COLOUR),
+                                       ("running", charts.OUTCOME_COLOURS["running"]),
+                                       ("finished", charts.OUTCOME_COLOURS["finished"]),
+                                       ("failed", charts.OUTCOME_COLOURS["failed"]),
+                                       ("preempted", charts.OUTCOME_COLOURS["preempted"]),
+                                       ("lost", charts.OUTCOME_COLOURS["lost"]),
+                                       ("stopped by tfyarn", charts.STOPPED_COLOUR)))
+    more = (f"<p>{left_out} more task{'s' if left_out != 1 else ''}, one container each, "
+            "not drawn (tasks.json has every container).</p>" if left_out else "")
+    return (f'<div class="scroll">{charts.timeline(rows, time_range(view), marks)}</div>'
+            f'<p class="bar-keys">{key}</p>{more}')
+
+
 REGIONS = {"summary": summary_html, "tasks": tasks_html, "tensorboard": tensorboard_html,
+           "curves": curves_html, "timeline": timeline_html,
            "restarts": restarts_html, "phases": phases_html, "spec": spec_html}
 
 
@@ -292,11 +386,22 @@ td.col-state small.ends{color:#9a6700}
 #ended.final-succeeded{border-color:#1a7f37;background:#dafbe1}
 #ended.final-failed,#ended.final-killed{border-color:#cf222e;background:#ffebe9}
 #ended pre{white-space:pre-wrap;font:inherit;margin-bottom:4px}
+#report{border-color:#0969da;background:#ddf4ff}#report p{margin:0}
 body.ended #task-table{opacity:.7}
 .two{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px;
  margin-bottom:12px;align-items:start}
 .two section{margin-bottom:0}
 pre{margin:0;font-size:12.5px}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:8px 16px}
+svg.chart,svg.timeline{width:100%;height:auto;font:11px system-ui,sans-serif}
+svg.timeline{min-width:640px}
+svg .title{font-weight:600;font-size:12px;fill:#1d2329}
+svg .tick,svg .caption,svg .legend,svg .empty{fill:#57606a}
+svg .grid{stroke:#eaeef2}svg .axis{stroke:#8c959f}
+.marks,.bar-keys{color:#57606a;margin:6px 0 0}
+.mark-key,.bar-key{margin-right:14px;white-space:nowrap}
+.mark-key i{display:inline-block;width:0;height:11px;border-left:2px dashed;margin-right:4px}
+.bar-key i{display:inline-block;width:14px;height:9px;margin-right:4px}
 """
 
 # Replaces changed regions in place; once the parts stop coming (the AppMaster is gone),
@@ -406,27 +511,43 @@ SCRIPT = """
 """
 
 
-def render_page(view: dict) -> str:
+def render_page(view: dict, live: bool = True, written: float | None = None) -> str:
+    """The page. ``live``: served by the AppMaster, refreshing itself; otherwise the report,
+    written at ``written``: no script and no link that needs the AppMaster or a network."""
     regions = render_parts(view)["regions"]
 
     def region(name: str) -> str:
         return f'<div id="{name}">{regions[name]}</div>'
 
+    if live:
+        nav = ('<nav><a href="tasks.json">tasks.json</a><a href="../../overview">skein overview'
+               '</a>\n<a id="yarn-app" hidden>YARN application</a></nav>')
+        banner = ('<section id="ended" hidden><h2></h2><pre></pre><a hidden>YARN\'s application '
+                  "page</a></section>")
+        script = f"<script>{SCRIPT}</script>"
+    else:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(written or time.time()))
+        nav, script = "", ""
+        banner = (f'<section id="report"><h2>Report of {esc(view["app_id"])}, written {when}'
+                  f"</h2><p>The job was {esc(view['state'])} then. This file does not update; "
+                  f"<code>tfyarn report {esc(view['app_id'])}</code> fetches the newest.</p>"
+                  "</section>")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(view['name'])} &middot; {esc(view['app_id'])}</title><style>{STYLE}</style></head>
 <body data-app-id="{esc(view['app_id'])}" data-refresh-ms="{REFRESH_MS}">
 <header><h1>{esc(view['name'])}</h1><span class="app">{esc(view['app_id'])}</span>
-<nav><a href="tasks.json">tasks.json</a><a href="../../overview">skein overview</a>
-<a id="yarn-app" hidden>YARN application</a></nav></header>
+{nav}</header>
 <main>
-<section id="ended" hidden><h2></h2><pre></pre><a hidden>YARN's application page</a></section>
+{banner}
 <section>{region("summary")}</section>
 <section><h2>Tasks</h2><div class="scroll">{region("tasks")}</div>{region("tensorboard")}</section>
+<section><h2>Training</h2>{region("curves")}</section>
+<section><h2>Timeline: each task's containers</h2>{region("timeline")}</section>
 <div class="two">
 <section><h2>Restarts</h2>{region("restarts")}</section>
 <section><h2>Start-up phases (this generation)</h2>{region("phases")}</section>
 </div>
 <section><details><summary><h2 style="display:inline">Cluster spec</h2></summary>
 {region("spec")}</details></section>
-</main><script>{SCRIPT}</script></body></html>"""
+</main>{script}</body></html>"""

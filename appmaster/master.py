@@ -42,6 +42,7 @@ from appmaster.job import (
     TrainingDone,
 )
 from appmaster.jobplan import JobPlan
+from appmaster.report import ReportWriter
 from appmaster.view import JobView
 from appmaster.vocabulary import JobState, Role
 
@@ -120,7 +121,7 @@ class Master:
             self.on_container_end(registry.container_of(event.key), now)
         elif kind in ("mirror", "progress"):
             self.job.on_status(registry.container_of(event.key),
-                               **{kind: json.loads(event.result.value)})
+                               **{kind: json.loads(event.result.value)}, now=now)
 
     def on_status(self, container: str, status: dict, now: float) -> None:
         """An agent's word on its task."""
@@ -280,6 +281,7 @@ def main() -> int:
         outcome = Outcome(*decided)
     else:
         master = Master(app, plan, work_dir, am_attempt=attempt)
+        reports = ReportWriter(work_dir, master.view, app.id).start()
         try:
             publish_page(app, master)
             outcome = master.run()
@@ -289,6 +291,7 @@ def main() -> int:
         with master.lock:
             master.job.ended(JobState(outcome.status))
         print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)
+        reports.final()  # in the work dir, where `tfyarn report` and `status` find it
         if outcome.status == JobState.FAILED:
             attempts.write_outcome(work_dir, outcome.status, outcome.diagnostics)
     log.info("ending the application: %s: %s", outcome.status, outcome.diagnostics)

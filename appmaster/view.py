@@ -91,6 +91,9 @@ class JobView:
     progress: dict | None = None
     # every task's containers' ends by YARN's verdict, added up (appmaster/verdicts.py)
     verdicts: dict[str, int] = field(default_factory=dict)
+    # training's curves, faults and every container's life over time, in wall-clock seconds
+    # (appmaster/history.py): what the page's charts and timeline draw
+    history: dict | None = None
 
     @property
     def chief(self) -> TaskRow | None:
@@ -122,7 +125,8 @@ class JobView:
             cluster_spec=job.spec.to_dict() if job.spec else None,
             restarts=list(job.restarts), phases=job.clock.seconds(),
             progress=job_progress(job), verdicts=verdicts.counts(sum(
-                (task.verdicts for task in tasks), Counter())))
+                (task.verdicts for task in tasks), Counter())),
+            history=job.history.to_dict(wall_offset=time.time() - now))
 
     def to_dict(self) -> dict:
         view = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -8,7 +8,13 @@ from tfyarn import __version__
 from tfyarn.cli_cluster import cluster_group
 from tfyarn.cli_config import config_command
 from tfyarn.cli_jobs import submit_command
-from tfyarn.cli_monitor import kill_command, list_command, logs_command, status_command
+from tfyarn.cli_monitor import (
+    kill_command,
+    list_command,
+    logs_command,
+    report_command,
+    status_command,
+)
 from tfyarn.driver import configure_driver
 from tfyarn.errors import TfyarnError
 from tfyarn.tensorboard_local import tensorboard_command
@@ -50,6 +56,7 @@ main.add_command(status_command)
 main.add_command(kill_command)
 main.add_command(list_command)
 main.add_command(logs_command)
+main.add_command(report_command)
 main.add_command(config_command)
 main.add_command(tensorboard_command)
 

@@ -7,12 +7,13 @@ import json
 import re
 import time
 from datetime import datetime
+from pathlib import Path
 
 import click
 
 from appmaster.view import JobView
 from appmaster.vocabulary import TF_ROLES, Role, TaskState
-from tfyarn import jobview, rmrest
+from tfyarn import jobreport, jobview, rmrest
 from tfyarn.driver import FINAL_STATES, plain_diagnosis, skein_client
 from tfyarn.errors import TfyarnError
 
@@ -44,10 +45,7 @@ def _view(report) -> tuple[JobView | None, str]:
         view = jobview.live_view(report.tracking_url)
         return view, "live from the AppMaster" if view else "AppMaster not answering yet"
     if str(report.state) in FINAL_STATES:
-        view = jobview.final_view(report.id)
-        if view:
-            return view, "as the AppMaster logged it at the end"
-        return None, "no task table: the AppMaster logged none (killed?) or logs not aggregated yet"
+        return jobreport.final_view(report)
     return None, f"the application is {report.state}: no task has started yet"
 
 
@@ -193,6 +191,21 @@ def _print_aggregated_logs(app_id: str, role: str | None, index: int | None) -> 
         raise TfyarnError(f"no task output for {app_id} yet (log aggregation may lag the end "
                           "by a few seconds)", "try again in a few seconds.")
     click.echo(text)
+
+
+@click.command("report")
+@click.argument("app_id")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              default=None, help="Where to write it [default: ./<app id>.html].")
+def report_command(app_id: str, output: Path | None) -> None:
+    """Save the job's report: its page, training curves and containers' timeline in one
+    HTML file that opens anywhere, with no network (for a running or finished job)."""
+    with _reports() as client:
+        report = _report(client, app_id)
+    html, source = jobreport.fetch(report)
+    output = output or Path(f"{app_id}.html")
+    output.write_bytes(html)
+    click.echo(f"Wrote {output} ({source}).\nOpen it in a browser: {output.resolve().as_uri()}")
 
 
 @click.command("kill")

@@ -1,0 +1,78 @@
+"""A job's report, read back on the client: the HTML and JSON the AppMaster wrote into the
+job's work dir (appmaster/report.py), for `tfyarn report` and for `tfyarn status` on a job
+that has ended.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from appmaster import jobpointer
+from appmaster.report import HTML_FILE, JSON_FILE, render_report
+from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
+from appmaster.view import JobView
+from tfyarn import jobrecord, jobview
+from tfyarn.errors import TfyarnError
+
+READ_TIMEOUT_S = 30.0
+
+
+class ReportError(TfyarnError):
+    """No report of the job can be had; the message says where tfyarn looked."""
+
+
+def read_file(work_dir: str, name: str) -> bytes | None:
+    """A file of the work dir (on HDFS or a local path), or None if it is not there."""
+    if not is_remote(work_dir):
+        path = Path(work_dir) / name
+        return path.read_bytes() if path.is_file() else None
+    try:
+        return bounded(lambda: RemoteDir(work_dir).read_bytes(name), READ_TIMEOUT_S,
+                       f"HDFS ({work_dir})")
+    except StorageError:
+        return None
+
+
+def recorded_view(work_dir: str) -> JobView | None:
+    """The view the AppMaster last wrote into the work dir."""
+    data = read_file(work_dir, JSON_FILE)
+    try:
+        return JobView.from_dict(json.loads(data)["view"]) if data else None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def final_view(report) -> tuple[JobView | None, str]:
+    """A finished job's last view: its recorded report, else the AppMaster's log."""
+    work_dir = jobpointer.read_pointer(report.user, report.id)
+    if work_dir and (view := recorded_view(work_dir)):
+        return view, f"as the AppMaster recorded it at the end in {work_dir}/{JSON_FILE}"
+    view = jobview.final_view(report.id)
+    if view:
+        return view, "as the AppMaster logged it at the end"
+    return None, "no task table: the AppMaster recorded none (killed?) or logs not aggregated yet"
+
+
+def fetch(report) -> tuple[bytes, str]:
+    """The report's HTML and where it came from: drawn from the running AppMaster's view,
+    else the file in the work dir, else drawn from the JSON there or from the AppMaster's
+    log. ReportError when none is there."""
+    app_id = report.id
+    if str(report.state) == "RUNNING" and (view := jobview.live_view(report.tracking_url)):
+        return render_report(view.to_dict()).encode(), "drawn from the running AppMaster's view"
+    work_dir = jobrecord.find_work_dir(app_id, report)
+    if work_dir:
+        if html := read_file(work_dir, HTML_FILE):
+            return html, f"{work_dir}/{HTML_FILE}"
+        if view := recorded_view(work_dir):
+            return render_report(view.to_dict()).encode(), f"drawn from {work_dir}/{JSON_FILE}"
+    if view := jobview.final_view(app_id):
+        return render_report(view.to_dict()).encode(), "drawn from the AppMaster's log"
+    looked = f"{work_dir}/{HTML_FILE}, " if work_dir else ""
+    raise ReportError(
+        f"no report of {app_id} ({report.state}): nothing at {looked}and no task table in "
+        "the AppMaster's log.",
+        "the AppMaster writes its report a minute after it starts and when the job ends; a "
+        "job killed in its first minute has none. `yarn logs -applicationId "
+        f"{app_id}` shows what it left.")
