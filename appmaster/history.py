@@ -11,7 +11,8 @@ draw it over time. A job may run for a week, so nothing here grows without limit
   1,000 per restart), dropping the oldest ended ones first.
 
 Times are the job's monotonic clock; :meth:`History.to_dict` turns them into wall-clock
-seconds for the view. Only the standard library: this module runs inside YARN containers.
+seconds for the view, with the offset the master measured once (so a time reads the same in
+every view). Only the standard library: this module runs inside YARN containers.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def chosen_tags(chosen: list[str], scalars: dict[str, float]) -> list[str]:
 
 class History:
     def __init__(self) -> None:
+        self.wall_offset = 0.0  # wall-clock minus monotonic seconds, set by the master
         self.training = Curve()  # [t, step, steps/s, {tag: value}]
         self.evaluations = Curve()  # [checkpoint step, {tag: value}, t]
         self.training_tags: list[str] = []
@@ -143,6 +145,11 @@ class History:
         if (span := self.spans.get(container)) and span.ended is None:
             span.ended, span.outcome = now, outcome
 
+    def end_open(self, outcome: str, now: float) -> None:
+        """Every container still open ends now (the application ends)."""
+        for container in [c for c, span in self.spans.items() if span.ended is None]:
+            self.ended(container, outcome, now)
+
     def _drop_oldest_ended(self) -> None:
         excess = len(self.spans) - MAX_SPANS
         for container in [c for c, s in self.spans.items() if s.ended is not None][:excess]:
@@ -151,10 +158,10 @@ class History:
 
     # ------------------------------------------------------------ the view's part
 
-    def to_dict(self, wall_offset: float) -> dict:
-        """For the view: times as wall-clock seconds (monotonic + ``wall_offset``)."""
+    def to_dict(self) -> dict:
+        """For the view: times as wall-clock seconds."""
         def wall(t: float | None) -> float | None:
-            return None if t is None else round(t + wall_offset, 2)
+            return None if t is None else round(t + self.wall_offset, 2)
 
         return {
             "training": [[wall(t), step, rate, values]

@@ -343,9 +343,11 @@ class Job:
             elif task is self.evaluator:
                 self.history.on_evaluation(now, progress)
 
-    def ended(self, status: JobState) -> None:
+    def ended(self, status: JobState, now: float | None = None) -> None:
         """The application ends: tasks still running were ended by tfyarn, not failed."""
         self.state = status
+        if now is not None:  # their containers end with the application
+            self.history.end_open(f"stopped: the job {str(status).lower()}", now)
         for task in (*self.tasks.values(), *([self.evaluator] if self.evaluator else [])):
             if not task.state.ended:
                 task.state = TaskState.FINISHED if task.exit_code == 0 else TaskState.STOPPED

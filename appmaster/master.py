@@ -68,6 +68,7 @@ class Master:
         self.plan = plan
         self.work_dir = work_dir
         self.job = Job(plan, time.monotonic(), am_attempt)
+        self.job.history.wall_offset = time.time() - time.monotonic()  # for the view's times
         # skein asks for the first role's containers itself at start-up (the spec's
         # instances, see tfyarn/appspec.py): those are adopted, not asked for again.
         self.adoptable: dict[tuple[str, int], str] = {}
@@ -289,7 +290,7 @@ def main() -> int:
             log.exception("the tfyarn master failed")
             outcome = Outcome(JobState.FAILED, f"The tfyarn AppMaster failed: {exc!r}")
         with master.lock:
-            master.job.ended(JobState(outcome.status))
+            master.job.ended(JobState(outcome.status), time.monotonic())
         print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)
         reports.final()  # in the work dir, where `tfyarn report` and `status` find it
         if outcome.status == JobState.FAILED:

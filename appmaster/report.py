@@ -15,7 +15,6 @@ inside YARN containers.
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
 import logging
 import threading
@@ -47,14 +46,13 @@ def record(view: dict, final: bool, written: float | None = None) -> dict:
 
 
 class ReportWriter:
-    """Writes the report into the work dir: every INTERVAL_S while the job runs, if the view
-    changed, and at the end (:meth:`final`)."""
+    """Writes the report into the work dir: every INTERVAL_S while the job runs, and at the
+    end (:meth:`final`). Each write replaces the last (a rename: never half a file)."""
 
     def __init__(self, work_dir: str, view: Callable[[], dict], app_id: str,
                  interval_s: float = INTERVAL_S) -> None:
         self.work_dir, self.view, self.app_id = work_dir, view, app_id
         self.interval_s = interval_s
-        self._written_digest = ""
         self._lock = threading.Lock()  # the loop's write and the final one never interleave
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="report")
@@ -74,13 +72,9 @@ class ReportWriter:
             self.write(final=False)
 
     def write(self, final: bool) -> bool:
-        """Write both files if the view changed since the last write; whether it wrote."""
+        """Write both files; whether they were written."""
         with self._lock:
             view = self.view()
-            unchanged = {key: value for key, value in view.items() if key != "updated"}
-            digest = hashlib.sha1(json.dumps(unchanged, sort_keys=True).encode()).hexdigest()
-            if digest == self._written_digest and not final:
-                return False
             written = time.time()
             files = {JSON_FILE: json.dumps(record(view, final, written)).encode(),
                      HTML_FILE: render_report(view, written).encode()}
@@ -90,7 +84,6 @@ class ReportWriter:
             except (OSError, StorageError) as exc:
                 log.warning("could not write the job's report to %s: %s", self.work_dir, exc)
                 return False
-            self._written_digest = digest
             return True
 
     def _put(self, name: str, data: bytes) -> None:

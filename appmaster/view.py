@@ -126,7 +126,7 @@ class JobView:
             restarts=list(job.restarts), phases=job.clock.seconds(),
             progress=job_progress(job), verdicts=verdicts.counts(sum(
                 (task.verdicts for task in tasks), Counter())),
-            history=job.history.to_dict(wall_offset=time.time() - now))
+            history=job.history.to_dict())
 
     def to_dict(self) -> dict:
         view = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -2,8 +2,9 @@
 
 Headless Chromium from Debian's packages (scripts/setup.sh installs it), driven by Selenium,
 goes through the ResourceManager's proxy exactly as a user following YARN's link does, on a
-light job (no TensorFlow) running on the local YARN. The tests run in file order: the last
-one ends the job while its page is open.
+light job (no TensorFlow; its chief writes a loss to an event file every second) running on
+the local YARN. The tests run in file order: one ends the job while its page is open, the
+next opens the report it left, from a file, with the network off.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def light_job(yarn_cluster, tmp: Path, fail_worker: int | None = None) -> Iterat
     on the way out if it still runs. With `fail_worker`, that worker fails once and is
     replaced."""
     release = ReleaseFile.fresh(yarn_cluster.layout)
-    args = ["--sleep", "900", "--release_file", release.url]
+    args = ["--sleep", "900", "--release_file", release.url, "--summaries"]
     if fail_worker is not None:  # TF's naming: the chief is worker 0
         args += ["--fail", f"worker:{fail_worker + 1}"]
     res, app = prepare_light_job(tmp, args)
@@ -190,6 +191,49 @@ def test_skein_pages_answer(running_job: RunningJob, browser: WebDriver) -> None
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
 
 
+def chart_points(browser: WebDriver, chart: str) -> int:
+    """How many points the chart's line has (0: no line yet)."""
+    return browser.execute_script(
+        f"var line = document.querySelector('#{chart} polyline');"
+        "return line ? line.points.numberOfItems : 0;")
+
+
+def timeline_bars(browser: WebDriver) -> dict[str, int]:
+    """Each task's container bars on the timeline, by task."""
+    return {row.get_attribute("data-task"): int(row.get_attribute("data-bars"))
+            for row in browser.find_elements(By.CSS_SELECTOR, "#timeline g.row")}
+
+
+def assert_curves_and_timeline(browser: WebDriver) -> None:
+    """The chief's curves are drawn with the worker's replacement marked on them, and the
+    timeline shows the replaced worker as two bars, the failed one first."""
+    for chart in ("chart-step", "chart-rate", "chart-tag-0"):
+        assert chart_points(browser, chart) >= 2, chart
+    assert browser.find_element(By.CSS_SELECTOR, "#chart-tag-0 .title").text == "train/loss"
+    assert browser.find_elements(By.CSS_SELECTOR, "#chart-step line.mark-replaced")
+    bars = timeline_bars(browser)
+    assert bars == {"ps 0": 1, "chiefworker 0": 1, "worker 0": 1, "worker 1": 2}, bars
+    first, second = browser.find_elements(By.CSS_SELECTOR, '#timeline g.row[data-task="worker 1"]'
+                                                           " g.bar")
+    assert "bar-failed" in first.get_attribute("class")
+    assert first.rect["x"] < second.rect["x"]
+
+
+def test_curves_update_in_place_and_the_timeline_shows_the_replacement(
+        running_job: RunningJob, browser: WebDriver, tmp_path: Path, capsys) -> None:
+    browser.get(running_job.job_page)
+    wait_for("the chief's curves", lambda: chart_points(browser, "chart-step") >= 2,
+             timeout_s=120)
+    browser.execute_script("window.readerMark = 1;")
+    seen = chart_points(browser, "chart-step")
+    wait_for("the curve to grow", lambda: chart_points(browser, "chart-step") > seen,
+             timeout_s=30)
+    assert browser.execute_script("return window.readerMark") == 1  # updated in place
+    assert_curves_and_timeline(browser)
+    browser.execute_script("document.getElementById('curves').scrollIntoView()")
+    save_screenshot(browser, tmp_path / "curves-and-timeline.png", capsys)
+
+
 def get_from(source: str, url: str) -> http.client.HTTPResponse:
     """GET ``url`` from the local address ``source``: in the local cluster every host is a
     127.0.0.x address, so this is a request from another machine."""
@@ -253,6 +297,30 @@ def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: 
     browser.get(running_job.tracking_url)
     assert f"/cluster/app/{running_job.app_id}" in browser.current_url
     assert "SUCCEEDED" in browser.find_element(By.TAG_NAME, "body").text
+
+
+def test_the_report_outlives_the_job(yarn_cluster, running_job: RunningJob,
+                                     browser: WebDriver, tmp_path: Path, capsys) -> None:
+    app_id, saved = running_job.app_id, tmp_path / "report.html"
+    fetched = run_tfyarn(yarn_cluster, "report", app_id, "-o", str(saved))
+    assert fetched.returncode == 0, fetched.stderr
+    assert "/tfyarn-report.html)" in fetched.stdout  # as the AppMaster wrote it at the end
+    assert "The job was SUCCEEDED then" in saved.read_text()
+    browser.set_network_conditions(offline=True, latency=0, download_throughput=0,
+                                   upload_throughput=0)
+    try:
+        browser.get(saved.as_uri())
+        assert "Report of " + app_id in browser.find_element(By.ID, "report").text
+        assert browser.find_element(By.CSS_SELECTOR, "#summary .state").text == "SUCCEEDED"
+        assert task_rows(browser) == EXPECTED_TASKS
+        assert_curves_and_timeline(browser)
+        loaded = browser.execute_script("return performance.getEntriesByType('resource').length")
+        assert loaded == 0  # everything is in the file
+        save_screenshot(browser, tmp_path / "report.png", capsys)
+    finally:
+        browser.delete_network_conditions()
+    status = run_tfyarn(yarn_cluster, "status", app_id)
+    assert "as the AppMaster recorded it at the end in " in status.stdout, status.stdout
 
 
 def test_the_open_page_says_the_job_was_killed(yarn_cluster, browser: WebDriver,

@@ -5,6 +5,9 @@ chief after --chief_sleep, if given), or as soon as --release_file exists (a pat
 hdfs://..., since the hosts share no disk). --fail
 worker:2 makes that task (TF's job name and index) exit 3 at once on its first attempt;
 --hog worker:2:700 makes it hold 700 MB of memory (touched, so resident) and wait.
+--summaries makes the chief write a TensorFlow event file in its work dir, a loss and a step
+every second, as TensorFlow's own writer frames them (what the job page's curves and
+TensorBoard read), with no TensorFlow.
 With TFYARN_SECRET_* set, it records each secret's sha256 (never the secret itself).
 """
 
@@ -13,6 +16,7 @@ import hashlib
 import json
 import os
 import socket
+import struct
 import sys
 import time
 
@@ -30,7 +34,63 @@ parser.add_argument("--release_file", default="",
                     help="the chief and workers end once this HDFS file exists (or after --sleep)")
 parser.add_argument("--hog", default="",
                     help="job_name:task_index:MB holding that much memory, then waiting")
+parser.add_argument("--summaries", action="store_true",
+                    help="the chief writes a loss and a step to an event file every second")
 args, _ = parser.parse_known_args()
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def tf_record(data: bytes) -> bytes:
+    """TFRecord framing: length, its masked CRC-32C, the data, its masked CRC-32C."""
+    def masked(crc: int) -> bytes:
+        return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
+
+    length = struct.pack("<Q", len(data))
+    return length + masked(crc32c(length)) + data + masked(crc32c(data))
+
+
+def varint(n: int) -> bytes:
+    out = b""
+    while True:
+        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            return out
+
+
+def message(number: int, data: bytes) -> bytes:
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def event(step: int, extra: bytes) -> bytes:
+    """Event {1: wall_time double, 2: step int64, ...}."""
+    return (varint(1 << 3 | 1) + struct.pack("<d", time.time()) + varint(2 << 3) + varint(step)
+            + extra)
+
+
+class Summaries:
+    """An event file of simple scalars: Summary {1: Value {1: tag, 2: simple_value}}."""
+
+    def __init__(self, folder: str) -> None:
+        os.makedirs(folder, exist_ok=True)
+        name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.light"
+        self.file = open(os.path.join(folder, name), "ab")  # noqa: SIM115 (open while it runs)
+        self.file.write(tf_record(event(0, message(3, b"brain.Event:2"))))
+        self.step = 0
+
+    def scalar(self, tag: str, value: float) -> None:
+        self.step += 10
+        value_message = message(1, tag.encode()) + varint(2 << 3 | 5) + struct.pack("<f", value)
+        self.file.write(tf_record(event(self.step, message(5, message(1, value_message)))))
+        self.file.flush()
 
 
 def released() -> bool:
@@ -95,9 +155,15 @@ if args.job_name == "ps":
 is_chief = args.job_name == "worker" and args.task_index == 0
 sleep = args.chief_sleep if is_chief and args.chief_sleep is not None else args.sleep
 deadline = time.monotonic() + sleep
+summaries = Summaries(os.path.join(args.work_dir, "train")) if (
+    args.summaries and is_chief) else None
+next_summary = time.monotonic()
 while time.monotonic() < deadline:
     if released():
         break
+    if summaries and time.monotonic() >= next_summary:
+        summaries.scalar("loss", 2.0 / (1 + summaries.step / 100))
+        next_summary += 1.0
     time.sleep(0.2)
 if args.exit_code:
     print(f"light task {args.job_name} {args.task_index} failing on purpose", file=sys.stderr)
