@@ -189,8 +189,8 @@ def timeline(rows: list[tuple[str, list[dict]]], x_range: tuple[float, float],
              marks: Sequence[Sequence] = ()) -> str:
     """A bar per container on a time axis, a row per task (a Gantt chart): grey while asked
     for, light blue while starting, then coloured by how it ended (blue: still running)."""
-    label_w, height = 96, TOP + len(rows) * ROW_HEIGHT + BOTTOM
-    width = 920
+    # As wide as the page usually is, so its text is the size of the charts' text.
+    label_w, height, width = 110, TOP + len(rows) * ROW_HEIGHT + BOTTOM, 1260
     x = Axis(*x_range, label_w, width - RIGHT)
     parts = [f'<svg class="timeline" viewBox="0 0 {width} {height}" role="img" '
              f'aria-label="containers over time" xmlns="http://www.w3.org/2000/svg">']

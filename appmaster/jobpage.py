@@ -288,8 +288,8 @@ def curves_html(view: dict) -> str:
     drawn += [over_time(tag, f"chart-tag-{i}", lambda p, tag=tag: p[3].get(tag))
               for i, tag in enumerate(history.get("training_tags", []))]
     drawn += [charts.line_chart(
-        f"evaluated: {tag}", [charts.Series(tag, [(p[0], p[1][tag]) for p in evaluations
-                                                  if tag in p[1]])],
+        f"evaluated: {tag}", [charts.Series(f"evaluated: {tag}", [
+            (p[0], p[1][tag]) for p in evaluations if tag in p[1]])],
         (evaluations[0][0], max(evaluations[-1][0], evaluations[0][0] + 1)), time_axis=False,
         chart_id=f"chart-eval-{i}")
         for i, tag in enumerate(history.get("evaluation_tags", []))]

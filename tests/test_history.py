@@ -9,7 +9,7 @@ import re
 import time
 from pathlib import Path
 
-from test_job import Cluster, plan
+from test_job import Cluster, evaluator_plan, plan, start_evaluator
 
 from appmaster import history as history_module
 from appmaster.history import MAX_POINTS, Curve, History, Mark, chosen_tags
@@ -217,3 +217,18 @@ def test_the_jobs_end_ends_every_open_container() -> None:
     assert outcomes == {"chiefworker 0": "finished", "ps 0": "stopped: the job succeeded",
                         "worker 0": "stopped: the job succeeded",
                         "worker 1": "stopped: the job succeeded"}
+
+
+def test_the_evaluators_metrics_are_drawn_against_the_checkpoint_step() -> None:
+    cluster = Cluster(evaluator_plan())
+    evaluator = start_evaluator(cluster)
+    cluster.everyone_running()
+    for step in (100, 100, 200, 300):  # the same checkpoint reported twice: one point
+        cluster.tick(5)
+        cluster.job.on_status(evaluator, now=cluster.now, progress={
+            "evaluated_step": step, "scalars": {"eval/accuracy": step / 400, "eval/loss": 1.0}})
+    history = view_of(cluster)["history"]
+    assert [p[0] for p in history["evaluations"]] == [100, 200, 300]
+    assert history["evaluation_tags"] == ["eval/loss", "eval/accuracy"]
+    curves = render_parts(view_of(cluster))["regions"]["curves"]
+    assert 'id="chart-eval-1"' in curves and "checkpoint step" in curves
