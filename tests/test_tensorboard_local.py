@@ -267,3 +267,114 @@ def test_tensorboard_ends_when_tfyarn_is_killed(tmp_path: Path) -> None:
     while group_members(board):
         assert time.monotonic() < deadline, "TensorBoard outlived the killed tfyarn"
         time.sleep(0.2)
+
+
+# ---------------------------------------------------------------- the command's flow, no YARN
+
+class FakeYarn:
+    """Answers application reports from a script of states; grows the chief's event file
+    as each is asked (the job training between two looks)."""
+
+    def __init__(self, states: list[str], grow: Path | None = None) -> None:
+        self.states, self.grow = states, grow
+        self.asked = 0
+
+    def __enter__(self) -> FakeYarn:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def application_report(self, app_id: str) -> SimpleNamespace:
+        state = self.states[min(self.asked, len(self.states) - 1)]
+        self.asked += 1
+        if self.grow is not None and state == "RUNNING":
+            with open(self.grow, "ab") as events:
+                events.write(event_records("loss", range(self.asked * 10, self.asked * 10 + 10)))
+        return SimpleNamespace(id=app_id, user="alice", state=state, name="job", tags={"tfyarn"},
+                               final_status="SUCCEEDED" if state == "FINISHED" else "UNDEFINED",
+                               tracking_url="http://rm/proxy/app/")
+
+
+@pytest.fixture
+def fake_job(monkeypatch: pytest.MonkeyPatch, job_dir: Path):
+    """`tfyarn tensorboard` against FakeYarn, the work dir being ``job_dir`` (local)."""
+    def use(yarn: FakeYarn) -> FakeYarn:
+        monkeypatch.setattr(tensorboard_local, "_reports", lambda: yarn)
+        monkeypatch.setattr(tensorboard_local, "find_work_dir", lambda app, report: str(job_dir))
+        monkeypatch.setattr(tensorboard_local, "SYNC_INTERVAL_S", 0.01)
+        return yarn
+
+    return use
+
+
+def test_once_prints_the_cache_for_scripts(fake_job, job_dir: Path, tmp_path: Path) -> None:
+    fake_job(FakeYarn(["FINISHED"]))
+    result = CliRunner().invoke(
+        main, ["tensorboard", APP, "--once", "--cache", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{tmp_path / 'c'}\n"  # nothing else on stdout
+    assert (tmp_path / "c" / "checkpoints" / EVENTS).read_bytes() == (
+        job_dir / "checkpoints" / EVENTS).read_bytes()
+
+
+def test_a_finished_job_without_summaries_says_where_it_looked(fake_job, job_dir: Path,
+                                                               tmp_path: Path) -> None:
+    for events in job_dir.rglob("events.out.tfevents.*"):
+        events.unlink()
+    fake_job(FakeYarn(["FINISHED"]))
+    for once in (["--once"], []):
+        result = CliRunner().invoke(
+            main, ["tensorboard", APP, *once, "--cache", str(tmp_path / "c")])
+        assert result.exit_code == 1
+        assert f"wrote no summaries: no events.out.tfevents.* file below {job_dir}" in (
+            result.output)
+
+
+def test_a_running_job_without_summaries_is_waited_for(fake_job, job_dir: Path,
+                                                       tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    for events in job_dir.rglob("events.out.tfevents.*"):
+        events.unlink()
+    fake_job(FakeYarn(["RUNNING", "RUNNING", "FINISHED"]))
+    result = CliRunner().invoke(main, ["tensorboard", APP, "--interval", "0.5",
+                                       "--cache", str(tmp_path / "c")])
+    assert "no event files in" in result.output and "yet: waiting" in result.output
+    assert result.exit_code == 1 and "wrote no summaries" in result.output
+
+
+def test_it_follows_a_running_job_then_stops_syncing(fake_job, job_dir: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Synced while RUNNING (appends), once more at the end, said; Ctrl-C stops TensorBoard."""
+    remote = job_dir / "checkpoints" / EVENTS
+    yarn = fake_job(FakeYarn(["RUNNING"] * 4 + ["FINISHED"], grow=remote))
+    calls: list[str] = []
+
+    class Board(LocalBoard):
+        def start(self) -> None:
+            calls.append("start")
+
+        def wait_ready(self, timeout_s: float = 0) -> None:
+            calls.append("ready")
+
+        def alive(self) -> bool:
+            if yarn.asked >= len(yarn.states):  # FINISHED was told: the user presses Ctrl-C
+                raise KeyboardInterrupt
+            return True
+
+        def stop(self) -> None:
+            calls.append("stop")
+
+    monkeypatch.setattr(tensorboard_local, "LocalBoard", Board)
+    monkeypatch.setattr(tensorboard_local, "require_tensorboard", lambda: None)
+    monkeypatch.setattr(tensorboard_local.time, "sleep", lambda s: None)
+    monkeypatch.setattr(tensorboard_local, "choose_port", lambda host, wanted: 6006)
+    result = CliRunner().invoke(
+        main, ["tensorboard", APP, "--cache", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "TensorBoard: http://localhost:6006/\n"
+    assert "ended (FINISHED, SUCCEEDED)" in result.stderr and "no more syncing" in result.stderr
+    assert "stopping TensorBoard" in result.stderr
+    assert calls == ["start", "ready", "stop"]
+    assert (tmp_path / "c" / "checkpoints" / EVENTS).read_bytes() == remote.read_bytes()
+    assert remote.stat().st_size > len(event_records("loss", range(10)))  # it did grow
