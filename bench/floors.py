@@ -6,7 +6,9 @@
     shipped files) and no rendezvous: each container runs the task script directly with
     addresses the bench picked beforehand (possible only because every node is this machine:
     the NodeManagers are hosts of their own for files, but share its network), and a work
-    dir of its own in its container dir, as a tfyarn task has.
+    dir of its own in its container dir, as a tfyarn task has. The nodes are bare (no
+    .venv: tfyarn/localyarn/hostview.py), so it runs the script with the Python environment
+    tfyarn ships, the same archive (./pyenv, localized once per node) a tfyarn job uses.
     What YARN and skein cost by themselves. It has no driver script, so its AppMaster asks for
     every container as soon as it registers, and its JVMs (skein's driver and AppMaster) start
     with the quick-start options (JVM_OPTIONS): the least YARN and skein can take here.
@@ -31,6 +33,8 @@ from bench.common import EXAMPLES, LIGHT_APPS, REPO, log
 from bench.jobs import AppFollower
 from bench.logs import RmLog
 from bench.watch import LogWatch, mtimes
+from tfyarn import jobenv
+from tfyarn.environments import ENV_DIR, SHIPPED_MEMBER, env_file, python_in_env
 
 STEP = r"^step \d+ loss"
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # client compiler, serial GC
@@ -95,6 +99,8 @@ def task_index_expr(offset: int) -> str:
 
 # Each floor container's own local work dir, as tfyarn gives its tasks (Cluster.task_files).
 CONTAINER_WORK_DIR = '--work_dir="$PWD/work"'
+# The interpreter of the environment tfyarn ships (the nodes have no .venv), as its tasks run.
+FLOOR_PYTHON = python_in_env(SHIPPED_MEMBER)
 
 
 def seed_floor_spec(resources: dict, args: list[str]) -> dict:
@@ -111,7 +117,7 @@ def seed_floor_spec(resources: dict, args: list[str]) -> dict:
     for role in ("ps", "chiefworker", "worker"):
         job_name, offset = job[role]
         command = " ".join([
-            shlex.quote(sys.executable), "app/mnist1.py", f"--ps_hosts={ps_hosts}",
+            FLOOR_PYTHON, "app/mnist1.py", f"--ps_hosts={ps_hosts}",
             f"--worker_hosts={worker_hosts}", f"--job_name={job_name}",
             f"--task_index={task_index_expr(offset)}", CONTAINER_WORK_DIR,
             *map(shlex.quote, args)])
@@ -129,7 +135,7 @@ def light_floor_spec(resources: dict, sleep_s: float) -> dict:
             continue
         job_name, offset = job[role]
         command = " ".join([
-            shlex.quote(sys.executable), "app/light_task.py", f"--job_name={job_name}",
+            FLOOR_PYTHON, "app/light_task.py", f"--job_name={job_name}",
             f"--task_index={task_index_expr(offset)}", CONTAINER_WORK_DIR,
             f"--sleep={sleep_s}"])
         services[role] = service(values, int(values["yarn.component.instances"]),
@@ -151,12 +157,13 @@ def floor_spec(name: str, comps: dict, services: dict, scripts_dir: Path) -> dic
             "services": services}
 
 
-def build_skein_spec(desc: dict):
+def build_skein_spec(desc: dict, python_env_url: str):
     import skein
 
     files = {"app": skein.File(desc["scripts_dir"], type="file"),
              # What tfyarn ships too, so that localization costs the same.
-             "appmaster": skein.File(str(REPO / "appmaster"), type="file")}
+             "appmaster": skein.File(str(REPO / "appmaster"), type="file"),
+             ENV_DIR: env_file(python_env_url)}
     services = {
         name: skein.Service(
             instances=s["instances"],
@@ -286,7 +293,10 @@ def run_skein_light(cluster: Cluster, run_dir: Path, resources: dict, n_tasks: i
         "allocated": events.last("ALLOCATED"), "containers_running": events.last("RUNNING"),
         "tasks_started": max(times.values()) if len(times) >= n_tasks else None,
     }
-    return {"kind": "skein", "app_id": app_id, "n": n_tasks, "t": t, "meta": {}}
+    containers = events.task_containers()
+    return {"kind": "skein", "app_id": app_id, "n": n_tasks, "t": t,
+            "meta": {"allocated": sum("ALLOCATED" in s for s in containers.values()),
+                     "released_unused": sum("RELEASED" in s for s in containers.values())}}
 
 
 def main(argv: list[str]) -> int:
@@ -296,8 +306,10 @@ def main(argv: list[str]) -> int:
     import skein
 
     desc = json.loads(Path(argv[1]).read_text())
+    # As tfyarn's submit does: this environment's archive, uploaded once per content.
+    url = jobenv.ship_this_env(lambda line: print(line, file=sys.stderr))
     with skein.Client() as client:  # as tfyarn's submit does
-        print(client.submit(build_skein_spec(desc)), flush=True)
+        print(client.submit(build_skein_spec(desc, url)), flush=True)
     return 0
 
 

@@ -89,6 +89,14 @@ LIGHT_STEPS = [
     ("spec published → all scripts launched", "spec_published", "all_running"),
     ("last export → every task started", "all_registered", "tasks_started"),
 ]
+# The milestones floor (b) has too: tfyarn and the floor side by side.
+LIGHT_SHARED_STEPS = [
+    ("submit → AM running", "submit", "am_running"),
+    ("AM running → all allocated", "am_running", "allocated"),
+    ("allocated → containers running", "allocated", "containers_running"),
+    ("containers running → every task started", "containers_running", "tasks_started"),
+    ("submit → every task started", "submit", "tasks_started"),
+]
 USAGE_COLUMNS = [
     ("python_cpu_s", "master.py CPU s"), ("python_peak_rss_mb", "master.py peak RSS MB"),
     ("java_cpu_s", "Java AM CPU s"), ("java_peak_rss_mb", "Java AM peak RSS MB"),

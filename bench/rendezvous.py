@@ -17,7 +17,13 @@ everything on a bench-owned second local YARN with 64 vcores per NodeManager
 (bench/private_cluster.py), `--cluster auto` (the default) does so only when some N does not
 fit the shared one.
 
+Each tfyarn run also checks that every task started on the complete cluster spec (its
+record's flags and TF_CONFIG: N distinct addresses, the same in all N; `meta.spec_ok`), and
+counts the containers YARN allocated and those skein's AppMaster released unused.
+
     python -m bench.rendezvous --n 2,4,8,16,32,64 --runs 3 [--cluster auto|shared|private]
+    python -m bench.rendezvous --n 4,64,200 --runs 3 --cluster private --private-vcores 128 \
+        --variants head --name rendezvous-200     # issue 28: 200 tasks (docs/benchmarks.md §2)
 """
 
 from __future__ import annotations
@@ -35,12 +41,13 @@ from bench import floors, tables
 from bench.cluster import Cluster, wait_for_room
 from bench.common import LIGHT_APPS, REPO, RESULTS, SCRATCH, log
 from bench.jobs import job_files, run_to_end
+from bench.logs import RmEvents
 from bench.private_cluster import private_cluster
 from bench.results import kinds_to_run, machine_info, record_run, save
 from bench.variants import VARIANTS, Variant, make_variant
 from bench.watch import mtimes
 
-TASK_MB, TASK_VCORES = 128, 1
+TASK_MB, TASK_VCORES = 128, 1  # --task-mb changes TASK_MB
 
 
 def layout_of(n: int) -> dict[str, int]:
@@ -89,11 +96,58 @@ def run_tfyarn_light(cluster: Cluster, run_dir: Path, n: int, var: Variant,
         entry="light_task.py", resources=light_resources(n),
         settings={"app.name": f"tfyarn-bench-light-{n}"})
     run = run_to_end(cluster, res_path, app_path, var, f" ({n} light tasks)", timeout_s)
-    started = mtimes(cluster.task_files(run.app_id, "light/*.json"))
+    records = cluster.task_files(run.app_id, "light/*.json")
+    started = mtimes(records)
     t = {**run.timeline(),
          "tasks_started": max(started.values()) if len(started) >= n else None}
     return {"kind": "tfyarn", "variant": var.name, "app_id": run.app_id, "n": n, "t": t,
-            "meta": {**run.meta(), "started": len(started)}}
+            "meta": {**run.meta(), "started": len(started), **spec_check(records, n),
+                     **container_counts(run.events),
+                     "asked_again": run.follower.driver_text.count("asking YARN again")}}
+
+
+def container_counts(events: RmEvents) -> dict[str, int]:
+    """Task containers the ResourceManager allocated, and those the AppMaster handed back
+    unused (ACQUIRED -> RELEASED: skein's AM got more than it had asks for at that moment)."""
+    containers = events.task_containers()
+    return {"allocated": sum("ALLOCATED" in s for s in containers.values()),
+            "released_unused": sum("RELEASED" in s for s in containers.values())}
+
+
+def spec_check(records: list[Path], n: int) -> dict:
+    """Did every task start on the complete cluster spec? Each light task's record holds the
+    flags and TF_CONFIG it was started with: every one must name N distinct addresses (the
+    ps, then the chief and the workers, as many as the layout has) and all the same ones."""
+    counts = layout_of(n)
+    want = {"ps": counts["ps"], "worker": counts["chiefworker"] + counts["worker"]}
+    specs, complete, problems = set(), 0, []
+    for path in records:
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            problems.append(f"{path.name}: unreadable ({exc})")
+            continue
+        flags = dict(arg.split("=", 1) for arg in record["argv"] if arg.startswith("--")
+                     and "=" in arg)
+        hosts = {job: [h for h in flags.get(f"--{job}_hosts", "").split(",") if h]
+                 for job in want}
+        cluster = record.get("tf_config", {}).get("cluster", {})
+        tf_hosts = {"ps": cluster.get("ps", []),
+                    "worker": cluster.get("chief", []) + cluster.get("worker", [])}
+        addresses = hosts["ps"] + hosts["worker"]
+        ok = (all(len(hosts[job]) == k for job, k in want.items())
+              and len(set(addresses)) == n and all(":" in a for a in addresses)
+              and sorted(tf_hosts["ps"] + tf_hosts["worker"]) == sorted(addresses))
+        if ok:
+            complete += 1
+            specs.add((tuple(hosts["ps"]), tuple(hosts["worker"])))
+        elif len(problems) < 5:
+            problems.append(f"{path.name}: {len(hosts['ps'])} ps, {len(hosts['worker'])} "
+                            f"workers in its flags, TF_CONFIG {len(tf_hosts['ps'])} + "
+                            f"{len(tf_hosts['worker'])}")
+    return {"complete_spec": complete, "distinct_specs": len(specs),
+            "spec_ok": complete == n == len(records) and len(specs) == 1,
+            **({"spec_problems": problems} if problems else {})}
 
 
 def run_all(cluster: Cluster, sizes: list[int], runs: int, variants: list[Variant],
@@ -131,20 +185,29 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-floor", action="store_true", help="skip floor (b)")
     parser.add_argument("--cluster", choices=("auto", "shared", "private"), default="auto")
     parser.add_argument("--private-vcores", type=int, default=64)
+    parser.add_argument("--task-mb", type=int, default=128,
+                        help="each task's yarn.memory (its container's whole process tree's "
+                             "resident memory must fit: memory is enforced)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--name", default="rendezvous",
+                        help="results file: OUT/NAME.json")
     opts = parser.parse_args(argv)
+    global TASK_MB  # noqa: PLW0603 (light_resources and needs read it)
+    TASK_MB = opts.task_mb
     sizes = [int(x) for x in opts.n.split(",") if x]
     variants = [make_variant(v) for v in opts.variants.split(",") if v]
-    shared = Cluster.default()
-    use_private = opts.cluster == "private" or (
+    # The shared cluster is read only when it may be used: --cluster private runs with it down.
+    shared = None if opts.cluster == "private" else Cluster.default()
+    use_private = shared is None or (
         opts.cluster == "auto" and any(fits(shared, n) for n in sizes))
     data = {"experiment": "rendezvous", "machine": machine_info(), "sizes": sizes,
             "runs_per_n": opts.runs, "runs": [], "skipped": {},
             "cluster": (f"bench-owned local YARN, {opts.private_vcores} vcores per NodeManager"
                         if use_private else "the shared local YARN (16 vcores per NodeManager)"),
             "layout": {str(n): layout_of(n) for n in sizes},
+            "task_mb": TASK_MB, "task_vcores": TASK_VCORES,
             "variants": {v.name: v.info for v in variants}}
-    out = opts.out / "rendezvous.json"
+    out = opts.out / f"{opts.name}.json"
     with contextlib.ExitStack() as stack:
         cluster = (stack.enter_context(private_cluster(opts.private_vcores))
                    if use_private else shared)

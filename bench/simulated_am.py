@@ -474,6 +474,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "issue28-simulated.json")
     parser.add_argument("--child", choices=("time", "memory", "waiters"), help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--conditions", default="2 cores, quiet (nothing else running)",
+                        help="what else ran on the machine, recorded with the results")
     opts = parser.parse_args(argv)
     if opts.child:  # one measurement, printed as JSON for the parent
         result = (put_cost_with_waiters(opts.size) if opts.child == "waiters"
@@ -483,7 +485,7 @@ def main(argv: list[str]) -> int:
     from bench.results import machine_info, save
 
     data: dict[str, Any] = {"experiment": "issue28-simulated", "machine": machine_info(),
-                            "conditions": "2 cores, beside a running integration suite",
+                            "conditions": opts.conditions,
                             "sizes": {}}
     beat = beat_cost_over_tls()
     log(f"heartbeat over TLS: {beat['server_cpu_ms_per_beat']:.3f} ms server CPU per beat")

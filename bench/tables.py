@@ -6,6 +6,7 @@ import re
 
 from bench.phases import (
     KIND_LABEL,
+    LIGHT_SHARED_STEPS,
     LIGHT_STEPS,
     MAIN,
     RECOVERY_SCRIPTS,
@@ -134,6 +135,15 @@ def light_table(data: dict, variant: str = MAIN) -> str:
     for name, a, b in LIGHT_STEPS:
         lines.append(f"| {name} | " + " | ".join(
             fmt(median(rel(r["t"], a, b) for r in ours[n])) for n in sizes) + " |")
+    if floor:
+        lines += ["", "tfyarn / floor (b), the phases both have (median, seconds):", "",
+                  "| phase | " + " | ".join(f"N={n}" for n in sizes) + " |",
+                  "|---" * (len(sizes) + 1) + "|"]
+        for name, a, b in LIGHT_SHARED_STEPS:
+            lines.append(f"| {name} | " + " | ".join(
+                f"{fmt(median(rel(r['t'], a, b) for r in ours[n]))} / "
+                f"{fmt(median(rel(r['t'], a, b) for r in floor.get(n, [])))}"
+                for n in sizes) + " |")
     return "\n".join(lines)
 
 

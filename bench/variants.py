@@ -18,6 +18,7 @@ BEFORE_REV = os.environ.get("TFYARN_BENCH_BEFORE_REV", "5f049b7^")
 VARIANTS = {
     "current": "tfyarn as it is in this checkout (working tree)",
     "before": f"tfyarn at {BEFORE_REV}, before the start-up and recovery fixes",
+    "head": "tfyarn as committed (git HEAD), without the checkout's uncommitted changes",
     "next": "the working tree with bench/patches/next.patch (proposed, not applied)",
 }
 PATCHES = REPO / "bench" / "patches"
@@ -49,7 +50,7 @@ def _git(*args: str) -> str:
 
 
 def make_variant(name: str) -> Variant:
-    """current | before | next, snapshotted once per session under SCRATCH/variants.
+    """current | before | head | next, snapshotted once per session under SCRATCH/variants.
 
     With TFYARN_BENCH_REUSE_VARIANTS set (bench/run_all.sh sets it), an existing snapshot is
     reused, so that every experiment of one session runs the same code.
@@ -62,8 +63,8 @@ def make_variant(name: str) -> Variant:
         return Variant(name, str(root), json.loads(marker.read_text()))
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    if name == "before":
-        commit = _git("rev-parse", BEFORE_REV)
+    if name in ("before", "head"):
+        commit = _git("rev-parse", BEFORE_REV if name == "before" else "HEAD")
         archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "tfyarn",
                                   "appmaster"], capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
