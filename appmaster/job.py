@@ -338,7 +338,7 @@ class Job:
         task.mirror = task.mirror if mirror is None else mirror
         task.progress = task.progress if progress is None else progress
         if progress is not None and now is not None:
-            if task.key == self.plan.chief and task is self.tasks.get(task.key):
+            if task.key == self.plan.chief:
                 self.history.on_training(now, progress)
             elif task is self.evaluator:
                 self.history.on_evaluation(now, progress)

@@ -52,6 +52,8 @@ class ReportWriter:
     def __init__(self, work_dir: str, view: Callable[[], dict], app_id: str,
                  interval_s: float = INTERVAL_S) -> None:
         self.work_dir, self.view, self.app_id = work_dir, view, app_id
+        # One client for every write (it renews its connections when tokens change).
+        self._remote = RemoteDir(work_dir) if is_remote(work_dir) else None
         self.interval_s = interval_s
         self._lock = threading.Lock()  # the loop's write and the final one never interleave
         self._stop = threading.Event()
@@ -87,8 +89,8 @@ class ReportWriter:
             return True
 
     def _put(self, name: str, data: bytes) -> None:
-        if is_remote(self.work_dir):
-            bounded(lambda: RemoteDir(self.work_dir).write_bytes(name, data), WRITE_TIMEOUT_S,
+        if self._remote is not None:
+            bounded(lambda: self._remote.write_bytes(name, data), WRITE_TIMEOUT_S,
                     f"HDFS ({self.work_dir})")
             return
         folder = Path(self.work_dir)

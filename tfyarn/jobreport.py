@@ -5,6 +5,7 @@ that has ended.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from appmaster import jobpointer
 from appmaster.report import HTML_FILE, JSON_FILE, render_report
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.view import JobView
-from tfyarn import jobrecord, jobview
+from tfyarn import jobview
 from tfyarn.errors import TfyarnError
 
 READ_TIMEOUT_S = 30.0
@@ -57,17 +58,19 @@ def final_view(report) -> tuple[JobView | None, str]:
 def fetch(report) -> tuple[bytes, str]:
     """The report's HTML and where it came from: drawn from the running AppMaster's view,
     else the file in the work dir, else drawn from the JSON there or from the AppMaster's
-    log. ReportError when none is there."""
+    log (read once: `yarn logs` starts a JVM). ReportError when none is there."""
     app_id = report.id
     if str(report.state) == "RUNNING" and (view := jobview.live_view(report.tracking_url)):
         return render_report(view.to_dict()).encode(), "drawn from the running AppMaster's view"
-    work_dir = jobrecord.find_work_dir(app_id, report)
+    logged = functools.cache(lambda: jobview.final_view(app_id))
+    work_dir = jobpointer.read_pointer(report.user, app_id) or (
+        logged().work_dir if logged() else None)
     if work_dir:
         if html := read_file(work_dir, HTML_FILE):
             return html, f"{work_dir}/{HTML_FILE}"
         if view := recorded_view(work_dir):
             return render_report(view.to_dict()).encode(), f"drawn from {work_dir}/{JSON_FILE}"
-    if view := jobview.final_view(app_id):
+    if view := logged():
         return render_report(view.to_dict()).encode(), "drawn from the AppMaster's log"
     looked = f"{work_dir}/{HTML_FILE}, " if work_dir else ""
     raise ReportError(
