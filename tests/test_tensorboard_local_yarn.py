@@ -11,14 +11,26 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import TFYARN, JobFiles, app_state, prepare_job, processes_with, run_tfyarn, wait_for
+from jobtools import (
+    TFYARN,
+    JobFiles,
+    app_state,
+    prepare_light_job,
+    processes_with,
+    run_tfyarn,
+    wait_for,
+)
 
 from tfyarn.eventcache import EventCache, HdfsEvents, is_event_file
 from tfyarn.tensorboard_local import free_port
 
 pytestmark = pytest.mark.yarn
 
-STEPS = 2000  # ~40 s of training at 0.02 s a step: the copy follows a running job a while
+# The chief of tests/apps/light_task.py writes real event files (a loss every second) into
+# train/ of its work dir, mirrored to the job's work dir on HDFS: TensorBoard's run "train".
+# What is tested is the copy from HDFS, not TensorFlow's training: no TensorFlow to start.
+CHIEF_S = 30  # the copy follows a running job a while
+RUN = "train"
 
 
 def hdfs_events(files: JobFiles) -> dict[str, bytes]:
@@ -40,9 +52,11 @@ def scalar_tags(url: str) -> dict:
 
 
 def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_path: Path):
-    res, app = prepare_job(tmp_path, args=["--train_steps", str(STEPS), "--step_sleep", "0.02"],
-                           settings={"checkpoint.mirror.interval": "2"},
-                           components={"worker": {"yarn.component.instances": "0"}})
+    res, app = prepare_light_job(tmp_path, ["--sleep", str(CHIEF_S), "--summaries"],
+                                 settings={"checkpoint.mirror.interval": "2"})
+    resources = json.loads(res.read_text())
+    resources["components"]["worker"]["yarn.component.instances"] = "0"
+    res.write_text(json.dumps(resources))
     submitted = run_tfyarn(yarn_cluster, "submit", "--resources", str(res), "--app-config",
                            str(app), "--detach", "--json")
     assert submitted.returncode == 0, submitted.stderr
@@ -67,9 +81,9 @@ def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_
         state_then = app_state(yarn_cluster, app_id)
         size_then = sum(len(b) for b in cached(cache).values())
         tags = wait_for("the chief's loss in TensorBoard",
-                        lambda: "loss" in scalar_tags(url).get("checkpoints", {}) and
+                        lambda: "loss" in scalar_tags(url).get(RUN, {}) and
                         scalar_tags(url), timeout_s=120)
-        assert "checkpoints" in requests.get(f"{url}data/runs", timeout=5).json()
+        assert RUN in requests.get(f"{url}data/runs", timeout=5).json()
 
         wait_for("the end of the job", lambda: "no more syncing" in err.read_text(),
                  timeout_s=300)
@@ -80,7 +94,7 @@ def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_
         if state_then == "RUNNING":
             assert sum(len(b) for b in on_hdfs.values()) > size_then, "nothing came later"
         assert board.poll() is None, "TensorBoard stays up after the end"
-        assert "loss" in tags["checkpoints"]
+        assert "loss" in tags[RUN]
         print(f"\nserved at {url} while {state_then}; stderr:\n{err.read_text()}")
     finally:
         board.send_signal(signal.SIGINT)  # Ctrl-C
