@@ -68,8 +68,11 @@ def test_a_task_over_its_memory_is_killed_by_yarn_and_the_fix_is_named(
 DEFAULT_PARTITION_MB = 2 * 16384  # the two default-partition nodes (layout.NODE_MEMORY_MB)
 WORKER_MB = 6144  # 3 workers: 18 GB of the 16 GB the default queue is guaranteed
 URGENT_MB = 4096  # 4 of them: the urgent queue's half, 16 GB
-# Long enough (about 90 s of training) for the urgent job to come, take its share and go.
-TRAIN_STEPS = 3000
+# Long enough for the urgent job to come and take its share (preemption's monitor looks
+# every second and kills after 3 s: the local cluster's capacity-scheduler settings), with
+# training left after it: about 40 s of training with 4 workers at 0.1 s a step, where the
+# preemption comes some 15 s after the first checkpoint.
+TRAIN_STEPS = 1500
 TRAIN_ARGS = ["--train_steps", str(TRAIN_STEPS), "--step_sleep", "0.1"]
 
 
@@ -104,14 +107,17 @@ def test_a_job_past_its_queues_share_is_preempted_and_trains_on(
     used = default_partition_used(yarn_cluster, "default")
     assert used > DEFAULT_PARTITION_MB // 2, f"the default queue holds only {used} MB"
 
-    urgent = skein_client.submit(urgent_application(containers=4, seconds=30))
+    # It holds its share briefly: the preempted worker's new ask is met once it is gone.
+    urgent = skein_client.submit(urgent_application(containers=4, seconds=10))
     try:
         wait_until("a worker of the job preempted", lambda: any(
             t.get("verdicts", {}).get("preempted") for t in
             status_json(yarn_cluster, job.app_id)["job"]["tasks"]),
             90, poll_s=2, fail_fast=job.ended_early)
+        progress = status_json(yarn_cluster, job.app_id)["job"].get("progress") or {}
         print(f"[{job.app_id}] preempted {time.monotonic() - job.submitted_at:.0f} s after "
-              f"submit; checkpoint before: step {before}")
+              f"submit, at global step {progress.get('step')} of {TRAIN_STEPS}; checkpoint "
+              f"before: step {before}")
     finally:
         wait_for_final_state(skein_client, urgent, 120)
 
