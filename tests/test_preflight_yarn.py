@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,14 +19,17 @@ import pytest
 from conftest import wait_for_final_state
 from jobtools import (
     REPO,
+    JobFiles,
     gpu_memory_free,
     gpu_partition_busy,
     prepare_job,
     prepare_light_job,
     run_tfyarn,
     submit_and_wait,
+    wait_for,
     yarn_logs,
 )
+from test_faults_yarn import Job
 
 from appmaster.job import REASK_S
 from tfyarn.driver import SubmitError, submit
@@ -168,19 +172,38 @@ def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
     assert len(application_ids(yarn_cluster)) <= len(before) + 1  # YARN records the refusal
 
 
+ASKING_AGAIN = re.compile(r"worker \d+: no container after \d+ s; asking YARN again")
+
+
 def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path: Path) -> None:
     """The gpu node is nearly full for a while: the job is submitted, waits, and runs. The
     wait outlasts REASK_S, so the AppMaster withdraws the requests YARN has not met and asks
     again (a lost ask would otherwise never be met): the new asks are the ones YARN meets."""
-    with gpu_partition_busy(yarn_cluster, skein_client, seconds=int(REASK_S) + 40) as blocker:
-        # More 256 MB workers than fit in what is left, fewer than fit in an idle partition.
-        workers = gpu_memory_free(yarn_cluster) // 256 + 1
-        resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
-        document = json.loads(resources.read_text())
-        document["components"]["worker"]["yarn.component.instances"] = str(workers)
-        resources.write_text(json.dumps(document))
-        run = submit_and_wait(yarn_cluster, tmp_path, resources, app_config)
-    assert run.returncode == 0, run.output
+    submitting = ThreadPoolExecutor(1)
+    try:
+        # The blocker ends as soon as the AppMaster asked again (a fixed time would have to
+        # outlast REASK_S after a submit whose length varies): its asks are then met.
+        with gpu_partition_busy(yarn_cluster, skein_client, seconds=300) as blocker:
+            # More 256 MB workers than fit in what is left, fewer than fit in an idle partition.
+            workers = gpu_memory_free(yarn_cluster) // 256 + 1
+            resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
+            document = json.loads(resources.read_text())
+            document["components"]["worker"]["yarn.component.instances"] = str(workers)
+            resources.write_text(json.dumps(document))
+            before = application_ids(yarn_cluster)
+            waiting = submitting.submit(submit_and_wait, yarn_cluster, tmp_path, resources,
+                                        app_config)
+            app_id = wait_for("the job's application", lambda: next(
+                iter(application_ids(yarn_cluster) - before), None), 180)
+            job = Job(yarn_cluster, app_id, JobFiles(yarn_cluster.layout, app_id), 0.0)
+            wait_for("the AppMaster asking YARN again",
+                     lambda: ASKING_AGAIN.search(job.driver_log()), REASK_S + 120)
+            assert not waiting.done(), waiting.result().output  # still waiting: not run yet
+            skein_client.kill_application(blocker)
+            run = waiting.result()
+    finally:
+        submitting.shutdown()  # after the blocker is gone, whatever happened
+    assert run.returncode == 0 and run.app_id == app_id, run.output
     assert 'Note: the cluster is busy: label "gpu" has' in run.output, run.output
     assert run.output.index("Note: the cluster is busy") < run.output.index("Submitted ")
     assert f"{run.app_id} SUCCEEDED" in run.output
@@ -188,7 +211,7 @@ def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path
     logs = yarn_logs(yarn_cluster, run.app_id, {"application.driver.log"})  # master.py's
     master_log = next(c.files["application.driver.log"] for c in logs.values()
                       if "application.driver.log" in c.files)
-    assert re.search(r"worker \d+: no container after \d+ s; asking YARN again", master_log)
+    assert ASKING_AGAIN.search(master_log), master_log[-3000:]
 
 
 def test_dry_run_shows_the_check(yarn_cluster, tmp_path: Path) -> None:
