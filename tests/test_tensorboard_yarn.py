@@ -1,4 +1,9 @@
-"""The optional tensorboard component: served while the job runs, linked, ended with the job."""
+"""The optional tensorboard component: served while the job runs, linked, ended with the job.
+
+The job is tests/apps/light_task.py with --summaries: its chief writes real TensorFlow event
+files (no TensorFlow to start) into train/ of its work dir, mirrored to the job's work dir on
+HDFS, which the tensorboard component follows: TensorBoard's run "train". Its tasks run until
+the test, done with the running job, creates the release file on HDFS."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import TFYARN, app_state, prepare_job, task_processes
+from jobtools import TFYARN, ReleaseFile, app_state, prepare_light_job, task_processes
 
 pytestmark = pytest.mark.yarn
 
@@ -18,8 +23,13 @@ pytestmark = pytest.mark.yarn
 def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path: Path):
     tensorboard = {"yarn.role.priority": "4", "yarn.component.instances": "1",
                    "yarn.memory": "1024", "yarn.vcores": "1"}
-    res, app = prepare_job(tmp_path, args=["--train_steps", "1500", "--step_sleep", "0.05"],
-                           components={"tensorboard": tensorboard})
+    release = ReleaseFile.fresh(yarn_cluster.layout)
+    res, app = prepare_light_job(
+        tmp_path, ["--sleep", "600", "--release_file", release.url, "--summaries"],
+        settings={"checkpoint.mirror.interval": "2"})
+    resources = json.loads(res.read_text())
+    resources["components"]["tensorboard"] = tensorboard
+    res.write_text(json.dumps(resources))
     out = subprocess.run([*TFYARN, "submit", "--resources", str(res),
                           "--app-config", str(app), "--detach", "--json"],
                          env=yarn_cluster.env, capture_output=True, text=True, timeout=120)
@@ -53,7 +63,7 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
             except requests.RequestException:
                 pass
             time.sleep(1)
-        assert runs == ["checkpoints"], f"TensorBoard did not find the job's summaries: {runs}"
+        assert runs == ["train"], f"TensorBoard did not find the job's summaries: {runs}"
 
         status = subprocess.run([*TFYARN, "status", app_id],
                                 env=yarn_cluster.env, capture_output=True, text=True, timeout=120)
@@ -62,7 +72,9 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
         assert re.search(r'href="\.\./tensorboard/"', page)
         # Its process, in this job's container, is what the end must take away.
         assert task_processes(app_id, "tensorboard.main")
+        assert app_state(yarn_cluster, app_id) == "RUNNING"
     finally:
+        release.touch()  # the chief and workers exit 0: the job ends
         deadline = time.monotonic() + 300
         while app_state(yarn_cluster, app_id) not in ("FINISHED", "FAILED", "KILLED"):
             assert time.monotonic() < deadline, f"{app_id} did not end"
@@ -73,3 +85,5 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
             break
         time.sleep(0.5)
     assert task_processes(app_id, "tensorboard.main") == []
+    assert app_state(yarn_cluster, app_id) == "FINISHED"
+    release.remove()
