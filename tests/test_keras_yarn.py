@@ -38,13 +38,13 @@ submit = test_faults_yarn.submit
 
 TRAIN_STEPS, SAVE_EVERY = 200, 50  # four epochs, a checkpoint after each
 ARGS = ["--train_steps", str(TRAIN_STEPS), "--save_every", str(SAVE_EVERY)]
-# Long enough to kill a task after a checkpoint and still train past it.
-LONG_STEPS = 600
-# 50 ms a step: at least 30 s of training, so that a kill made once two checkpoints reached
-# HDFS (the mirror copies every 10 s) lands mid-training even on a fast, quiet machine (seen:
-# the job ended before the kill, untouched by it).
+# Long enough to kill a task after a checkpoint and still train past it: 50 ms a step, the
+# chief's dir mirrored to HDFS every 2 s (MIRROR): a kill made once two checkpoints reached
+# HDFS (step 100, seen by step 150 or so) lands 250 steps (over 12 s) before the end.
+LONG_STEPS = 400
 LONG_ARGS = ["--train_steps", str(LONG_STEPS), "--save_every", str(SAVE_EVERY),
              "--step_sleep", "0.05"]
+MIRROR = {"checkpoint.mirror.interval": "2"}
 CHECKPOINT_STATE = {"keras_ps": "checkpoints", "keras_mwms": "backup/chief"}
 CHECKPOINT_TIMEOUT_S = 240  # submit -> the second checkpoint on HDFS (busy 2-core machine)
 
@@ -88,7 +88,7 @@ def test_keras_ps_goes_on_after_a_worker_kill(
     holds the steps it lost until a worker serves again; `fit` goes on in the same process,
     without a restart. (Had the replacement come back at another address, the cluster would
     restart from the checkpoint on HDFS, as after a ps kill below.)"""
-    job = submit(*keras_job(tmp_path, "keras_ps", LONG_ARGS, components={
+    job = submit(*keras_job(tmp_path, "keras_ps", LONG_ARGS, settings=MIRROR, components={
         "worker": {"yarn.container.failure.threshold": "1"}}))
     wait_for_hdfs_checkpoint(job, "keras_ps", 2)
     job.kill9(job.task("worker", 1))  # TF's worker 0 gets the legacy flags of worker 1
@@ -106,7 +106,7 @@ def test_keras_ps_goes_on_after_a_worker_kill(
                                  "checkpoint")), restarts
         assert result["first_global_step"] > 0, result  # resumed, not from scratch
     # Steps the dead worker had begun run again elsewhere: the global step may end past the
-    # last (measured: 601 of 600), as ParameterServerStrategy runs a step at least once.
+    # last (measured: 601 of 600 steps), as ParameterServerStrategy runs a step at least once.
     assert result["global_step"] >= LONG_STEPS, result
     job.assert_no_process_left()
 
@@ -135,8 +135,7 @@ def test_keras_example_resumes_from_hdfs(
     """
     job = submit(*keras_job(tmp_path, example, LONG_ARGS, components={
         role: {"yarn.container.failure.threshold": "1"}
-        for role in ("ps", "chiefworker", "worker")},
-        settings={"checkpoint.mirror.interval": "2"}))
+        for role in ("ps", "chiefworker", "worker")}, settings=MIRROR))
     saved = wait_for_hdfs_checkpoint(job, example, 2)
     killed_at = job.kill9(job.task(*victim))
 
