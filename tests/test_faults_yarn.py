@@ -687,11 +687,18 @@ def run_to_end_of_allocation_test(job: Job, timeout_s: float):
     return app, elapsed, requested, decided
 
 
+# The chief's dir mirrored every 2 s: the kill comes once checkpoint 50 is on HDFS, at step
+# 100 or so, and attempt 2 has 300 steps to train from the checkpoint it restores.
+AM_KILL_STEPS = 400
+AM_KILL_ARGS = ["--train_steps", str(AM_KILL_STEPS), "--step_sleep", "0.1"]
+
+
 def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, submit,
                                                 tmp_path: Path) -> None:
     """kill -9 the AppMaster's driver: YARN starts attempt 2, which reruns the job from the
     checkpoint; no task of attempt 1 survives, never two processes for one task."""
-    job = submit(*make_job(tmp_path, args=TRAIN_ARGS, settings={"am.max.attempts": "2"}))
+    job = submit(*make_job(tmp_path, args=AM_KILL_ARGS, settings={
+        "am.max.attempts": "2", "checkpoint.mirror.interval": "2"}))
     step_at_kill = job.wait_for_checkpoint()
     masters = master_processes(job.app_id)
     assert len(masters) == 1, [p.short() for p in masters]
@@ -760,7 +767,7 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
     print(f"[{job.app_id}] checkpoint at the kill: step {step_at_kill}; attempt 2's chief began "
           f"at global step {result['first_global_step']}, ended at {result['global_step']}")
     assert result["first_global_step"] >= step_at_kill, result
-    assert result["global_step"] >= TRAIN_STEPS, result
+    assert result["global_step"] >= AM_KILL_STEPS, result
     assert_restored_from_hdfs(job, "chiefworker-0.stdout", step_at_kill)
     job.assert_no_process_left()
 
