@@ -14,6 +14,7 @@ import requests
 from jobtools import (
     TFYARN,
     JobFiles,
+    ReleaseFile,
     app_state,
     prepare_light_job,
     processes_with,
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.yarn
 # The chief of tests/apps/light_task.py writes real event files (a loss every second) into
 # train/ of its work dir, mirrored to the job's work dir on HDFS: TensorBoard's run "train".
 # What is tested is the copy from HDFS, not TensorFlow's training: no TensorFlow to start.
-CHIEF_S = 30  # the copy follows a running job a while
+# The job runs until the test has seen the copy follow it, then creates the release file.
 RUN = "train"
 
 
@@ -52,8 +53,10 @@ def scalar_tags(url: str) -> dict:
 
 
 def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_path: Path):
-    res, app = prepare_light_job(tmp_path, ["--sleep", str(CHIEF_S), "--summaries"],
-                                 settings={"checkpoint.mirror.interval": "2"})
+    release = ReleaseFile.fresh(yarn_cluster.layout)
+    res, app = prepare_light_job(
+        tmp_path, ["--sleep", "600", "--release_file", release.url, "--summaries"],
+        settings={"checkpoint.mirror.interval": "2"})
     resources = json.loads(res.read_text())
     resources["components"]["worker"]["yarn.component.instances"] = "0"
     res.write_text(json.dumps(resources))
@@ -68,6 +71,7 @@ def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_
             [*TFYARN, "tensorboard", app_id, "--cache", str(cache),
              "--port", str(free_port("localhost")), "--interval", "1"],
             env=yarn_cluster.env, stdout=stdout, stderr=stderr)
+    released = False
     try:
         # Started once the chief's first summaries reached HDFS, while the job trains.
         def url_line() -> str | None:
@@ -78,12 +82,18 @@ def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_
 
         line = wait_for("TensorBoard's URL", url_line, timeout_s=300)
         url = line.removeprefix("TensorBoard: ")
-        state_then = app_state(yarn_cluster, app_id)
+        assert app_state(yarn_cluster, app_id) == "RUNNING"
         size_then = sum(len(b) for b in cached(cache).values())
         tags = wait_for("the chief's loss in TensorBoard",
                         lambda: "loss" in scalar_tags(url).get(RUN, {}) and
                         scalar_tags(url), timeout_s=120)
         assert RUN in requests.get(f"{url}data/runs", timeout=5).json()
+        # The copy follows the running job: what the chief appended since comes down.
+        wait_for("events appended while the job runs in the cache", lambda: sum(
+            len(b) for b in cached(cache).values()) > size_then, timeout_s=60)
+        assert app_state(yarn_cluster, app_id) == "RUNNING"
+        release.touch()  # the chief exits 0: the job ends
+        released = True
 
         wait_for("the end of the job", lambda: "no more syncing" in err.read_text(),
                  timeout_s=300)
@@ -91,12 +101,12 @@ def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_
         # Every event file, byte for byte as on HDFS, after appends while the job ran.
         on_hdfs = hdfs_events(files)
         assert on_hdfs and cached(cache) == on_hdfs
-        if state_then == "RUNNING":
-            assert sum(len(b) for b in on_hdfs.values()) > size_then, "nothing came later"
         assert board.poll() is None, "TensorBoard stays up after the end"
         assert "loss" in tags[RUN]
-        print(f"\nserved at {url} while {state_then}; stderr:\n{err.read_text()}")
+        print(f"\nserved at {url} while RUNNING; stderr:\n{err.read_text()}")
     finally:
+        if not released:
+            release.touch()
         board.send_signal(signal.SIGINT)  # Ctrl-C
         try:
             board.wait(30)
@@ -118,6 +128,7 @@ def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_
     assert copied.returncode == 0, copied.stderr
     assert copied.stdout.strip().splitlines()[-1] == str(once)
     assert cached(once) == hdfs_events(files)
+    release.remove()
 
 
 def test_incremental_copy_from_hdfs(yarn_cluster, tmp_path: Path) -> None:
