@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-ls -d /usr/lib/jvm/*17* >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+# A JDK, not only a JRE: `tfyarn cluster up` compiles one class for its NodeManagers.
+ls /usr/lib/jvm/*17*/bin/javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
 # Headless Chromium and its driver for the browser tests of the job page (tests/test_page_yarn.py).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)

@@ -19,7 +19,9 @@ from jobtools import (
 )
 
 from tfyarn import environments
+from tfyarn.localyarn import localfs
 from tfyarn.localyarn.layout import GPU_LABEL
+from tfyarn.localyarn.proctable import scan_processes
 
 LAUNCH_FAILURE = "tfyarn: cannot start"
 
@@ -107,3 +109,21 @@ def test_racing_uploads_leave_one_whole_archive(yarn_cluster, tmp_path: Path) ->
         assert environments.is_on_cluster(url)
     finally:
         remote.delete(name)
+
+
+def test_each_node_localized_the_env_with_yarns_modes(yarn_cluster) -> None:
+    """The NodeManagers set localized files' modes through java.nio (NioLocalFs, a real
+    node's libhadoop.so does it with chmod(2)), as YARN wants them for a private resource:
+    0500 for a file, 0700 for a directory, on every node that unpacked the shipped env."""
+    layout = yarn_cluster.layout
+    for nm in layout.node_managers:
+        classpath = next(arg for p in scan_processes() for arg in p.argv
+                         if arg.startswith(f"{layout.node_conf_dir(nm)}:"))
+        assert str(localfs.class_dir(layout)) in classpath.split(":"), classpath
+        envs = list(layout.node_dir(nm).glob("local/usercache/*/filecache/*/env-*.tar.gz"))
+        assert envs, f"{nm.name} holds no unpacked env"
+        modes = {}
+        for path in envs[0].rglob("*"):
+            if not path.is_symlink():
+                modes.setdefault(oct(path.stat().st_mode & 0o7777), path)
+        assert set(modes) == {"0o500", "0o700"}, modes

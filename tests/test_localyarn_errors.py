@@ -56,3 +56,16 @@ def test_maven_cannot_fetch_the_jars(tmp_path: Path):
     assert "Maven could not fetch the Hadoop 0.0.0-no-such-version jars" in out.stderr
     assert "Fix: check that Maven Central is reachable" in out.stderr
     assert_nothing_running(tmp_path)
+
+
+def test_a_java_without_javac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NodeManagers' file system class is compiled at `up`: a JRE alone is named."""
+    from tfyarn.localyarn import localfs
+    from tfyarn.localyarn.layout import Layout
+    from tfyarn.localyarn.provision import ClusterError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing compiled yet
+    jre = tmp_path / "jre"
+    (jre / "bin").mkdir(parents=True)
+    with pytest.raises(ClusterError, match=f"{jre} has no javac.*Fix: install a JDK"):
+        localfs.ensure_compiled(Layout(tmp_path / "state"), jre)

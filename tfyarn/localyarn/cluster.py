@@ -16,7 +16,7 @@ from pathlib import Path
 import requests
 
 from tfyarn import spnego
-from tfyarn.localyarn import daemons, hdfs, hostview, kdc, secure
+from tfyarn.localyarn import daemons, hdfs, hostview, kdc, localfs, secure
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
 from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout
 from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
@@ -43,7 +43,9 @@ def daemons_of(layout: Layout, node_wrapper: tuple[str, ...] = ()) -> list[Daemo
     rm = Daemon("rm", RM_CLASS, layout.conf_dir, RM_HEAP_MB)
     nms = [Daemon(nm.name, NM_CLASS, layout.node_conf_dir(nm), NM_HEAP_MB,
                   wrapper=(*node_wrapper, *_host_view_command(layout, nm)) if node_wrapper
-                  else ())
+                  else (),
+                  classpath=daemons.classpath(layout, layout.node_conf_dir(nm),
+                                              localfs.class_dir(layout)))
            for nm in layout.node_managers]
     return [*hdfs.daemons_of(layout), rm, *nms]
 
@@ -78,6 +80,7 @@ def up(layout: Layout, echo: Echo = print, kerberos: bool = False) -> UpResult:
     started_at = time.monotonic()
     java_home = find_java_home()
     ensure_hadoop_jars(layout, echo)
+    localfs.ensure_compiled(layout, java_home)
     partly = running_daemons(layout)
     if partly:
         echo(f"Only {', '.join(partly)} of the cluster is running: restarting it whole.")
@@ -131,8 +134,12 @@ def node_wrapper(layout: Layout, echo: Echo) -> tuple[str, ...]:
 
 
 def down(layout: Layout) -> list[str]:
-    """Stop what `up` started, NodeManagers first; logs and state stay. Safe to repeat."""
-    stopped = [d.name for d in reversed(daemons_of(layout)) if daemons.stop(layout, d.name)]
+    """Stop what `up` started, the NodeManagers first (together: each may wait 15 s for its
+    applications), then the others in turn; logs and state stay. Safe to repeat."""
+    node_managers = [nm.name for nm in layout.node_managers]
+    stopped = daemons.stop_together(layout, node_managers)
+    stopped += [d.name for d in reversed(daemons_of(layout))
+                if d.name not in node_managers and daemons.stop(layout, d.name)]
     if kdc.stop(layout):
         stopped.append(kdc.KDC_NAME)
     daemons.kill_leftover_containers(layout)

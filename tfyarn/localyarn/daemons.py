@@ -50,8 +50,8 @@ def java_command(layout: Layout, java_home: Path, daemon: Daemon) -> list[str]:
         "-XX:+UseSerialGC",
         "-XX:TieredStopAtLevel=1",  # short-lived dev cluster: faster start, less JIT memory
         "-Xss512k",
-        # Without libhadoop.so (Maven publishes none) Hadoop forks `chmod` for every file a
-        # NodeManager localizes; vfork makes each fork cheap (a packed env: 20,000 files).
+        # Without libhadoop.so (Maven publishes none) Hadoop forks for what it cannot do in
+        # Java (file modes: see localfs.py); vfork makes each fork cheap.
         "-Djdk.lang.Process.launchMechanism=VFORK",
         *JDK17_OPTIONS,
         f"-Dlog4j.configuration=file:{layout.conf_dir / 'log4j-daemon.properties'}",
@@ -60,10 +60,15 @@ def java_command(layout: Layout, java_home: Path, daemon: Daemon) -> list[str]:
         f"-Dhadoop.log.file={layout.daemon_log(daemon.name)}",
         *kerberos_options(layout),
         "-cp",
-        daemon.classpath or f"{daemon.conf_dir}:{layout.lib_dir}/*:{layout.webapps_dir}",
+        daemon.classpath or classpath(layout, daemon.conf_dir),
         daemon.main_class,
         *daemon.args,
     ]
+
+
+def classpath(layout: Layout, conf_dir: Path, *extra: Path) -> str:
+    """A daemon's: its configuration first, then the Hadoop jars (and ``extra``)."""
+    return ":".join(map(str, (conf_dir, f"{layout.lib_dir}/*", layout.webapps_dir, *extra)))
 
 
 def kerberos_options(layout: Layout) -> list[str]:
@@ -122,17 +127,26 @@ def _start_time(pid: int) -> str | None:
 
 def stop(layout: Layout, name: str, grace_s: float = 15.0) -> bool:
     """SIGTERM, then SIGKILL after ``grace_s``. Returns whether a process was stopped."""
-    pid = running_pid(layout, name)
-    layout.pid_file(name).unlink(missing_ok=True)
-    if pid is None:
-        return False
-    send_signal(pid, signal.SIGTERM)
+    return bool(stop_together(layout, [name], grace_s))
+
+
+def stop_together(layout: Layout, names: list[str], grace_s: float = 15.0) -> list[str]:
+    """Stop these daemons at once: SIGTERM to each, SIGKILL to those alive after ``grace_s``
+    (a NodeManager may wait that long for its applications). The names of those stopped."""
+    pids = {}
+    for name in names:
+        pid = running_pid(layout, name)
+        layout.pid_file(name).unlink(missing_ok=True)
+        if pid is not None:
+            send_signal(pid, signal.SIGTERM)
+            pids[name] = pid
     deadline = time.monotonic() + grace_s
-    while _alive(pid) and time.monotonic() < deadline:
+    while any(map(_alive, pids.values())) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(pid):
-        send_signal(pid, signal.SIGKILL)
-    return True
+    for pid in pids.values():
+        if _alive(pid):
+            send_signal(pid, signal.SIGKILL)
+    return list(pids)
 
 
 def kill_leftover_containers(layout: Layout) -> int:

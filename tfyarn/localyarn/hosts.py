@@ -14,7 +14,7 @@ import os
 import signal
 from pathlib import Path
 
-from tfyarn.localyarn import daemons
+from tfyarn.localyarn import daemons, localfs
 from tfyarn.localyarn.cluster import daemons_of, node_wrapper
 from tfyarn.localyarn.layout import Layout, NodeManagerSpec
 from tfyarn.localyarn.proctable import scan_processes
@@ -81,7 +81,9 @@ def regain(layout: Layout, name: str) -> str:
     else:
         daemon = next(d for d in daemons_of(layout, node_wrapper(layout, print))
                       if d.name == nm.name)
-        daemons.start(layout, find_java_home(), daemon)
+        java_home = find_java_home()
+        localfs.ensure_compiled(layout, java_home)  # its classpath names the class's dir
+        daemons.start(layout, java_home, daemon)
         how = "its NodeManager started again"
     marker.unlink()
     return how

@@ -85,10 +85,14 @@ def enter(view_dir: Path, private: list[Path], keep: list[Path]) -> None:
     # Opened before anything is hidden, then bound back through /proc/self/fd.
     held = {path: os.open(path, os.O_PATH | os.O_DIRECTORY)
             for path in keep if path.is_dir() and any(_is_under(path, p) for p in private)}
+    # view_dir too: under a private path itself (a state dir in /tmp), its name would lead
+    # into the node's own directory once that path is bound.
+    view_dir.mkdir(parents=True, exist_ok=True)
+    view = Path(f"/proc/self/fd/{os.open(view_dir, os.O_PATH | os.O_DIRECTORY)}")
     for path in private:
         if any(_is_under(path, other) for other in private if other != path):
             continue  # hidden with the directory it is in
-        own = view_dir / str(path).lstrip("/")
+        own = view / str(path).lstrip("/")
         own.mkdir(parents=True, exist_ok=True)
         if path == Path("/tmp"):
             own.chmod(0o1777)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from tfyarn.localyarn import secure
+from tfyarn.localyarn import localfs, secure
 from tfyarn.localyarn.gpunode import write_stand_in
 from tfyarn.localyarn.layout import (
     GPU_LABEL,
@@ -275,7 +275,7 @@ def write_configuration(layout: Layout) -> None:
         conf = layout.node_conf_dir(nm)
         _write_dir(
             conf,
-            core=core_site(layout, layout.node_dir(nm) / "tmp"),
+            core={**core_site(layout, layout.node_dir(nm) / "tmp"), **localfs.core_site()},
             yarn=node_manager_site(layout, nm),
             max_gpus=max_gpus,
         )
