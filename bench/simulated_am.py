@@ -99,6 +99,10 @@ class SimulatedSkein:
         self.numbers[service] += 1
         return SimpleNamespace(id=f"{service}_{number}")
 
+    def scale(self, service: str, delta: int) -> list[SimpleNamespace]:
+        """skein's scale with a delta: the new containers, named in turn."""
+        return [self.add_container(service) for _ in range(delta)]
+
     def kill_container(self, container: str) -> None:
         self.killed.append(container)
 
