@@ -108,4 +108,6 @@ def watch_and_kill_the_evaluator(yarn_cluster, app_id: str) -> None:
     assert "evaluator 0 dropped after 1 failure(s); training goes on without it" in diagnostics
     tasks = {(t["role"], t["index"]): t for t in report["job"]["tasks"]}
     assert tasks[("evaluator", 0)]["state"] == "failed", tasks[("evaluator", 0)]
-    assert report["job"]["progress"]["step"] >= 600 - 20, report["job"]["progress"]
+    # Training went on after the kill (the last progress the chief reported, past the
+    # step seen before it).
+    assert report["job"]["progress"]["step"] > steps[-1], (steps, report["job"]["progress"])
