@@ -82,11 +82,15 @@ def prepare_job(tmp_path: Path, *, scripts_dir: Path = EXAMPLES, args: list[str]
 
 
 def prepare_light_job(tmp_path: Path, args: list[str],
-                      settings: dict[str, Any] | None = None) -> tuple[Path, Path]:
-    """The seed job's roles running tests/apps/light_task.py (no TensorFlow) in 256 MB each."""
+                      settings: dict[str, Any] | None = None,
+                      components: dict[str, dict[str, str]] | None = None) -> tuple[Path, Path]:
+    """The seed job's roles running tests/apps/light_task.py (no TensorFlow) in 256 MB each,
+    with ``components`` merged in as prepare_job does."""
+    light = {role: {"yarn.memory": "256"} for role in ("ps", "chiefworker", "worker")}
+    for role, values in (components or {}).items():
+        light.setdefault(role, {}).update(values)
     return prepare_job(tmp_path, scripts_dir=APPS, entry="light_task.py", args=args,
-                       settings=settings, components={role: {"yarn.memory": "256"}
-                                                      for role in ("ps", "chiefworker", "worker")})
+                       settings=settings, components=light)
 
 
 def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120,
@@ -310,9 +314,10 @@ class ReleaseFile:
         return self.url.removeprefix(self.layout.default_fs)
 
     def touch(self) -> None:
-        from hdfs_native import Client
+        """Create the file (again, harmlessly: a test may release in its cleanup too)."""
+        from hdfs_native import Client, WriteOptions
 
-        Client(self.layout.default_fs).create(self.path).close()
+        Client(self.layout.default_fs).create(self.path, WriteOptions(overwrite=True)).close()
 
     def remove(self) -> None:
         from hdfs_native import Client

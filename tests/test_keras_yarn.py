@@ -111,7 +111,7 @@ def test_keras_ps_goes_on_after_a_worker_kill(
     job.assert_no_process_left()
 
 
-# keras_ps's variant (two minutes) runs on demand (TFYARN_LONG=1): what it goes through is
+# keras_ps's variant (about 50 s) runs on demand (TFYARN_LONG=1): what it goes through is
 # proven in every run by others. A killed ps restarting the cluster from the checkpoint on
 # HDFS: test_faults_yarn.py's test_killed_ps_or_chief_restarts_from_checkpoint[ps]; a
 # ParameterServerStrategy example resuming from HDFS after a restart:

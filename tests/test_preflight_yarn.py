@@ -186,10 +186,8 @@ def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path
         with gpu_partition_busy(yarn_cluster, skein_client, seconds=300) as blocker:
             # More 256 MB workers than fit in what is left, fewer than fit in an idle partition.
             workers = gpu_memory_free(yarn_cluster) // 256 + 1
-            resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
-            document = json.loads(resources.read_text())
-            document["components"]["worker"]["yarn.component.instances"] = str(workers)
-            resources.write_text(json.dumps(document))
+            resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"], components={
+                "worker": {"yarn.component.instances": str(workers)}})
             before = application_ids(yarn_cluster)
             waiting = submitting.submit(submit_and_wait, yarn_cluster, tmp_path, resources,
                                         app_config)

@@ -26,10 +26,7 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
     release = ReleaseFile.fresh(yarn_cluster.layout)
     res, app = prepare_light_job(
         tmp_path, ["--sleep", "600", "--release_file", release.url, "--summaries"],
-        settings={"checkpoint.mirror.interval": "2"})
-    resources = json.loads(res.read_text())
-    resources["components"]["tensorboard"] = tensorboard
-    res.write_text(json.dumps(resources))
+        settings={"checkpoint.mirror.interval": "2"}, components={"tensorboard": tensorboard})
     out = subprocess.run([*TFYARN, "submit", "--resources", str(res),
                           "--app-config", str(app), "--detach", "--json"],
                          env=yarn_cluster.env, capture_output=True, text=True, timeout=120)

@@ -88,7 +88,8 @@ def enter(view_dir: Path, private: list[Path], keep: list[Path]) -> None:
     # view_dir too: under a private path itself (a state dir in /tmp), its name would lead
     # into the node's own directory once that path is bound.
     view_dir.mkdir(parents=True, exist_ok=True)
-    view = Path(f"/proc/self/fd/{os.open(view_dir, os.O_PATH | os.O_DIRECTORY)}")
+    view_fd = os.open(view_dir, os.O_PATH | os.O_DIRECTORY)
+    view = Path(f"/proc/self/fd/{view_fd}")
     for path in private:
         if any(_is_under(path, other) for other in private if other != path):
             continue  # hidden with the directory it is in
@@ -97,6 +98,7 @@ def enter(view_dir: Path, private: list[Path], keep: list[Path]) -> None:
         if path == Path("/tmp"):
             own.chmod(0o1777)
         _bind(str(own), path)
+    os.close(view_fd)  # not passed on to the NodeManager
     for path, fd in sorted(held.items()):  # parents before children
         path.mkdir(parents=True, exist_ok=True)
         _bind(f"/proc/self/fd/{fd}", path)
