@@ -70,7 +70,7 @@ class Master:
         self.job = Job(plan, time.monotonic(), am_attempt)
         self.job.history.wall_offset = time.time() - time.monotonic()  # for the view's times
         # skein asks for the first role's containers itself at start-up (the spec's
-        # instances, see tfyarn/appspec.py): those are adopted, not asked for again.
+        # instances, see tfyarn/submission/appspec.py): those are adopted, not asked for again.
         self.adoptable: dict[tuple[str, int], str] = {}
         self.lock = threading.Lock()  # the web page reads while events are handled
         self.store = rendezvous.Store()  # what the agents write and read

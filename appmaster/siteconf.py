@@ -1,4 +1,4 @@
-"""Reading Hadoop's *-site.xml files: shared by the client (tfyarn/hadoopconf.py) and the
+"""Reading Hadoop's *-site.xml files: shared by the client (tfyarn/hadoop/hadoopconf.py) and the
 AppMaster (appmaster/hdfstokens.py), which is shipped without tfyarn and reads the node's
 HADOOP_CONF_DIR."""
 

@@ -112,7 +112,7 @@ def run_once(layout: Layout, n: int, run_dir: Path, timeout_s: float = 600) -> d
     env = {**os.environ, **client_environment(layout)}
     res_path, app_path = light_job(run_dir, n, sleep_s=5.0 + n / 4)
     t0 = time.time()
-    out = subprocess.run([sys.executable, "-m", "tfyarn.cli", "submit", "--resources",
+    out = subprocess.run([sys.executable, "-m", "tfyarn.cli.main", "submit", "--resources",
                           str(res_path), "--app-config", str(app_path), "--detach", "--json"],
                          capture_output=True, text=True, env=env, cwd=run_dir, check=True)
     app_id = json.loads(out.stdout.strip().splitlines()[-1])["application_id"]

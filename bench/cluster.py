@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from tfyarn.localyarn import cluster as localcluster
 from tfyarn.localyarn.layout import Layout, NodeManagerSpec, default_state_dir
-from tfyarn.workdir import default_work_dir
+from tfyarn.submission.workdir import default_work_dir
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from bench.common import EXAMPLES, LIGHT_APPS, REPO, log
 from bench.jobs import AppFollower
 from bench.logs import RmLog
 from bench.watch import LogWatch, mtimes
-from tfyarn import jobenv
-from tfyarn.environments import ENV_DIR, SHIPPED_MEMBER, env_file, python_in_env
+from tfyarn.submission import jobenv
+from tfyarn.submission.environments import ENV_DIR, SHIPPED_MEMBER, env_file, python_in_env
 
 STEP = r"^step \d+ loss"
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # client compiler, serial GC

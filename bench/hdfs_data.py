@@ -120,7 +120,7 @@ def run_job(cluster: Cluster, job: tuple[Path, Path], url: str | None) -> str:
     app["global"]["site.global.user.scripts.args"] = json.loads(args)
     job[1].write_text(json.dumps(app))
     result = subprocess.run(
-        [sys.executable, "-m", "tfyarn.cli", "submit", "--resources", str(job[0]),
+        [sys.executable, "-m", "tfyarn.cli.main", "submit", "--resources", str(job[0]),
          "--app-config", str(job[1]), "--wait", *options],
         env=cluster.env, capture_output=True, text=True, timeout=900)
     match = re.search(r"^Submitted (application_\d+_\d+)", result.stdout, re.MULTILINE)
@@ -180,7 +180,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     cluster = Cluster.default()
     os.environ.update(cluster.env)  # hdfs-native finds the cluster through HADOOP_CONF_DIR
-    from tfyarn.environments import cluster_user
+    from tfyarn.submission.environments import cluster_user
 
     user = cluster_user()
     base = f"{cluster.layout.default_fs}/user/{user}/tfyarn-bench/data-{uuid.uuid4().hex[:8]}"

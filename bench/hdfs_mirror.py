@@ -233,7 +233,7 @@ def cluster_up(layout_dir: Path) -> dict[str, Any]:
                          "TFYARN_CLUSTER_PORT_OFFSET at free ports).")
     log(f"tfyarn cluster up in {layout_dir}")
     t0 = time.time()
-    result = subprocess.run([sys.executable, "-m", "tfyarn.cli", "cluster", "up"],
+    result = subprocess.run([sys.executable, "-m", "tfyarn.cli.main", "cluster", "up"],
                             capture_output=True, text=True, timeout=600)
     t1 = time.time()
     if result.returncode != 0:
@@ -293,7 +293,7 @@ def seed_job(cluster: Cluster) -> dict[str, Any]:
     log("the seed job (tfyarn submit --wait)")
     t0 = time.time()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tfyarn.cli", "submit", "--resources", "resources.json",
+        [sys.executable, "-m", "tfyarn.cli.main", "submit", "--resources", "resources.json",
          "--app-config", "appConfig.json", "--wait"],
         cwd=REPO, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     last: dict[str, tuple[str, float, int, int]] = {}

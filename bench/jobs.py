@@ -73,7 +73,7 @@ def submit_tfyarn(cluster: Cluster, res_path: Path, app_path: Path,
     env = variant.environment(cluster.env)
     t0 = time.time()
     result = subprocess.run(
-        [sys.executable, "-m", "tfyarn.cli", "submit", "--resources", str(res_path),
+        [sys.executable, "-m", "tfyarn.cli.main", "submit", "--resources", str(res_path),
          "--app-config", str(app_path), "--detach", "--json"],
         # Not from the repo: `-m` puts the working directory first on sys.path, before a
         # variant's PYTHONPATH.

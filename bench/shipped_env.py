@@ -30,8 +30,8 @@ from datetime import datetime
 from pathlib import Path
 
 from bench.common import REPO, log
-from tfyarn import environments, envpack, jobenv
 from tfyarn.localyarn.layout import Layout, default_state_dir
+from tfyarn.submission import environments, envpack, jobenv
 
 
 def timed(call) -> tuple[float, object]:
@@ -56,8 +56,8 @@ def localization_s(layout: Layout, nm_name: str, app_id: str) -> float:
 def localize_once(layout: Layout, url: str) -> float:
     import skein
 
-    from tfyarn.driver import skein_client
-    from tfyarn.jvm import QUICK_JVM_OPTIONS
+    from tfyarn.hadoop.driver import skein_client
+    from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
 
     nm = next(n for n in layout.node_managers if not n.partition)
     spec = skein.ApplicationSpec(

@@ -253,8 +253,7 @@ def views(sim: Simulation) -> dict[str, Any]:
     """The status JSON (tasks.json), the page, its refresh, and `tfyarn status`'s text."""
     from appmaster.jobpage import render_page, render_parts
     from appmaster.view import JobView
-    from tfyarn import jobview
-
+    from tfyarn.watch import jobview
     steps: dict[str, Callable[[], Any]] = {
         "view_dict": sim.master.view,
         "tasks_json": lambda: json.dumps(sim.master.view()),
@@ -368,9 +367,9 @@ def dry_run_planning(workers: int = DRY_RUN_WORKERS) -> dict[str, float]:
     the two files, plan, the plan's document and text (no HDFS, no pre-flight)."""
     import tempfile
 
-    from tfyarn.cli_jobs import format_plan
+    from tfyarn.cli.jobs import format_plan
     from tfyarn.jobconfig import load_job
-    from tfyarn.plan import Placement, build_plan, plan_document
+    from tfyarn.submission.plan import Placement, build_plan, plan_document
 
     resources = json.loads((REPO / "resources.json").read_text())
     resources["components"]["worker"]["yarn.component.instances"] = str(workers)

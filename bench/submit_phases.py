@@ -34,8 +34,8 @@ def mark(name):
     marks[name] = time.time()
     marks[name + "_cpu"] = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
 mark("python_up")
-from tfyarn import api
-from tfyarn.driver import skein_client
+from tfyarn.submission import api
+from tfyarn.hadoop.driver import skein_client
 mark("imported")
 planned = api.plan_job(sys.argv[1], sys.argv[2])
 environment = planned.prepare(lambda line: None)

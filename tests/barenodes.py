@@ -1,7 +1,7 @@
 """The local cluster's nodes are bare: what the tests install on them, and how they check it.
 
 A node has the machine's system Python (/usr/bin/python3) and nothing of the client's
-(tfyarn/localyarn/hostview.py). Jobs ship the client's environment (tfyarn/envpack.py);
+(tfyarn/localyarn/hostview.py). Jobs ship the client's environment (tfyarn/submission/envpack.py);
 tests that run a raw skein application, or test the "every node has this interpreter"
 mode, use a Python installed on every node by the administrator: here a venv made from the
 system Python under the cluster's node-software directory, which every node sees.
@@ -93,10 +93,10 @@ def ship_env_to_every_node(layout: Layout, timeout_s: float = 600) -> str:
     Checks on the way that every node is bare. Returns the env's URL."""
     import skein
 
-    from tfyarn import jobenv
-    from tfyarn.driver import skein_client
-    from tfyarn.environments import ENV_DIR, env_file
-    from tfyarn.jvm import QUICK_JVM_OPTIONS
+    from tfyarn.hadoop.driver import skein_client
+    from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
+    from tfyarn.submission import jobenv
+    from tfyarn.submission.environments import ENV_DIR, env_file
 
     url = jobenv.ship_this_env(echo=print)
     nodes = layout.node_managers

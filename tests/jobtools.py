@@ -28,7 +28,7 @@ PROCESS_TIMEOUT_S = 15
 LOGS_TIMEOUT_S = 90  # an app's end -> all its logs aggregated
 SUBMIT_TIMEOUT_S = 480  # `tfyarn submit --wait` of a whole job, on a loaded 2-core machine
 # The CLI as this interpreter runs it: the venv's bin need not be on PATH (it is not in CI).
-TFYARN = (sys.executable, "-m", "tfyarn.cli")
+TFYARN = (sys.executable, "-m", "tfyarn.cli.main")
 T = TypeVar("T")
 
 
@@ -155,7 +155,7 @@ class JobFiles:
 
 
 def cluster_user() -> str:
-    from tfyarn.environments import cluster_user as user
+    from tfyarn.submission.environments import cluster_user as user
 
     return user()
 

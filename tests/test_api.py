@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tfyarn.api import SubmitOptions, plan_job
-from tfyarn.cli import main
+from tfyarn.cli.main import main
 from tfyarn.errors import NOTHING_SUBMITTED
 from tfyarn.jobconfig import JobConfigError
+from tfyarn.submission.api import SubmitOptions, plan_job
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,18 +26,18 @@ def run_python(code: str) -> str:
     return result.stdout
 
 
-@pytest.mark.parametrize("first", ["import tfyarn", "import tfyarn.cli",
-                                   "from tfyarn.driver import SubmitError",
-                                   "import tfyarn.api"])
+@pytest.mark.parametrize("first", ["import tfyarn", "import tfyarn.cli.main",
+                                   "from tfyarn.hadoop.driver import SubmitError",
+                                   "import tfyarn.submission.api"])
 def test_tfyarn_submit_is_the_api_function(first: str) -> None:
-    out = run_python(f"{first}\nimport tfyarn, tfyarn.api\n"
-                     "print(tfyarn.submit is tfyarn.api.submit)")
+    out = run_python(f"{first}\nimport tfyarn, tfyarn.submission.api\n"
+                     "print(tfyarn.submit is tfyarn.submission.api.submit)")
     assert out.strip() == "True"
 
 
 def test_import_tfyarn_loads_no_pipeline() -> None:
-    heavy = ("tfyarn.api", "tfyarn.jobconfig", "tfyarn.plan", "appmaster", "yaml", "requests",
-             "skein")
+    heavy = ("tfyarn.submission.api", "tfyarn.jobconfig", "tfyarn.submission.plan", "appmaster",
+             "yaml", "requests", "skein")
     out = run_python(f"import sys, tfyarn\n"
                      f"print([m for m in sys.modules if m.startswith({heavy})])")
     assert out.strip() == "[]"

@@ -51,8 +51,8 @@ def test_the_jobs_code_goes_to_hdfs_once_and_only_its_owner_reads_it(
     on HDFS by content, outside skein's staging dir), both run to SUCCEEDED, and the cache
     directory is its owner's alone."""
     from appmaster.storage import RemoteDir
-    from tfyarn import codepack
-    from tfyarn.environments import cluster_user
+    from tfyarn.submission import codepack
+    from tfyarn.submission.environments import cluster_user
 
     resources, app_config = prepare_light_job(tmp_path, ["--sleep", "1"])
     cache = RemoteDir(f"{yarn_cluster.layout.default_fs}/user/{cluster_user()}/"

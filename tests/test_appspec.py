@@ -11,9 +11,9 @@ from jobtools import REPO, prepare_job
 from appmaster.agentlink import TOKEN_FILE
 from appmaster.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
 from appmaster.jobplan import JOB_FILE
-from tfyarn.appspec import application_spec
 from tfyarn.jobconfig import load_job
-from tfyarn.plan import Placement, build_plan
+from tfyarn.submission.appspec import application_spec
+from tfyarn.submission.plan import Placement, build_plan
 
 
 def spec_of(tmp_path: Path, placement: Placement | None = None, keytab: str | None = None):

@@ -18,10 +18,10 @@ from jobtools import (
     submit_and_wait,
 )
 
-from tfyarn import environments
 from tfyarn.localyarn import localfs
 from tfyarn.localyarn.layout import GPU_LABEL
 from tfyarn.localyarn.proctable import scan_processes
+from tfyarn.submission import environments
 
 LAUNCH_FAILURE = "tfyarn: cannot start"
 

@@ -8,7 +8,7 @@ import sys
 import click
 import pytest
 
-from tfyarn.cli import main
+from tfyarn.cli.main import main
 
 COMMANDS = [[], ["submit"], ["status"], ["list"], ["logs"], ["kill"], ["config"], ["cluster"],
             ["cluster", "up"], ["cluster", "down"], ["cluster", "status"], ["cluster", "env"]]
@@ -16,7 +16,7 @@ COMMANDS = [[], ["submit"], ["status"], ["list"], ["logs"], ["kill"], ["config"]
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "tfyarn")
 def test_every_command_has_help(command: list[str]) -> None:
-    result = subprocess.run([sys.executable, "-m", "tfyarn.cli", *command, "--help"],
+    result = subprocess.run([sys.executable, "-m", "tfyarn.cli.main", *command, "--help"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Usage: ")
@@ -32,7 +32,7 @@ def test_every_command_has_help(command: list[str]) -> None:
 
 
 def test_help_imports_neither_tensorflow_nor_skein() -> None:
-    code = ("import sys; from click.testing import CliRunner; from tfyarn.cli import main; "
+    code = ("import sys; from click.testing import CliRunner; from tfyarn.cli.main import main; "
             "r = CliRunner().invoke(main, ['submit', '--help']); assert r.exit_code == 0; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('tensorflow', 'skein', 'grpc', 'keras')))")

@@ -1,11 +1,11 @@
-"""Directories shipped as one tar (tfyarn/codepack.py): what the container unpacks."""
+"""Directories shipped as one tar (tfyarn/submission/codepack.py): what the container unpacks."""
 
 from __future__ import annotations
 
 import tarfile
 from pathlib import Path
 
-from tfyarn.codepack import tar_directory
+from tfyarn.submission.codepack import tar_directory
 
 
 def test_contents_at_the_root_modes_kept_links_followed_caches_skipped(tmp_path: Path) -> None:

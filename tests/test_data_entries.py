@@ -13,7 +13,7 @@ from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import DATA_ENTRY_PREFIX, JobPlan
 from tfyarn.jobconfig import JobConfig, JobConfigError, load_job
 from tfyarn.jobconfig.datasets import DataEntry, with_data
-from tfyarn.plan import build_plan
+from tfyarn.submission.plan import build_plan
 
 RESOURCES = {"components": {
     "chiefworker": {"yarn.role.priority": "1", "yarn.component.instances": "1"},
@@ -97,8 +97,8 @@ def test_plan_passes_data_dir_and_localizes_each_entry(tmp_path: Path,
     without = build_plan(load(tmp_path))
     assert not any(f.startswith("--data_dir") for f in without.task_command(spec, "worker", 1, "w"))
 
-    from tfyarn.appspec import application_spec
-    from tfyarn.plan import Placement
+    from tfyarn.submission.appspec import application_spec
+    from tfyarn.submission.plan import Placement
 
     job_file = tmp_path / "job.json"
     job_file.write_text(plan.to_json())

@@ -12,9 +12,9 @@ import yaml
 from click.testing import CliRunner
 from jobtools import write_doc
 
-from tfyarn import jobenv
-from tfyarn.cli import main
+from tfyarn.cli.main import main
 from tfyarn.jobconfig import Defaults, JobConfig, JobConfigError, load_job, read_defaults
+from tfyarn.submission import jobenv
 
 RESOURCES = {"global": {}, "components": {
     "ps": {"yarn.role.priority": "1", "yarn.component.instances": "1"},

@@ -1,4 +1,4 @@
-"""Per-job Python environments and Docker images (tfyarn/environments.py).
+"""Per-job Python environments and Docker images (tfyarn/submission/environments.py).
 
 Unit tests for the pure parts, the upload against a stand-in filesystem shell, and the
 generated skein spec; one job on the local YARN with a packed virtualenv, submitted twice.
@@ -24,14 +24,14 @@ from barenodes import make_venv
 from jobtools import JobFiles, prepare_job, read_json, submit_and_wait
 
 from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR
-from tfyarn import environments as envs
-from tfyarn import jobenv
-from tfyarn.appspec import application_spec
-from tfyarn.environments import JobEnvironment, JobEnvironmentError
 from tfyarn.jobconfig import JobConfigError, load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout
-from tfyarn.plan import Placement, build_plan, format_plan, plan_document
+from tfyarn.submission import environments as envs
+from tfyarn.submission import jobenv
+from tfyarn.submission.appspec import application_spec
+from tfyarn.submission.environments import JobEnvironment, JobEnvironmentError
+from tfyarn.submission.plan import Placement, build_plan, format_plan, plan_document
 
 REPO = Path(__file__).resolve().parent.parent
 G = "site.global."
@@ -116,7 +116,7 @@ def test_interpreters() -> None:
     assert envs.task_python("bin/python", "/opt/py/bin/python", "img") == "./pyenv/bin/python"
     assert envs.task_python(None, "/opt/py/bin/python", "img") == "/opt/py/bin/python"
     assert envs.task_python(None, None, "img") == "python3"
-    # Nothing named: the env tfyarn packs from this interpreter (tfyarn/envpack.py).
+    # Nothing named: the env tfyarn packs from this interpreter (tfyarn/submission/envpack.py).
     assert envs.task_python(None, None, None) == "./pyenv/bin/python"
     assert envs.ships_own_env(None, None) and not envs.ships_own_env("/usr/bin/python3", None)
     # The AppMaster is never in Docker: beside an image's python3, it runs the shipped env.

@@ -1,5 +1,5 @@
-"""The environment tfyarn packs from the submitting interpreter (tfyarn/envpack.py): what goes
-in, the key, and what cannot be packed. Pure logic on small made-up environments; the real
+"""The environment tfyarn packs from the submitting interpreter (tfyarn/submission/envpack.py):
+what goes in, the key, and what cannot be packed. Pure logic on small made-up environments; the real
 one is packed and run on every bare node of the local cluster by the test session
 (tests/barenodes.py) and by every job."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn import envpack
-from tfyarn.environments import JobEnvironmentError
+from tfyarn.submission import envpack
+from tfyarn.submission.environments import JobEnvironmentError
 
 
 def dist(site: Path, name: str, version: str, files: dict[str, str],

@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from tfyarn.cli import main
-from tfyarn.driver import SubmitError
-from tfyarn.environments import JobEnvironmentError
+from tfyarn.cli.main import main
 from tfyarn.errors import TfyarnError, in_context
+from tfyarn.hadoop.driver import SubmitError
+from tfyarn.hadoop.rmrest import RestError
 from tfyarn.jobconfig import JobConfigError, Problem
-from tfyarn.kerberos import KerberosError
 from tfyarn.localyarn.provision import ClusterError
-from tfyarn.preflight import PreflightRefused
-from tfyarn.rmrest import RestError
-from tfyarn.spnego import SpnegoError
-from tfyarn.workdir import WorkDirError
+from tfyarn.security.kerberos import KerberosError
+from tfyarn.security.spnego import SpnegoError
+from tfyarn.submission.environments import JobEnvironmentError
+from tfyarn.submission.preflight import PreflightRefused
+from tfyarn.submission.workdir import WorkDirError
 
 
 @pytest.mark.parametrize("error", [SubmitError, JobEnvironmentError, RestError, WorkDirError,

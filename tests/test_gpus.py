@@ -236,8 +236,7 @@ def gpu_view() -> dict:
 
 def test_status_shows_each_tasks_gpus() -> None:
     from appmaster.view import JobView
-    from tfyarn import jobview
-
+    from tfyarn.watch import jobview
     view = JobView.from_dict(gpu_view())
     table = jobview.format_table(view).splitlines()
     gpus_column = table[0].index("GPUS")
@@ -265,7 +264,7 @@ def test_the_dry_run_says_each_gpu_roles_gpus_and_label(tmp_path: Path, monkeypa
 
     from click.testing import CliRunner
 
-    from tfyarn.cli import main
+    from tfyarn.cli.main import main
 
     repo = Path(__file__).resolve().parent.parent
     resources = json.loads((repo / "resources.json").read_text())
@@ -287,8 +286,7 @@ def test_the_dry_run_says_each_gpu_roles_gpus_and_label(tmp_path: Path, monkeypa
 
 def test_a_job_without_gpus_gets_no_gpu_column() -> None:
     from appmaster import jobpage
-    from tfyarn import jobview
-
+    from tfyarn.watch import jobview
     view = gpu_view()
     view["tasks"] = view["tasks"][:1]  # the ps alone: it asked for no GPU
     from appmaster.view import JobView

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tfyarn import environments, rmrest, workdir
-from tfyarn.hadoopconf import SYSTEM_CONF_DIR, client_configuration, conf_dirs, parse_properties
+from tfyarn.hadoop import rmrest
+from tfyarn.hadoop.hadoopconf import (
+    SYSTEM_CONF_DIR,
+    client_configuration,
+    conf_dirs,
+    parse_properties,
+)
+from tfyarn.submission import environments, workdir
 
 
 def write(conf_dir: Path, name: str, **properties: str) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn.appspec import reader_package
 from tfyarn.data import RecordError, Shard, ShardError, assign, record_batches, task_shard
 from tfyarn.data.shards import resolve
+from tfyarn.submission.appspec import reader_package
 
 CLUSTER = {"chief": ["c:1"], "worker": ["w0:1", "w1:1", "w2:1"], "ps": ["p:1"]}
 

@@ -54,8 +54,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_imports() -> None:
     graph = import_graph()
-    assert "tfyarn.environments" in graph["tfyarn.jobenv"]
-    assert "tfyarn.appspec" in graph["tfyarn.driver"]  # a lazy import, inside a function
+    assert "tfyarn.submission.environments" in graph["tfyarn.submission.jobenv"]
+    assert "tfyarn.submission.appspec" in graph["tfyarn.hadoop.driver"]  # lazy, in a function
 
 
 def test_no_import_cycles_in_the_client() -> None:

@@ -22,9 +22,9 @@ import yaml
 from click.testing import CliRunner
 from jobtools import TFYARN, write_doc
 
-from tfyarn.cli import main
+from tfyarn.cli.main import main
 from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING
-from tfyarn.workdir import LOCAL_DEFAULT as DEFAULT_WORK_DIR
+from tfyarn.submission.workdir import LOCAL_DEFAULT as DEFAULT_WORK_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 SEED_RESOURCES = REPO / "resources.json"
@@ -330,7 +330,7 @@ def test_slider_package_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     the workers, TF_CONFIG has no chief, and the script gets the package's six flags."""
     from appmaster.cluster_spec import ClusterSpec
     from tfyarn.jobconfig import load_job
-    from tfyarn.plan import build_plan
+    from tfyarn.submission.plan import build_plan
 
     for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
         monkeypatch.delenv(name, raising=False)

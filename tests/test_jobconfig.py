@@ -702,7 +702,7 @@ def test_one_evaluator_at_most(job_dir: Path) -> None:
 
 
 def test_the_evaluator_is_planned_beside_the_cluster(job_dir: Path) -> None:
-    from tfyarn.plan import build_plan
+    from tfyarn.submission.plan import build_plan
 
     job = load(job_dir, resources_with("evaluator", **{
         "yarn.role.priority": "9", "yarn.component.instances": "1",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.view import JobView
 from appmaster.webpage import render_page, slider_exports
-from tfyarn import jobview
-from tfyarn.jobview import format_progress, format_table, parse_log_dump, role_counts
+from tfyarn.watch import jobview
+from tfyarn.watch.jobview import format_progress, format_table, parse_log_dump, role_counts
 
 DUMP = """Container: container_1_0001_01_000005 on 127.0.0.2:8144
 LogAggregationType: LOCAL

@@ -1,4 +1,4 @@
-"""skein's driver kept between commands (tfyarn/keptdriver.py), on the local YARN: reused by
+"""skein's driver kept between commands (tfyarn/hadoop/keptdriver.py), on the local YARN: reused by
 the next command of the same identity, another one for another configuration, gone once idle."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import shutil
 import time
 from pathlib import Path
 
-from tfyarn import keptdriver
-from tfyarn.driver import skein_client
+from tfyarn.hadoop import keptdriver
+from tfyarn.hadoop.driver import skein_client
 
 
 def keeper_pid(client) -> int:

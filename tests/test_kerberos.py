@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tfyarn.kerberos import RPC_HEADER_WITHOUT_SASL, namenode_refuses_simple
+from tfyarn.security.kerberos import RPC_HEADER_WITHOUT_SASL, namenode_refuses_simple
 
 # What a Kerberos NameNode (Hadoop 3.5.0, the secure local cluster) answered a connection
 # header without SASL, recorded.

@@ -440,7 +440,7 @@ THROWAWAY_NODES = 4  # one more than the default: `up --nodes` is honoured
 
 def tfyarn_command() -> list[str]:
     script = Path(sys.executable).with_name("tfyarn")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "tfyarn.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tfyarn.cli.main"]
 
 
 def run_cli(state_dir: Path, *args: str, timeout_s: float = 300) -> subprocess.CompletedProcess:

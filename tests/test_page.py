@@ -16,10 +16,10 @@ from jobtools import REPO
 from appmaster import webpage
 from appmaster.jobpage import mirror_text, render_page, render_parts, task_columns
 from appmaster.jobplan import JOB_FILE
-from tfyarn import skeinui
-from tfyarn.appspec import application_spec
+from tfyarn.hadoop import skeinui
 from tfyarn.jobconfig import load_job
-from tfyarn.plan import Placement, build_plan
+from tfyarn.submission.appspec import application_spec
+from tfyarn.submission.plan import Placement, build_plan
 
 TASK = {"role": "worker", "index": 1, "state": "running", "address": "h:3",
         "container": "worker_1", "yarn_container_id": "container_w1", "node": "n:8042",

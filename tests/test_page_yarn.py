@@ -32,7 +32,7 @@ from selenium.webdriver.remote.webelement import WebElement
 
 from appmaster.jobpage import REFRESH_MS
 from appmaster.webpage import PAGE_ROUTE
-from tfyarn import jobview
+from tfyarn.watch import jobview
 
 pytestmark = pytest.mark.yarn
 
@@ -128,7 +128,7 @@ def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: We
     browser.get(running_job.tracking_url)
     assert browser.title.startswith("Overview - Skein"), browser.title
     assert_no_error(browser)
-    # One click: the button tfyarn adds to skein's Overview (tfyarn/skeinui.py).
+    # One click: the button tfyarn adds to skein's Overview (tfyarn/hadoop/skeinui.py).
     button = browser.find_element(By.CSS_SELECTOR, ".container-fluid > a.btn")
     assert button.text == "TensorFlow job →"
     button.click()

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from jobtools import prepare_job
 
-from tfyarn.driver import plain_diagnosis
+from tfyarn.hadoop.driver import plain_diagnosis
 from tfyarn.jobconfig import load_job
-from tfyarn.plan import Placement, build_plan
-from tfyarn.preflight import (
+from tfyarn.submission.plan import Placement, build_plan
+from tfyarn.submission.preflight import (
     ClusterView,
     Request,
     Resources,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn.hadoopconf import client_configuration
-from tfyarn.rmrest import AppReport, reports_reader, web_urls
+from tfyarn.hadoop.hadoopconf import client_configuration
+from tfyarn.hadoop.rmrest import AppReport, reports_reader, web_urls
 
 
 def test_plain_address_and_the_hostname_default() -> None:
@@ -45,7 +45,7 @@ def test_no_rest_where_it_cannot_work(conf: dict[str, str]) -> None:
 
 
 def test_a_kerberos_cluster_is_asked_too() -> None:
-    """Its web UI is answered with the user's tickets (tfyarn/spnego.py)."""
+    """Its web UI is answered with the user's tickets (tfyarn/security/spnego.py)."""
     conf = {"hadoop.security.authentication": "kerberos", "yarn.resourcemanager.hostname": "rm"}
     assert web_urls(conf) == ["http://rm:8088"]
 

@@ -41,10 +41,11 @@ from jobtools import (
 
 from appmaster import hdfstokens
 from appmaster.siteconf import site_value
-from tfyarn import jobview, spnego
-from tfyarn.kerberos import keytab_entries
 from tfyarn.localyarn import cluster, secure
 from tfyarn.localyarn.layout import Layout, default_state_dir
+from tfyarn.security import spnego
+from tfyarn.security.kerberos import keytab_entries
+from tfyarn.watch import jobview
 
 pytestmark = pytest.mark.yarn
 

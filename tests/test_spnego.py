@@ -1,4 +1,4 @@
-"""tfyarn's SPNEGO client (tfyarn/spnego.py) against loopback HTTP servers and MIT's real
+"""tfyarn's SPNEGO client (tfyarn/security/spnego.py) against loopback HTTP servers and MIT's real
 libgssapi. A whole login, ticket to 200, is proved on the secure local cluster
 (tests/test_secure_yarn.py); here, what it does when a server does not ask, and when no
 ticket can be had."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn import spnego
+from tfyarn.security import spnego
 
 
 @contextmanager

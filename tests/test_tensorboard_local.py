@@ -19,10 +19,10 @@ from click.testing import CliRunner
 
 from appmaster import jobpointer
 from appmaster.storage import TEMPORARY_MARK
-from tfyarn import jobrecord, tensorboard_local
-from tfyarn.cli import main
-from tfyarn.eventcache import PARTIAL_PREFIX, EventCache, LocalEvents, is_event_file
-from tfyarn.tensorboard_local import LocalBoard, TensorBoardError, group_members
+from tfyarn.cli.main import main
+from tfyarn.watch import jobrecord, tensorboard_local
+from tfyarn.watch.eventcache import PARTIAL_PREFIX, EventCache, LocalEvents, is_event_file
+from tfyarn.watch.tensorboard_local import LocalBoard, TensorBoardError, group_members
 
 APP = "application_1700000000000_0007"
 EVENTS = "events.out.tfevents.1700000000.chief-host.123.0"
@@ -249,7 +249,7 @@ def test_tensorboard_serves_the_cache_and_stops_whole(job_dir: Path, tmp_path: P
 
 def test_tensorboard_ends_when_tfyarn_is_killed(tmp_path: Path) -> None:
     """No orphan even when the command gets SIGKILL (no cleanup of its own can run)."""
-    code = ("import sys; from pathlib import Path; from tfyarn.tensorboard_local import "
+    code = ("import sys; from pathlib import Path; from tfyarn.watch.tensorboard_local import "
             "LocalBoard, free_port; b = LocalBoard(Path(sys.argv[1]), 'localhost', "
             "free_port('localhost'), False, 't'); b.start(); print(b.process.pid, flush=True); "
             "import time; time.sleep(600)")

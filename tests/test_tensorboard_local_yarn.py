@@ -22,8 +22,8 @@ from jobtools import (
     wait_for,
 )
 
-from tfyarn.eventcache import EventCache, HdfsEvents, is_event_file
-from tfyarn.tensorboard_local import free_port
+from tfyarn.watch.eventcache import EventCache, HdfsEvents, is_event_file
+from tfyarn.watch.tensorboard_local import free_port
 
 pytestmark = pytest.mark.yarn
 

@@ -15,7 +15,7 @@ from appmaster.jobpage import render_page
 from appmaster.verdicts import Verdict, judge, killed_by_signal
 from appmaster.view import JobView
 from appmaster.vocabulary import JobState, TaskState
-from tfyarn.jobview import format_table, verdict_lines
+from tfyarn.watch.jobview import format_table, verdict_lines
 
 PMEM = "714.2 MB of 256 MB physical memory used"  # skein's rewording of YARN's -104
 PREEMPTED = "Container preempted by scheduler"

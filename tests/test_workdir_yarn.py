@@ -15,7 +15,7 @@ import jobtools
 import pytest
 from jobtools import prepare_light_job, run_tfyarn
 
-from tfyarn.workdir import default_work_dir, fixed_part
+from tfyarn.submission.workdir import default_work_dir, fixed_part
 
 pytestmark = pytest.mark.yarn
 

@@ -4,7 +4,7 @@ Every error a user can fix (bad job files, an unusable env or work dir, a cluste
 cannot run the job, YARN refusing it, the local cluster not starting, ...) is a
 `TfyarnError`: a message saying what is wrong and, where one is known, a hint saying how to
 fix it. Library users catch `TfyarnError`; the CLI turns it into click's ``Error: ...`` in
-one place (tfyarn/cli.py). Anything else that escapes is a bug and keeps its traceback.
+one place (tfyarn/cli/main.py). Anything else that escapes is a bug and keeps its traceback.
 """
 
 from __future__ import annotations

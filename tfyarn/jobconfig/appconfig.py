@@ -18,7 +18,6 @@ from appmaster.jobplan import (
     DEFAULT_MIRROR_INTERVAL_S,
     DEFAULT_REGISTRATION_TIMEOUT_S,
 )
-from tfyarn import environments
 from tfyarn.jobconfig.datasets import parse_entries
 from tfyarn.jobconfig.documents import (
     Checker,
@@ -30,6 +29,7 @@ from tfyarn.jobconfig.documents import (
     top_level,
 )
 from tfyarn.jobconfig.model import SUCCESS_POLICIES, AppConfig
+from tfyarn.submission import environments
 
 # appConfig.json keys, all under "global".
 _G = "site.global."
@@ -43,7 +43,7 @@ _WORK_DIR = _G + "user.work.dir"
 _REGISTRATION_TIMEOUT = _G + "registration.timeout"
 _PYTHON = _G + "python"
 _DOCKER_IMAGE = _G + "docker.image"
-_PYTHON_ENV = _G + "python.env"  # a packed env (tfyarn.environments)
+_PYTHON_ENV = _G + "python.env"  # a packed env (tfyarn.submission.environments)
 _DOCKER_MOUNTS = _G + "docker.mounts"
 _SUCCESS_POLICY = _G + "success.policy"
 _ALLOCATION_TIMEOUT = _G + "allocation.timeout"
@@ -274,7 +274,7 @@ def _acl(c: Checker, settings: dict[str, Any], key: str) -> str | None:
 
 def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:
     """The packed env's archive, relative to the file's directory; its contents are read
-    when the plan is made (tfyarn.environments.archive_python)."""
+    when the plan is made (tfyarn.submission.environments.archive_python)."""
     text = _text(c, settings, _PYTHON_ENV, "envs/tf2.tar.gz")
     if text is None:
         return None
@@ -455,7 +455,7 @@ def _work_dir(c: Checker, settings: dict[str, Any], user: str | None) -> str | N
 
 def _hdfs_dir(c: Checker, settings: dict[str, Any], key: str, user: str | None) -> str | None:
     """A directory URL of Slider's keys, ${USER_NAME} filled in; whether the cluster has it is
-    checked before submitting (tfyarn/workdir.py)."""
+    checked before submitting (tfyarn/submission/workdir.py)."""
     text = _text(c, settings, key, "hdfs:///user/${USER_NAME}/mnist-data")
     if text is None:
         return None

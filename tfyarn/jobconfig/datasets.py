@@ -4,7 +4,7 @@ Written in appConfig as ``site.global.data`` (a list, or one comma-separated str
 as ``tfyarn submit --data`` (repeatable). Each entry is a file, a directory or an archive on
 the cluster's file system; YARN copies it into each task's data dir under ``name`` (an
 archive unpacked), once per node, before the script starts. Whether the paths exist is
-checked against HDFS before submitting (tfyarn/workdir.py).
+checked against HDFS before submitting (tfyarn/submission/workdir.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from appmaster.storage import REMOTE_SCHEMES
-from tfyarn.environments import ARCHIVE_SUFFIXES
 from tfyarn.jobconfig.documents import COMMAND_LINE, Checker, kind_of
 from tfyarn.jobconfig.model import DataEntry, JobConfig, JobConfigError, Problem
+from tfyarn.submission.environments import ARCHIVE_SUFFIXES
 
 DATA_OPTION = "--data"
 EXAMPLE = "hdfs:///user/${USER_NAME}/mnist.tar.gz#mnist"

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import requests
 
-from tfyarn import spnego
 from tfyarn.localyarn import daemons, hdfs, hostview, kdc, localfs, secure
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
 from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout
 from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
 from tfyarn.localyarn.siteconf import write_configuration
+from tfyarn.security import spnego
 
 RM_HEAP_MB = 320
 NM_HEAP_MB = 192

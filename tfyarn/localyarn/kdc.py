@@ -15,11 +15,11 @@ import struct
 import time
 from pathlib import Path
 
-from tfyarn.kerberos import KEYTAB_VERSION, keytab_entries
 from tfyarn.localyarn import daemons
 from tfyarn.localyarn.daemons import Daemon
 from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.provision import ClusterError, ensure_jars
+from tfyarn.security.kerberos import KEYTAB_VERSION, keytab_entries
 
 KDC_NAME = "kdc"
 KDC_CLASS = "org.apache.hadoop.minikdc.MiniKdc"

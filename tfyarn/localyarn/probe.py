@@ -24,7 +24,7 @@ TIMEOUT_S = 90.0
 def probe_spec():
     import skein
 
-    from tfyarn.jvm import QUICK_JVM_OPTIONS
+    from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
 
     def service(name: str, label: str) -> tuple[str, skein.Service]:
         return name, skein.Service(resources=skein.Resources(memory=128, vcores=1),
@@ -46,7 +46,7 @@ def probe_spec():
 def run_probe(timeout_s: float = TIMEOUT_S) -> str:
     """The probe application's id once each service's container ran (the application is then
     ended SUCCEEDED); otherwise it is killed and a RuntimeError says why."""
-    from tfyarn.driver import skein_client
+    from tfyarn.hadoop.driver import skein_client
 
     spec = probe_spec()
     with skein_client() as client:

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import requests
 
-from tfyarn import spnego
 from tfyarn.localyarn import kdc
 from tfyarn.localyarn.kdc import REALM
 from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.provision import ClusterError
+from tfyarn.security import spnego
 
 OTHER_USER = "bob"  # a second user, neither the job's owner nor an admin
 SERVICE_HOST = "localhost"

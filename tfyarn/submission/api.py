@@ -4,7 +4,7 @@ The pipeline, in order: read and check the job's two files, apply the options, m
 check the work dir and data on HDFS, ask the cluster whether it can run the job (pre-flight),
 upload the packed Python env, submit through skein. Until YARN has the application, every
 failure is a TfyarnError whose `describe()` says that nothing was submitted. The CLI
-(tfyarn/cli_jobs.py) runs the same steps and adds the dry run and following the job.
+(tfyarn/cli/jobs.py) runs the same steps and adds the dry run and following the job.
 """
 
 from __future__ import annotations
@@ -16,15 +16,17 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from appmaster.jobplan import JobPlan
-from tfyarn import hadoopconf, jobenv, kerberos, preflight, workdir
-from tfyarn.driver import skein_client
-from tfyarn.driver import submit as submit_to_yarn
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
+from tfyarn.hadoop import hadoopconf
+from tfyarn.hadoop.driver import skein_client
+from tfyarn.hadoop.driver import submit as submit_to_yarn
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
 from tfyarn.jobconfig.defaults import read_defaults, where_set
 from tfyarn.jobconfig.documents import COMMAND_LINE
-from tfyarn.plan import Placement, build_plan, plan_document
+from tfyarn.security import kerberos
+from tfyarn.submission import jobenv, preflight, workdir
+from tfyarn.submission.plan import Placement, build_plan, plan_document
 
 log = logging.getLogger(__name__)
 FilePath = str | os.PathLike[str]
@@ -91,7 +93,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
     """Read, check and plan the job, and ask the cluster; submits nothing."""
     with in_context(NOTHING_SUBMITTED):
         job = with_data(load_job(resources, app_config), options.data)
-        # the job's Python env and Docker image (tfyarn/jobenv.py)
+        # the job's Python env and Docker image (tfyarn/submission/jobenv.py)
         job = jobenv.with_overrides(job, options.python_env, options.docker_image,
                                     options.docker_mounts)
         plan = build_plan(job, options.name, default_label=options.am_label)
@@ -104,7 +106,8 @@ def plan_job(resources: FilePath, app_config: FilePath,
                           am_vcores=options.am_vcores or job.am_vcores,
                           am_label=options.am_label, view_acl=job.app.view_acl,
                           modify_acl=job.app.modify_acl, web_login=hadoopconf.web_login(conf))
-    # Pre-flight against the live cluster (tfyarn/preflight.py), naming what the user wrote.
+    # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
+    # user wrote.
     queue_source = ((COMMAND_LINE, "--queue") if options.queue else
                     where_set(read_defaults(), str(app_config), "site.global.queue"))
     checked = preflight.run_preflight(

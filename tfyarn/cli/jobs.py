@@ -1,4 +1,5 @@
-"""`tfyarn submit`: the options, the dry run and following the job, over tfyarn/api.py."""
+"""`tfyarn submit`: the options, the dry run and following the job, over
+tfyarn/submission/api.py."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import time
 import click
 
 from appmaster.webpage import job_page_url
-from tfyarn import jobview
-from tfyarn.api import SubmitOptions, plan_job
-from tfyarn.driver import FINAL_STATES, follow, plain_diagnosis, skein_client
-from tfyarn.plan import format_plan, format_plan_json
+from tfyarn.hadoop.driver import FINAL_STATES, follow, plain_diagnosis, skein_client
+from tfyarn.submission.api import SubmitOptions, plan_job
+from tfyarn.submission.plan import format_plan, format_plan_json
+from tfyarn.watch import jobview
 
 
 @click.command("submit")

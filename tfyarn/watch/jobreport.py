@@ -13,8 +13,8 @@ from appmaster import jobpointer
 from appmaster.report import HTML_FILE, JSON_FILE, render_report
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.view import JobView
-from tfyarn import jobview
 from tfyarn.errors import TfyarnError
+from tfyarn.watch import jobview
 
 READ_TIMEOUT_S = 30.0
 

@@ -2,7 +2,7 @@
 
 TensorFlow cannot read a job's ``hdfs://`` event files, and the job's own TensorBoard
 component ends with the job. So this command copies the event files into a local cache
-(tfyarn/eventcache.py: only new bytes, while the job runs) and runs TensorBoard there, from
+(tfyarn/watch/eventcache.py: only new bytes, while the job runs) and runs TensorBoard there, from
 the environment running tfyarn. It keeps syncing until the application ends, then leaves
 TensorBoard up until Ctrl-C.
 """
@@ -25,12 +25,13 @@ import click
 import requests
 
 from appmaster.storage import REMOTE_SCHEMES, StorageError, is_remote
-from tfyarn import hadoopconf, kerberos
-from tfyarn.cli_monitor import APP_ID, _report, _reports
-from tfyarn.driver import FINAL_STATES
+from tfyarn.cli.monitor import APP_ID, _report, _reports
 from tfyarn.errors import TfyarnError
-from tfyarn.eventcache import EventCache, EventSource, HdfsEvents, LocalEvents, SyncResult
-from tfyarn.jobrecord import find_work_dir, work_dir_of
+from tfyarn.hadoop import hadoopconf
+from tfyarn.hadoop.driver import FINAL_STATES
+from tfyarn.security import kerberos
+from tfyarn.watch.eventcache import EventCache, EventSource, HdfsEvents, LocalEvents, SyncResult
+from tfyarn.watch.jobrecord import find_work_dir, work_dir_of
 
 DEFAULT_PORT = 6006  # TensorBoard's own
 SYNC_INTERVAL_S = 5.0

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
 from appmaster.vocabulary import Role
-from tfyarn import environments
 from tfyarn.jobconfig import (
     EVALUATOR,
     FAILURE_THRESHOLD_MEANING,
@@ -18,7 +17,8 @@ from tfyarn.jobconfig import (
     Component,
     JobConfig,
 )
-from tfyarn.workdir import default_work_dir, qualified
+from tfyarn.submission import environments
+from tfyarn.submission.workdir import default_work_dir, qualified
 
 # A dry run of thousands of tasks stays quick and small: a role with more tasks than this
 # shows its first ones and its last, and a longer host list shows its ends.
@@ -179,7 +179,7 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "entry": plan.entry,
         "python": plan.python,
         "python_env": None if job.app.python_env is None else str(job.app.python_env),
-        # tfyarn packs and ships the environment running it (tfyarn/envpack.py)
+        # tfyarn packs and ships the environment running it (tfyarn/submission/envpack.py)
         "shipped_env": (sys.prefix if environments.ships_own_env(job.app.python,
                                                                  job.app.python_env) else None),
         "docker": None if job.app.docker_image is None else {

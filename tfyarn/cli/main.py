@@ -5,19 +5,19 @@ from __future__ import annotations
 import click
 
 from tfyarn import __version__
-from tfyarn.cli_cluster import cluster_group
-from tfyarn.cli_config import config_command
-from tfyarn.cli_jobs import submit_command
-from tfyarn.cli_monitor import (
+from tfyarn.cli.cluster import cluster_group
+from tfyarn.cli.config import config_command
+from tfyarn.cli.jobs import submit_command
+from tfyarn.cli.monitor import (
     kill_command,
     list_command,
     logs_command,
     report_command,
     status_command,
 )
-from tfyarn.driver import configure_driver
 from tfyarn.errors import TfyarnError
-from tfyarn.tensorboard_local import tensorboard_command
+from tfyarn.hadoop.driver import configure_driver
+from tfyarn.watch.tensorboard_local import tensorboard_command
 
 
 class TfyarnGroup(click.Group):

@@ -21,7 +21,7 @@ import tarfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from tfyarn.environments import ensure_uploaded
+from tfyarn.submission.environments import ensure_uploaded
 
 SKIPPED = ("__pycache__", ".pyc")  # compiled files are the nodes' own business
 CACHE_DIR = ".tfyarn/code"  # under the user's home directory on the default filesystem

@@ -15,8 +15,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from appmaster.storage import REMOTE_SCHEMES, RemoteDir, StorageError, bounded, is_remote
-from tfyarn import environments, hadoopconf, kerberos
 from tfyarn.errors import TfyarnError
+from tfyarn.hadoop import hadoopconf
+from tfyarn.security import kerberos
+from tfyarn.submission import environments
 
 WORK_DIR_KEY = "site.global.user.work.dir"
 CHECKPOINT_PREFIX_KEY = "site.global.user.checkpoint.prefix"  # Slider's: <prefix>/<name>.<app id>

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 import requests
 
 from appmaster.jobplan import JobPlan, RolePlan
-from tfyarn import hadoopconf, rmrest
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
+from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
-from tfyarn.plan import Placement
+from tfyarn.submission.plan import Placement
 
 GPU = "yarn.io/gpu"
 DEFAULT_PARTITION = ""

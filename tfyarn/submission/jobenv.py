@@ -1,8 +1,8 @@
 """A job's environment from its settings and `tfyarn submit`'s options.
 
-tfyarn/environments.py knows packed envs and Docker images on their own; this module applies
-them to a job (a JobConfig). Kept apart so that environments does not depend on jobconfig,
-which reads its helpers to check appConfig.json.
+tfyarn/submission/environments.py knows packed envs and Docker images on their own; this
+module applies them to a job (a JobConfig). Kept apart so that environments does not depend
+on jobconfig, which reads its helpers to check appConfig.json.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tfyarn import envpack
-from tfyarn.environments import (
+from tfyarn.jobconfig import JobConfig
+from tfyarn.submission import envpack
+from tfyarn.submission.environments import (
     JobEnvironment,
     JobEnvironmentError,
     archive_suffix,
@@ -26,7 +27,6 @@ from tfyarn.environments import (
     ships_own_env,
     upload_once,
 )
-from tfyarn.jobconfig import JobConfig
 
 
 def with_overrides(job: JobConfig, python_env: str | None, docker_image: str | None,

@@ -16,8 +16,9 @@ from datetime import datetime
 
 import requests
 
-from tfyarn import hadoopconf, spnego
 from tfyarn.errors import TfyarnError
+from tfyarn.hadoop import hadoopconf
+from tfyarn.security import spnego
 
 TIMEOUT_S = 5.0
 

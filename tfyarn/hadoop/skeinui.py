@@ -35,8 +35,8 @@ def write_overview(dest: Path) -> Path:
         text = text.replace(ANCHOR, ANCHOR + BUTTONS)
     dest.mkdir(parents=True, exist_ok=True)
     (dest / TEMPLATE).write_text(text)
-    # Shipped as a pack cached on HDFS by its content (tfyarn/codepack.py): the same template
-    # must be the same bytes, its time the jar's.
+    # Shipped as a pack cached on HDFS by its content (tfyarn/submission/codepack.py): the
+    # same template must be the same bytes, its time the jar's.
     made = SKEIN_JAR.stat()
     os.utime(dest / TEMPLATE, ns=(made.st_atime_ns, made.st_mtime_ns))
     return dest

@@ -1,7 +1,7 @@
 """Options for the JVMs that live a short while: skein's driver, its AppMaster, the probe.
 
-A module of its own so that both the submitting side (tfyarn/driver.py) and the spec it
-submits (tfyarn/appspec.py) can read them without importing each other.
+A module of its own so that both the submitting side (tfyarn/hadoop/driver.py) and the spec it
+submits (tfyarn/submission/appspec.py) can read them without importing each other.
 """
 
 import os

@@ -24,7 +24,7 @@ as the submitting machine, as they must for TensorFlow's wheels anyway.
 Editable installs (``pip install -e``) are carried by their sources: their import hooks
 point at the submitting machine's checkout, which nodes do not have. tfyarn's own
 distribution is left out: its AppMaster code and ``tfyarn.data`` go with every job as code
-packs (tfyarn/codepack.py), so changing tfyarn does not repack the environment.
+packs (tfyarn/submission/codepack.py), so changing tfyarn does not repack the environment.
 
 The pack is made once per content (``env_key``: the interpreter's version and path, every
 distribution's name and version, and the sources of editable and local installs; no
@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tfyarn.environments import JobEnvironmentError
+from tfyarn.submission.environments import JobEnvironmentError
 
 PACK_FORMAT = 2  # bump when the layout changes: the key changes with it
 PREFIX = "env-"

@@ -13,9 +13,10 @@ import click
 
 from appmaster.view import JobView
 from appmaster.vocabulary import TF_ROLES, Role, TaskState
-from tfyarn import jobreport, jobview, rmrest
-from tfyarn.driver import FINAL_STATES, plain_diagnosis, skein_client
 from tfyarn.errors import TfyarnError
+from tfyarn.hadoop import rmrest
+from tfyarn.hadoop.driver import FINAL_STATES, plain_diagnosis, skein_client
+from tfyarn.watch import jobreport, jobview
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
               "KILLED"]

@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfyarn import hadoopconf, keptdriver
 from tfyarn.errors import TfyarnError
-from tfyarn.jvm import QUICK_JVM_OPTIONS
-from tfyarn.kerberos import check_login, login_from_keytab
+from tfyarn.hadoop import hadoopconf, keptdriver
+from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
+from tfyarn.security.kerberos import check_login, login_from_keytab
 
 if TYPE_CHECKING:  # `import tfyarn` loads this module: it stays light (see tfyarn/__init__.py)
     from appmaster.jobplan import JobPlan
-    from tfyarn.environments import JobEnvironment
     from tfyarn.jobconfig import JobConfig
-    from tfyarn.plan import Placement
+    from tfyarn.submission.environments import JobEnvironment
+    from tfyarn.submission.plan import Placement
 
 # skein's own log4j.properties logs everything at INFO; this one follows --verbose.
 LOG4J = Path(__file__).with_name("driver-log4j.properties")
@@ -138,8 +138,11 @@ def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
            environment: JobEnvironment | None = None) -> str:
     """Upload the scripts, the AppMaster code and the plan; return the application id."""
     from appmaster.jobplan import JOB_FILE
-    from tfyarn import codepack
-    from tfyarn.appspec import application_spec, code_packs  # imports skein: when submitting
+    from tfyarn.submission import codepack
+    from tfyarn.submission.appspec import (  # imports skein: when submitting
+        application_spec,
+        code_packs,
+    )
 
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
         job_file = Path(tmp) / JOB_FILE

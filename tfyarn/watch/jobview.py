@@ -20,8 +20,8 @@ from appmaster import gpus, verdicts
 from appmaster.view import JobView, TaskRow
 from appmaster.vocabulary import STAGES, STAGES_REACHED, TaskState
 from appmaster.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
-from tfyarn import spnego
 from tfyarn.errors import TfyarnError
+from tfyarn.security import spnego
 
 HTTP_TIMEOUT_S = 5.0
 

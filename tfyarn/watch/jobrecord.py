@@ -13,9 +13,9 @@ Three places say it, tried in this order:
 from __future__ import annotations
 
 from appmaster.jobpointer import pointer_path, read_pointer
-from tfyarn import jobview
-from tfyarn.driver import FINAL_STATES
 from tfyarn.errors import TfyarnError
+from tfyarn.hadoop.driver import FINAL_STATES
+from tfyarn.watch import jobview
 
 
 class JobRecordError(TfyarnError):
@@ -25,7 +25,7 @@ class JobRecordError(TfyarnError):
 def find_work_dir(app_id: str, report) -> str | None:
     """The job's work dir, or None where nothing says it (yet): a job not started, an
     AppMaster not answering, a log not aggregated. ``report``: YARN's application report
-    (skein's or tfyarn.rmrest's: ``user``, ``state``, ``tracking_url``)."""
+    (skein's or tfyarn.hadoop.rmrest's: ``user``, ``state``, ``tracking_url``)."""
     if work_dir := read_pointer(report.user, app_id):
         return work_dir
     state = str(report.state)

@@ -23,16 +23,16 @@ from appmaster.jobplan import (
 )
 from appmaster.registry import CANNOT_START
 from appmaster.rendezvous import new_token
-from tfyarn import skeinui
-from tfyarn.codepack import tar_directory
-from tfyarn.environments import JobEnvironment
+from tfyarn.hadoop import skeinui
+from tfyarn.hadoop.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
 from tfyarn.jobconfig.datasets import is_archive
-from tfyarn.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
-from tfyarn.plan import Placement, acl_names
-from tfyarn.workdir import qualified
+from tfyarn.submission.codepack import tar_directory
+from tfyarn.submission.environments import JobEnvironment
+from tfyarn.submission.plan import Placement, acl_names
+from tfyarn.submission.workdir import qualified
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
-READER_DIR = Path(__file__).with_name("data")  # tfyarn.data, which training scripts import
+READER_DIR = Path(__file__).parent.parent / "data"  # tfyarn.data, which training scripts import
 READER_PACK = "tfyarn"
 
 
@@ -94,9 +94,9 @@ def reader_package(into: Path) -> Path:
 
 
 def code_packs(scripts_dir: Path, job_dir: Path) -> dict[str, Path]:
-    """The job's code, one tar per directory (tfyarn/codepack.py), by the name each is
+    """The job's code, one tar per directory (tfyarn/submission/codepack.py), by the name each is
     unpacked under in the containers: the scripts, the AppMaster's code, tfyarn.data, and
-    the AppMaster's web UI template (tfyarn/skeinui.py)."""
+    the AppMaster's web UI template (tfyarn/hadoop/skeinui.py)."""
     packs = job_dir / "packs"
     return {SCRIPTS_DIR: tar_directory(scripts_dir, packs, SCRIPTS_DIR),
             "appmaster": tar_directory(APPMASTER_DIR, packs, "appmaster"),
@@ -198,8 +198,8 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         files={**files, **kerberos_files(keytab), skeinui.UI_DIR: code[skeinui.UI_DIR]},
         script=_launch(plan, "appmaster.master", environment.master_python),
         # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so,
-        # stays lean (tfyarn/jvm.py), its web UI's templates reflect on java.util's entries,
-        # which JDK 17 must open, and its Overview links the job page (tfyarn/skeinui.py).
+        # stays lean (tfyarn/hadoop/jvm.py), its web UI's templates reflect on java.util's entries,
+        # which JDK 17 must open, and its Overview links the job page (tfyarn/hadoop/skeinui.py).
         env={"JAVA_TOOL_OPTIONS": f"{QUICK_JVM_OPTIONS} {am_java_options()} "
              f"--add-opens=java.base/java.util=ALL-UNNAMED {skeinui.JVM_OPTION}",
              **LEAN_AM_ENV},

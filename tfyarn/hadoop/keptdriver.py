@@ -113,7 +113,7 @@ def _start_keeper(directory: Path, java_options: list[str], principal: str | Non
               "log_level": log_level, "idle_s": idle_s}
     (directory / USED_FILE).touch()
     with open(directory / "keeper.log", "ab") as keeper_log:  # the child keeps its own fd
-        keeper = subprocess.Popen([sys.executable, "-m", "tfyarn.keptdriver", str(directory),
+        keeper = subprocess.Popen([sys.executable, "-m", "tfyarn.hadoop.keptdriver", str(directory),
                                    json.dumps(config)], start_new_session=True,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=keeper_log)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tfyarn import hadoopconf
 from tfyarn.errors import TfyarnError
+from tfyarn.hadoop import hadoopconf
 
 ENV_DIR = "pyenv"  # the name the packed environment is unpacked under in every container
 # What YARN unpacks (by the resource's name), longest first: ".tar.gz" before ".tar".
@@ -113,7 +113,7 @@ SHIPPED_MEMBER = "bin/python"  # the interpreter in the env tfyarn packs itself 
 def task_python(env_member: str | None, python: str | None, docker_image: str | None) -> str:
     """The interpreter the tasks run: the packed env's, else the configured one (the same
     path on every node), else the image's python3 in Docker, else that of the environment
-    tfyarn packs and ships (tfyarn/envpack.py)."""
+    tfyarn packs and ships (tfyarn/submission/envpack.py)."""
     if env_member is not None:
         return python_in_env(env_member)
     if python:

@@ -1,0 +1,1 @@
+"""The `tfyarn` command: click groups that parse options and call the floors below."""

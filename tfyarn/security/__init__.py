@@ -1,0 +1,1 @@
+"""Kerberos logins and SPNEGO for the cluster's web UIs."""
