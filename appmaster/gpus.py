@@ -32,7 +32,6 @@ import os
 import re
 import subprocess
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -93,22 +92,6 @@ def parse_query_csv(text: str) -> list[Gpu]:
     return sorted(gpus, key=lambda gpu: gpu.index)
 
 
-def parse_xml(text: str) -> list[Gpu]:
-    """``nvidia-smi -q -x`` (what YARN's GPU plugin reads): the GPUs in nvidia-smi's order."""
-    text = re.sub(r"<!DOCTYPE[^>]*>", "", text, count=1)  # its DTD is not shipped
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise GpuError(f"cannot read nvidia-smi -q -x: {exc}") from exc
-    gpus = []
-    for index, node in enumerate(root.findall("gpu")):
-        gpus.append(Gpu(index, node.findtext("uuid", "").strip(),
-                        node.findtext("product_name", "").strip(),
-                        _mib(node.findtext("fb_memory_usage/total", "0")),
-                        node.findtext("pci/pci_bus_id", node.get("id", "")).strip()))
-    return gpus
-
-
 def query(runner=subprocess.run, timeout_s: float = QUERY_TIMEOUT_S) -> list[Gpu]:
     """The GPUs this container sees, as nvidia-smi lists them; GpuError when it cannot say."""
     try:
@@ -126,15 +109,6 @@ def query(runner=subprocess.run, timeout_s: float = QUERY_TIMEOUT_S) -> list[Gpu
         said = (result.stdout + result.stderr).strip()[-500:]
         raise GpuError(f"nvidia-smi failed (exit code {result.returncode}): {said}")
     return parse_query_csv(result.stdout)
-
-
-def choose(seen: list[Gpu], wanted: int, held_elsewhere: set[str]) -> list[Gpu]:
-    """The first ``wanted`` GPUs (in nvidia-smi's order) whose UUID no other task holds."""
-    free = [gpu for gpu in sorted(seen, key=lambda g: g.index) if gpu.uuid not in held_elsewhere]
-    if len(free) < wanted:
-        raise GpuError(f"{wanted} GPU(s) wanted, {len(free)} of the {len(seen)} this container "
-                       "sees are free")
-    return free[:wanted]
 
 
 @dataclass

@@ -38,11 +38,6 @@ class NodeManagerSpec:
     gpus: int = 0
     partition: str | None = None  # an exclusive node-label partition, or the default one
 
-    @property
-    def node_id(self) -> str:
-        """How the ResourceManager names this node (no port offset)."""
-        return f"{self.host}:{self.rpc_port}"
-
 
 RM_PORTS = {
     "address": 8032,
