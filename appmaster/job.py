@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from appmaster import registry
@@ -207,14 +207,6 @@ FAILURE_SETTLE_S = 5.0
 REASK_S = 30.0
 
 
-class _Ended(Exception):
-    """Unwinds an event once the job's outcome is decided."""
-
-    def __init__(self, end: EndJob) -> None:
-        super().__init__(end.diagnostics)
-        self.end = end
-
-
 # ------------------------------------------------------------------ the job
 
 
@@ -394,17 +386,15 @@ class Job:
 
     # ------------------------------------------------------------ the rules
 
-    def _run(self, rule, now: float, *args) -> list[Action]:
+    def _run(self, rule: Callable[..., EndJob | None], now: float, *args) -> list[Action]:
+        """A rule's actions; the job's end, if the rule decided it, comes last. A rule that
+        decides the end returns it (and stops there); so does every rule that calls it."""
         self._actions = []
-        try:
-            rule(now, *args)
-        except _Ended as ended:
-            self.state = ended.end.status
-            self._actions.append(ended.end)
+        end = rule(now, *args)
+        if end is not None:
+            self.state = end.status
+            self._actions.append(end)
         return self._actions
-
-    def _end(self, status: JobState, diagnostics: str) -> None:
-        raise _Ended(EndJob(status, diagnostics))
 
     def _request_all(self, now: float) -> None:
         """Every task's container, role by role in priority order (YARN keeps FIFO)."""
@@ -502,7 +492,8 @@ class Job:
             self.clock.mark_once("all running", now)
             self.state = JobState.RUNNING
 
-    def _exited(self, now: float, container: str, exit_code: int | None, failure: str) -> None:
+    def _exited(self, now: float, container: str, exit_code: int | None,
+                failure: str) -> EndJob | None:
         task = self.by_container.get(container)
         if task is None:
             return
@@ -519,12 +510,11 @@ class Job:
         # heartbeat to the RM (up to 5 s later): act now; that end is then the job's.
         self._drop(container, now, "finished" if exit_code == 0 else "failed")
         if exit_code == 0:
-            self._succeeded(task, now)
-        else:
-            self._failed(task, self._failure_text(task, failure), now)
+            return self._succeeded(task, now)
+        return self._failed(task, self._failure_text(task, failure), now)
 
     def _container_ended(self, now: float, container: str, succeeded: bool,
-                         failure: str, end: ContainerEnd) -> None:
+                         failure: str, end: ContainerEnd) -> EndJob | None:
         task = self._drop(container, now, "finished" if succeeded else str(end.verdict))
         if task is None:
             return  # one the job stopped itself
@@ -538,19 +528,19 @@ class Job:
             heard_at = task.verdict_due - VERDICT_WAIT_S  # its agent's word
             task.verdict_due, task.signalled_failure = None, ""
         if succeeded:
-            self._succeeded(task, now)
-        elif end.verdict in (Verdict.PREEMPTED, Verdict.YARN_KILLED):
+            return self._succeeded(task, now)
+        if end.verdict in (Verdict.PREEMPTED, Verdict.YARN_KILLED):
             self._taken_back(task, end, now)
-        elif end.verdict == Verdict.MEMORY:
-            self._count_failure(task, self._memory_text(task, end, failure), now,
-                                "killed for memory", Verdict.MEMORY)
-        elif end.verdict == Verdict.LOST:
+            return None
+        if end.verdict == Verdict.MEMORY:
+            return self._count_failure(task, self._memory_text(task, end, failure), now,
+                                       "killed for memory", Verdict.MEMORY)
+        if end.verdict == Verdict.LOST:
             self.lost_nodes[task.host] = now
-            self._count_failure(task, f"{task.name} (attempt {task.attempt}): its node was "
-                                f"lost or its disks failed {failure}", now,
-                                f"lost on {task.host}", Verdict.LOST)
-        else:
-            self._failed(task, self._failure_text(task, failure), now, heard_at=heard_at)
+            return self._count_failure(task, f"{task.name} (attempt {task.attempt}): its node "
+                                       f"was lost or its disks failed {failure}", now,
+                                       f"lost on {task.host}", Verdict.LOST)
+        return self._failed(task, self._failure_text(task, failure), now, heard_at=heard_at)
 
     def _taken_back(self, task: Task, end: ContainerEnd, now: float) -> None:
         """YARN took the container back (preempted it for another queue, or its RM killed
@@ -568,35 +558,39 @@ class Job:
         self._note(now, kind, self._restart_line(task, what))
         self._restart(task, now)
 
-    def _judge_killed_scripts(self, now: float) -> None:
+    def _judge_killed_scripts(self, now: float) -> EndJob | None:
         """Scripts killed by a signal whose container's end never came: their own failure."""
         for task in self._verdicts_awaited():
             if now >= task.verdict_due:
                 failure = task.signalled_failure
                 task.verdict_due, task.signalled_failure = None, ""
                 self._drop(task.container, now, "failed")
-                self._failed(task, self._failure_text(task, failure), now)
+                end = self._failed(task, self._failure_text(task, failure), now)
+                if end is not None:
+                    return end
+        return None
 
-    def _succeeded(self, task: Task, now: float) -> None:
+    def _succeeded(self, task: Task, now: float) -> EndJob | None:
         task.state = TaskState.FINISHED
         log.info("%s finished (container %s)", task.name, task.container)
         if task is self.evaluator:
             if self.state == JobState.EVALUATING:
-                self._end(JobState.SUCCEEDED, self._success_message(
+                return EndJob(JobState.SUCCEEDED, self._success_message(
                     "The evaluator evaluated the last checkpoint."))
-            return  # it ended by itself; training goes on
+            return None  # it ended by itself; training goes on
         if self.plan.success_policy == "chief":
             done = task.key == self.plan.chief  # worker 0 without chiefworker
         else:  # every task but the ps finished (or was dropped)
             done = not self.index.count(*NOT_RUNNING_YET, TaskState.RUNNING, roles=[
                 role for role in self.index.roles if role != Role.PS])
         if not done:
-            return
+            return None
         evaluator = self.evaluator
         if evaluator is None or evaluator.state.ended or evaluator.container not in (
                 self.by_container):
-            self._end(JobState.SUCCEEDED, self._success_message())
+            return EndJob(JobState.SUCCEEDED, self._success_message())
         self._evaluate_last(now)
+        return None
 
     def _evaluate_last(self, now: float) -> None:
         """Training is done: the TensorFlow tasks go, the evaluator gets the last word."""
@@ -610,7 +604,7 @@ class Job:
         log.info("training done: the evaluator evaluates the last checkpoint (up to %.0f s)",
                  self.plan.evaluation_timeout_s)
 
-    def _heard(self, now: float, beats: dict[str, bytes]) -> None:
+    def _heard(self, now: float, beats: dict[str, bytes]) -> EndJob | None:
         """A task silent past the timeout is lost."""
         self.next_liveness_check = now + self.plan.heartbeat_interval_s
         self.liveness.update(beats, now)
@@ -618,9 +612,12 @@ class Job:
             task = self.by_container.get(container)
             self.liveness.forget(container)
             if task is not None and not task.state.ended:
-                self._lost(task, silent_s, now)
+                end = self._lost(task, silent_s, now)
+                if end is not None:
+                    return end
+        return None
 
-    def _lost(self, task: Task, silent_s: float, now: float) -> None:
+    def _lost(self, task: Task, silent_s: float, now: float) -> EndJob | None:
         """Like a failure, counted against the role's threshold, and the old container is
         fenced off: if its host comes back, its agent finds its task gone and ends itself."""
         container = task.container
@@ -631,34 +628,32 @@ class Job:
         reason = (f"{task.name} (attempt {task.attempt}) lost: its agent on {task.node} was "
                   f"silent for {silent_s:.0f} s (site.global.task.heartbeat.timeout "
                   f"{self.plan.heartbeat_timeout_s:.0f} s): its host died or was cut off.")
-        self._count_failure(task, reason, now, f"lost on {task.host}", Verdict.LOST)
+        return self._count_failure(task, reason, now, f"lost on {task.host}", Verdict.LOST)
 
     def _failed(self, task: Task, reason: str, now: float, how: str = "failed",
-                heard_at: float | None = None) -> None:
+                heard_at: float | None = None) -> EndJob | None:
         """``heard_at``: when the failure was first heard (the settling counts from then)."""
         if task is self.evaluator:
-            self._count_failure(task, reason, now)
-            return
+            return self._count_failure(task, reason, now)
         if task.exit_code == registry.PORT_TAKEN_EXIT:
             # Not the task's fault: it starts again on a new port, uncounted.
             self._note(now, Mark.REPLACED, f"{task.name} found its port taken: restarted on a "
                        "new one")
             self._restart(task, now)
-            return
+            return None
         if how == "failed" and self._replaceable(task):
             due = max(now, (heard_at or now) + FAILURE_SETTLE_S)
             self.settling[task.key] = (reason, due)
             log.info("%s failed; judged in %.0f s unless a ps or the chief failed first",
                      task.name, due - now)
-            return
-        self._count_failure(task, reason, now, how)
+            return None
+        return self._count_failure(task, reason, now, how)
 
     def _count_failure(self, task: Task, reason: str, now: float, how: str = "failed",
-                       verdict: Verdict = Verdict.FAILED) -> None:
+                       verdict: Verdict = Verdict.FAILED) -> EndJob | None:
         if task is self.evaluator:
             task.verdicts[verdict] += 1
-            self._evaluator_failed(task, reason, now)
-            return
+            return self._evaluator_failed(task, reason, now)
         role = self.plan.role(task.role)
         task.verdicts[verdict] += 1
         self.failures[task.role] += 1
@@ -668,13 +663,15 @@ class Job:
             task.state = TaskState.FAILED
             self._note(now, Mark.DROPPED, f"{task.name} dropped (failure policy ignore)")
             if not self.index.live(roles=[Role.WORKER]):
-                self._end(JobState.FAILED, f"Every worker failed and was dropped. Last: {reason}")
-            return
+                return EndJob(JobState.FAILED,
+                              f"Every worker failed and was dropped. Last: {reason}")
+            return None
         if not role.may_restart(failures):
             task.state = TaskState.FAILED  # the failure that ends the job
-            self._end(JobState.FAILED, self._over_threshold_message(task, failures, reason))
+            return EndJob(JobState.FAILED, self._over_threshold_message(task, failures, reason))
         self._note(now, self._mark_kind(task, verdict), self._restart_line(task, how))
         self._restart(task, now)
+        return None
 
     def _restart_line(self, task: Task, how: str) -> str:
         if self._replaceable(task):
@@ -683,7 +680,7 @@ class Job:
         return (f"{task.name} {how}: cluster restarted as generation {self.generation + 1} "
                 "from the last checkpoint")
 
-    def _evaluator_failed(self, task: Task, reason: str, now: float) -> None:
+    def _evaluator_failed(self, task: Task, reason: str, now: float) -> EndJob | None:
         """Beside training: its failure fails the job only under the fatal policy."""
         role = self.plan.role(task.role)
         self.failures[task.role] += 1
@@ -691,20 +688,21 @@ class Job:
         log.warning("failure %d of the evaluator: %s", failures, reason)
         if role.failure_policy == "fatal":
             task.state = TaskState.FAILED
-            self._end(JobState.FAILED, self._over_threshold_message(task, failures, reason))
+            return EndJob(JobState.FAILED, self._over_threshold_message(task, failures, reason))
         if self.state == JobState.EVALUATING:
             task.state = TaskState.FAILED
-            self._end(JobState.SUCCEEDED, self._success_message(
+            return EndJob(JobState.SUCCEEDED, self._success_message(
                 f"The evaluator failed on the last checkpoint: {reason}"))
         if role.may_restart(failures):
             self._note(now, Mark.REPLACED, f"{task.name} replaced (attempt {task.attempt + 1})")
             task.attempt += 1
             task.exit_code = None
             self._request(task, now)
-            return
+            return None
         task.state = TaskState.FAILED
         self._note(now, Mark.DROPPED, f"{task.name} dropped after {failures} failure(s); "
                    "training goes on without it")
+        return None
 
     def _restart(self, task: Task, now: float) -> None:
         """A stateless worker alone; a ps or the chief with the whole cluster."""
@@ -754,15 +752,18 @@ class Job:
         dues = [t.verdict_due for t in self._verdicts_awaited() if not self._replaceable(t)]
         return max(dues) if dues else None
 
-    def _judge_settled_failures(self, now: float) -> None:
+    def _judge_settled_failures(self, now: float) -> EndJob | None:
         """Workers whose failure had no cause elsewhere: now counted, and replaced."""
         if self._cluster_verdict_due() is not None:
-            return  # a ps or the chief was killed: its verdict may restart everyone
+            return None  # a ps or the chief was killed: its verdict may restart everyone
         for key, (reason, due) in list(self.settling.items()):
             if now >= due:
                 del self.settling[key]
                 if self.state != JobState.EVALUATING:  # training is over: nothing to replace
-                    self._count_failure(self.tasks[key], reason, now)
+                    end = self._count_failure(self.tasks[key], reason, now)
+                    if end is not None:
+                        return end
+        return None
 
     def _drop(self, container: str, now: float, outcome: str) -> Task | None:
         """The job stops waiting on ``container``: its later words are ignored. ``outcome``:
@@ -783,19 +784,21 @@ class Job:
             return Mark.LOST
         return Mark.REPLACED if self._replaceable(task) else Mark.RESTART
 
-    def _check_deadlines(self, now: float) -> None:
-        self._judge_killed_scripts(now)
-        self._judge_settled_failures(now)
+    def _check_deadlines(self, now: float) -> EndJob | None:
+        end = self._judge_killed_scripts(now) or self._judge_settled_failures(now)
+        if end is not None:
+            return end
         if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
-            self._end(JobState.FAILED, f"The job ran past its deadline of "
-                      f"{self.plan.deadline_s:.0f} s (site.global.job.deadline) and was stopped.")
+            return EndJob(JobState.FAILED, f"The job ran past its deadline of "
+                          f"{self.plan.deadline_s:.0f} s (site.global.job.deadline) and was "
+                          "stopped.")
         if self.state == JobState.EVALUATING:
             if self.evaluation_deadline is not None and now >= self.evaluation_deadline:
-                self._end(JobState.SUCCEEDED, self._success_message(
+                return EndJob(JobState.SUCCEEDED, self._success_message(
                     f"The evaluator did not finish the last checkpoint within "
                     f"{self.plan.evaluation_timeout_s:.0f} s (site.global.evaluation.timeout) "
                     "and was stopped."))
-            return  # the TensorFlow tasks are gone: nothing else to wait for
+            return None  # the TensorFlow tasks are gone: nothing else to wait for
         waiting = self._not_given()
         if waiting and now < self.allocation_deadline:
             for task in waiting:
@@ -805,14 +808,15 @@ class Job:
             lines = [f"YARN did not allocate {len(waiting)} container(s) within "
                      f"{self.plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
             lines += [f"  {t.name}: {self._describe_request(t)}" for t in waiting]
-            self._end(JobState.FAILED, "\n".join(lines))
+            return EndJob(JobState.FAILED, "\n".join(lines))
         missing = list(self.index.unregistered.values())
         if missing and now >= self.registration_deadline:
             lines = [f"Tasks did not register within {self.plan.registration_timeout_s:.0f} s "
                      f"(site.global.registration.timeout): {len(missing)} of "
                      f"{self.index.live()} missing."]
             lines += [f"  {t.name}: {self._describe_unregistered(t)}" for t in missing]
-            self._end(JobState.FAILED, "\n".join(lines))
+            return EndJob(JobState.FAILED, "\n".join(lines))
+        return None
 
     # ------------------------------------------------------------ messages
 

@@ -52,15 +52,6 @@ ALL_STATES = ["WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"
 SKEIN_KEY_FILE = ".skein.pem"  # skein's per-application key, in the AppMaster's directory
 
 
-class Outcome(Exception):
-    """Ends the application with a final status and diagnostics."""
-
-    def __init__(self, status: str, diagnostics: str) -> None:
-        super().__init__(diagnostics)
-        self.status = str(status)
-        self.diagnostics = diagnostics
-
-
 class Master:
     def __init__(self, app: skein.ApplicationClient, plan: JobPlan, work_dir: str,
                  am_attempt: int = 1) -> None:
@@ -77,7 +68,8 @@ class Master:
 
     # ------------------------------------------------------------ main loop
 
-    def run(self) -> Outcome:
+    def run(self) -> EndJob:
+        """Events until one ends the job: how it ended (the job's :class:`EndJob`)."""
         events = self.app.kv.event_queue()
         events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
         # An agent's write joins skein's events on the same queue, in the order it came.
@@ -91,19 +83,18 @@ class Master:
         try:
             with self.lock:
                 self.adoptable = self.containers_skein_requested()
-                self.perform(self.job.start(time.monotonic()))
+                end = self.perform(self.job.start(time.monotonic()))
                 self.adoptable = {}
-            while True:
+            while end is None:
                 try:
                     event = events.get(timeout=self.seconds_to_next_deadline())
                 except queue.Empty:
                     with self.lock:
-                        self.on_deadline(time.monotonic())
+                        end = self.on_deadline(time.monotonic())
                     continue
                 with self.lock:
-                    self.handle(event)
-        except Outcome as outcome:
-            return outcome
+                    end = self.handle(event)
+            return end
         finally:
             if refresher:
                 refresher.stop()
@@ -112,59 +103,68 @@ class Master:
         deadline = self.job.next_deadline()
         return None if deadline is None else max(0.0, deadline - time.monotonic())
 
-    def handle(self, event: skein.kv.Event) -> None:
+    def handle(self, event: skein.kv.Event) -> EndJob | None:
+        """One event, its actions performed: the job's end if it ended it."""
         kind, now = event.key.split("/", 1)[0], time.monotonic()
         if kind == "exports":
-            self.perform(self.job.on_export(registry.Export.from_json(event.result.value), now))
-        elif kind == "status":
-            self.on_status(registry.container_of(event.key), json.loads(event.result.value), now)
-        elif kind == "task":
-            self.on_container_end(registry.container_of(event.key), now)
-        elif kind in ("mirror", "progress"):
+            return self.perform(self.job.on_export(registry.Export.from_json(event.result.value),
+                                                   now))
+        if kind == "status":
+            return self.on_status(registry.container_of(event.key),
+                                  json.loads(event.result.value), now)
+        if kind == "task":
+            return self.on_container_end(registry.container_of(event.key), now)
+        if kind in ("mirror", "progress"):
             self.job.on_status(registry.container_of(event.key),
                                **{kind: json.loads(event.result.value)}, now=now)
+        return None
 
-    def on_status(self, container: str, status: dict, now: float) -> None:
+    def on_status(self, container: str, status: dict, now: float) -> EndJob | None:
         """An agent's word on its task."""
         if "gpus" in status:  # what its agent found: its own GPUs, or why it found none
             self.job.on_status(container, gpus=status["gpus"])
         if status["state"] == "started":
-            self.perform(self.job.on_started(
+            return self.perform(self.job.on_started(
                 container, now, node=status.get("node"),
                 yarn_container_id=status.get("yarn_container_id"), user=status.get("user")))
-        elif status["state"] == "running":
-            self.perform(self.job.on_running(container, now))
-        elif status["state"] == "exited":
+        if status["state"] == "running":
+            return self.perform(self.job.on_running(container, now))
+        if status["state"] == "exited":
             code = status.get("exit_code")
             task = self.job.task_of(container)
             failure = self.describe_failure(task, container, "exited", code) if (
                 task and code != 0 and task.role != Role.TENSORBOARD) else ""
-            self.perform(self.job.on_exited(container, code, now, failure))
+            return self.perform(self.job.on_exited(container, code, now, failure))
+        return None
 
-    def on_container_end(self, container: str, now: float) -> None:
+    def on_container_end(self, container: str, now: float) -> EndJob | None:
         """YARN ended the container (the registry dropped the key it owned)."""
         task = self.job.task_of(container)
         if task is None:
             self.job.on_container_end(container, False, now)  # one the job stopped itself
-            return
+            return None
         report = self.container_report(task.role, container)
         state = str(report.state) if report else "UNKNOWN"
         end = verdicts.judge(state, report.exit_message if report else "")  # YARN's why
         failure = "" if state == "SUCCEEDED" else self.describe_failure(task, container, state)
-        self.perform(self.job.on_container_end(container, state == "SUCCEEDED", now, failure,
-                                               end))
+        return self.perform(self.job.on_container_end(container, state == "SUCCEEDED", now,
+                                                      failure, end))
 
-    def on_deadline(self, now: float) -> None:
+    def on_deadline(self, now: float) -> EndJob | None:
         if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
             self.job.on_allocated({c.id: c.yarn_node_http_address
                                    for c in self.app.get_containers(states=["RUNNING"])})
         if self.job.heartbeats_due(now):
-            self.perform(self.job.on_heartbeats(self.store.beats(), now))
-        self.perform(self.job.on_tick(now))
+            end = self.perform(self.job.on_heartbeats(self.store.beats(), now))
+            if end is not None:
+                return end
+        return self.perform(self.job.on_tick(now))
 
     # ------------------------------------------------------------ actions
 
-    def perform(self, actions: list[Action]) -> None:
+    def perform(self, actions: list[Action]) -> EndJob | None:
+        """Do what the job decided; its end, if it decided it (always its last action), is
+        returned for :meth:`run` to act on."""
         asks: list[Request] = []  # a run of requests, asked for together
         for action in actions:
             if isinstance(action, Request):
@@ -188,8 +188,9 @@ class Master:
             elif isinstance(action, TrainingDone):
                 self.store.put(registry.TRAINING_DONE_KEY, b"1")
             elif isinstance(action, EndJob):
-                raise Outcome(action.status, action.diagnostics)
+                return action
         self.request(asks)
+        return None
 
     def request(self, asks: list[Request]) -> None:
         """Containers for these tasks: those skein asked for at start-up are adopted; the
@@ -302,7 +303,7 @@ def main() -> int:
     log.info("tfyarn AppMaster attempt %d of %d for %s", attempt, plan.am_max_attempts, app.id)
     decided = attempts.read_outcome(work_dir) if attempt > 1 else None
     if decided:
-        outcome = Outcome(*decided)
+        outcome = EndJob(JobState(decided[0]), decided[1])
     else:
         master = Master(app, plan, work_dir, am_attempt=attempt)
         reports = ReportWriter(work_dir, master.view, app.id).start()
@@ -311,15 +312,15 @@ def main() -> int:
             outcome = master.run()
         except Exception as exc:  # a bug of ours must still end the job with a reason
             log.exception("the tfyarn master failed")
-            outcome = Outcome(JobState.FAILED, f"The tfyarn AppMaster failed: {exc!r}")
+            outcome = EndJob(JobState.FAILED, f"The tfyarn AppMaster failed: {exc!r}")
         with master.lock:
-            master.job.ended(JobState(outcome.status), time.monotonic())
+            master.job.ended(outcome.status, time.monotonic())
         print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)
         reports.final()  # in the work dir, where `tfyarn report` and `status` find it
         if outcome.status == JobState.FAILED:
-            attempts.write_outcome(work_dir, outcome.status, outcome.diagnostics)
+            attempts.write_outcome(work_dir, str(outcome.status), outcome.diagnostics)
     log.info("ending the application: %s: %s", outcome.status, outcome.diagnostics)
-    app.shutdown(outcome.status, outcome.diagnostics)
+    app.shutdown(str(outcome.status), outcome.diagnostics)
     return 0
 
 

@@ -1,0 +1,69 @@
+"""The job's end reaches the master as data (issue 34): the rule that decides it returns an
+:class:`EndJob`, the master's ``perform`` hands it back, and its event handlers return it for
+``run`` to end on. Driven with bench/simulated_am's in-memory skein: no YARN, no agents."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+
+from appmaster import registry
+from appmaster.job import EndJob, Kill
+from appmaster.vocabulary import JobState
+from bench.simulated_am import SimulatedSkein, job_plan
+
+skein = pytest.importorskip("skein")
+
+
+def status_event(container: str, state: str, **fields) -> skein.kv.Event:
+    value = json.dumps({"state": state, **fields}).encode()
+    return skein.kv.Event(registry.status_key(container), skein.kv.ValueOwnerPair(value, None),
+                          "PUT", None)
+
+
+def running_master():
+    """A master whose every task (2 ps, the chief, 1 worker) started, registered and runs."""
+    from appmaster.master import Master
+
+    master = Master(SimulatedSkein(), job_plan(4), "/tmp/unused")
+    assert master.perform(master.job.start(time.monotonic())) is None
+    for position, task in enumerate(master.job.tasks.values()):
+        assert master.handle(status_event(task.container, "started", node="nm:8042")) is None
+        export = registry.Export(f"h:{2000 + position}", task.container, 0).to_json().encode()
+        assert master.handle(skein.kv.Event(registry.export_key(task.role, task.index),
+                                            skein.kv.ValueOwnerPair(export, None),
+                                            "PUT", None)) is None
+    for task in master.job.tasks.values():
+        assert master.handle(status_event(task.container, "running")) is None
+    assert master.job.state == JobState.RUNNING
+    return master
+
+
+def test_the_chief_finishing_returns_the_end_from_handle() -> None:
+    master = running_master()
+    chief = master.job.tasks[master.plan.chief].container
+    end = master.handle(status_event(chief, "exited", exit_code=0))
+    assert isinstance(end, EndJob)
+    assert end.status == JobState.SUCCEEDED
+    assert end.diagnostics.startswith("The chief finished successfully.")
+    assert master.job.state == JobState.SUCCEEDED
+
+
+def test_a_deadline_passed_returns_the_end_from_on_deadline() -> None:
+    master = running_master()
+    assert master.on_deadline(time.monotonic()) is None
+    master.job.plan = replace(master.plan, deadline_s=1)
+    end = master.on_deadline(time.monotonic() + 10)
+    assert isinstance(end, EndJob) and end.status == JobState.FAILED
+    assert "ran past its deadline of 1 s" in end.diagnostics
+
+
+def test_perform_returns_the_end_after_the_actions_before_it() -> None:
+    master = running_master()
+    worker = master.job.tasks[("worker", 0)].container
+    end = EndJob(JobState.FAILED, "stopped")
+    assert master.perform([Kill(worker), end]) is end
+    assert master.app.killed == [worker]
