@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from appmaster.cluster_spec import ClusterSpec
+from appmaster.settings import default
 from appmaster.vocabulary import Role
 
 JOB_FILE = "tfyarn-job.json"
@@ -23,13 +24,13 @@ DATA_DIR_NAME = "data"
 # links it into the data dir as <name>
 DATA_ENTRY_PREFIX = "data-"
 
-# Defaults of the job's settings: the plan's, and the config reader's when a key is absent.
-DEFAULT_REGISTRATION_TIMEOUT_S = 300.0
-DEFAULT_ALLOCATION_TIMEOUT_S = 120.0
-DEFAULT_AM_ATTEMPTS = 2
-DEFAULT_MIRROR_INTERVAL_S = 10.0
-DEFAULT_HEARTBEAT_TIMEOUT_S = 30.0
-DEFAULT_EVALUATION_TIMEOUT_S = 600.0
+# Defaults of the job's settings (appmaster/settings.py declares them).
+DEFAULT_REGISTRATION_TIMEOUT_S: float = default("site.global.registration.timeout")
+DEFAULT_ALLOCATION_TIMEOUT_S: float = default("site.global.allocation.timeout")
+DEFAULT_AM_ATTEMPTS: int = default("site.global.am.max.attempts")
+DEFAULT_MIRROR_INTERVAL_S: float = default("site.global.checkpoint.mirror.interval")
+DEFAULT_HEARTBEAT_TIMEOUT_S: float = default("site.global.task.heartbeat.timeout")
+DEFAULT_EVALUATION_TIMEOUT_S: float = default("site.global.evaluation.timeout")
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,8 @@ class RolePlan:
     vcores: int
     gpus: int = 0
     label: str | None = None
-    failure_threshold: int = 0  # failures tolerated; -1 = unlimited
-    failure_policy: str = "restart"  # restart (within the threshold) | fatal | ignore
+    failure_threshold: int = default("yarn.container.failure.threshold")  # -1 = unlimited
+    failure_policy: str = default("yarn.container.failure.policy")  # restart | fatal | ignore
 
     def may_restart(self, failures: int) -> bool:
         """Whether the task may be started again after its role's ``failures``-th failure."""
@@ -61,7 +62,7 @@ class JobPlan:
     script_args: tuple[str, ...] = ()
     registration_timeout_s: float = DEFAULT_REGISTRATION_TIMEOUT_S
     env: dict[str, str] = field(default_factory=dict)
-    success_policy: str = "chief"  # chief | all-workers
+    success_policy: str = default("site.global.success.policy")  # chief | all-workers
     allocation_timeout_s: float = DEFAULT_ALLOCATION_TIMEOUT_S
     deadline_s: float | None = None
     am_max_attempts: int = DEFAULT_AM_ATTEMPTS

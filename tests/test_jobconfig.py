@@ -160,7 +160,8 @@ def test_yaml_plain_numbers_and_empty_sections(job_dir: Path) -> None:
         job_dir / "appConfig.yml", {"global": {"site.global.user.scripts.entry": "ymnist.py"}}
     )
     job = load_job(res, cfg)
-    assert job.components == (Component("chiefworker", 2, 1, 4096, 1, 0, None),)
+    assert job.components == (Component(name="chiefworker", priority=2, instances=1,
+                                        memory_mb=4096, vcores=1),)
 
 
 def test_global_values_are_defaults_for_every_component(job_dir: Path) -> None:

@@ -10,14 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from appmaster.jobplan import (
-    DEFAULT_ALLOCATION_TIMEOUT_S,
-    DEFAULT_AM_ATTEMPTS,
-    DEFAULT_EVALUATION_TIMEOUT_S,
-    DEFAULT_HEARTBEAT_TIMEOUT_S,
-    DEFAULT_MIRROR_INTERVAL_S,
-    DEFAULT_REGISTRATION_TIMEOUT_S,
-)
+from appmaster.settings import APP_SCOPE, SUCCESS_POLICIES, built_in, setting
+from appmaster.settings import settings as declared
 from tfyarn.jobconfig.datasets import parse_entries
 from tfyarn.jobconfig.documents import (
     Checker,
@@ -28,7 +22,7 @@ from tfyarn.jobconfig.documents import (
     report_unknown,
     top_level,
 )
-from tfyarn.jobconfig.model import SUCCESS_POLICIES, AppConfig
+from tfyarn.jobconfig.model import AppConfig
 from tfyarn.submission import environments
 
 # appConfig.json keys, all under "global".
@@ -60,49 +54,14 @@ _CHECKPOINT_PREFIX = _G + "user.checkpoint.prefix"
 _DATA = _G + "data"  # hdfs:///path#name entries, localized into each task's data dir
 _VIEW_ACL = _G + "acl.view"  # who else may see the application (YARN's VIEW_APP)
 _MODIFY_ACL = _G + "acl.modify"  # who else may kill it (YARN's MODIFY_APP)
-APP_KEYS = (
-    _ENTRY,
-    _SCRIPTS_DIR,
-    _ARGS,
-    _ENV,
-    _QUEUE,
-    _APP_NAME,
-    _WORK_DIR,
-    _REGISTRATION_TIMEOUT,
-    _PYTHON,
-    _DOCKER_IMAGE,
-    _PYTHON_ENV,
-    _DOCKER_MOUNTS,
-    _SUCCESS_POLICY,
-    _ALLOCATION_TIMEOUT,
-    _DEADLINE,
-    _AM_ATTEMPTS,
-    _SECRETS,
-    _MIRROR_INTERVAL,
-    _HEARTBEAT_TIMEOUT,
-    _EVALUATION_TIMEOUT,
-    _DATA_DIR,
-    _CHECKPOINT_PREFIX,
-    _DATA,
-    _VIEW_ACL,
-    _MODIFY_ACL,
-)
+APP_KEYS = tuple(s.key for s in declared(APP_SCOPE))
 # Each job's own: a defaults file (tfyarn/jobconfig/defaults.py) cannot give them.
-JOB_ONLY_KEYS = (_ENTRY, _SCRIPTS_DIR, _APP_NAME)
+JOB_ONLY_KEYS = tuple(s.key for s in declared(APP_SCOPE) if s.job_only)
 # Keys of which a job gives one or the other; a job file's hides a defaults file's rival.
 RIVAL_KEYS = {_DATA: _DATA_DIR, _DATA_DIR: _DATA, _CHECKPOINT_PREFIX: _WORK_DIR,
               _WORK_DIR: _CHECKPOINT_PREFIX}
 # tfyarn's own value where no file gives one (`tfyarn config` shows it as "default").
-BUILT_IN: dict[str, Any] = {
-    _QUEUE: "default",
-    _SUCCESS_POLICY: "chief",
-    _AM_ATTEMPTS: DEFAULT_AM_ATTEMPTS,
-    _REGISTRATION_TIMEOUT: DEFAULT_REGISTRATION_TIMEOUT_S,
-    _ALLOCATION_TIMEOUT: DEFAULT_ALLOCATION_TIMEOUT_S,
-    _MIRROR_INTERVAL: DEFAULT_MIRROR_INTERVAL_S,
-    _HEARTBEAT_TIMEOUT: DEFAULT_HEARTBEAT_TIMEOUT_S,
-    _EVALUATION_TIMEOUT: DEFAULT_EVALUATION_TIMEOUT_S,
-}
+BUILT_IN: dict[str, Any] = built_in(APP_SCOPE)
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
 _SLIDER_ONLY_KEYS = (
     _G + "hadoop.conf",
@@ -182,9 +141,12 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
               'write "chief" (the job ends with the chief) or "all-workers".',
               value=success_policy)
+    bounds = setting(_AM_ATTEMPTS)
+    assert bounds.low is not None and bounds.high is not None
     attempts = as_int(settings.get(_AM_ATTEMPTS, BUILT_IN[_AM_ATTEMPTS]))
-    if attempts is None or not 1 <= attempts <= 10:
-        c.add(key_path("global", _AM_ATTEMPTS), "must be a whole number from 1 to 10",
+    if attempts is None or not bounds.low <= attempts <= bounds.high:
+        c.add(key_path("global", _AM_ATTEMPTS),
+              f"must be a whole number from {bounds.low} to {bounds.high}",
               'write e.g. "2" (one retry of the AppMaster).', value=settings.get(_AM_ATTEMPTS))
     return dict(
         script_args=script_args,

@@ -6,33 +6,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from appmaster.jobplan import (
-    DEFAULT_ALLOCATION_TIMEOUT_S,
-    DEFAULT_AM_ATTEMPTS,
-    DEFAULT_EVALUATION_TIMEOUT_S,
-    DEFAULT_HEARTBEAT_TIMEOUT_S,
-    DEFAULT_MIRROR_INTERVAL_S,
+from appmaster.jobplan import RolePlan
+from appmaster.settings import (
+    APPMASTER_COMPONENT,
+    FAILURE_POLICIES,
+    FAILURE_THRESHOLD_MEANING,
+    SUCCESS_POLICIES,
+    default,
 )
 from appmaster.vocabulary import TF_ROLES, Role
 from tfyarn.errors import TfyarnError
 
-FAILURE_THRESHOLD_MEANING = (
-    'yarn.container.failure.threshold N means "N failures of that component are tolerated, '
-    'each replaced; failure N+1 fails the job", 0 = no failure tolerated (the default when '
-    "absent), -1 = unlimited. Note that Slider treated 0 as unlimited; tfyarn follows the "
-    "reading most users assume."
-)
-
-APPMASTER = "slider-appmaster"
+APPMASTER = APPMASTER_COMPONENT
 TASK_KINDS = TF_ROLES  # without a chiefworker, worker 0 is the chief
 TENSORBOARD = Role.TENSORBOARD
 EVALUATOR = Role.EVALUATOR
 COMPONENT_NAMES = (APPMASTER, *TASK_KINDS, EVALUATOR, TENSORBOARD)
 
-# What a task failure does (within the threshold for "restart"); "ignore" drops the task.
-FAILURE_POLICIES = ("restart", "fatal", "ignore")
-# What ends the job with SUCCEEDED: the chief's exit 0, or that of every worker.
-SUCCESS_POLICIES = ("chief", "all-workers")
+__all__ = ["FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING", "SUCCESS_POLICIES"]  # declared
 
 
 @dataclass(frozen=True)
@@ -77,17 +68,8 @@ class JobConfigError(TfyarnError, ValueError):
         super().__init__(describe_problems(self.problems))
 
 
-@dataclass(frozen=True)
-class Component:
-    name: str
-    priority: int
-    instances: int
-    memory_mb: int
-    vcores: int
-    failure_threshold: int  # see FAILURE_THRESHOLD_MEANING
-    label: str | None  # YARN node label; None = the default partition
-    gpus: int = 0
-    failure_policy: str = "restart"  # one of FAILURE_POLICIES
+# One type for a component, from resources.json to the AppMaster's plan.
+Component = RolePlan
 
 
 @dataclass(frozen=True)
@@ -100,24 +82,24 @@ class AppConfig:
     queue: str
     name: str
     work_dir: str | None  # None: the submitter picks a default; may contain ${APP_ID}
-    registration_timeout_s: float  # DEFAULT_REGISTRATION_TIMEOUT_S when absent
+    registration_timeout_s: float
     python: str | None  # interpreter in containers; None: the submitting interpreter
     ignored: tuple[str, ...]  # Slider-only keys that were accepted but have no effect
     docker_image: str | None
-    success_policy: str = "chief"  # one of SUCCESS_POLICIES
-    allocation_timeout_s: float = DEFAULT_ALLOCATION_TIMEOUT_S
+    success_policy: str = default("site.global.success.policy")  # one of SUCCESS_POLICIES
+    allocation_timeout_s: float = default("site.global.allocation.timeout")
     deadline_s: float | None = None  # the whole job's, from submission; None = none
-    am_max_attempts: int = DEFAULT_AM_ATTEMPTS
+    am_max_attempts: int = default("site.global.am.max.attempts")
     python_env: Path | None = None  # a packed env archive (absolute) every container runs
     docker_mounts: tuple[str, ...] = ()  # source:dest[:mode] for the tasks' Docker containers
     # name -> local file; each task gets the file, and its path in TFYARN_SECRET_<name>
     secrets: dict[str, Path] = field(default_factory=dict)
     # seconds between copies of the chief's checkpoints to the work dir on HDFS
-    mirror_interval_s: float = DEFAULT_MIRROR_INTERVAL_S
+    mirror_interval_s: float = default("site.global.checkpoint.mirror.interval")
     # a task whose agent is silent this long is lost (its host died or was cut off)
-    heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S
+    heartbeat_timeout_s: float = default("site.global.task.heartbeat.timeout")
     # once the chief finished: how long the evaluator may take over the last checkpoint
-    evaluation_timeout_s: float = DEFAULT_EVALUATION_TIMEOUT_S
+    evaluation_timeout_s: float = default("site.global.evaluation.timeout")
     # Slider's keys: training data on HDFS, which every task gets as a local --data_dir
     data_dir: str | None = None
     # the job's work dir is <prefix>/<application name>.<application id>; tasks get --ckp_dir

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from appmaster.settings import (
+    APPMASTER_SCOPE,
+    COMPONENT_SCOPE,
+    built_in,
+    setting,
+    settings,
+)
 from appmaster.vocabulary import Role
 from tfyarn.jobconfig.documents import (
     Checker,
@@ -35,42 +41,23 @@ _THRESHOLD = "yarn.container.failure.threshold"
 _LABEL = "yarn.label.expression"
 _GPUS = "yarn.gpus"
 _POLICY = "yarn.container.failure.policy"
-RESOURCE_KEYS = (_PRIORITY, _INSTANCES, _MEMORY, _VCORES, _THRESHOLD, _LABEL, _GPUS, _POLICY)
+RESOURCE_KEYS = tuple(s.key for s in settings(COMPONENT_SCOPE))
 # Each component's own: a defaults file (tfyarn/jobconfig/defaults.py) cannot give them.
-JOB_ONLY_KEYS = (_PRIORITY, _INSTANCES)
+JOB_ONLY_KEYS = tuple(s.key for s in settings(COMPONENT_SCOPE) if s.job_only)
 # tfyarn's own value where no file gives one (`tfyarn config` shows it as "default"): a
 # component's, and the AppMaster's (it alone has no priority or instances).
-BUILT_IN: dict[str, Any] = {_MEMORY: 1024, _VCORES: 1, _GPUS: 0, _THRESHOLD: 0,
-                            _POLICY: "restart"}
-APPMASTER_BUILT_IN: dict[str, Any] = {_MEMORY: 512, _VCORES: 1}
+BUILT_IN: dict[str, Any] = built_in(COMPONENT_SCOPE)
+APPMASTER_BUILT_IN: dict[str, Any] = built_in(APPMASTER_SCOPE)
 APPMASTER_KEYS = tuple(APPMASTER_BUILT_IN)
 
 _LABEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_WHOLE = tuple(s.key for s in settings(COMPONENT_SCOPE) if s.kind == "whole")
 
 
-@dataclass(frozen=True)
-class _IntRule:
-    low: int
-    high: int | None
-    unit: str  # shown after the bounds, e.g. " MB"
-    noun: str  # what the number counts, for the fix
-    example: str
-    note: str = ""  # appended to the fix
-
-
-_INT_RULES = {
-    _PRIORITY: _IntRule(1, None, "", "the priority", "1", " (each component its own)"),
-    _INSTANCES: _IntRule(0, None, "", "the number of containers", "1"),
-    _MEMORY: _IntRule(32, 1048576, " MB", "megabytes", "2048"),
-    _VCORES: _IntRule(1, 1024, "", "virtual cores", "1"),
-    _GPUS: _IntRule(0, 64, "", "GPUs per container", "1"),
-    _THRESHOLD: _IntRule(-1, None, "", "tolerated failures", "0", " (-1 = unlimited)"),
-}
-
-
-
-def _whole(c: Checker, where: str, value: Any, key: str) -> int | None:
-    rule = _INT_RULES[key]
+def _whole(c: Checker, where: str, value: Any, key: str,
+           scope: str = COMPONENT_SCOPE) -> int | None:
+    rule = setting(key, scope)
+    assert rule.low is not None
     number = as_int(value)
     if number is None:
         fix = f'give {rule.noun} as a whole number, e.g. "{rule.example}"{rule.note}.'
@@ -102,9 +89,9 @@ class _Settings:
             return self.defaults[key], key_path("global", key)
         return None
 
-    def whole(self, key: str, default: int | None) -> int | None:
+    def whole(self, key: str, default: int | None, scope: str = COMPONENT_SCOPE) -> int | None:
         found = self.find(key)
-        return default if found is None else _whole(self.c, found[1], found[0], key)
+        return default if found is None else _whole(self.c, found[1], found[0], key, scope)
 
 
 def parse_resources(
@@ -132,8 +119,8 @@ def parse_resources(
         settings = _Settings(c, name, own, defaults or {})
         if name == APPMASTER:
             # Only the AppMaster's container size matters; YARN places it itself.
-            am_memory_mb = settings.whole(_MEMORY, am_memory_mb) or am_memory_mb
-            am_vcores = settings.whole(_VCORES, am_vcores) or am_vcores
+            am_memory_mb = settings.whole(_MEMORY, am_memory_mb, APPMASTER_SCOPE) or am_memory_mb
+            am_vcores = settings.whole(_VCORES, am_vcores, APPMASTER_SCOPE) or am_vcores
             continue
         component = _component(settings, priorities)
         if component is not None:
@@ -146,7 +133,7 @@ def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, An
     """A defaults file's keys checked on their own, as if in a job's "global" (every
     component's) and its "slider-appmaster" component."""
     every = _Settings(c, "", {}, defaults)
-    for key in _INT_RULES:
+    for key in _WHOLE:
         every.whole(key, None)
     if _choice(every, _POLICY, FAILURE_POLICIES, BUILT_IN[_POLICY]) == "ignore":
         c.add(key_path("global", _POLICY), "a default for every component, and a ps or the "
@@ -155,7 +142,7 @@ def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, An
     _label(every)
     own = _Settings(c, APPMASTER, appmaster, {})
     for key in APPMASTER_KEYS:
-        own.whole(key, None)
+        own.whole(key, None, APPMASTER_SCOPE)
 
 
 def _check_chief(c: Checker, components: dict[str, Any], found: list[Component]) -> None:
@@ -227,7 +214,9 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
         or not label_ok
     ):
         return None
-    return Component(s.name, priority, instances, memory, vcores, threshold, label, gpus, policy)
+    return Component(name=s.name, priority=priority, instances=instances, memory_mb=memory,
+                     vcores=vcores, failure_threshold=threshold, label=label, gpus=gpus,
+                     failure_policy=policy)
 
 
 def _choice(s: _Settings, key: str, allowed: Sequence[str], default: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import sys
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
+from appmaster.settings import APPMASTER_SCOPE, default
 from appmaster.vocabulary import Role
 from tfyarn.jobconfig import (
     EVALUATOR,
@@ -30,10 +32,10 @@ HOSTS_SHOWN = 8
 class Placement:
     """Where YARN puts the application: queue, tags, and the AppMaster's container."""
 
-    queue: str = "default"
+    queue: str = default("site.global.queue")
     tags: tuple[str, ...] = ()
-    am_memory_mb: int = 512
-    am_vcores: int = 1
+    am_memory_mb: int = default("yarn.memory", APPMASTER_SCOPE)
+    am_vcores: int = default("yarn.vcores", APPMASTER_SCOPE)
     # YARN applies an application's label to the AppMaster and to every request without
     # its own label; build_plan gives unlabelled roles this label explicitly to match.
     am_label: str | None = None
@@ -60,11 +62,9 @@ def acl_names(acl: str | None) -> tuple[list[str], list[str]]:
 
 
 def role_plan(c: Component, default_label: str | None = None) -> RolePlan:
-    return RolePlan(
-        name=c.name, instances=c.instances, priority=c.priority, memory_mb=c.memory_mb,
-        vcores=c.vcores, gpus=c.gpus, label=c.label or default_label,
-        failure_threshold=c.failure_threshold, failure_policy=c.failure_policy,
-    )
+    """The component as the AppMaster asks for it: with the application's label where it
+    names none, as YARN would apply it."""
+    return c if c.label or not default_label else dataclasses.replace(c, label=default_label)
 
 
 def build_plan(job: JobConfig, name: str | None = None,
