@@ -63,7 +63,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("yarn.role.priority", COMPONENT_SCOPE, "whole",
             "the order YARN's containers are asked for, lowest first; each component its own",
             low=1, noun="the priority", example="1", note=" (each component its own)",
-            job_only=True, field="priority"),
+            default_text="required", job_only=True, field="priority"),
     Setting("yarn.component.instances", COMPONENT_SCOPE, "whole",
             "how many containers (tasks) of this component", default=1, low=0,
             noun="the number of containers", example="1", job_only=True, field="instances"),
@@ -98,7 +98,7 @@ SETTINGS: tuple[Setting, ...] = (
     # appConfig.json's "global"
     Setting(_G + "user.scripts.entry", APP_SCOPE, "path",
             "the training script every task runs, relative to the scripts directory",
-            example="train.py", job_only=True, field="entry"),
+            example="train.py", default_text="required", job_only=True, field="entry"),
     Setting(_G + "user.scripts.dir", APP_SCOPE, "path",
             "the directory shipped to every container as the script's own (relative to "
             "appConfig.json)", default_text="appConfig.json's directory", example="src",
@@ -145,7 +145,7 @@ SETTINGS: tuple[Setting, ...] = (
             example="86400", field="deadline_s"),
     Setting(_G + "am.max.attempts", APP_SCOPE, "whole",
             "how many times YARN starts the AppMaster (1 = no retry)", default=2, low=1,
-            high=10, example="2", field="am_max_attempts"),
+            high=10, noun="attempts", example="2", field="am_max_attempts"),
     Setting(_G + "user.secrets", APP_SCOPE, "map",
             "name -> local file; each task gets the file, its path in TFYARN_SECRET_<name>",
             example='{"db_password": "~/.secrets/db"}', field="secrets"),

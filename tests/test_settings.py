@@ -1,0 +1,69 @@
+"""The settings' declarations (appmaster/settings.py) are what the job files' checks, the
+parsed job, the plan and the docs' key reference use: each is checked against them here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from appmaster import settings as declared
+from appmaster.jobplan import JobPlan
+from tfyarn.jobconfig import Defaults, load_job
+from tfyarn.jobconfig import appconfig, resources
+from tfyarn.jobconfig.reference import PAGE, render
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_key_reference_is_current() -> None:
+    assert (ROOT / PAGE).read_text() == render(), (
+        f"{PAGE} is stale: run `python -m tfyarn.jobconfig.reference > {PAGE}`")
+
+
+def test_the_checks_accept_exactly_the_declared_keys() -> None:
+    assert set(appconfig.APP_KEYS) == {s.key for s in declared.settings(declared.APP_SCOPE)}
+    assert set(resources.RESOURCE_KEYS) == {
+        s.key for s in declared.settings(declared.COMPONENT_SCOPE)}
+    assert set(resources.APPMASTER_KEYS) == {
+        s.key for s in declared.settings(declared.APPMASTER_SCOPE)}
+
+
+def test_every_declaration_is_complete() -> None:
+    for s in declared.SETTINGS:
+        assert s.meaning and s.field and s.kind, s.key
+        if s.kind == "whole":
+            assert s.low is not None and s.noun and s.example, s.key
+        if s.kind == "choice":
+            assert s.default in s.choices, s.key
+
+
+@pytest.fixture
+def minimal_job(tmp_path: Path):
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "resources.json").write_text(json.dumps({"components": {
+        "worker": {"yarn.role.priority": "1"}}}))
+    (tmp_path / "appConfig.json").write_text(json.dumps({"global": {
+        "site.global.user.scripts.entry": "train.py"}}))
+    return load_job(tmp_path / "resources.json", tmp_path / "appConfig.json",
+                    defaults=Defaults())
+
+
+def test_a_job_that_says_nothing_gets_the_declared_defaults(minimal_job) -> None:
+    worker = minimal_job.component("worker")
+    for s in declared.settings(declared.COMPONENT_SCOPE):
+        if s.default is not None:
+            assert getattr(worker, s.field) == s.default, s.key
+    for s in declared.settings(declared.APPMASTER_SCOPE):
+        assert getattr(minimal_job, s.field) == s.default, s.key
+    for s in declared.settings(declared.APP_SCOPE):
+        if s.default is not None:
+            assert getattr(minimal_job.app, s.field) == s.default, s.key
+
+
+def test_the_plans_defaults_are_the_declared_ones() -> None:
+    plan = JobPlan(name="n", entry="e.py", python="python3", work_dir="w", roles=())
+    for s in declared.settings(declared.APP_SCOPE):
+        if s.default is not None and hasattr(plan, s.field):
+            assert getattr(plan, s.field) == s.default, s.key
