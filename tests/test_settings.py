@@ -10,8 +10,7 @@ import pytest
 
 from appmaster import settings as declared
 from appmaster.jobplan import JobPlan
-from tfyarn.jobconfig import Defaults, load_job
-from tfyarn.jobconfig import appconfig, resources
+from tfyarn.jobconfig import Defaults, appconfig, load_job, resources
 from tfyarn.jobconfig.reference import PAGE, render
 
 ROOT = Path(__file__).resolve().parent.parent
