@@ -303,9 +303,9 @@ def test_where_a_setting_was_set(where: dict[str, Path]) -> None:
     """Pre-flight names the file that gave the queue: a defaults file, or appConfig.json."""
     from tfyarn.jobconfig.defaults import where_set
 
-    load(where, cluster={G + "queue": "ml"}, personal={G + "queue": "mine"})
-    assert where_set(read_defaults(), "appConfig.json", G + "queue") == (
+    job = load(where, cluster={G + "queue": "ml"}, personal={G + "queue": "mine"})
+    assert where_set(job.settings, "appConfig.json", G + "queue") == (
         str(where["personal"]), '"site.global.queue"')
-    load(where, app={"global": {**APP["global"], G + "queue": "theirs"}})
-    assert where_set(read_defaults(), "appConfig.json", G + "queue") == (
+    job = load(where, app={"global": {**APP["global"], G + "queue": "theirs"}})
+    assert where_set(job.settings, "appConfig.json", G + "queue") == (
         "appConfig.json", 'global."site.global.queue"')

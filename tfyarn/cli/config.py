@@ -10,7 +10,6 @@ import click
 
 from tfyarn.jobconfig import JobConfigError, load_job, read_defaults
 from tfyarn.jobconfig.defaults import JOB_FILE, Defaults, Source, effective
-from tfyarn.jobconfig.documents import Checker, read_document
 
 
 @click.command("config")
@@ -33,15 +32,16 @@ def config_command(ctx: click.Context, resources_path: str, app_config_path: str
     defaults = read_defaults()
     given = any(ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
                 for name in ("resources_path", "app_config_path"))
-    job_files: list[tuple[str, dict[str, Any]]] = []
+    job_files: list[str] = []
     if given or Path(resources_path).exists() or Path(app_config_path).exists():
-        load_job(resources_path, app_config_path, defaults=defaults)  # raises on any problem
-        for path in (resources_path, app_config_path):
-            job_files.append((path, read_document(Checker(path, []), Path(path)) or {}))
+        # raises on any problem; the job carries every setting and where it came from
+        table = load_job(resources_path, app_config_path, defaults=defaults).settings
+        job_files = [resources_path, app_config_path]
     elif defaults.problems:
         raise JobConfigError(defaults.problems)
-    table = effective(defaults, job_files)
-    files = _files(defaults, [path for path, _ in job_files])
+    else:
+        table = effective(defaults)
+    files = _files(defaults, job_files)
     if as_json:
         click.echo(json.dumps({"files": files, "settings": {
             key: {"value": value, "level": source.level, "file": source.path}

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from tfyarn.jobconfig.appconfig import parse_app
-from tfyarn.jobconfig.defaults import Defaults, read_defaults
+from tfyarn.jobconfig.defaults import Defaults, effective, read_defaults
 from tfyarn.jobconfig.documents import Checker, read_document
 from tfyarn.jobconfig.model import (
     APPMASTER,
@@ -76,5 +76,7 @@ def load_job(
         app=app,
         resources_path=Path(resources_path),
         app_config_path=Path(app_config_path),
+        settings=effective(defaults, [(str(resources_path), resources_doc or {}),
+                                      (str(app_config_path), app_doc or {})]),
     )
 

@@ -34,17 +34,23 @@ from tfyarn.jobconfig.documents import (
     Checker,
     key_path,
     kind_of,
-    read_document,
     read_file,
     report_unknown,
 )
-from tfyarn.jobconfig.model import APPMASTER, Problem
+from tfyarn.jobconfig.model import (
+    APPMASTER,
+    BUILT_IN,
+    CLUSTER,
+    JOB_FILE,
+    PERSONAL,
+    Problem,
+    SettingValue,
+    Source,
+)
 
 SYSTEM_FILE = "/etc/tfyarn/tfyarn.yaml"
 SYSTEM_ENV = "TFYARN_SYSTEM_CONFIG"  # another cluster's file: for tests and packagers
 PERSONAL_ENV = "TFYARN_CONFIG"
-# Where a setting came from, weakest first.
-BUILT_IN, CLUSTER, PERSONAL, JOB_FILE = "default", "cluster", "personal", "job file"
 
 _APP_PREFIX = "site.global."
 _APPMASTER_PREFIX = APPMASTER + "."
@@ -59,17 +65,6 @@ _KEY_IN_JOB_FILE = {
 }
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a setting came from: a file, of a level, or tfyarn itself (BUILT_IN)."""
-
-    level: str
-    path: str | None = None
-
-    def __str__(self) -> str:
-        return self.level if self.path is None else f"{self.path} ({self.level})"
 
 
 @dataclass(frozen=True)
@@ -132,7 +127,7 @@ def personal_file() -> str:
 
 def effective(
     defaults: Defaults, job_files: Sequence[tuple[str, dict[str, Any]]] = ()
-) -> dict[str, tuple[Any, Source]]:
+) -> dict[str, SettingValue]:
     """Every setting the defaults and the job's (checked) files give, or tfyarn itself, with
     where it came from; keyed as in a defaults file, a component's own as <component>.<key>.
     `job_files`: resources.json's (path, document), then appConfig.json's."""
@@ -147,11 +142,11 @@ def effective(
     return dict(sorted(table.items(), key=lambda item: (_group(item[0]), item[0])))
 
 
-def where_set(defaults: Defaults, app_config: str, key: str) -> tuple[str, str]:
-    """(file, key path) of the appConfig setting ``key`` a job got: its appConfig.json's, or
-    the defaults file that gave it, for messages about its value (pre-flight's)."""
-    document = read_document(Checker(app_config, []), Path(app_config)) or {}
-    source = effective(defaults, [(app_config, document)]).get(key, (None, Source(JOB_FILE)))[1]
+def where_set(table: dict[str, SettingValue], app_config: str, key: str) -> tuple[str, str]:
+    """(file, key path) of the appConfig setting ``key`` in a job's ``table`` (effective's):
+    its appConfig.json's, or the defaults file that gave it, for messages about its value
+    (pre-flight's)."""
+    source = table[key][1] if key in table else Source(JOB_FILE)
     if source.level in (JOB_FILE, BUILT_IN) or source.path is None:
         return app_config, key_path("global", key)
     return source.path, key_path(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from appmaster.jobplan import RolePlan
 from appmaster.settings import (
@@ -24,6 +25,26 @@ EVALUATOR = Role.EVALUATOR
 COMPONENT_NAMES = (APPMASTER, *TASK_KINDS, EVALUATOR, TENSORBOARD)
 
 __all__ = ["FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING", "SUCCESS_POLICIES"]  # declared
+
+
+# Where a setting came from, weakest first.
+BUILT_IN, CLUSTER, PERSONAL, JOB_FILE = "default", "cluster", "personal", "job file"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a setting came from: a file, of a level, or tfyarn itself (BUILT_IN)."""
+
+    level: str
+    path: str | None = None
+
+    def __str__(self) -> str:
+        return self.level if self.path is None else f"{self.path} ({self.level})"
+
+
+# A setting's value and where it came from, keyed as in a defaults file (a component's own
+# as <component>.<key>): what `tfyarn config` shows.
+SettingValue = tuple[Any, Source]
 
 
 @dataclass(frozen=True)
@@ -121,6 +142,8 @@ class JobConfig:
     app: AppConfig
     resources_path: Path
     app_config_path: Path
+    # every setting the job got, with where it came from (defaults.effective)
+    settings: dict[str, SettingValue] = field(default_factory=dict, compare=False)
 
     def component(self, name: str) -> Component | None:
         return next((c for c in self.components if c.name == name), None)

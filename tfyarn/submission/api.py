@@ -22,7 +22,7 @@ from tfyarn.hadoop.driver import skein_client
 from tfyarn.hadoop.driver import submit as submit_to_yarn
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
-from tfyarn.jobconfig.defaults import read_defaults, where_set
+from tfyarn.jobconfig.defaults import where_set
 from tfyarn.jobconfig.documents import COMMAND_LINE
 from tfyarn.security import kerberos
 from tfyarn.submission import jobenv, preflight, workdir
@@ -109,7 +109,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
     # user wrote.
     queue_source = ((COMMAND_LINE, "--queue") if options.queue else
-                    where_set(read_defaults(), str(app_config), "site.global.queue"))
+                    where_set(job.settings, str(app_config), "site.global.queue"))
     checked = preflight.run_preflight(
         preflight.job_requests(job, plan, placement, options.given()), placement.queue,
         queue_source)
