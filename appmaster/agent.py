@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from appmaster import gpus, registry
@@ -279,78 +279,135 @@ def main() -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     container, app_id = os.environ["SKEIN_CONTAINER_ID"], os.environ["SKEIN_APPLICATION_ID"]
     link = connect()
-    node = f"{os.environ.get('NM_HOST')}:{os.environ.get('NM_HTTP_PORT')}"
-    _status(link, container, "started", yarn_container_id=os.environ.get("CONTAINER_ID"),
-            node=node, user=os.environ.get("USER"))
+    _say_started(link, container)
     if sys.argv[1:2] == [registry.CANNOT_START]:  # run by the node's own Python (appspec._launch)
         return _cannot_start(link, container, sys.argv[2], registry.NO_INTERPRETER_EXIT)
     plan = JobPlan.from_container()
     task = registry.TaskAssignment.from_json(link.wait(registry.task_key(container))[0])
     name = f"{task.role}-{task.index}"
-    # A job submitted with a keytab: the master's new HDFS tokens, if it has some yet, before
-    # this task's first HDFS connection, then whenever a heartbeat says there are newer ones.
+    _keep_beating(link, container, plan)
+    report_mirror = _mirror_reporter(link, container)
+    try:
+        work = _prepare_work_dir(plan, app_id, task, name, report_mirror)
+    except CannotStart as exc:
+        return _cannot_start(link, container, str(exc))
+    try:  # the GPUs its role asked YARN for, held for its life (appmaster/gpus.py)
+        role = plan.role(task.role)
+        held = gpus.take(role.gpus if role else 0, log)
+    except gpus.GpuError as exc:
+        return _gpus_failed(link, container, name, exc)
+    reservation, address = _export_address(link, container, task, name)
+    _status(link, container, "registered", address=address, gpus=held.summary())
+    command, env = _command_and_environment(link, plan, task, work, reservation, address)
+    env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
+    code, tail = _run_script(link, container, work, command, env, name, address, reservation)
+    work.finish(report_mirror)
+    code = _exit_code(link, container, name, address, code, tail)
+    _status(link, container, "exited", address=address, exit_code=code)
+    return code
+
+
+class CannotStart(Exception):
+    """The task cannot start its script: the reason goes to its log and the diagnostics."""
+
+
+def _say_started(link: AgentLink, container: str) -> None:
+    """Tell the master this agent runs, and where."""
+    node = f"{os.environ.get('NM_HOST')}:{os.environ.get('NM_HTTP_PORT')}"
+    _status(link, container, "started", yarn_container_id=os.environ.get("CONTAINER_ID"),
+            node=node, user=os.environ.get("USER"))
+
+
+def _keep_beating(link: AgentLink, container: str, plan: JobPlan) -> None:
+    """Heartbeats to the master for the task's life. A job submitted with a keytab: the
+    master's new HDFS tokens, if it has some yet, before this task's first HDFS connection,
+    then whenever a heartbeat says there are newer ones."""
     tokens = TokenFollower(lambda: link.get_versioned(registry.TOKENS_KEY))
     if plan.principal:
         tokens.follow()
     Heartbeat(link, container, plan.heartbeat_interval_s, plan.heartbeat_timeout_s,
               on_tokens=tokens.follow if plan.principal else None).start()
 
+
+def _mirror_reporter(link: AgentLink, container: str) -> Callable[[MirrorStatus], None]:
+    """How the task's work dir mirror tells the master where it stands."""
     def report_mirror(status: MirrorStatus) -> None:
         link.put(registry.mirror_key(container), json.dumps(status.to_dict()).encode())
 
+    return report_mirror
+
+
+def _prepare_work_dir(plan: JobPlan, app_id: str, task: registry.TaskAssignment, name: str,
+                      report_mirror: Callable[[MirrorStatus], None]) -> TaskWorkDir:
+    """The task's work dir, restored from HDFS; :class:`CannotStart` if it cannot be."""
     try:
         work = TaskWorkDir(plan, app_id, task.role, task.index)
         work.prepare(report_mirror)
     except ImportError as exc:
-        return _cannot_start(link, container, f"{name} cannot reach the job's work dir on "
-                             f"HDFS: {exc} in {sys.executable}. Fix: install hdfs-native in "
-                             "the job's Python (pip install hdfs-native; in a packed env, "
-                             "pack it again with it).")
+        raise CannotStart(f"{name} cannot reach the job's work dir on HDFS: {exc} in "
+                          f"{sys.executable}. Fix: install hdfs-native in the job's Python "
+                          "(pip install hdfs-native; in a packed env, pack it again with "
+                          "it).") from exc
     except (StorageError, OSError) as exc:
-        return _cannot_start(link, container, f"{name} cannot start: the job's work dir "
-                             f"{plan.resolved_work_dir(app_id)}: {exc}")
-    work_dir = work.path
+        raise CannotStart(f"{name} cannot start: the job's work dir "
+                          f"{plan.resolved_work_dir(app_id)}: {exc}") from exc
+    return work
 
-    try:  # the GPUs its role asked YARN for, held for its life (appmaster/gpus.py)
-        role = plan.role(task.role)
-        held = gpus.take(role.gpus if role else 0, log)
-    except gpus.GpuError as exc:
-        reason = f"{name} cannot start: its GPUs: {exc}"
-        log.error("%s", reason)
-        with open(log_dir() / f"{name}.stderr", "a") as err:  # where `tfyarn logs` looks
-            err.write(f"tfyarn: {reason}\n")
-        link.put(registry.tail_key(container), reason.encode())
-        _status(link, container, "exited", exit_code=gpus.GPU_FAILED_EXIT,
-                gpus={"error": str(exc)})
-        return gpus.GPU_FAILED_EXIT
 
-    reservation = address = None
-    if task.role != Role.EVALUATOR:  # outside the TensorFlow cluster: it listens nowhere
-        reservation = reserve_port(previous_port(task))
-        address = f"{advertised_host()}:{reservation.getsockname()[1]}"
-        export = registry.Export(address, container, task.generation)
-        link.put(registry.export_key(task.role, task.index), export.to_json().encode())
-        log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt,
-                 task.generation, address)
-    _status(link, container, "registered", address=address, gpus=held.summary())
+def _gpus_failed(link: AgentLink, container: str, name: str, exc: gpus.GpuError) -> int:
+    """The task's GPUs could not be taken: it fails before its script, with why."""
+    reason = f"{name} cannot start: its GPUs: {exc}"
+    log.error("%s", reason)
+    with open(log_dir() / f"{name}.stderr", "a") as err:  # where `tfyarn logs` looks
+        err.write(f"tfyarn: {reason}\n")
+    link.put(registry.tail_key(container), reason.encode())
+    _status(link, container, "exited", exit_code=gpus.GPU_FAILED_EXIT, gpus={"error": str(exc)})
+    return gpus.GPU_FAILED_EXIT
 
+
+def _export_address(link: AgentLink, container: str, task: registry.TaskAssignment,
+                    name: str) -> tuple[socket.socket | None, str | None]:
+    """The port reserved for the task's server and the address exported for it: none for
+    the evaluator, outside the TensorFlow cluster (it listens nowhere)."""
+    if task.role == Role.EVALUATOR:
+        return None, None
+    reservation = reserve_port(previous_port(task))
+    address = f"{advertised_host()}:{reservation.getsockname()[1]}"
+    export = registry.Export(address, container, task.generation)
+    link.put(registry.export_key(task.role, task.index), export.to_json().encode())
+    log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt,
+             task.generation, address)
+    return reservation, address
+
+
+def _command_and_environment(link: AgentLink, plan: JobPlan, task: registry.TaskAssignment,
+                             work: TaskWorkDir, reservation: socket.socket | None,
+                             address: str | None) -> tuple[list[str], dict]:
+    """What the task runs, and with what environment: TensorBoard at once; a TensorFlow
+    task once its generation's spec is out (the evaluator, once training is done)."""
     if task.role == Role.TENSORBOARD:  # not part of the TensorFlow cluster: no spec to wait for
-        command = plan.tensorboard_command(reservation.getsockname()[1], work_dir)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    else:
-        spec = (wait_for_any_spec(link, task.generation) if address is None else
-                wait_for_spec(link, task.generation, address, task.role, task.index))
-        command = plan.task_command(spec, task.role, task.index, work_dir,  # YARN localized
-                                    os.path.abspath(DATA_DIR_NAME))  # the data dir here
-        env = task_environment(spec, task, work_dir, plan.secrets,
-                               work.job_dir if work.mirror else None)
-        if plan.data_dir or plan.data:  # what --data_dir says, for scripts without the flag
-            env["TFYARN_DATA_DIR"] = gather_data(plan.data)
-        if task.role == Role.EVALUATOR:
-            env["TFYARN_TRAINING_DONE_FILE"] = str(work.done_file)
-            work.wait_for_training(link)
-    env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
-    progress = (ProgressReporter(work_dir, report_to(link, registry.progress_key(container)))
+        command = plan.tensorboard_command(reservation.getsockname()[1], work.path)
+        return command, {**os.environ, "PYTHONUNBUFFERED": "1"}
+    spec = (wait_for_any_spec(link, task.generation) if address is None else
+            wait_for_spec(link, task.generation, address, task.role, task.index))
+    command = plan.task_command(spec, task.role, task.index, work.path,  # YARN localized
+                                os.path.abspath(DATA_DIR_NAME))  # the data dir here
+    env = task_environment(spec, task, work.path, plan.secrets,
+                           work.job_dir if work.mirror else None)
+    if plan.data_dir or plan.data:  # what --data_dir says, for scripts without the flag
+        env["TFYARN_DATA_DIR"] = gather_data(plan.data)
+    if task.role == Role.EVALUATOR:
+        env["TFYARN_TRAINING_DONE_FILE"] = str(work.done_file)
+        work.wait_for_training(link)
+    return command, env
+
+
+def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: list[str],
+                env: dict, name: str, address: str | None,
+                reservation: socket.socket | None) -> tuple[int, str]:
+    """The task's script, its progress reported while it runs (its port let go once it
+    ends): its exit code, its stderr's last lines."""
+    progress = (ProgressReporter(work.path, report_to(link, registry.progress_key(container)))
                 .start() if work.reports_progress else None)
     log.info("starting %s: %s", name, " ".join(command))
     _status(link, container, "running", address=address)
@@ -360,13 +417,18 @@ def main() -> int:
     log.info("%s exited with code %d", name, code)
     if progress is not None:
         progress.finish()
-    work.finish(report_mirror)
+    return code, tail
+
+
+def _exit_code(link: AgentLink, container: str, name: str, address: str | None, code: int,
+               tail: str) -> int:
+    """The task's exit code as the master reads it: a port taken under the script is not
+    its failure; a failure's stderr lines go to the master."""
     if code != 0 and any(sign in tail for sign in registry.PORT_TAKEN_SIGNS):
         log.warning("%s could not bind %s: another process listens there", name, address)
         code = registry.PORT_TAKEN_EXIT
     if code != 0:
         link.put(registry.tail_key(container), tail.encode())
-    _status(link, container, "exited", address=address, exit_code=code)
     return code
 
 
