@@ -11,7 +11,13 @@ import time
 import click
 
 from appmaster.webpage import job_page_url
-from tfyarn.hadoop.driver import FINAL_STATES, follow, plain_diagnosis, skein_client
+from tfyarn.hadoop.driver import (
+    FINAL_STATES,
+    DriverSettings,
+    follow,
+    plain_diagnosis,
+    skein_client,
+)
 from tfyarn.submission.api import SubmitOptions, plan_job
 from tfyarn.submission.plan import format_plan, format_plan_json
 from tfyarn.watch import jobview
@@ -51,7 +57,9 @@ from tfyarn.watch import jobview
 @click.option("--am-label", default=None,
               help="Node label for the AppMaster. YARN also applies it to every component "
                    "without its own yarn.label.expression (the plan shows it).")
-def submit_command(resources_path: str, app_config_path: str, name: str | None,
+@click.pass_obj
+def submit_command(driver: DriverSettings | None, resources_path: str, app_config_path: str,
+                   name: str | None,
                    queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
                    as_json: bool, python_env: str | None, docker_image: str | None,
                    docker_mounts: tuple[str, ...], data: tuple[str, ...],
@@ -69,8 +77,8 @@ def submit_command(resources_path: str, app_config_path: str, name: str | None,
         planned.check_runnable()
         return
     environment = planned.prepare(lambda line: click.echo(line, err=True))
-    with skein_client() as client:
-        app_id = planned.submit(client, environment)
+    with skein_client(driver) as client:
+        app_id = planned.submit(client, environment, driver)
         report = client.application_report(app_id)
         job_page = job_page_url(report.tracking_url)
         if as_json and not wait:

@@ -16,7 +16,7 @@ from tfyarn.cli.monitor import (
     status_command,
 )
 from tfyarn.errors import TfyarnError
-from tfyarn.hadoop.driver import configure_driver
+from tfyarn.hadoop.driver import driver_settings
 from tfyarn.watch.tensorboard_local import tensorboard_command
 
 
@@ -41,13 +41,14 @@ class TfyarnGroup(click.Group):
 @click.option("-v", "--verbose", is_flag=True, envvar="TFYARN_VERBOSE",
               help="Show the log of skein's Java driver (Hadoop's INFO lines) too "
                    "[env TFYARN_VERBOSE].")
-def main(principal: str | None, keytab: str | None, verbose: bool) -> None:
+@click.pass_context
+def main(ctx: click.Context, principal: str | None, keytab: str | None, verbose: bool) -> None:
     """Run distributed TensorFlow on Hadoop YARN.
 
     Describe the job in resources.json and appConfig.json (Apache Slider's format),
     then `tfyarn submit`. `tfyarn cluster up` starts a local YARN to try it on.
     """
-    configure_driver(principal, keytab, verbose)
+    ctx.obj = driver_settings(principal, keytab, verbose)  # each command passes it on
 
 
 main.add_command(cluster_group)

@@ -15,7 +15,7 @@ from appmaster.view import JobView
 from appmaster.vocabulary import TF_ROLES, Role, TaskState
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import rmrest
-from tfyarn.hadoop.driver import FINAL_STATES, plain_diagnosis, skein_client
+from tfyarn.hadoop.driver import FINAL_STATES, DriverSettings, plain_diagnosis, skein_client
 from tfyarn.watch import jobreport, jobview
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
@@ -71,10 +71,11 @@ def _report_dict(report) -> dict:
               default=None, help="Only this role's tasks.")
 @click.option("--state", type=click.Choice([state.value for state in TaskState]), default=None,
               help="Only the tasks in this state.")
-def status_command(app_id: str, as_json: bool, show_all: bool, role: str | None,
-                   state: str | None) -> None:
+@click.pass_obj
+def status_command(driver: DriverSettings | None, app_id: str, as_json: bool, show_all: bool,
+                   role: str | None, state: str | None) -> None:
     """The application's state and a table of its tasks, with the cluster spec."""
-    with _reports() as client:
+    with _reports(driver) as client:
         report = _report(client, app_id)
     view, source = _view(report)
     if as_json:
@@ -113,11 +114,13 @@ def status_command(app_id: str, as_json: bool, show_all: bool, role: str | None,
 @click.option("--all", "show_all", is_flag=True, help="Include finished jobs.")
 @click.option("--user", default=None, help="Whose jobs [default: yours].")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_command(show_all: bool, user: str | None, as_json: bool) -> None:
+@click.pass_obj
+def list_command(driver: DriverSettings | None, show_all: bool, user: str | None,
+                 as_json: bool) -> None:
     """Your tfyarn jobs (running ones; --all for finished ones too)."""
     user = user or getpass.getuser()
     states = ALL_STATES if show_all else ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"]
-    with _reports() as client:
+    with _reports(driver) as client:
         reports = [r for r in client.get_applications(states=states)
                    if r.user == user and "tfyarn" in {t.lower() for t in r.tags}]
     reports.sort(key=lambda r: r.id)
@@ -139,9 +142,11 @@ def list_command(show_all: bool, user: str | None, as_json: bool) -> None:
               help="Only this role's tasks [default: every task].")
 @click.option("--index", type=int, default=None, help="Task index within the role.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new output until the job ends.")
-def logs_command(app_id: str, role: str | None, index: int | None, follow: bool) -> None:
+@click.pass_obj
+def logs_command(driver: DriverSettings | None, app_id: str, role: str | None,
+                 index: int | None, follow: bool) -> None:
     """The tasks' output: live from the nodes while the job runs, from YARN after it ends."""
-    with _reports() as client:
+    with _reports(driver) as client:
         report = _report(client, app_id)
         if str(report.state) in FINAL_STATES:
             _print_aggregated_logs(app_id, role, index)
@@ -198,10 +203,11 @@ def _print_aggregated_logs(app_id: str, role: str | None, index: int | None) -> 
 @click.argument("app_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               default=None, help="Where to write it [default: ./<app id>.html].")
-def report_command(app_id: str, output: Path | None) -> None:
+@click.pass_obj
+def report_command(driver: DriverSettings | None, app_id: str, output: Path | None) -> None:
     """Save the job's report: its page, training curves and containers' timeline in one
     HTML file that opens anywhere, with no network (for a running or finished job)."""
-    with _reports() as client:
+    with _reports(driver) as client:
         report = _report(client, app_id)
     html, source = jobreport.fetch(report)
     output = output or Path(f"{app_id}.html")
@@ -211,9 +217,10 @@ def report_command(app_id: str, output: Path | None) -> None:
 
 @click.command("kill")
 @click.argument("app_id")
-def kill_command(app_id: str) -> None:
+@click.pass_obj
+def kill_command(driver: DriverSettings | None, app_id: str) -> None:
     """Kill the job: YARN ends every one of its containers; checkpoints stay."""
-    with skein_client() as client:
+    with skein_client(driver) as client:
         report = _report(client, app_id)
         if str(report.state) in FINAL_STATES:
             click.echo(f"{app_id} already ended: {report.state} ({report.final_status}).")
@@ -227,8 +234,8 @@ def kill_command(app_id: str) -> None:
     click.echo(f"Killed {app_id}.")
 
 
-def _reports():
+def _reports(driver: DriverSettings | None):
     """Where application reports come from: the RM's REST API when the configuration allows
     (no JVM to start), else skein's driver."""
-    return rmrest.reports_reader() or skein_client()
+    return rmrest.reports_reader() or skein_client(driver)
 

@@ -55,24 +55,23 @@ class DriverSettings:
     log_level: str = "ERROR"  # Hadoop's INFO lines say nothing a user acts on
 
 
-DRIVER = DriverSettings()  # set once by the CLI's global options
-
-
-def configure_driver(principal: str | None, keytab: str | None, verbose: bool = False) -> None:
-    global DRIVER
+def driver_settings(principal: str | None = None, keytab: str | None = None,
+                    verbose: bool = False) -> DriverSettings:
+    """The driver's settings from the CLI's global options (or the Python API's), checked; a
+    keytab logs in at once, since tfyarn's own HDFS checks need a ticket cache too."""
     if bool(principal) != bool(keytab):
         raise SubmitError("--principal and --keytab go together: give both (or neither, to "
                           "use the ticket cache from `kinit`).")
     if keytab and not Path(keytab).is_file():
         raise SubmitError(f"--keytab {keytab}: no such file.")
-    if principal and keytab:  # tfyarn's own HDFS checks need a ticket cache too
+    if principal and keytab:
         login_from_keytab(principal, Path(keytab))
-    DRIVER = DriverSettings(principal, keytab, "INFO" if verbose else "ERROR")
     if verbose:  # tfyarn's own debug log (YARN's stack frames, say) goes to stderr too
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logging.getLogger("tfyarn").addHandler(handler)
         logging.getLogger("tfyarn").setLevel(logging.DEBUG)
+    return DriverSettings(principal, keytab, "INFO" if verbose else "ERROR")
 
 
 def _unrepeat(line: str) -> str:
@@ -109,33 +108,37 @@ def krb5_java_options() -> list[str]:
     return [f"-Djava.security.krb5.conf={conf}"] if conf else []
 
 
-def skein_client():
-    """skein's driver needs `yarn classpath` to find the cluster's Hadoop jars and config."""
+def skein_client(driver: DriverSettings | None = None):
+    """skein's driver, started with ``driver``'s login and log level; it needs `yarn
+    classpath` to find the cluster's Hadoop jars and config."""
     import skein
+
+    driver = driver or DriverSettings()
 
     if shutil.which("yarn") is None:
         raise SubmitError(
             "`yarn` is not on PATH, so tfyarn cannot reach a YARN cluster.",
             hint="run on a machine with the Hadoop client configured (HADOOP_CONF_DIR set), "
             'or for the local cluster: tfyarn cluster up && eval "$(tfyarn cluster env)"')
-    if DRIVER.keytab is None:  # skein's driver logs in from a keytab itself
+    if driver.keytab is None:  # skein's driver logs in from a keytab itself
         check_login(hadoopconf.client_configuration())  # else its words are a Java error's
     try:
         # The driver lives as long as one command: start its JVM the quick way.
         java_options = [*os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS", QUICK_JVM_OPTIONS).split(),
                         f"-Dlog4j.configuration=file:{LOG4J}", *krb5_java_options()]
         idle_s = keptdriver.idle_seconds()
-        if idle_s and DRIVER.log_level != "INFO":  # -v shows a driver's log: its own one
-            return keptdriver.kept_client(java_options, DRIVER.principal, DRIVER.keytab,
-                                          DRIVER.log_level, idle_s)
-        return skein.Client(principal=DRIVER.principal, keytab=DRIVER.keytab,
-                            log_level=DRIVER.log_level, java_options=java_options)
+        if idle_s and driver.log_level != "INFO":  # -v shows a driver's log: its own one
+            return keptdriver.kept_client(java_options, driver.principal, driver.keytab,
+                                          driver.log_level, idle_s)
+        return skein.Client(principal=driver.principal, keytab=driver.keytab,
+                            log_level=driver.log_level, java_options=java_options)
     except Exception as exc:
         raise SubmitError(f"Could not start skein's driver: {exc}") from exc
 
 
 def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
-           environment: JobEnvironment | None = None) -> str:
+           environment: JobEnvironment | None = None,
+           driver: DriverSettings | None = None) -> str:
     """Upload the scripts, the AppMaster code and the plan; return the application id."""
     from appmaster.jobplan import JOB_FILE
     from tfyarn.submission import codepack
@@ -144,14 +147,15 @@ def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
         code_packs,
     )
 
+    driver = driver or DriverSettings()
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
         job_file = Path(tmp) / JOB_FILE
-        if DRIVER.keytab:  # the master gets new HDFS tokens as this principal
-            plan = dataclasses.replace(plan, principal=DRIVER.principal)
+        if driver.keytab:  # the master gets new HDFS tokens as this principal
+            plan = dataclasses.replace(plan, principal=driver.principal)
         job_file.write_text(plan.to_json())
         packs = codepack.upload(code_packs(job.app.scripts_dir, job_file.parent))
         spec = application_spec(plan, job.app.scripts_dir, job_file, placement,
-                                job.app.secrets, environment, DRIVER.keytab, packs)
+                                job.app.secrets, environment, driver.keytab, packs)
         try:
             return client.submit(spec)
         except Exception as exc:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from appmaster.jobplan import JobPlan
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.hadoop import hadoopconf
-from tfyarn.hadoop.driver import skein_client
+from tfyarn.hadoop.driver import DriverSettings, driver_settings, skein_client
 from tfyarn.hadoop.driver import submit as submit_to_yarn
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
@@ -83,9 +83,11 @@ class PlannedJob:
         with in_context(NOTHING_SUBMITTED):
             return jobenv.prepare(self.job, self.plan.python, echo)
 
-    def submit(self, client, environment: jobenv.JobEnvironment) -> str:
-        """Hand the job to YARN with an open skein.Client; its application id."""
-        return submit_to_yarn(client, self.job, self.plan, self.placement, environment)
+    def submit(self, client, environment: jobenv.JobEnvironment,
+               driver: DriverSettings | None = None) -> str:
+        """Hand the job to YARN with an open skein.Client (started with ``driver``); its
+        application id."""
+        return submit_to_yarn(client, self.job, self.plan, self.placement, environment, driver)
 
 
 def plan_job(resources: FilePath, app_config: FilePath,
@@ -121,7 +123,8 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
            am_memory: int | None = None, am_vcores: int | None = None,
            am_label: str | None = None, python_env: str | None = None,
            docker_image: str | None = None, docker_mounts: Sequence[str] = (),
-           data: Sequence[str] = (), client=None,
+           data: Sequence[str] = (), principal: str | None = None,
+           keytab: str | None = None, client=None,
            echo: Callable[[str], None] = log.info) -> str:
     """Submit a distributed TensorFlow job to YARN, as `tfyarn submit --detach` does, and
     return its application id (follow it with skein, `tfyarn status` or the job page).
@@ -130,9 +133,12 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
     appConfig.json, or YAML). The keywords are `tfyarn submit`'s options: ``name``,
     ``queue``, ``tags``, ``am_memory`` (MB), ``am_vcores``, ``am_label``, ``python_env`` (a
     packed env's path), ``docker_image``, ``docker_mounts`` ("src:dest[:ro|rw]") and
-    ``data`` ("hdfs:///path#name"). ``client`` is an open skein.Client to submit with (None:
-    one is started, and stopped again). ``echo`` gets the lines the CLI prints on stderr:
-    pre-flight notes, the packed env's upload (default: this module's logger, at INFO).
+    ``data`` ("hdfs:///path#name"); ``principal`` and ``keytab`` log in on a secure cluster
+    as tfyarn's --principal/--keytab do (default: the ticket cache from kinit), and give the
+    job the keytab for tokens past their maximum lifetime. ``client`` is an open skein.Client
+    to submit with (None: one is started, and stopped again). ``echo`` gets the lines the CLI
+    prints on stderr: pre-flight notes, the packed env's upload (default: this module's
+    logger, at INFO).
 
     Raises a TfyarnError (tfyarn.errors) that says what to fix: JobConfigError for the
     files, PreflightRefused when the cluster cannot run the job, SubmitError when YARN
@@ -143,7 +149,8 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
                             am_vcores=am_vcores, am_label=am_label, python_env=python_env,
                             docker_image=docker_image, docker_mounts=tuple(docker_mounts),
                             data=tuple(data))
+    driver = driver_settings(principal, keytab)
     planned = plan_job(resources, app_config, options)
     environment = planned.prepare(echo)
-    with nullcontext(client) if client is not None else skein_client() as yarn:
-        return planned.submit(yarn, environment)
+    with nullcontext(client) if client is not None else skein_client(driver) as yarn:
+        return planned.submit(yarn, environment, driver)

@@ -28,7 +28,7 @@ from appmaster.storage import REMOTE_SCHEMES, StorageError, is_remote
 from tfyarn.cli.monitor import APP_ID, _report, _reports
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import hadoopconf
-from tfyarn.hadoop.driver import FINAL_STATES
+from tfyarn.hadoop.driver import FINAL_STATES, DriverSettings
 from tfyarn.security import kerberos
 from tfyarn.watch.eventcache import EventCache, EventSource, HdfsEvents, LocalEvents, SyncResult
 from tfyarn.watch.jobrecord import find_work_dir, work_dir_of
@@ -399,8 +399,10 @@ def serve(client, report, events: EventCache, board: LocalBoard, interval_s: flo
                    "the job's curves).")
 @click.option("--interval", type=click.FloatRange(min=0.5), default=SYNC_INTERVAL_S,
               show_default=True, help="Seconds between copies while the job runs.")
-def tensorboard_command(app_id: str, once: bool, cache: Path | None, port: int | None,
-                        host: str, bind_all: bool, interval: float) -> None:
+@click.pass_obj
+def tensorboard_command(driver: DriverSettings | None, app_id: str, once: bool,
+                        cache: Path | None, port: int | None, host: str, bind_all: bool,
+                        interval: float) -> None:
     """TensorBoard on this machine for a job, running or finished: its event files are
     copied from HDFS into a local cache (only new bytes, every few seconds while it runs).
     """
@@ -411,7 +413,7 @@ def tensorboard_command(app_id: str, once: bool, cache: Path | None, port: int |
     if not once:
         require_tensorboard()
     cache = (cache or default_cache(app_id)).expanduser().absolute()
-    with interrupted_by_termination(), _reports() as client:
+    with interrupted_by_termination(), _reports(driver) as client:
         try:
             report, work_dir = await_work_dir(client, _report(client, app_id), wait=not once)
             events = EventCache(event_source(work_dir), cache)
