@@ -22,11 +22,26 @@ from tfyarn.localyarn.layout import Layout, default_state_dir
 YARN_TEST_RERUNS = 1
 
 
+# Fixtures that start a local cluster (its JVMs) or a browser. A test using one, even through
+# another fixture, must be marked `yarn`, so that `pytest -m "not yarn"` starts none of them.
+CLUSTER_FIXTURES = {"yarn_cluster", "secure_cluster"}
+YARN_ONLY_FIXTURES = CLUSTER_FIXTURES | {"browser"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: an unmarked test is refused either way
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    unmarked = []
     for item in items:
-        on_a_cluster = {"yarn_cluster", "secure_cluster"} & set(getattr(item, "fixturenames", ()))
-        if on_a_cluster and not item.get_closest_marker("flaky"):
+        used = set(getattr(item, "fixturenames", ()))
+        if used & YARN_ONLY_FIXTURES and not item.get_closest_marker("yarn"):
+            unmarked.append(f"{item.nodeid} (uses {', '.join(sorted(used & YARN_ONLY_FIXTURES))})")
+        if used & CLUSTER_FIXTURES and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=YARN_TEST_RERUNS, reruns_delay=5))
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests start the local cluster or a browser but are not marked yarn "
+            "(add `pytestmark = pytest.mark.yarn` to the module, or @pytest.mark.yarn):\n  "
+            + "\n  ".join(unmarked))
 
 
 @pytest.fixture(scope="session")

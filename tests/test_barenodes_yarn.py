@@ -9,6 +9,7 @@ import shutil
 import threading
 from pathlib import Path
 
+import pytest
 from barenodes import node_python
 from jobtools import (
     prepare_light_job,
@@ -22,6 +23,8 @@ from tfyarn.localyarn import localfs
 from tfyarn.localyarn.layout import GPU_LABEL
 from tfyarn.localyarn.proctable import scan_processes
 from tfyarn.submission import environments
+
+pytestmark = pytest.mark.yarn
 
 LAUNCH_FAILURE = "tfyarn: cannot start"
 

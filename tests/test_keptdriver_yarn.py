@@ -8,8 +8,12 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from tfyarn.hadoop import keptdriver
 from tfyarn.hadoop.driver import skein_client
+
+pytestmark = pytest.mark.yarn
 
 
 def keeper_pid(client) -> int:

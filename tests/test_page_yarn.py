@@ -18,21 +18,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 import pytest
 import requests
 from conftest import task_rows
 from jobtools import ReleaseFile, app_report, app_state, prepare_light_job, run_tfyarn
-from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.common.by import By
-from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
 
 from appmaster.jobpage import REFRESH_MS
 from appmaster.webpage import PAGE_ROUTE
 from tfyarn.watch import jobview
+
+if TYPE_CHECKING:  # selenium is imported where a test drives the browser: collecting needs none
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.remote.webelement import WebElement
 
 pytestmark = pytest.mark.yarn
 
@@ -53,6 +53,8 @@ class RunningJob:
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = WAIT_S) -> T:
     """probe()'s first truthy answer; fails naming `what` after timeout_s."""
+    from selenium.common.exceptions import WebDriverException
+
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -125,6 +127,8 @@ def save_screenshot(browser: WebDriver, path: Path, capsys: pytest.CaptureFixtur
 
 def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: WebDriver,
                                             tmp_path: Path, capsys) -> None:
+    from selenium.webdriver.common.by import By
+
     browser.get(running_job.tracking_url)
     assert browser.title.startswith("Overview - Skein"), browser.title
     assert_no_error(browser)
@@ -162,6 +166,8 @@ def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: We
 
 
 def test_the_page_refreshes_in_place(running_job: RunningJob, browser: WebDriver) -> None:
+    from selenium.webdriver.common.by import By
+
     browser.get(running_job.job_page)
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
     browser.execute_script("window.readerMark = 1;")
@@ -176,6 +182,8 @@ def test_the_page_refreshes_in_place(running_job: RunningJob, browser: WebDriver
 
 
 def test_skein_pages_answer(running_job: RunningJob, browser: WebDriver) -> None:
+    from selenium.webdriver.common.by import By
+
     browser.get(running_job.tracking_url + "kv")
     assert browser.title.startswith("Key/Value - Skein"), browser.title
     assert_no_error(browser)
@@ -200,6 +208,8 @@ def chart_points(browser: WebDriver, chart: str) -> int:
 
 def timeline_bars(browser: WebDriver) -> dict[str, int]:
     """Each task's container bars on the timeline, by task."""
+    from selenium.webdriver.common.by import By
+
     return {row.get_attribute("data-task"): int(row.get_attribute("data-bars"))
             for row in browser.find_elements(By.CSS_SELECTOR, "#timeline g.row")}
 
@@ -207,6 +217,8 @@ def timeline_bars(browser: WebDriver) -> dict[str, int]:
 def assert_curves_and_timeline(browser: WebDriver) -> None:
     """The chief's curves are drawn with the worker's replacement marked on them, and the
     timeline shows the replaced worker as two bars, the failed one first."""
+    from selenium.webdriver.common.by import By
+
     for chart in ("chart-step", "chart-rate", "chart-tag-0"):
         assert chart_points(browser, chart) >= 2, chart
     assert browser.find_element(By.CSS_SELECTOR, "#chart-tag-0 .title").text == "train/loss"
@@ -273,6 +285,8 @@ def test_only_the_proxy_reaches_the_pages(yarn_cluster, skein_client,
 
 def wait_for_the_end(browser: WebDriver, state: str) -> WebElement:
     """The page's notice that the job ended, once it names YARN's final `state`."""
+    from selenium.webdriver.common.by import By
+
     ended = browser.find_element(By.ID, "ended")
     wait_for(f"the page to say the job ended {state}",
              lambda: f"ended: {state}," in ended.text and ended.is_displayed(), timeout_s=180)
@@ -281,6 +295,8 @@ def wait_for_the_end(browser: WebDriver, state: str) -> WebElement:
 
 def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: WebDriver,
                                               tmp_path: Path, capsys) -> None:
+    from selenium.webdriver.common.by import By
+
     browser.get(running_job.job_page)
     wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
     running_job.release.touch()  # the chief and workers exit 0: the job succeeds
@@ -301,6 +317,8 @@ def test_the_open_page_says_how_the_job_ended(running_job: RunningJob, browser: 
 
 def test_the_report_outlives_the_job(yarn_cluster, running_job: RunningJob,
                                      browser: WebDriver, tmp_path: Path, capsys) -> None:
+    from selenium.webdriver.common.by import By
+
     app_id, saved = running_job.app_id, tmp_path / "report.html"
     fetched = run_tfyarn(yarn_cluster, "report", app_id, "-o", str(saved))
     assert fetched.returncode == 0, fetched.stderr
@@ -325,6 +343,8 @@ def test_the_report_outlives_the_job(yarn_cluster, running_job: RunningJob,
 
 def test_the_open_page_says_the_job_was_killed(yarn_cluster, browser: WebDriver,
                                                tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
     with light_job(yarn_cluster, tmp_path) as job:
         browser.get(job.job_page)
         wait_for("the task table", lambda: task_rows(browser) == EXPECTED_TASKS)
