@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import socket
 import subprocess
 import sys
 import threading
@@ -27,7 +29,18 @@ def served():
     token = rendezvous.new_token()
     server = rendezvous.serve(store, token, host="127.0.0.1", advertised="127.0.0.1")
     yield store, server, token, heard
-    server.shutdown()
+    stop_now(server)
+
+
+def stop_now(server) -> None:
+    """server.shutdown() without its wait: serve_forever looks at the stop request every
+    0.5 s, or at once when a connection comes, so connections come until it has stopped."""
+    stopping = threading.Thread(target=server.shutdown)
+    stopping.start()
+    while stopping.is_alive():
+        with contextlib.suppress(OSError):
+            socket.create_connection(server.server_address[:2], timeout=1).close()
+        stopping.join(0.05)
     server.server_close()
 
 
