@@ -258,7 +258,10 @@ def test_config_json_says_where_each_setting_came_from(where: dict[str, Path]) -
     result = config("--json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
-    settings = document["settings"]
+    assert document["settings"][G + "queue"]["meaning"] == (
+        "the YARN queue the application goes to")  # from appmaster/settings.py
+    settings = {key: {k: v for k, v in entry.items() if k != "meaning"}
+                for key, entry in document["settings"].items()}
     assert settings[G + "queue"] == {"value": "mine", "level": "personal",
                                      "file": str(where["personal"])}
     assert settings["yarn.memory"] == {"value": 2048, "level": "cluster",
@@ -297,6 +300,21 @@ def test_config_reports_problems(where: dict[str, Path]) -> None:
     assert f'Error: {where["personal"]}: "yarn.memory" = 1: must be between' in result.output
     missing = config("--resources", "other.json")
     assert missing.exit_code == 1 and "other.json: no such file" in missing.output
+
+
+def test_config_shows_set_with_the_command_line_as_origin(where: dict[str, Path]) -> None:
+    load(where, personal={G + "queue": "mine"})
+    result = config("--set", "site.global.queue=ml", "--set",
+                    "components.worker.yarn.memory=8192")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.split() == [G + "queue", "ml", "--set", G + "queue", "(command", "line)"]
+               for line in lines), result.output
+    assert any(line.startswith("worker.yarn.memory") and "8192" in line and "--set" in line
+               for line in lines), result.output
+    bad = config("--set", "worker.yarn.memory=lots")
+    assert bad.exit_code == 1
+    assert 'command line: --set worker.yarn.memory = "lots": not a whole number' in bad.output
 
 
 def test_where_a_setting_was_set(where: dict[str, Path]) -> None:

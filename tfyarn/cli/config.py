@@ -8,8 +8,10 @@ from typing import Any
 
 import click
 
-from tfyarn.jobconfig import JobConfigError, load_job, read_defaults
+from appmaster.settings import APP_PREFIX, APPMASTER_COMPONENT, APPMASTER_SCOPE, setting
+from tfyarn.jobconfig import COMPONENT_NAMES, JobConfigError, load_job, read_defaults
 from tfyarn.jobconfig.defaults import JOB_FILE, Defaults, Source, effective
+from tfyarn.jobconfig.overrides import parse_set
 
 
 @click.command("config")
@@ -19,10 +21,13 @@ from tfyarn.jobconfig.defaults import JOB_FILE, Defaults, Source, effective
 @click.option("--app-config", "app_config_path", default="appConfig.json", show_default=True,
               type=click.Path(dir_okay=False),
               help="The job's settings; without both job files, the defaults alone.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="A setting as `tfyarn submit --set` gives it (repeatable): shown with "
+                   "the command line as its origin.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def config_command(ctx: click.Context, resources_path: str, app_config_path: str,
-                   as_json: bool) -> None:
+                   sets: tuple[str, ...], as_json: bool) -> None:
     """Show the settings a job gets from the defaults files and its own files.
 
     Each setting is shown with where it came from: the cluster's defaults file
@@ -35,16 +40,18 @@ def config_command(ctx: click.Context, resources_path: str, app_config_path: str
     job_files: list[str] = []
     if given or Path(resources_path).exists() or Path(app_config_path).exists():
         # raises on any problem; the job carries every setting and where it came from
-        table = load_job(resources_path, app_config_path, defaults=defaults).settings
+        table = load_job(resources_path, app_config_path, defaults=defaults,
+                         overrides=[parse_set(text) for text in sets]).settings
         job_files = [resources_path, app_config_path]
     elif defaults.problems:
         raise JobConfigError(defaults.problems)
     else:
-        table = effective(defaults)
+        table = effective(defaults, overrides=[parse_set(text) for text in sets])
     files = _files(defaults, job_files)
     if as_json:
         click.echo(json.dumps({"files": files, "settings": {
-            key: {"value": value, "level": source.level, "file": source.path}
+            key: {"value": value, "level": source.level, "file": source.path,
+                  "meaning": meaning(key)}
             for key, (value, source) in table.items()}}, indent=2))
         return
     for file in files:
@@ -59,6 +66,17 @@ def config_command(ctx: click.Context, resources_path: str, app_config_path: str
     values = max(len(value) for _, value, _ in shown)
     for key, value, source in shown:
         click.echo(f"{key:<{keys}}  {value:<{values}}  {source}")
+
+
+def meaning(key: str) -> str:
+    """A setting's one line from its declaration (appmaster/settings.py); its key as the
+    table names it: a component's own as <component>.<key>, the AppMaster's too."""
+    first, _, rest = key.partition(".")
+    if first == APPMASTER_COMPONENT:
+        return setting(rest, APPMASTER_SCOPE).meaning
+    if first in COMPONENT_NAMES and not key.startswith(APP_PREFIX):
+        key = rest
+    return setting(key).meaning
 
 
 def _files(defaults: Defaults, job_files: list[str]) -> list[dict[str, Any]]:

@@ -54,6 +54,9 @@ from tfyarn.watch import jobview
               help="AppMaster memory in MB [default: slider-appmaster's yarn.memory, or 512].")
 @click.option("--am-vcores", type=click.IntRange(1), default=None,
               help="AppMaster vcores [default: slider-appmaster's yarn.vcores, or 1].")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Set any job-file key, as `tfyarn config` names it, over every file "
+                   "(repeatable), e.g. --set components.worker.yarn.component.instances=8.")
 @click.option("--am-label", default=None,
               help="Node label for the AppMaster. YARN also applies it to every component "
                    "without its own yarn.label.expression (the plan shows it).")
@@ -63,13 +66,13 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
                    queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
                    as_json: bool, python_env: str | None, docker_image: str | None,
                    docker_mounts: tuple[str, ...], data: tuple[str, ...],
-                   tags: tuple[str, ...],
+                   tags: tuple[str, ...], sets: tuple[str, ...],
                    am_memory: int | None, am_vcores: int | None, am_label: str | None) -> None:
     """Submit a distributed TensorFlow job to YARN."""
     planned = plan_job(resources_path, app_config_path, SubmitOptions(
         name=name, queue=queue, tags=tags, am_memory=am_memory, am_vcores=am_vcores,
         am_label=am_label, python_env=python_env, docker_image=docker_image,
-        docker_mounts=docker_mounts, data=data))
+        docker_mounts=docker_mounts, data=data, sets=sets))
     if dry_run:
         document = planned.document()
         click.echo(format_plan_json(document) if as_json

@@ -10,6 +10,7 @@ correct everything in one go. The cluster's and the person's defaults files
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from tfyarn.jobconfig.appconfig import parse_app
@@ -31,12 +32,14 @@ from tfyarn.jobconfig.model import (
     Problem,
     describe_problems,
 )
+from tfyarn.jobconfig.overrides import OverriddenChecker, Override, apply
 from tfyarn.jobconfig.resources import parse_resources
 
 __all__ = [
     "APPMASTER", "COMPONENT_NAMES", "EVALUATOR", "FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING",
     "SUCCESS_POLICIES", "TASK_KINDS", "TENSORBOARD", "AppConfig", "Component", "Defaults",
-    "JobConfig", "JobConfigError", "Problem", "describe_problems", "load_job", "read_defaults",
+    "JobConfig", "JobConfigError", "Override", "Problem", "describe_problems", "load_job",
+    "read_defaults",
 ]
 
 
@@ -46,25 +49,30 @@ def load_job(
     *,
     user: str | None = None,
     defaults: Defaults | None = None,
+    overrides: Sequence[Override] = (),
 ) -> JobConfig:
-    """Read both job files, raising JobConfigError with every problem in them and in the
-    defaults files.
+    """Read both job files, raising JobConfigError with every problem in them, in the
+    defaults files and in the command line's ``overrides``.
 
     `user` replaces ${USER_NAME} in the work dir; None means the current user. `defaults`
     fill in what the files leave out; None reads the cluster's and the person's files
-    (read_defaults), Defaults() means none.
+    (read_defaults), Defaults() means none. `overrides` (--set and the options that stand
+    for a setting) beat every file.
     """
     if defaults is None:
         defaults = read_defaults()
     problems: list[Problem] = list(defaults.problems)
-    resources_checker = Checker(str(resources_path), problems)
-    app_checker = Checker(str(app_config_path), problems)
-    resources_doc = read_document(resources_checker, Path(resources_path))
-    app_doc = read_document(app_checker, Path(app_config_path))
-    resources = None if resources_doc is None else parse_resources(
-        resources_checker, defaults.resources_document(resources_doc))
-    app = None if app_doc is None else parse_app(
-        app_checker, defaults.app_document(app_doc), Path(app_config_path), user)
+    resources_doc = read_document(Checker(str(resources_path), problems), Path(resources_path))
+    app_doc = read_document(Checker(str(app_config_path), problems), Path(app_config_path))
+    given_resources = None if resources_doc is None else dict(resources_doc)
+    given_app = None if app_doc is None else dict(app_doc)
+    in_resources, in_app = apply(overrides, given_resources, given_app, problems)
+    resources_checker = OverriddenChecker(str(resources_path), problems, in_resources)
+    app_checker = OverriddenChecker(str(app_config_path), problems, in_app)
+    resources = None if given_resources is None else parse_resources(
+        resources_checker, defaults.resources_document(given_resources))
+    app = None if given_app is None else parse_app(
+        app_checker, defaults.app_document(given_app), Path(app_config_path), user)
     if problems:
         raise JobConfigError(problems)
     assert resources is not None and app is not None  # no problems means both parsed
@@ -77,6 +85,5 @@ def load_job(
         resources_path=Path(resources_path),
         app_config_path=Path(app_config_path),
         settings=effective(defaults, [(str(resources_path), resources_doc or {}),
-                                      (str(app_config_path), app_doc or {})]),
+                                      (str(app_config_path), app_doc or {})], overrides),
     )
-

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from tfyarn.jobconfig import appconfig, resources
 from tfyarn.jobconfig.documents import (
+    COMMAND_LINE,
     NO_VALUE,
     Checker,
     key_path,
@@ -47,6 +48,7 @@ from tfyarn.jobconfig.model import (
     SettingValue,
     Source,
 )
+from tfyarn.jobconfig.overrides import Override
 
 SYSTEM_FILE = "/etc/tfyarn/tfyarn.yaml"
 SYSTEM_ENV = "TFYARN_SYSTEM_CONFIG"  # another cluster's file: for tests and packagers
@@ -126,15 +128,19 @@ def personal_file() -> str:
 
 
 def effective(
-    defaults: Defaults, job_files: Sequence[tuple[str, dict[str, Any]]] = ()
+    defaults: Defaults, job_files: Sequence[tuple[str, dict[str, Any]]] = (),
+    overrides: Sequence[Override] = (),
 ) -> dict[str, SettingValue]:
-    """Every setting the defaults and the job's (checked) files give, or tfyarn itself, with
-    where it came from; keyed as in a defaults file, a component's own as <component>.<key>.
-    `job_files`: resources.json's (path, document), then appConfig.json's."""
+    """Every setting the defaults, the job's (checked) files and the command line give, or
+    tfyarn itself, with where it came from; keyed as in a defaults file, a component's own
+    as <component>.<key>. `job_files`: resources.json's (path, document), then
+    appConfig.json's."""
     built_in = {**appconfig.BUILT_IN, **resources.BUILT_IN,
                 **{_APPMASTER_PREFIX + k: v for k, v in resources.APPMASTER_BUILT_IN.items()}}
     levels = [(Source(BUILT_IN), built_in), *defaults.levels()]
     levels += [(Source(JOB_FILE, path), _flat(doc)) for path, doc in job_files]
+    own = [key for path, doc in job_files for key in _flat(doc)]
+    levels += [(Source(COMMAND_LINE, o.option), _overridden(o, own)) for o in overrides]
     table = _layered(levels)
     for key in resources.APPMASTER_KEYS:  # the AppMaster's own default yields to everyone's
         if table[_APPMASTER_PREFIX + key][1].level == BUILT_IN and table[key][1].level != BUILT_IN:
@@ -147,6 +153,8 @@ def where_set(table: dict[str, SettingValue], app_config: str, key: str) -> tupl
     its appConfig.json's, or the defaults file that gave it, for messages about its value
     (pre-flight's)."""
     source = table[key][1] if key in table else Source(JOB_FILE)
+    if source.level == COMMAND_LINE and source.path is not None:
+        return COMMAND_LINE, source.path
     if source.level in (JOB_FILE, BUILT_IN) or source.path is None:
         return app_config, key_path("global", key)
     return source.path, key_path(key)
@@ -245,6 +253,14 @@ def _flat(doc: dict[str, Any]) -> dict[str, Any]:
     for name, own in (doc.get("components") or {}).items():
         settings.update((f"{name}.{key}", value) for key, value in (own or {}).items())
     return settings
+
+
+def _overridden(o: Override, own: list[str]) -> dict[str, Any]:
+    """What an override sets, keyed as in the table: every component's key also replaces
+    each component's own value."""
+    if o.component is not None or o.key.startswith(_APP_PREFIX):
+        return {o.key: o.value}
+    return {o.key: o.value, **{key: o.value for key in own if key.endswith("." + o.key)}}
 
 
 def _group(key: str) -> int:

@@ -23,7 +23,7 @@ from tfyarn.hadoop.driver import submit as submit_to_yarn
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
 from tfyarn.jobconfig.defaults import where_set
-from tfyarn.jobconfig.documents import COMMAND_LINE
+from tfyarn.jobconfig.overrides import Override, parse_set
 from tfyarn.security import kerberos
 from tfyarn.submission import jobenv, preflight, workdir
 from tfyarn.submission.plan import Placement, build_plan, plan_document
@@ -46,6 +46,18 @@ class SubmitOptions:
     docker_image: str | None = None
     docker_mounts: tuple[str, ...] = ()
     data: tuple[str, ...] = ()
+    sets: tuple[str, ...] = ()  # --set KEY=VALUE, as typed
+
+    def overrides(self) -> list[Override]:
+        """The settings the command line gives: the options that stand for one, then each
+        --set (checked here: a bad one raises JobConfigError naming it)."""
+        options = [("site.global.queue", self.queue, "--queue"),
+                   ("site.global.app.name", self.name, "--name"),
+                   ("slider-appmaster.yarn.memory", self.am_memory, "--am-memory"),
+                   ("slider-appmaster.yarn.vcores", self.am_vcores, "--am-vcores")]
+        return [*(Override(key, str(value), option) for key, value, option in options
+                  if value is not None),
+                *(parse_set(text) for text in self.sets)]
 
     def given(self) -> frozenset[str]:
         """The AppMaster options set here, by their CLI names (pre-flight names them)."""
@@ -94,24 +106,23 @@ def plan_job(resources: FilePath, app_config: FilePath,
              options: SubmitOptions = SubmitOptions()) -> PlannedJob:
     """Read, check and plan the job, and ask the cluster; submits nothing."""
     with in_context(NOTHING_SUBMITTED):
-        job = with_data(load_job(resources, app_config), options.data)
+        job = with_data(load_job(resources, app_config, overrides=options.overrides()),
+                        options.data)
         # the job's Python env and Docker image (tfyarn/submission/jobenv.py)
         job = jobenv.with_overrides(job, options.python_env, options.docker_image,
                                     options.docker_mounts)
-        plan = build_plan(job, options.name, default_label=options.am_label)
+        plan = build_plan(job, default_label=options.am_label)
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
             plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY)
-    placement = Placement(queue=options.queue or job.app.queue, tags=options.tags,
-                          am_memory_mb=options.am_memory or job.am_memory_mb,
-                          am_vcores=options.am_vcores or job.am_vcores,
+    placement = Placement(queue=job.app.queue, tags=options.tags,
+                          am_memory_mb=job.am_memory_mb, am_vcores=job.am_vcores,
                           am_label=options.am_label, view_acl=job.app.view_acl,
                           modify_acl=job.app.modify_acl, web_login=hadoopconf.web_login(conf))
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
     # user wrote.
-    queue_source = ((COMMAND_LINE, "--queue") if options.queue else
-                    where_set(job.settings, str(app_config), "site.global.queue"))
+    queue_source = where_set(job.settings, str(app_config), "site.global.queue")
     checked = preflight.run_preflight(
         preflight.job_requests(job, plan, placement, options.given()), placement.queue,
         queue_source)
@@ -123,7 +134,7 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
            am_memory: int | None = None, am_vcores: int | None = None,
            am_label: str | None = None, python_env: str | None = None,
            docker_image: str | None = None, docker_mounts: Sequence[str] = (),
-           data: Sequence[str] = (), principal: str | None = None,
+           data: Sequence[str] = (), sets: Sequence[str] = (), principal: str | None = None,
            keytab: str | None = None, client=None,
            echo: Callable[[str], None] = log.info) -> str:
     """Submit a distributed TensorFlow job to YARN, as `tfyarn submit --detach` does, and
@@ -133,9 +144,10 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
     appConfig.json, or YAML). The keywords are `tfyarn submit`'s options: ``name``,
     ``queue``, ``tags``, ``am_memory`` (MB), ``am_vcores``, ``am_label``, ``python_env`` (a
     packed env's path), ``docker_image``, ``docker_mounts`` ("src:dest[:ro|rw]") and
-    ``data`` ("hdfs:///path#name"); ``principal`` and ``keytab`` log in on a secure cluster
-    as tfyarn's --principal/--keytab do (default: the ticket cache from kinit), and give the
-    job the keytab for tokens past their maximum lifetime. ``client`` is an open skein.Client
+    ``data`` ("hdfs:///path#name"), ``sets`` (--set's "KEY=VALUE"); ``principal`` and
+    ``keytab`` log in on a secure cluster as tfyarn's --principal/--keytab do (default: the
+    ticket cache from kinit), and give the job the keytab for tokens past their maximum
+    lifetime. ``client`` is an open skein.Client
     to submit with (None: one is started, and stopped again). ``echo`` gets the lines the CLI
     prints on stderr: pre-flight notes, the packed env's upload (default: this module's
     logger, at INFO).
@@ -148,7 +160,7 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
     options = SubmitOptions(name=name, queue=queue, tags=tuple(tags), am_memory=am_memory,
                             am_vcores=am_vcores, am_label=am_label, python_env=python_env,
                             docker_image=docker_image, docker_mounts=tuple(docker_mounts),
-                            data=tuple(data))
+                            data=tuple(data), sets=tuple(sets))
     driver = driver_settings(principal, keytab)
     planned = plan_job(resources, app_config, options)
     environment = planned.prepare(echo)

@@ -19,6 +19,7 @@ from tfyarn.jobconfig import (
     Component,
     JobConfig,
 )
+from tfyarn.jobconfig.model import BUILT_IN, JOB_FILE
 from tfyarn.submission import environments
 from tfyarn.submission.workdir import default_work_dir, qualified
 
@@ -209,6 +210,10 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
             "command": shlex.join(plan.tensorboard_command(0, work_dir)).replace(
                 "--port 0", "--port <reserved port>"),
         },
+        # every setting not at tfyarn's default, and where it came from (`tfyarn config`)
+        "settings": {key: {"value": value, "from": str(source)}
+                     for key, (value, source) in job.settings.items()
+                     if source.level != BUILT_IN},
         "ignored_keys": list(job.app.ignored),
         "failure_threshold_meaning": FAILURE_THRESHOLD_MEANING,
     }
@@ -292,6 +297,13 @@ def format_plan(document: dict) -> str:
                      f"node label {board['node_label'] or '<default partition>'}; "
                      "its URL in `tfyarn status` and on the job page\n"
                      f"  {board['command']}")
+    outside = {key: entry for key, entry in document.get("settings", {}).items()
+               if not entry["from"].endswith(f"({JOB_FILE})")}
+    if outside:  # the job files' own are in the files; --json lists them too
+        lines.append("\nSettings from defaults files and the command line (tfyarn config):")
+        width = max(map(len, outside))
+        lines += [f"  {key:<{width}}  {json.dumps(entry['value'], ensure_ascii=False)}  "
+                  f"({entry['from']})" for key, entry in outside.items()]
     if document["ignored_keys"]:
         lines.append("\nSlider-only keys accepted and not needed: "
                      + ", ".join(document["ignored_keys"]))
