@@ -1,0 +1,187 @@
+"""The cluster as pre-flight sees it (tfyarn/submission/preflight.py): queues, labels, nodes
+and their room, from two answers of the ResourceManager's REST API (the scheduler and the
+nodes). Pure functions of those answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+GPU = "yarn.io/gpu"
+DIMENSIONS = ("memory_mb", "vcores", "gpus")  # a container's, as Resources holds them
+DEFAULT_PARTITION = ""
+
+
+def partition_name(label: str) -> str:
+    return f'label "{label}"' if label else "the default partition (no label)"
+
+
+@dataclass(frozen=True, order=True)
+class Resources:
+    memory_mb: int = 0
+    vcores: int = 0
+    gpus: int = 0
+
+    @classmethod
+    def from_json(cls, value: Mapping | None) -> Resources:
+        """The RM's resource object: memory, vCores and resourceInformations (GPUs)."""
+        if not value:
+            return cls()
+        gpus = 0
+        for info in (value.get("resourceInformations") or {}).get("resourceInformation") or []:
+            if info.get("name") == GPU:
+                gpus = int(info.get("value") or 0)
+        return cls(int(value.get("memory") or 0), int(value.get("vCores") or 0), gpus)
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(self.memory_mb + other.memory_mb, self.vcores + other.vcores,
+                         self.gpus + other.gpus)
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(self.memory_mb - other.memory_mb, self.vcores - other.vcores,
+                         self.gpus - other.gpus)
+
+    def times(self, n: int) -> Resources:
+        return Resources(self.memory_mb * n, self.vcores * n, self.gpus * n)
+
+    def fits_in(self, room: Resources) -> bool:
+        return not self.too_big_for(room)
+
+    def too_big_for(self, room: Resources) -> list[str]:
+        """The dimensions (memory_mb, vcores, gpus) where this is bigger than ``room``."""
+        return [d for d in DIMENSIONS if getattr(self, d) > getattr(room, d)]
+
+    def at_least(self, other: Resources) -> Resources:
+        return Resources(max(self.memory_mb, other.memory_mb), max(self.vcores, other.vcores),
+                         max(self.gpus, other.gpus))
+
+    def at_most(self, other: Resources) -> Resources:
+        return Resources(min(self.memory_mb, other.memory_mb), min(self.vcores, other.vcores),
+                         min(self.gpus, other.gpus))
+
+    def __str__(self) -> str:
+        text = f"{self.memory_mb} MB, {self.vcores} vcore(s)"
+        return text + (f", {self.gpus} GPU(s)" if self.gpus else "")
+
+
+ZERO = Resources()
+
+
+# ---- the cluster, from the RM's answers ----
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    state: str
+    label: str  # DEFAULT_PARTITION for a node without one
+    total: Resources
+    available: Resources
+
+    @property
+    def active(self) -> bool:
+        return self.state == "RUNNING"
+
+
+@dataclass(frozen=True)
+class Queue:
+    path: str  # root.default
+    leaf: bool
+    state: str
+    labels: frozenset[str]  # labels it may use ("*": any); the default partition always
+    max_allocation: Resources  # per container, the queue's own cap included
+    max_by_label: Mapping[str, Resources]  # what it can ever hold, per partition
+    used_by_label: Mapping[str, Resources]
+    am_limit_by_label: Mapping[str, Resources]
+    max_capacity_by_label: Mapping[str, float]  # absolute maximum capacity, %
+    acls: Mapping[str, str]  # SUBMIT_APP / ADMINISTER_QUEUE -> "users groups" or "*"
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    def may_use(self, label: str) -> bool:
+        return label == DEFAULT_PARTITION or label in self.labels or "*" in self.labels
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    scheduler: str  # capacityScheduler, fairScheduler, fifoScheduler
+    queues: Mapping[str, Queue]  # by path; empty unless the Capacity Scheduler
+    nodes: tuple[Node, ...]
+    labels: frozenset[str]  # every label the cluster knows
+    max_allocation: Resources  # the cluster's (the root queue's); ZERO when unknown
+    gpus_declared: bool
+
+    def find_queue(self, name: str) -> Queue | None:
+        """YARN takes a leaf's short name or its full path."""
+        if name in self.queues:
+            return self.queues[name]
+        matches = [q for q in self.queues.values() if q.name == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def leaves(self, running_only: bool = False) -> list[str]:
+        return sorted(q.path for q in self.queues.values()
+                      if q.leaf and (q.state == "RUNNING" or not running_only))
+
+    def active_nodes(self, label: str) -> list[Node]:
+        return [n for n in self.nodes if n.active and n.label == label]
+
+
+def _by_partition(rows: Iterable[Mapping], key: str) -> dict[str, Resources]:
+    return {row.get("partitionName", ""): Resources.from_json(row.get(key)) for row in rows}
+
+
+def _queue(info: Mapping) -> Queue:
+    capacities = (info.get("capacities") or {}).get("queueCapacitiesByPartition") or []
+    usages = (info.get("resources") or {}).get("resourceUsagesByPartition") or []
+    children = (info.get("queues") or {}).get("queue")
+    leaf = info.get("queueType") == "leaf" if "queueType" in info else not children
+    acls = {row.get("accessType", ""): row.get("accessControlList", "")
+            for row in (info.get("queueAcls") or {}).get("queueAcl") or []}
+    return Queue(
+        path=info.get("queuePath") or info.get("queueName", ""), leaf=leaf,
+        state=info.get("state", "RUNNING"),
+        labels=frozenset(info.get("nodeLabels") or ()),
+        max_allocation=Resources.from_json(info.get("maximumAllocation")),
+        max_by_label=_by_partition(capacities, "effectiveMaxResource"),
+        used_by_label=_by_partition(usages, "used"),
+        am_limit_by_label=_by_partition(usages, "amLimit"),
+        max_capacity_by_label={row.get("partitionName", ""): float(row.get("absoluteMaxCapacity",
+                                                                           100.0))
+                               for row in capacities},
+        acls=acls,
+    )
+
+
+def _walk(info: Mapping) -> Iterable[Mapping]:
+    yield info
+    for child in (info.get("queues") or {}).get("queue") or []:
+        yield from _walk(child)
+
+
+def cluster_view(scheduler: Mapping, nodes: Mapping) -> ClusterView:
+    """The parts of /ws/v1/cluster/scheduler and /ws/v1/cluster/nodes the checks read."""
+    info = (scheduler.get("scheduler") or {}).get("schedulerInfo") or {}
+    kind = info.get("type", "unknown")
+    node_rows = (nodes.get("nodes") or {}).get("node") or []
+    node_list = tuple(
+        Node(id=row.get("id", "?"), state=row.get("state", "?"),
+             label=next(iter(row.get("nodeLabels") or ()), DEFAULT_PARTITION),
+             total=Resources.from_json(row.get("totalResource")),
+             available=Resources.from_json(row.get("availableResource")))
+        for row in node_rows
+    )
+    queues: dict[str, Queue] = {}
+    labels = {n.label for n in node_list}
+    if kind == "capacityScheduler":
+        root = dict(info, queuePath=info.get("queuePath", "root"), queueType="parent")
+        queues = {q.path: q for q in map(_queue, _walk(root))}
+        for row in (info.get("capacities") or {}).get("queueCapacitiesByPartition") or []:
+            labels.add(row.get("partitionName", ""))
+    max_allocation = queues["root"].max_allocation if "root" in queues else ZERO
+    gpus_declared = max_allocation.gpus > 0 or any(
+        entry.get("name") == GPU for row in node_rows
+        for entry in ((row.get("totalResource") or {}).get("resourceInformations") or {}).get(
+            "resourceInformation") or [])
+    labels.discard(DEFAULT_PARTITION)
+    return ClusterView(kind, queues, node_list, frozenset(labels), max_allocation, gpus_declared)
