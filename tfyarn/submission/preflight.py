@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 import requests
 
 from appmaster.jobplan import JobPlan, RolePlan
+from appmaster.settings import COMPONENT_SCOPE, settings
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
 from tfyarn.submission.clusterview import (
+    DIMENSIONS,
     GPU,
     ZERO,
     ClusterView,
@@ -36,7 +38,7 @@ from tfyarn.submission.clusterview import (
 from tfyarn.submission.plan import Placement
 
 # What each dimension is called in resources.json, and in YARN's maximum-allocation settings.
-KEYS = {"memory_mb": "yarn.memory", "vcores": "yarn.vcores", "gpus": "yarn.gpus"}
+KEYS = {s.field: s.key for s in settings(COMPONENT_SCOPE) if s.field in DIMENSIONS}
 MAX_ALLOCATION_SETTINGS = {"memory_mb": "maximum-allocation-mb",
                            "vcores": "maximum-allocation-vcores",
                            "gpus": f"resource-types.{GPU}.maximum-allocation"}
