@@ -66,3 +66,13 @@ def test_the_plans_defaults_are_the_declared_ones() -> None:
     for s in declared.settings(declared.APP_SCOPE):
         if s.default is not None and hasattr(plan, s.field):
             assert getattr(plan, s.field) == s.default, s.key
+
+
+def test_what_travels_is_what_the_plan_holds(minimal_job) -> None:
+    """A setting marked `travels` reaches the AppMaster as the files give it."""
+    from tfyarn.submission.plan import build_plan
+
+    plan = build_plan(minimal_job)
+    for s in declared.settings(declared.APP_SCOPE):
+        if s.travels:
+            assert getattr(plan, s.field) == getattr(minimal_job.app, s.field), s.key

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
-from appmaster.settings import APPMASTER_SCOPE, default
+from appmaster.settings import APP_SCOPE, APPMASTER_SCOPE, default, settings
 from appmaster.vocabulary import Role
 from tfyarn.jobconfig import (
     EVALUATOR,
@@ -90,21 +90,14 @@ def build_plan(job: JobConfig, name: str | None = None,
         ),
         work_dir=work_dir,
         roles=roles,
-        script_args=app.script_args,
-        registration_timeout_s=app.registration_timeout_s,
+        # the settings the AppMaster reads as the files give them (appmaster/settings.py)
+        **{s.field: getattr(app, s.field) for s in settings(APP_SCOPE) if s.travels},
         env=dict(app.env),
-        success_policy=app.success_policy,
-        allocation_timeout_s=app.allocation_timeout_s,
-        deadline_s=app.deadline_s,
-        am_max_attempts=app.am_max_attempts,
         secrets=tuple(sorted(app.secrets)),
         tensorboard=(role_plan(tensorboard, default_label)
                      if tensorboard and tensorboard.instances else None),
         evaluator=(role_plan(evaluator, default_label)
                    if evaluator and evaluator.instances else None),
-        evaluation_timeout_s=app.evaluation_timeout_s,
-        mirror_interval_s=app.mirror_interval_s,
-        heartbeat_timeout_s=app.heartbeat_timeout_s,
         data_dir=app.data_dir and qualified(app.data_dir),
         data={entry.name: qualified(entry.url) for entry in app.data},
         work_dir_flag="--ckp_dir" if app.checkpoint_prefix else "--work_dir",
