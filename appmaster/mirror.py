@@ -13,7 +13,8 @@
 
 A checkpoint whose data shards are not all in the local dir was written partly from another
 host (TensorFlow's sharded saving puts each variable's shard on the ps holding it). It is
-never mirrored; the status says so, and the script must save from the chief (README).
+never mirrored; the status says so, and the script must save from the chief
+(docs/guide/failures.md).
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ class WorkDirMirror:
             self.status.warning = (
                 f"checkpoint {os.path.join(directory, latest)} lacks {', '.join(missing)} in "
                 "this task's dir: its shards were written on other hosts (sharded saving on "
-                "the ps). It is not mirrored; save from the chief (see README).")
+                "the ps). It is not mirrored; save from the chief (docs/guide/failures.md).")
             log.warning("%s", self.status.warning)
             return 0
         files = [os.path.join(directory, f) for f in checkpoint_files(names, latest)]
