@@ -102,7 +102,8 @@ def plan_job(resources: FilePath, app_config: FilePath,
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
-            plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY)
+            plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY,
+            checkpoint_prefix=bool(job.app.checkpoint_prefix))
     placement = Placement(queue=options.queue or job.app.queue, tags=options.tags,
                           am_memory_mb=options.am_memory or job.am_memory_mb,
                           am_vcores=options.am_vcores or job.am_vcores,
