@@ -30,6 +30,7 @@ from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
 from appmaster.progress import ProgressReporter, report_to
+from appmaster.refusedflags import refused_flag_hint
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.vocabulary import Role
 
@@ -302,7 +303,7 @@ def main() -> int:
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
     code, tail = _run_script(link, container, work, command, env, name, address, reservation)
     work.finish(report_mirror)
-    code = _exit_code(link, container, name, address, code, tail)
+    code = _exit_code(link, container, name, address, code, _with_hint(plan, name, code, tail))
     _status(link, container, "exited", address=address, exit_code=code)
     return code
 
@@ -419,6 +420,19 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
     if progress is not None:
         progress.finish()
     return code, tail
+
+
+def _with_hint(plan: JobPlan, name: str, code: int, tail: str) -> str:
+    """A failed script's stderr tail, with the fix when it refused a flag tfyarn passed it
+    (appmaster/refusedflags.py), also added to its stderr file (`tfyarn logs`)."""
+    hint = refused_flag_hint(tail, plan.work_dir_flag, bool(plan.data_dir or plan.data)) \
+        if code != 0 else ""
+    if not hint:
+        return tail
+    log.error("%s", hint)
+    with open(log_dir() / f"{name}.stderr", "a") as err:
+        err.write(hint + "\n")
+    return tail.rstrip("\n") + "\n" + hint + "\n"
 
 
 def _exit_code(link: AgentLink, container: str, name: str, address: str | None, code: int,
