@@ -30,6 +30,7 @@ from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
 from appmaster.progress import ProgressReporter, report_to
+from appmaster.refusedflags import refused_flag_hint
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.vocabulary import Role
 
@@ -39,7 +40,6 @@ STDERR_TAIL_LINES = 20
 TERMINATE_GRACE_S = 5.0
 RESTORE_TIMEOUT_S = 300.0
 LAST_MIRROR_TIMEOUT_S = 120.0
-LOCAL_WORK_DIR = "work"  # in the container's directory: the node's own fast disk
 # The first role's containers may start before the master serves its rendezvous.
 CONNECT_TIMEOUT_S = 120.0
 
@@ -131,12 +131,12 @@ class TaskWorkDir:
         self.role, self.mirror = role, None
         self.follower: CheckpointFollower | None = None  # the evaluator's
         self.is_chief = (role, index) == plan.chief
-        if not is_remote(self.job_dir):  # a path every node mounts (or a one-node cluster)
-            self.path = self.job_dir
-            Path(self.path).mkdir(parents=True, exist_ok=True)
-            return
-        self.path = str(Path(LOCAL_WORK_DIR).resolve())
+        # what the script is told (plan.task_command): in this container's directory, or a
+        # path every node mounts (or a one-node cluster)
+        self.path = plan.task_work_dir(app_id, os.getcwd())
         Path(self.path).mkdir(parents=True, exist_ok=True)
+        if not is_remote(self.job_dir):
+            return
         self.mirror = WorkDirMirror(Path(self.path), RemoteDir(self.job_dir),
                                     plan.mirror_interval_s)
 
@@ -298,11 +298,12 @@ def main() -> int:
         return _gpus_failed(link, container, name, exc)
     reservation, address = _export_address(link, container, task, name)
     _status(link, container, "registered", address=address, gpus=held.summary())
-    command, env = _command_and_environment(link, plan, task, work, reservation, address)
+    command, env = _command_and_environment(link, plan, app_id, task, work, reservation,
+                                            address)
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
     code, tail = _run_script(link, container, work, command, env, name, address, reservation)
     work.finish(report_mirror)
-    code = _exit_code(link, container, name, address, code, tail)
+    code = _exit_code(link, container, name, address, code, _with_hint(plan, name, code, tail))
     _status(link, container, "exited", address=address, exit_code=code)
     return code
 
@@ -380,8 +381,9 @@ def _export_address(link: AgentLink, container: str, task: registry.TaskAssignme
     return reservation, address
 
 
-def _command_and_environment(link: AgentLink, plan: JobPlan, task: registry.TaskAssignment,
-                             work: TaskWorkDir, reservation: socket.socket | None,
+def _command_and_environment(link: AgentLink, plan: JobPlan, app_id: str,
+                             task: registry.TaskAssignment, work: TaskWorkDir,
+                             reservation: socket.socket | None,
                              address: str | None) -> tuple[list[str], dict]:
     """What the task runs, and with what environment: TensorBoard at once; a TensorFlow
     task once its generation's spec is out (the evaluator, once training is done)."""
@@ -390,8 +392,8 @@ def _command_and_environment(link: AgentLink, plan: JobPlan, task: registry.Task
         return command, {**os.environ, "PYTHONUNBUFFERED": "1"}
     spec = (wait_for_any_spec(link, task.generation) if address is None else
             wait_for_spec(link, task.generation, address, task.role, task.index))
-    command = plan.task_command(spec, task.role, task.index, work.path,  # YARN localized
-                                os.path.abspath(DATA_DIR_NAME))  # the data dir here
+    # its work dir and data dir (localized by YARN) in this container's directory
+    command = plan.task_command(spec, task.role, task.index, os.getcwd(), app_id)
     env = task_environment(spec, task, work.path, plan.secrets,
                            work.job_dir if work.mirror else None)
     if plan.data_dir or plan.data:  # what --data_dir says, for scripts without the flag
@@ -418,6 +420,19 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
     if progress is not None:
         progress.finish()
     return code, tail
+
+
+def _with_hint(plan: JobPlan, name: str, code: int, tail: str) -> str:
+    """A failed script's stderr tail, with the fix when it refused a flag tfyarn passed it
+    (appmaster/refusedflags.py), also added to its stderr file (`tfyarn logs`)."""
+    hint = refused_flag_hint(tail, plan.work_dir_flag, bool(plan.data_dir or plan.data)) \
+        if code != 0 else ""
+    if not hint:
+        return tail
+    log.error("%s", hint)
+    with open(log_dir() / f"{name}.stderr", "a") as err:
+        err.write(hint + "\n")
+    return tail.rstrip("\n") + "\n" + hint + "\n"
 
 
 def _exit_code(link: AgentLink, container: str, name: str, address: str | None, code: int,

@@ -33,7 +33,8 @@ class ClusterSpec:
     def flags(self, role: str, index: int, work_dir: str | None = None,
               data_dir: str | None = None, work_dir_flag: str = "--work_dir") -> list[str]:
         """The command-line flags of Slider's convention for one task: its four, then
-        ``--data_dir`` and the work dir (``--ckp_dir`` in Slider's package) when given."""
+        ``--data_dir`` and the work dir (``--ckp_dir`` in Slider's package) when given;
+        ``work_dir_flag`` "": no work dir flag."""
         if role == Role.PS:
             job_name, task_index = "ps", index
         elif role == Role.CHIEFWORKER:
@@ -52,7 +53,7 @@ class ClusterSpec:
         ]
         if data_dir is not None:
             flags.append(f"--data_dir={data_dir}")
-        if work_dir is not None:
+        if work_dir is not None and work_dir_flag:
             flags.append(f"{work_dir_flag}={work_dir}")
         return flags
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.settings import default
+from appmaster.storage import is_remote
 from appmaster.vocabulary import Role
 
 JOB_FILE = "tfyarn-job.json"
@@ -23,6 +24,9 @@ DATA_DIR_NAME = "data"
 # skein takes no "/" in a file's name: each entry is localized as data-<name>, and the agent
 # links it into the data dir as <name>
 DATA_ENTRY_PREFIX = "data-"
+# Each task's local work dir in its directory, when the job's work dir is on HDFS: the node's
+# own fast disk, kept in step with HDFS by the agent (appmaster/mirror.py)
+LOCAL_WORK_DIR = "work"
 
 # Defaults of the job's settings (appmaster/settings.py declares them).
 DEFAULT_REGISTRATION_TIMEOUT_S: float = default("site.global.registration.timeout")
@@ -77,8 +81,8 @@ class JobPlan:
     # Slider's site.global.user.data.dir on HDFS: YARN localizes it as DATA_DIR_NAME and the
     # script gets --data_dir; None: no --data_dir
     data_dir: str | None = None
-    # "--ckp_dir" with Slider's site.global.user.checkpoint.prefix (its scripts know no
-    # --work_dir): the flag that names the task's local work dir
+    # site.global.user.scripts.work_dir_flag: the flag that names the task's local work dir
+    # ("--ckp_dir" by default with Slider's site.global.user.checkpoint.prefix); "": none
     work_dir_flag: str = "--work_dir"
     # an agent silent this long: its task is lost
     heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S
@@ -118,13 +122,22 @@ class JobPlan:
         return [self.python, "-m", "tensorboard.main", "--logdir", work_dir,
                 "--host", "0.0.0.0", "--port", str(port)]
 
-    def task_command(self, spec: ClusterSpec, role: str, index: int, work_dir: str,
-                     data_dir: str | None = None) -> list[str]:
-        """The exact command line one task runs (relative to the container's directory);
-        ``data_dir``: where the data dir was localized (default: relative to it)."""
+    def task_work_dir(self, app_id: str, container_dir: str) -> str:
+        """The directory a task works in, as its script is told (``work_dir_flag``,
+        TFYARN_WORK_DIR): in its container's directory when the job's work dir is on HDFS
+        (the agent restores and mirrors it), else the job's work dir itself (a path every
+        node mounts)."""
+        job_dir = self.resolved_work_dir(app_id)
+        return f"{container_dir}/{LOCAL_WORK_DIR}" if is_remote(job_dir) else job_dir
+
+    def task_command(self, spec: ClusterSpec, role: str, index: int, container_dir: str,
+                     app_id: str = "${APP_ID}") -> list[str]:
+        """The exact command line one task runs in its container's directory
+        ``container_dir``: the agent's, and the dry run's with placeholders."""
         script = f"{SCRIPTS_DIR}/{self.entry}"
-        data = (data_dir or DATA_DIR_NAME) if self.data_dir or self.data else None
-        flags = spec.flags(role, index, work_dir, data_dir=data, work_dir_flag=self.work_dir_flag)
+        data = f"{container_dir}/{DATA_DIR_NAME}" if self.data_dir or self.data else None
+        flags = spec.flags(role, index, self.task_work_dir(app_id, container_dir),
+                           data_dir=data, work_dir_flag=self.work_dir_flag)
         return [self.python, script, *flags, *self.script_args]
 
     def to_json(self) -> str:

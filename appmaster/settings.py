@@ -27,7 +27,7 @@ APPMASTER_COMPONENT = "slider-appmaster"
 class Setting:
     key: str  # as written in its file, e.g. "yarn.memory", "site.global.queue"
     scope: str  # COMPONENT_SCOPE, APPMASTER_SCOPE or APP_SCOPE
-    kind: str  # whole | seconds | choice | text | label | path | list | map | url | acl
+    kind: str  # whole | seconds | choice | text | label | path | list | map | url | acl | flag
     meaning: str  # one line, for people: the key reference, `tfyarn config --json`
     default: Any = None  # tfyarn's own value where no file gives one; None: none
     default_text: str = ""  # the default in words, where it is worked out per job
@@ -108,6 +108,12 @@ SETTINGS: tuple[Setting, ...] = (
             "arguments added after tfyarn's flags on every task's command line",
             example='["--epochs", "5"]', field="script_args",
             travels=True),
+    Setting(_G + "user.scripts.work_dir_flag", APP_SCOPE, "flag",
+            "the flag that gives every task its local work dir (also in TFYARN_WORK_DIR), for "
+            "scripts written for e.g. --model_dir, --train_dir, --logdir or --checkpoint_dir; "
+            '"" for none (a script that defines no such flag)',
+            default_text="--work_dir (--ckp_dir with site.global.user.checkpoint.prefix)",
+            example="--model_dir", field="work_dir_flag"),
     Setting(_G + "user.env", APP_SCOPE, "map", "environment variables set for every task",
             example='{"DATA_FORMAT": "tfrecord"}', field="env"),
     Setting(_G + "queue", APP_SCOPE, "text", "the YARN queue the application goes to",

@@ -93,7 +93,7 @@ def test_plan_passes_data_dir_and_localizes_each_entry(tmp_path: Path,
     plan = JobPlan.from_json(build_plan(job).to_json())  # as the containers read it
     assert plan.data == {"mnist": "hdfs://nn:8020/d/mnist.tgz", "v.txt": "hdfs://other:9000/v.txt"}
     spec = ClusterSpec(chief=("c:1",), workers=("w0:1", "w1:1"))
-    assert "--data_dir=/c/data" in plan.task_command(spec, "worker", 1, "/c/work", "/c/data")
+    assert "--data_dir=/c/data" in plan.task_command(spec, "worker", 1, "/c")
     without = build_plan(load(tmp_path))
     assert not any(f.startswith("--data_dir") for f in without.task_command(spec, "worker", 1, "w"))
 

@@ -344,7 +344,7 @@ def test_slider_package_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     workers = [f"w{i}:1" for i in range(5)]
     spec = ClusterSpec.from_exports({"ps": {0: "p0:1", 1: "p1:1"},
                                      "worker": dict(enumerate(workers))})
-    assert plan.task_command(spec, "worker", 0, "/c/work", "/c/data")[1:] == [
+    assert plan.task_command(spec, "worker", 0, "/c")[1:] == [
         "app/mnist.py", "--ps_hosts=p0:1,p1:1", f"--worker_hosts={','.join(workers)}",
         "--job_name=worker", "--task_index=0", "--data_dir=/c/data", "--ckp_dir=/c/work"]
     assert spec.tf_config("worker", 0) == {

@@ -30,6 +30,7 @@ _G = "site.global."
 _ENTRY = _G + "user.scripts.entry"
 _SCRIPTS_DIR = _G + "user.scripts.dir"
 _ARGS = _G + "user.scripts.args"
+_WORK_DIR_FLAG = _G + "user.scripts.work_dir_flag"
 _ENV = _G + "user.env"
 _QUEUE = _G + "queue"
 _APP_NAME = _G + "app.name"
@@ -73,6 +74,7 @@ _SLIDER_ONLY_KEYS = (
 # reserve each task's port themselves.
 _PORT_KEY = re.compile(r"site\.global\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.port")
 
+_FLAG = re.compile(r"--[A-Za-z0-9_-]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ACL_NAME = re.compile(r"[^\s,]+")
 _MAX_APP_NAME = 256
@@ -169,6 +171,7 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         evaluation_timeout_s=_seconds(c, settings, _EVALUATION_TIMEOUT),
         data_dir=data_dir,
         checkpoint_prefix=checkpoint_prefix,
+        work_dir_flag=_work_dir_flag(c, settings),
         data=data,
         view_acl=_acl(c, settings, _VIEW_ACL),
         modify_acl=_acl(c, settings, _MODIFY_ACL),
@@ -350,6 +353,23 @@ def _script_args(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
         value=value,
     )
     return ()
+
+
+def _work_dir_flag(c: Checker, settings: dict[str, Any]) -> str | None:
+    """The flag that names the task's local work dir: ``--name``, or "" for none."""
+    if _WORK_DIR_FLAG not in settings:
+        return None
+    value = settings[_WORK_DIR_FLAG]
+    flag = value.strip() if isinstance(value, str) else None
+    if flag is None or (flag and not _FLAG.fullmatch(flag)):
+        c.add(key_path("global", _WORK_DIR_FLAG),
+              "must be a flag such as \"--model_dir\" (two dashes, then letters, digits, _ "
+              "or -), or \"\" for none",
+              'write the flag your script reads its model or checkpoint dir from, e.g. '
+              '"--model_dir", or "" if it has none (the path is in TFYARN_WORK_DIR).',
+              value=value)
+        return None
+    return flag
 
 
 def _env(c: Checker, settings: dict[str, Any]) -> dict[str, str]:

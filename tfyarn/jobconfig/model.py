@@ -125,6 +125,9 @@ class AppConfig:
     data_dir: str | None = None
     # the job's work dir is <prefix>/<application name>.<application id>; tasks get --ckp_dir
     checkpoint_prefix: str | None = None
+    # the flag that gives each task its local work dir; "" for none; None: --work_dir, or
+    # --ckp_dir with checkpoint_prefix (work_dir_flag() says which)
+    work_dir_flag: str | None = None
     # site.global.data (or --data): HDFS files and archives YARN localizes into every task's
     # data dir, each under its #name
     data: tuple[DataEntry, ...] = ()

@@ -115,7 +115,8 @@ def plan_job(resources: FilePath, app_config: FilePath,
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
-            plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY)
+            plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY,
+            checkpoint_prefix=bool(job.app.checkpoint_prefix))
     placement = Placement(queue=job.app.queue, tags=options.tags,
                           am_memory_mb=job.am_memory_mb, am_vcores=job.am_vcores,
                           am_label=options.am_label, view_acl=job.app.view_acl,

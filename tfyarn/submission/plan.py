@@ -27,6 +27,9 @@ from tfyarn.submission.workdir import default_work_dir, qualified
 # shows its first ones and its last, and a longer host list shows its ends.
 TASKS_SHOWN = 8
 HOSTS_SHOWN = 8
+# A task's container directory on its node, known only once it runs: where its local work
+# dir and data dir are (appmaster/jobplan.py's task_command, the same as the agent's)
+CONTAINER_DIR = "<container-dir>"
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,16 @@ def build_plan(job: JobConfig, name: str | None = None,
                    if evaluator and evaluator.instances else None),
         data_dir=app.data_dir and qualified(app.data_dir),
         data={entry.name: qualified(entry.url) for entry in app.data},
-        work_dir_flag="--ckp_dir" if app.checkpoint_prefix else "--work_dir",
+        work_dir_flag=work_dir_flag(app),
     )
+
+
+def work_dir_flag(app) -> str:
+    """site.global.user.scripts.work_dir_flag, or its default: --work_dir, or Slider's
+    --ckp_dir with site.global.user.checkpoint.prefix."""
+    if app.work_dir_flag is not None:
+        return app.work_dir_flag
+    return "--ckp_dir" if app.checkpoint_prefix else "--work_dir"
 
 
 def placeholder_spec(plan: JobPlan) -> ClusterSpec:
@@ -154,7 +165,7 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
     for role in (*plan.roles, *([plan.evaluator] if plan.evaluator else [])):
         shown = shown_tasks(role.instances)
         commands = [
-            shlex.join(map(summarised, plan.task_command(spec, role.name, i, work_dir)))
+            shlex.join(map(summarised, plan.task_command(spec, role.name, i, CONTAINER_DIR)))
             for i in shown
         ]
         roles.append({
@@ -181,6 +192,9 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         },
         "work_dir": work_dir,
         "checkpoint_prefix": job.app.checkpoint_prefix,
+        # what each task's script is told, and how (site.global.user.scripts.work_dir_flag)
+        "task_work_dir": plan.task_work_dir("${APP_ID}", CONTAINER_DIR),
+        "work_dir_flag": plan.work_dir_flag,
         "data_dir": plan.data_dir,
         "data": [{"name": e.name, "url": plan.data[e.name], "unpacked": e.archive}
                  for e in job.app.data],
@@ -200,7 +214,8 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "tensorboard": None if plan.tensorboard is None else {
             "memory_mb": plan.tensorboard.memory_mb, "vcores": plan.tensorboard.vcores,
             "node_label": plan.tensorboard.label,
-            "command": shlex.join(plan.tensorboard_command(0, work_dir)).replace(
+            "command": shlex.join(plan.tensorboard_command(
+                0, plan.task_work_dir("${APP_ID}", CONTAINER_DIR))).replace(
                 "--port 0", "--port <reserved port>"),
         },
         # every setting not at tfyarn's default, and where it came from (`tfyarn config`)
@@ -212,6 +227,17 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
     }
 
 
+def task_work_dir_line(document: dict) -> str:
+    """Where a task's script works, how it is told, and how that dir meets the job's."""
+    local, flag = document["task_work_dir"], document["work_dir_flag"]
+    given = (f"given as {flag} and TFYARN_WORK_DIR" if flag else
+             'given in TFYARN_WORK_DIR only (site.global.user.scripts.work_dir_flag is "")')
+    if local == document["work_dir"]:
+        return f"the work dir itself (a path every node mounts), {given}"
+    return (f"{local} on its node, {given}; restored from the work dir before its script "
+            "starts, the chief's mirrored to it while it runs")
+
+
 def format_plan(document: dict) -> str:
     lines = [
         f"Application {document['name']!r} in queue {document['queue']!r}, tags "
@@ -219,8 +245,8 @@ def format_plan(document: dict) -> str:
         f"  scripts:  {document['scripts_dir']} (entry {document['entry']}, "
         f"python {document['python']})",
         f"  work dir: {document['work_dir']}"
-        + (" (site.global.user.checkpoint.prefix; the tasks' --ckp_dir is kept in step with it)"
-           if document["checkpoint_prefix"] else ""),
+        + (" (site.global.user.checkpoint.prefix)" if document["checkpoint_prefix"] else ""),
+        "  each task's work dir: " + task_work_dir_line(document),
         f"  chief: {document['chief']}" + (" (no chiefworker component)"
                                            if document["chief"] == "worker 0" else ""),
         f"  AppMaster: {document['appmaster']['memory_mb']} MB, "

@@ -50,10 +50,12 @@ def fixed_part(work_dir: str) -> str:
     return work_dir.split("${", 1)[0].rsplit("/", 1)[0]
 
 
-def check_plan(plan, environ: Mapping[str, str] | None = None, data_key: str = DATA_KEY) -> None:
-    """The work dir (or Slider's checkpoint prefix) and the data of a JobPlan; ``data_key``
-    names where its site.global.data entries came from (the key, or --data)."""
-    if plan.work_dir_flag == "--ckp_dir":  # <prefix>/<name>.${APP_ID}: the prefix was written
+def check_plan(plan, environ: Mapping[str, str] | None = None, data_key: str = DATA_KEY,
+               checkpoint_prefix: bool = False) -> None:
+    """The work dir (or Slider's checkpoint prefix, ``checkpoint_prefix``) and the data of a
+    JobPlan; ``data_key`` names where its site.global.data entries came from (the key, or
+    --data)."""
+    if checkpoint_prefix:  # <prefix>/<name>.${APP_ID}: the prefix was written
         check(fixed_part(plan.work_dir), environ, key=CHECKPOINT_PREFIX_KEY)
     else:
         check(plan.work_dir, environ)
