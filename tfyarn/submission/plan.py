@@ -6,6 +6,7 @@ import dataclasses
 import json
 import shlex
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from appmaster.cluster_spec import ClusterSpec
@@ -68,9 +69,10 @@ def role_plan(c: Component, default_label: str | None = None) -> RolePlan:
 
 
 def build_plan(job: JobConfig, name: str | None = None,
-               default_label: str | None = None) -> JobPlan:
+               default_label: str | None = None, extra_args: Sequence[str] = ()) -> JobPlan:
     """The AppMaster's plan. ``default_label`` is the application's label (--am-label), which
-    YARN gives every request without one; the plan says so explicitly."""
+    YARN gives every request without one; the plan says so explicitly. ``extra_args`` go to
+    the script after site.global.user.scripts.args (`tfyarn submit ... -- ARGS`)."""
     app = job.app
     roles = tuple(role_plan(c, default_label) for c in job.tasks())
     tensorboard = job.component(TENSORBOARD)
@@ -89,7 +91,7 @@ def build_plan(job: JobConfig, name: str | None = None,
         ),
         work_dir=work_dir,
         roles=roles,
-        script_args=app.script_args,
+        script_args=(*app.script_args, *extra_args),
         registration_timeout_s=app.registration_timeout_s,
         env=dict(app.env),
         success_policy=app.success_policy,
