@@ -106,8 +106,7 @@ SETTINGS: tuple[Setting, ...] = (
             job_only=True, field="scripts_dir"),
     Setting(_G + "user.scripts.args", APP_SCOPE, "list",
             "arguments added after tfyarn's flags on every task's command line",
-            example='["--epochs", "5"]', field="script_args",
-            travels=True),
+            example='["--epochs", "5"]', field="script_args"),
     Setting(_G + "user.scripts.work_dir_flag", APP_SCOPE, "flag",
             "the flag that gives every task its local work dir (also in TFYARN_WORK_DIR), for "
             "scripts written for e.g. --model_dir, --train_dir, --logdir or --checkpoint_dir; "

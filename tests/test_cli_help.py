@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from tfyarn.cli.main import main
 
-COMMANDS = [[], ["submit"], ["status"], ["list"], ["logs"], ["kill"], ["config"], ["cluster"],
-            ["cluster", "up"], ["cluster", "down"], ["cluster", "status"], ["cluster", "env"]]
+COMMANDS = [[], ["submit"], ["wait"], ["status"], ["list"], ["logs"], ["kill"], ["report"],
+            ["config"], ["tensorboard"], ["cluster"], ["cluster", "up"], ["cluster", "down"],
+            ["cluster", "status"], ["cluster", "env"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "tfyarn")

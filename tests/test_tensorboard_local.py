@@ -5,6 +5,7 @@ work dir is found, the checks before anything starts, and a real TensorBoard on 
 from __future__ import annotations
 
 import io
+import json
 import signal
 import subprocess
 import sys
@@ -316,6 +317,15 @@ def test_once_prints_the_cache_for_scripts(fake_job, job_dir: Path, tmp_path: Pa
     assert result.stdout == f"{tmp_path / 'c'}\n"  # nothing else on stdout
     assert (tmp_path / "c" / "checkpoints" / EVENTS).read_bytes() == (
         job_dir / "checkpoints" / EVENTS).read_bytes()
+
+
+def test_once_json_says_the_cache_and_no_url(fake_job, tmp_path: Path) -> None:
+    fake_job(FakeYarn(["FINISHED"]))
+    result = CliRunner().invoke(
+        main, ["tensorboard", APP, "--once", "--json", "--cache", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"application_id": APP, "cache": str(tmp_path / "c"),
+                                         "url": None, "event_files": 2}
 
 
 def test_a_finished_job_without_summaries_says_where_it_looked(fake_job, job_dir: Path,

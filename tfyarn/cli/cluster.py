@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import click
 
+from tfyarn.cli import exitcodes
 from tfyarn.localyarn import cluster, hosts
 from tfyarn.localyarn.layout import (
     DEFAULT_NODES,
@@ -90,13 +92,22 @@ def down_command(state_dir: str | None) -> None:
 
 @cluster_group.command("status")
 @state_dir_option
-def status_command(state_dir: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help='Machine-readable output ({"running": false, ...} when down).')
+def status_command(state_dir: str | None, as_json: bool) -> None:
     """Nodes, labels, resources and running applications. Exit code 3 when down."""
     layout = _layout(state_dir)
     if not cluster.is_running(layout):
-        click.echo(f"The local YARN cluster is not running (state dir {layout.state_dir}). "
-                   "Start it with `tfyarn cluster up`.")
-        sys.exit(3)
+        if as_json:
+            click.echo(json.dumps({"running": False, "state_dir": str(layout.state_dir)}))
+        else:
+            click.echo(f"The local YARN cluster is not running (state dir {layout.state_dir}). "
+                       "Start it with `tfyarn cluster up`.")
+        sys.exit(exitcodes.CLUSTER_DOWN)
+    if as_json:
+        click.echo(json.dumps(cluster.status_document(layout, hosts.lost_hosts(layout)),
+                              indent=2))
+        return
     for line in cluster.status_lines(layout, hosts.lost_hosts(layout)):
         click.echo(line)
 

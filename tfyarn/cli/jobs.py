@@ -11,6 +11,9 @@ import time
 import click
 
 from appmaster.webpage import job_page_url
+from tfyarn.cli import exitcodes
+from tfyarn.cli.monitor import _report, _reports
+from tfyarn.cli.options import ScriptArgsCommand, driver_options
 from tfyarn.hadoop.driver import (
     FINAL_STATES,
     DriverSettings,
@@ -23,7 +26,7 @@ from tfyarn.submission.plan import format_plan, format_plan_json
 from tfyarn.watch import jobview
 
 
-@click.command("submit")
+@click.command("submit", cls=ScriptArgsCommand, epilog=exitcodes.epilog())
 @click.option("--resources", "resources_path", default="resources.json", show_default=True,
               type=click.Path(dir_okay=False), help="Components and their resources.")
 @click.option("--app-config", "app_config_path", default="appConfig.json", show_default=True,
@@ -31,7 +34,8 @@ from tfyarn.watch import jobview
 @click.option("--name", default=None, help="Application name [default: from appConfig].")
 @click.option("--queue", default=None, help="YARN queue [default: from appConfig, or default].")
 @click.option("--wait/--detach", default=False,
-              help="Follow the job to its end (exit 0 only if it SUCCEEDED), or return at once.")
+              help="Follow the job to its end (exit 0 only if it SUCCEEDED, 3 if it FAILED, "
+                   "4 if it was KILLED), or return at once.")
 @click.option("--kill-on-exit", is_flag=True,
               help="With --wait: kill the job if tfyarn is interrupted (Ctrl-C).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and submit nothing.")
@@ -60,19 +64,24 @@ from tfyarn.watch import jobview
 @click.option("--am-label", default=None,
               help="Node label for the AppMaster. YARN also applies it to every component "
                    "without its own yarn.label.expression (the plan shows it).")
-@click.pass_obj
+@driver_options
 def submit_command(driver: DriverSettings | None, resources_path: str, app_config_path: str,
                    name: str | None,
                    queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
                    as_json: bool, python_env: str | None, docker_image: str | None,
                    docker_mounts: tuple[str, ...], data: tuple[str, ...],
                    tags: tuple[str, ...], sets: tuple[str, ...],
-                   am_memory: int | None, am_vcores: int | None, am_label: str | None) -> None:
-    """Submit a distributed TensorFlow job to YARN."""
+                   am_memory: int | None, am_vcores: int | None, am_label: str | None,
+                   script_args: tuple[str, ...] = ()) -> None:
+    """Submit a distributed TensorFlow job to YARN.
+
+    Arguments after `--` go to the training script of every task, after
+    site.global.user.scripts.args: `tfyarn submit --wait -- --epochs 5`.
+    """
     planned = plan_job(resources_path, app_config_path, SubmitOptions(
         name=name, queue=queue, tags=tags, am_memory=am_memory, am_vcores=am_vcores,
         am_label=am_label, python_env=python_env, docker_image=docker_image,
-        docker_mounts=docker_mounts, data=data, sets=sets))
+        docker_mounts=docker_mounts, data=data, sets=sets, script_args=script_args))
     if dry_run:
         document = planned.document()
         click.echo(format_plan_json(document) if as_json
@@ -96,22 +105,68 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
         click.echo(f"Logs: yarn logs -applicationId {app_id}")
         if not wait:
             return
-        try:
-            tty = sys.stdout.isatty()
-            final = follow(client, app_id, LiveProgress(app_id, tty))
-        except KeyboardInterrupt:
-            if kill_on_exit:
+        final = follow_to_end(client, app_id, kill_on_exit)
+    sys.exit(report_end(app_id, final))
+
+
+@click.command("wait", epilog=exitcodes.epilog())
+@click.argument("app_id")
+@click.option("--kill-on-exit", is_flag=True,
+              help="Kill the job if tfyarn is interrupted (Ctrl-C).")
+@click.option("--json", "as_json", is_flag=True,
+              help="No progress; at the end, {application_id, state, final_status, "
+                   "diagnostics, exit_code}.")
+@driver_options
+def wait_command(driver: DriverSettings | None, app_id: str, kill_on_exit: bool,
+                 as_json: bool) -> None:
+    """Follow a submitted job to its end, as `submit --wait` does (the same output and exit
+    codes): for a job submitted with --detach, or after Ctrl-C."""
+    with _reports(driver) as client:
+        report = _report(client, app_id)
+        if not as_json:
+            click.echo(f"Following {app_id} ({report.name}) in queue {report.queue}.")
+            click.echo(f"Tracking URL: {report.tracking_url}")
+            if str(report.state) not in FINAL_STATES:
+                click.echo(f"Job page: {job_page_url(report.tracking_url)}")
+        final = follow_to_end(client, app_id, kill_on_exit, driver, show=not as_json)
+    if as_json:
+        code = exitcodes.of_report(final)
+        click.echo(json.dumps({"application_id": app_id, "state": str(final.state),
+                               "final_status": str(final.final_status),
+                               "diagnostics": plain_diagnosis(final.diagnostics or ""),
+                               "exit_code": code}))
+        sys.exit(code)
+    sys.exit(report_end(app_id, final))
+
+
+def follow_to_end(client, app_id: str, kill_on_exit: bool,
+                  driver: DriverSettings | None = None, show: bool = True):
+    """The application's final report, its progress shown meanwhile; Ctrl-C stops
+    following (and kills the job with ``kill_on_exit``) and exits 130."""
+    try:
+        tty = sys.stdout.isatty()
+        return follow(client, app_id, LiveProgress(app_id, tty) if show else lambda r: None)
+    except KeyboardInterrupt:
+        if kill_on_exit:
+            if hasattr(client, "kill_application"):
                 client.kill_application(app_id)
-                click.echo(f"\nInterrupted: killed {app_id} (--kill-on-exit).", err=True)
-            else:
-                click.echo(f"\nStopped following; {app_id} keeps running. Follow it with "
-                           f"`tfyarn status {app_id}` / `tfyarn logs -f {app_id}`, kill it "
-                           f"with `tfyarn kill {app_id}`.", err=True)
-            sys.exit(130)
+            else:  # the RM's REST reader: skein's driver kills
+                with skein_client(driver) as killer:
+                    killer.kill_application(app_id)
+            click.echo(f"\nInterrupted: killed {app_id} (--kill-on-exit).", err=True)
+        else:
+            click.echo(f"\nStopped following; {app_id} keeps running. Follow it again with "
+                       f"`tfyarn wait {app_id}`, `tfyarn status {app_id}` or `tfyarn logs -f "
+                       f"{app_id}`, kill it with `tfyarn kill {app_id}`.", err=True)
+        sys.exit(exitcodes.INTERRUPTED)
+
+
+def report_end(app_id: str, final) -> int:
+    """Say how the job ended; its exit code (tfyarn/cli/exitcodes.py)."""
     click.echo(f"{app_id} {final.final_status}: {plain_diagnosis(final.diagnostics)}")
     if why := jobview.launch_failure(app_id, final.diagnostics):
         click.echo(why)
-    sys.exit(0 if str(final.final_status) == "SUCCEEDED" else 1)
+    return exitcodes.of_report(final)
 
 
 class LiveProgress:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from tfyarn import __version__
+from tfyarn.cli import exitcodes
 from tfyarn.cli.cluster import cluster_group
 from tfyarn.cli.config import config_command
-from tfyarn.cli.jobs import submit_command
+from tfyarn.cli.jobs import submit_command, wait_command
 from tfyarn.cli.monitor import (
     kill_command,
     list_command,
@@ -15,8 +16,8 @@ from tfyarn.cli.monitor import (
     report_command,
     status_command,
 )
+from tfyarn.cli.options import CONTEXT_SETTINGS, GlobalOptions, global_options
 from tfyarn.errors import TfyarnError
-from tfyarn.hadoop.driver import driver_settings
 from tfyarn.watch.tensorboard_local import tensorboard_command
 
 
@@ -31,28 +32,26 @@ class TfyarnGroup(click.Group):
             raise click.ClickException(exc.describe()) from exc
 
 
-@click.group(cls=TfyarnGroup)
+@click.group(cls=TfyarnGroup, context_settings=CONTEXT_SETTINGS, epilog=exitcodes.epilog())
 @click.version_option(__version__, prog_name="tfyarn")
-@click.option("--principal", envvar="TFYARN_PRINCIPAL", default=None,
-              help="Kerberos principal to log in as on a secure cluster (with --keytab) "
-                   "[env TFYARN_PRINCIPAL; default: the ticket cache from kinit].")
-@click.option("--keytab", envvar="TFYARN_KEYTAB", default=None,
-              help="Keytab file for --principal [env TFYARN_KEYTAB].")
-@click.option("-v", "--verbose", is_flag=True, envvar="TFYARN_VERBOSE",
-              help="Show the log of skein's Java driver (Hadoop's INFO lines) too "
-                   "[env TFYARN_VERBOSE].")
+@global_options
 @click.pass_context
 def main(ctx: click.Context, principal: str | None, keytab: str | None, verbose: bool) -> None:
     """Run distributed TensorFlow on Hadoop YARN.
 
     Describe the job in resources.json and appConfig.json (Apache Slider's format),
     then `tfyarn submit`. `tfyarn cluster up` starts a local YARN to try it on.
+    --principal, --keytab and -v may also follow the command (`tfyarn status -v APP`).
+    Shell completion (bash): eval "$(_TFYARN_COMPLETE=bash_source tfyarn)".
     """
-    ctx.obj = driver_settings(principal, keytab, verbose)  # each command passes it on
+    # Each command that talks to the cluster merges them with its own (after its name) and
+    # builds the driver's settings once (tfyarn/cli/options.py, driver_options).
+    ctx.obj = GlobalOptions(principal, keytab, verbose)
 
 
 main.add_command(cluster_group)
 main.add_command(submit_command)
+main.add_command(wait_command)
 main.add_command(status_command)
 main.add_command(kill_command)
 main.add_command(list_command)

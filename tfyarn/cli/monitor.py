@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
-import getpass
+import fnmatch
 import json
 import re
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
 import click
 
-from appmaster.view import JobView
-from appmaster.vocabulary import TF_ROLES, Role, TaskState
+from appmaster.view import JobView, TaskRow
+from appmaster.vocabulary import Role, TaskState
+from tfyarn.cli import exitcodes
+from tfyarn.cli.options import driver_options, iso_time
 from tfyarn.errors import TfyarnError
-from tfyarn.hadoop import rmrest
+from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.hadoop.driver import FINAL_STATES, DriverSettings, plain_diagnosis, skein_client
+from tfyarn.security import kerberos
+from tfyarn.submission.environments import cluster_user
 from tfyarn.watch import jobreport, jobview
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
               "KILLED"]
+ACTIVE_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"]
+LOG_ROLES = tuple(role.value for role in Role)  # every component's tasks write <role>-<i>.*
+STREAMS = ("stdout", "stderr")
 APP_ID = re.compile(r"application_\d+_\d+")
 
 
@@ -32,12 +40,20 @@ def _report(client, app_id: str):
     try:
         report = client.application_report(app_id)
     except Exception as exc:
-        raise TfyarnError(f"YARN knows no application {app_id}: {exc}") from exc
-    if "tfyarn" not in {tag.lower() for tag in report.tags}:
+        raise TfyarnError(f"YARN knows no application {app_id}: {plain_diagnosis(exc)}",
+                          "check the id; `tfyarn list --all` shows your tfyarn jobs, "
+                          "`yarn application -list -appStates ALL` every application.") from exc
+    if not is_tfyarn_job(report):
         raise TfyarnError(
             f"{app_id} ({report.name}) is not a tfyarn job; use `yarn application -status "
             f"{app_id}` and `yarn logs -applicationId {app_id}` for it.")
     return report
+
+
+def is_tfyarn_job(report) -> bool:
+    """tfyarn tags every application it submits `tfyarn` (skein's applicationType is
+    SKEIN's own for any skein application)."""
+    return "tfyarn" in {tag.lower() for tag in report.tags}
 
 
 def _view(report) -> tuple[JobView | None, str]:
@@ -51,12 +67,37 @@ def _view(report) -> tuple[JobView | None, str]:
 
 
 def _report_dict(report) -> dict:
+    """An application as status/list --json show it: times in ISO 8601 with their UTC
+    offset, null where there is none (an unfinished job's finish time)."""
     return {
         "id": report.id, "name": report.name, "user": report.user, "queue": report.queue,
         "state": str(report.state), "final_status": str(report.final_status),
         "tracking_url": report.tracking_url, "diagnostics": report.diagnostics,
-        "start_time": str(report.start_time), "finish_time": str(report.finish_time),
+        "start_time": iso_time(report.start_time), "finish_time": iso_time(report.finish_time),
     }
+
+
+def _view_dict(view: JobView) -> dict:
+    """The AppMaster's task table as status --json shows it: its points in time (the view's
+    `updated`, the progress figures' and each task's last mirror sync) in ISO 8601, like
+    the application's; `history` stays the page's chart data (epoch seconds)."""
+    data = view.to_dict()
+    data["updated"] = iso_time(view.updated / 1000 if view.updated else None)
+    progress = data.get("progress")
+    if progress:
+        progress = data["progress"] = dict(progress)
+        progress["updated"] = iso_time(progress.get("updated"))
+        if isinstance(progress.get("evaluation"), dict):
+            progress["evaluation"] = {**progress["evaluation"], "updated": iso_time(
+                progress["evaluation"].get("updated"))}
+    for task in [*data["tasks"], *([data["tensorboard"]] if data.get("tensorboard") else [])]:
+        if isinstance(task.get("mirror"), dict):
+            task["mirror"] = {**task["mirror"],
+                              "last_sync": iso_time(task["mirror"].get("last_sync"))}
+        if isinstance(task.get("progress"), dict):
+            task["progress"] = {**task["progress"],
+                                "updated": iso_time(task["progress"].get("updated"))}
+    return data
 
 
 @click.command("status")
@@ -71,16 +112,27 @@ def _report_dict(report) -> dict:
               default=None, help="Only this role's tasks.")
 @click.option("--state", type=click.Choice([state.value for state in TaskState]), default=None,
               help="Only the tasks in this state.")
-@click.pass_obj
+@click.option("--exit-code", "exit_code", is_flag=True,
+              help=f"Exit with the job's state, for scripts: {exitcodes.OK} SUCCEEDED, "
+                   f"{exitcodes.JOB_FAILED} FAILED, {exitcodes.JOB_KILLED} KILLED, "
+                   f"{exitcodes.JOB_RUNNING} not ended yet.")
+@driver_options
 def status_command(driver: DriverSettings | None, app_id: str, as_json: bool, show_all: bool,
-                   role: str | None, state: str | None) -> None:
+                   role: str | None, state: str | None, exit_code: bool) -> None:
     """The application's state and a table of its tasks, with the cluster spec."""
     with _reports(driver) as client:
         report = _report(client, app_id)
+    _show_status(report, as_json, show_all, role, state)
+    if exit_code:
+        sys.exit(exitcodes.of_report(report))
+
+
+def _show_status(report, as_json: bool, show_all: bool, role: str | None,
+                 state: str | None) -> None:
     view, source = _view(report)
     if as_json:
         click.echo(json.dumps({"application": _report_dict(report),
-                               "job": view.to_dict() if view else None}, indent=2))
+                               "job": _view_dict(view) if view else None}, indent=2))
         return
     click.echo(f"{report.id} {report.name} ({report.user}, queue {report.queue}): "
                f"{report.state}, final status {report.final_status}")
@@ -111,24 +163,39 @@ def status_command(driver: DriverSettings | None, app_id: str, as_json: bool, sh
 
 
 @click.command("list")
-@click.option("--all", "show_all", is_flag=True, help="Include finished jobs.")
-@click.option("--user", default=None, help="Whose jobs [default: yours].")
+@click.option("--all", "show_all", is_flag=True, help="Include finished jobs (every state).")
+@click.option("--state", "states", multiple=True,
+              type=click.Choice([*ALL_STATES, "ALL"], case_sensitive=False),
+              help="Only jobs in this YARN state (repeatable; ALL: every one), like `yarn "
+                   "application -list -appStates` [default: the running ones, or every one "
+                   "with --all].")
+@click.option("--queue", default=None, help="Only jobs in this queue.")
+@click.option("--name", default=None,
+              help="Only jobs of this name (shell wildcards: 'mnist-*').")
+@click.option("--user", default=None,
+              help="Whose jobs (ALL: everyone's) [default: yours: your Kerberos principal's "
+                   "short name on a secure cluster, else HADOOP_USER_NAME or your login].")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.pass_obj
-def list_command(driver: DriverSettings | None, show_all: bool, user: str | None,
+@driver_options
+def list_command(driver: DriverSettings | None, show_all: bool, states: tuple[str, ...],
+                 queue: str | None, name: str | None, user: str | None,
                  as_json: bool) -> None:
-    """Your tfyarn jobs (running ones; --all for finished ones too)."""
-    user = user or getpass.getuser()
-    states = ALL_STATES if show_all else ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"]
+    """Your tfyarn jobs (running ones; --all or --state for others)."""
+    user = user or default_user(driver)
+    wanted = list_states(states, show_all)
     with _reports(driver) as client:
-        reports = [r for r in client.get_applications(states=states)
-                   if r.user == user and "tfyarn" in {t.lower() for t in r.tags}]
+        reports = [r for r in client.get_applications(states=wanted)
+                   if is_tfyarn_job(r) and listed(r, user, queue, name)]
     reports.sort(key=lambda r: r.id)
     if as_json:
         click.echo(json.dumps([_report_dict(r) for r in reports], indent=2))
         return
     if not reports:
-        click.echo(f"No {'' if show_all else 'running '}tfyarn jobs of {user}.")
+        which = " or ".join(wanted) if states else ("" if show_all else "running")
+        whose = "anyone" if user.upper() == "ALL" else user
+        click.echo(" ".join(["No", *([which] if which else []), "tfyarn jobs of", whose]
+                            + ([f"in queue {queue}"] if queue else [])
+                            + ([f"named {name}"] if name else [])) + ".")
         return
     for r in reports:
         started = datetime.fromtimestamp(r.start_time.timestamp()).strftime("%Y-%m-%d %H:%M") \
@@ -136,20 +203,60 @@ def list_command(driver: DriverSettings | None, show_all: bool, user: str | None
         click.echo(f"{r.id}  {str(r.state):<9} {str(r.final_status):<10} {started}  {r.name}")
 
 
+def list_states(states: tuple[str, ...], show_all: bool) -> list[str]:
+    """YARN's states to ask for: those given (ALL: every one), else the running ones or,
+    with --all, every one."""
+    given = [state.upper() for state in states]
+    if "ALL" in given or (show_all and not given):
+        return list(ALL_STATES)
+    return [state for state in ALL_STATES if state in given] if given else list(ACTIVE_STATES)
+
+
+def listed(report, user: str, queue: str | None, name: str | None) -> bool:
+    """Whether `list` shows the application: its user (ALL: anyone's), queue and name (a
+    shell pattern) as asked."""
+    return ((user.upper() == "ALL" or report.user == user)
+            and (queue is None or report.queue == queue)
+            and (name is None or fnmatch.fnmatchcase(report.name, name)))
+
+
+def default_user(driver: DriverSettings | None) -> str:
+    """Whose jobs `list` shows by default: the user YARN knows you as. On a Kerberos
+    cluster, the short name (up to / and @) of --principal or of the ticket cache's default
+    principal; elsewhere HADOOP_USER_NAME or your login name."""
+    principal = driver.principal if driver else None
+    if not principal and hadoopconf.client_configuration().get(
+            "hadoop.security.authentication", "simple").lower() == "kerberos":
+        principal = kerberos.default_principal()
+    return kerberos.short_name(principal) if principal else cluster_user()
+
+
 @click.command("logs")
 @click.argument("app_id")
-@click.option("--role", type=click.Choice([role.value for role in TF_ROLES]), default=None,
-              help="Only this role's tasks [default: every task].")
+@click.option("--role", type=click.Choice(LOG_ROLES), default=None,
+              help="Only this role's tasks (the evaluator's and the tensorboard component's "
+                   "too) [default: every task].")
 @click.option("--index", type=int, default=None, help="Task index within the role.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new output until the job ends.")
-@click.pass_obj
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output: a list of {role, index, container, node, stream, "
+                   "text}, one per log file (live: each file's last 64 KB).")
+@driver_options
 def logs_command(driver: DriverSettings | None, app_id: str, role: str | None,
-                 index: int | None, follow: bool) -> None:
+                 index: int | None, follow: bool, as_json: bool) -> None:
     """The tasks' output: live from the nodes while the job runs, from YARN after it ends."""
+    if as_json and follow:
+        raise click.UsageError("--json and --follow exclude each other: --json prints the "
+                               "logs as they are now, once.")
     with _reports(driver) as client:
         report = _report(client, app_id)
         if str(report.state) in FINAL_STATES:
-            _print_aggregated_logs(app_id, role, index)
+            _print_aggregated_logs(app_id, role, index, as_json)
+            return
+        if as_json:
+            view = jobview.live_view(report.tracking_url)
+            click.echo(json.dumps(_live_log_entries(view, role, index) if view else [],
+                                  indent=2))
             return
         printed: dict[tuple[str, str], int] = {}
         while True:
@@ -165,12 +272,36 @@ def logs_command(driver: DriverSettings | None, app_id: str, role: str | None,
                 return
 
 
-def _print_new_live_output(view: JobView, role: str | None, index: int | None,
-                           printed: dict[tuple[str, str], int], prefix: bool) -> None:
-    for task in view.select(role, index):
+def _log_tasks(view: JobView, role: str | None, index: int | None) -> list[TaskRow]:
+    """The tasks whose logs are asked for, the tensorboard component's included."""
+    board = [view.tensorboard] if view.tensorboard else []
+    return [task for task in [*view.tasks, *board]
+            if (role is None or task.role == role) and (index is None or task.index == index)]
+
+
+def _live_log_entries(view: JobView, role: str | None, index: int | None) -> list[dict]:
+    entries = []
+    for task in _log_tasks(view, role, index):
         if not (task.node and task.yarn_container_id):
             continue
-        for stream in ("stdout", "stderr"):
+        for stream in STREAMS:
+            try:
+                chunk = jobview.node_log_tail(task.node, task.yarn_container_id,
+                                              f"{task.role}-{task.index}.{stream}")
+            except Exception:
+                continue  # the container may just have ended
+            entries.append({"role": str(task.role), "index": task.index,
+                            "container": task.yarn_container_id, "node": task.node,
+                            "stream": stream, "text": chunk.text})
+    return entries
+
+
+def _print_new_live_output(view: JobView, role: str | None, index: int | None,
+                           printed: dict[tuple[str, str], int], prefix: bool) -> None:
+    for task in _log_tasks(view, role, index):
+        if not (task.node and task.yarn_container_id):
+            continue
+        for stream in STREAMS:
             name = f"{task.role}-{task.index}.{stream}"
             key = (task.yarn_container_id, name)
             try:
@@ -189,22 +320,44 @@ def _print_new_live_output(view: JobView, role: str | None, index: int | None,
             click.echo(text, nl=not text.endswith("\n"))
 
 
-def _print_aggregated_logs(app_id: str, role: str | None, index: int | None) -> None:
-    who = rf"{re.escape(role) if role else '(' + '|'.join(TF_ROLES) + ')'}-"
+def log_file_pattern(role: str | None, index: int | None) -> str:
+    """`yarn logs -log_files_pattern`'s regex for the tasks' stdout and stderr files."""
+    who = rf"{re.escape(role) if role else '(' + '|'.join(LOG_ROLES) + ')'}-"
     who += str(index) if index is not None else r"\d+"
-    text = jobview.yarn_logs(app_id, "-log_files_pattern", rf"{who}\.(stdout|stderr)")
+    return rf"{who}\.({'|'.join(STREAMS)})"
+
+
+TASK_LOG = re.compile(rf"({'|'.join(LOG_ROLES)})-(\d+)\.({'|'.join(STREAMS)})")
+
+
+def log_entries(text: str) -> list[dict]:
+    """`yarn logs`' output as logs --json shows it: one entry per task log file."""
+    entries = []
+    for container, node, name, body in jobview.aggregated_log_files(text):
+        if match := TASK_LOG.fullmatch(name):
+            entries.append({"role": match[1], "index": int(match[2]), "container": container,
+                            "node": node, "stream": match[3], "text": body})
+    return entries
+
+
+def _print_aggregated_logs(app_id: str, role: str | None, index: int | None,
+                           as_json: bool = False) -> None:
+    text = jobview.yarn_logs(app_id, "-log_files_pattern", log_file_pattern(role, index))
     if not text.strip():
         raise TfyarnError(f"no task output for {app_id} yet (log aggregation may lag the end "
                           "by a few seconds)", "try again in a few seconds.")
-    click.echo(text)
+    click.echo(json.dumps(log_entries(text), indent=2) if as_json else text)
 
 
 @click.command("report")
 @click.argument("app_id")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               default=None, help="Where to write it [default: ./<app id>.html].")
-@click.pass_obj
-def report_command(driver: DriverSettings | None, app_id: str, output: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output: {application_id, path, source}.")
+@driver_options
+def report_command(driver: DriverSettings | None, app_id: str, output: Path | None,
+                   as_json: bool) -> None:
     """Save the job's report: its page, training curves and containers' timeline in one
     HTML file that opens anywhere, with no network (for a running or finished job)."""
     with _reports(driver) as client:
@@ -212,17 +365,29 @@ def report_command(driver: DriverSettings | None, app_id: str, output: Path | No
     html, source = jobreport.fetch(report)
     output = output or Path(f"{app_id}.html")
     output.write_bytes(html)
+    if as_json:
+        click.echo(json.dumps({"application_id": app_id, "path": str(output.resolve()),
+                               "source": source}))
+        return
     click.echo(f"Wrote {output} ({source}).\nOpen it in a browser: {output.resolve().as_uri()}")
 
 
 @click.command("kill")
 @click.argument("app_id")
-@click.pass_obj
-def kill_command(driver: DriverSettings | None, app_id: str) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output: {application_id, killed, state, final_status} "
+                   "(killed: false when it had already ended).")
+@driver_options
+def kill_command(driver: DriverSettings | None, app_id: str, as_json: bool) -> None:
     """Kill the job: YARN ends every one of its containers; checkpoints stay."""
     with skein_client(driver) as client:
         report = _report(client, app_id)
         if str(report.state) in FINAL_STATES:
+            if as_json:
+                click.echo(json.dumps({"application_id": app_id, "killed": False,
+                                       "state": str(report.state),
+                                       "final_status": str(report.final_status)}))
+                return
             click.echo(f"{app_id} already ended: {report.state} ({report.final_status}).")
             return
         try:
@@ -231,6 +396,10 @@ def kill_command(driver: DriverSettings | None, app_id: str) -> None:
             raise TfyarnError(f"YARN refused to kill {app_id}: {plain_diagnosis(str(exc))}",
                               "only the job's owner, its modify ACL and the queue's "
                               "administrators may kill it.") from exc
+    if as_json:
+        click.echo(json.dumps({"application_id": app_id, "killed": True, "state": "KILLED",
+                               "final_status": "KILLED"}))
+        return
     click.echo(f"Killed {app_id}.")
 
 

@@ -266,6 +266,33 @@ def status_lines(layout: Layout, lost_hosts: Sequence[str] = ()) -> list[str]:
     return lines
 
 
+def status_document(layout: Layout, lost_hosts: Sequence[str] = ()) -> dict:
+    """`tfyarn cluster status --json`: what status_lines says, as data."""
+    def used_total(node: dict, used: str, avail: str) -> dict:
+        return {"used": node.get(used, 0), "total": node.get(used, 0) + node.get(avail, 0)}
+
+    found = []
+    for node in nodes(layout):
+        used_gpus, total_gpus = node_gpus(node)
+        found.append({
+            "id": node["id"], "state": node["state"], "labels": node.get("nodeLabels") or [],
+            "memory_mb": used_total(node, "usedMemoryMB", "availMemoryMB"),
+            "vcores": used_total(node, "usedVirtualCores", "availableVirtualCores"),
+            "gpus": {"used": used_gpus, "total": total_gpus},
+            "containers": node.get("numContainers", 0)})
+    return {
+        "running": True, "state_dir": str(layout.state_dir),
+        "resourcemanager": layout.webapp_url, "hdfs": hdfs.status_line(layout),
+        "nodes": found, "lost_hosts": list(lost_hosts),
+        "hosts_share_files": (layout.state_dir / "hosts-share-files").exists(),
+        "node_labels": [{"name": label["name"],
+                         "exclusive": str(label.get("exclusivity", True)).lower() == "true"}
+                        for label in _cluster_labels(layout)],
+        "running_applications": [{key: app.get(key) for key in ("id", "state", "name", "user")}
+                                 for app in running_apps(layout)],
+    }
+
+
 # ---------------------------------------------------------------- start-up steps
 
 def _check_ports_free(layout: Layout) -> None:

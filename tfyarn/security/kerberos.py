@@ -159,3 +159,19 @@ def expiry() -> tuple[str, str | None]:
     if owner and tgt:
         return f"the ticket of {owner.group(1)} expired {tgt.group(2)}", owner.group(1)
     return "no ticket", owner.group(1) if owner else None
+
+
+def default_principal() -> str | None:
+    """The ticket cache's default principal, as `klist` shows it (None without klist or a
+    cache)."""
+    if shutil.which("klist") is None:
+        return None
+    listing = subprocess.run(["klist"], capture_output=True, text=True).stdout
+    owner = re.search(r"^Default principal: (\S+)", listing, re.MULTILINE)
+    return owner.group(1) if owner else None
+
+
+def short_name(principal: str) -> str:
+    """A principal's short name, as Hadoop's default auth_to_local rule maps it to a user:
+    alice/host.example.com@EXAMPLE.COM -> alice."""
+    return re.split(r"[/@]", principal, maxsplit=1)[0]

@@ -47,6 +47,8 @@ class SubmitOptions:
     docker_mounts: tuple[str, ...] = ()
     data: tuple[str, ...] = ()
     sets: tuple[str, ...] = ()  # --set KEY=VALUE, as typed
+    # after site.global.user.scripts.args, for every task (`tfyarn submit ... -- ARGS`)
+    script_args: tuple[str, ...] = ()
 
     def overrides(self) -> list[Override]:
         """The settings the command line gives: the options that stand for one, then each
@@ -111,7 +113,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
         # the job's Python env and Docker image (tfyarn/submission/jobenv.py)
         job = jobenv.with_overrides(job, options.python_env, options.docker_image,
                                     options.docker_mounts)
-        plan = build_plan(job, default_label=options.am_label)
+        plan = build_plan(job, default_label=options.am_label, extra_args=options.script_args)
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
@@ -135,7 +137,8 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
            am_memory: int | None = None, am_vcores: int | None = None,
            am_label: str | None = None, python_env: str | None = None,
            docker_image: str | None = None, docker_mounts: Sequence[str] = (),
-           data: Sequence[str] = (), sets: Sequence[str] = (), principal: str | None = None,
+           data: Sequence[str] = (), sets: Sequence[str] = (),
+           script_args: Sequence[str] = (), principal: str | None = None,
            keytab: str | None = None, client=None,
            echo: Callable[[str], None] = log.info) -> str:
     """Submit a distributed TensorFlow job to YARN, as `tfyarn submit --detach` does, and
@@ -145,13 +148,13 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
     appConfig.json, or YAML). The keywords are `tfyarn submit`'s options: ``name``,
     ``queue``, ``tags``, ``am_memory`` (MB), ``am_vcores``, ``am_label``, ``python_env`` (a
     packed env's path), ``docker_image``, ``docker_mounts`` ("src:dest[:ro|rw]") and
-    ``data`` ("hdfs:///path#name"), ``sets`` (--set's "KEY=VALUE"); ``principal`` and
-    ``keytab`` log in on a secure cluster as tfyarn's --principal/--keytab do (default: the
-    ticket cache from kinit), and give the job the keytab for tokens past their maximum
-    lifetime. ``client`` is an open skein.Client
-    to submit with (None: one is started, and stopped again). ``echo`` gets the lines the CLI
-    prints on stderr: pre-flight notes, the packed env's upload (default: this module's
-    logger, at INFO).
+    ``data`` ("hdfs:///path#name"), ``sets`` (--set's "KEY=VALUE"); ``script_args`` go to
+    every task's script after site.global.user.scripts.args (the CLI's arguments after `--`);
+    ``principal`` and ``keytab`` log in on a secure cluster as tfyarn's --principal/--keytab
+    do (default: the ticket cache from kinit), and give the job the keytab for tokens past
+    their maximum lifetime. ``client`` is an open skein.Client to submit with (None: one is
+    started, and stopped again). ``echo`` gets the lines the CLI prints on stderr:
+    pre-flight notes, the packed env's upload (default: this module's logger, at INFO).
 
     Raises a TfyarnError (tfyarn.errors) that says what to fix: JobConfigError for the
     files, PreflightRefused when the cluster cannot run the job, SubmitError when YARN
@@ -161,7 +164,8 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
     options = SubmitOptions(name=name, queue=queue, tags=tuple(tags), am_memory=am_memory,
                             am_vcores=am_vcores, am_label=am_label, python_env=python_env,
                             docker_image=docker_image, docker_mounts=tuple(docker_mounts),
-                            data=tuple(data), sets=tuple(sets))
+                            data=tuple(data), sets=tuple(sets),
+                            script_args=tuple(script_args))
     driver = driver_settings(principal, keytab)
     planned = plan_job(resources, app_config, options)
     environment = planned.prepare(echo)

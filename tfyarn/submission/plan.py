@@ -6,6 +6,7 @@ import dataclasses
 import json
 import shlex
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from appmaster.cluster_spec import ClusterSpec
@@ -72,9 +73,10 @@ def role_plan(c: Component, default_label: str | None = None) -> RolePlan:
 
 
 def build_plan(job: JobConfig, name: str | None = None,
-               default_label: str | None = None) -> JobPlan:
+               default_label: str | None = None, extra_args: Sequence[str] = ()) -> JobPlan:
     """The AppMaster's plan. ``default_label`` is the application's label (--am-label), which
-    YARN gives every request without one; the plan says so explicitly."""
+    YARN gives every request without one; the plan says so explicitly. ``extra_args`` go to
+    the script after site.global.user.scripts.args (`tfyarn submit ... -- ARGS`)."""
     app = job.app
     roles = tuple(role_plan(c, default_label) for c in job.tasks())
     tensorboard = job.component(TENSORBOARD)
@@ -95,6 +97,7 @@ def build_plan(job: JobConfig, name: str | None = None,
         roles=roles,
         # the settings the AppMaster reads as the files give them (appmaster/settings.py)
         **{s.field: getattr(app, s.field) for s in settings(APP_SCOPE) if s.travels},
+        script_args=(*app.script_args, *extra_args),
         env=dict(app.env),
         secrets=tuple(sorted(app.secrets)),
         tensorboard=(role_plan(tensorboard, default_label)

@@ -12,6 +12,7 @@ import re
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import requests
@@ -52,6 +53,28 @@ def yarn_logs(app_id: str, *options: str) -> str:
         raise JobViewError(f"`yarn logs -applicationId {app_id}` failed: "
                            f"{result.stderr.strip()[-500:]}")
     return result.stdout
+
+
+def aggregated_log_files(text: str) -> Iterator[tuple[str, str, str, str]]:
+    """(container, node, file name, contents) for each file in `yarn logs`' output:
+    ``Container: <id> on <node>`` then, per file, ``LogType:<name>`` ... ``LogContents:``,
+    its text, an empty line and ``End of LogType:<name>``."""
+    container = node = name = ""
+    body: list[str] | None = None
+    for line in text.splitlines():
+        if body is not None:
+            if line == f"End of LogType:{name}":
+                yield container, node, name, "\n".join(body[:-1] if body and not body[-1]
+                                                       else body)
+                body = None
+            else:
+                body.append(line)
+        elif match := re.match(r"Container: (\S+) on (\S+)$", line):
+            container, node = match[1], match[2]
+        elif line.startswith("LogType:"):
+            name = line.removeprefix("LogType:")
+        elif line == "LogContents:" and name:
+            body = []
 
 
 def final_view(app_id: str) -> JobView | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -26,6 +27,7 @@ import requests
 
 from appmaster.storage import REMOTE_SCHEMES, StorageError, is_remote
 from tfyarn.cli.monitor import APP_ID, _report, _reports
+from tfyarn.cli.options import driver_options
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import hadoopconf
 from tfyarn.hadoop.driver import FINAL_STATES, DriverSettings
@@ -369,10 +371,12 @@ def follow(client, report, events: EventCache, board: LocalBoard, interval_s: fl
          "are copied; no more syncing. TensorBoard stays up until Ctrl-C.")
 
 
-def serve(client, report, events: EventCache, board: LocalBoard, interval_s: float) -> None:
+def serve(client, report, events: EventCache, board: LocalBoard, interval_s: float,
+          as_json: bool = False) -> None:
     board.start()
     board.wait_ready()
-    click.echo(f"TensorBoard: {board.url}")
+    click.echo(json.dumps({"application_id": report.id, "cache": str(events.local),
+                           "url": board.url}) if as_json else f"TensorBoard: {board.url}")
     note(f"showing {events.source.where}, copied to {events.local}; Ctrl-C stops it")
     follow(client, report, events, board, interval_s)
     while board.alive():
@@ -399,10 +403,13 @@ def serve(client, report, events: EventCache, board: LocalBoard, interval_s: flo
                    "the job's curves).")
 @click.option("--interval", type=click.FloatRange(min=0.5), default=SYNC_INTERVAL_S,
               show_default=True, help="Seconds between copies while the job runs.")
-@click.pass_obj
+@click.option("--json", "as_json", is_flag=True,
+              help="Machine-readable output on stdout: {application_id, cache, url} once "
+                   "TensorBoard answers (--once: url null, and the event files' count).")
+@driver_options
 def tensorboard_command(driver: DriverSettings | None, app_id: str, once: bool,
                         cache: Path | None, port: int | None, host: str, bind_all: bool,
-                        interval: float) -> None:
+                        interval: float, as_json: bool) -> None:
     """TensorBoard on this machine for a job, running or finished: its event files are
     copied from HDFS into a local cache (only new bytes, every few seconds while it runs).
     """
@@ -421,7 +428,7 @@ def tensorboard_command(driver: DriverSettings | None, app_id: str, once: bool,
             note(f"{app_id} ({report.state}): {result.files} event file(s) from {work_dir} "
                  f"in {cache}")
             if once:
-                return copy_once(report, events, cache)
+                return copy_once(report, events, cache, as_json)
             report = await_events(client, report, events, interval)
             board = LocalBoard(cache, host, choose_port("" if bind_all else host, port),
                                bind_all, title=f"{app_id} ({report.name})")
@@ -429,18 +436,20 @@ def tensorboard_command(driver: DriverSettings | None, app_id: str, once: bool,
             note("interrupted")
             return
         try:
-            serve(client, report, events, board, interval)
+            serve(client, report, events, board, interval, as_json)
         except KeyboardInterrupt:
             note("stopping TensorBoard")
         finally:
             board.stop()
 
 
-def copy_once(report, events: EventCache, cache: Path) -> None:
+def copy_once(report, events: EventCache, cache: Path, as_json: bool = False) -> None:
     """--once: the cache's path on stdout; a finished job without summaries is an error,
     a running one without any yet is not (a script may try again)."""
-    if not events.files():
+    files = events.files()
+    if not files:
         if ended(report):
             raise no_summaries(report, events)
         note(f"no event files in {events.source.where} yet ({report.id} is {report.state})")
-    click.echo(str(cache))
+    click.echo(json.dumps({"application_id": report.id, "cache": str(cache), "url": None,
+                           "event_files": len(files)}) if as_json else str(cache))
