@@ -65,3 +65,27 @@ def test_no_import_cycles_in_the_client() -> None:
 
 def test_a_cycle_is_found() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+JOB_MODEL = ("job", "jobtasks", "jobactions", "jobfailures", "jobdeadlines", "jobmessages",
+             "verdicts", "vocabulary", "settings", "history")
+NO_IO = {"os", "time", "socket", "threading", "subprocess", "requests", "urllib", "http",
+         "shutil", "pathlib", "asyncio", "select", "signal", "skein", "hdfs_native"}
+
+
+def test_the_job_model_does_no_io_and_reads_no_clock() -> None:
+    """appmaster/job*.py decide from events alone: no I/O, clock or network module."""
+    for name in JOB_MODEL:
+        tree = ast.parse((ROOT / "appmaster" / f"{name}.py").read_text())
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+        assert not imported & NO_IO, f"appmaster/{name}.py imports {imported & NO_IO}"
+
+
+def test_no_file_is_over_500_lines() -> None:
+    long = [f"{path.relative_to(ROOT)}: {n}" for folder in (PACKAGE, "appmaster")
+            for path in (ROOT / folder).rglob("*.py")
+            if (n := len(path.read_text().splitlines())) > 500]
+    assert not long, long
