@@ -125,9 +125,10 @@ def wait_command(driver: DriverSettings | None, app_id: str, kill_on_exit: bool,
         report = _report(client, app_id)
         if not as_json:
             click.echo(f"Following {app_id} ({report.name}) in queue {report.queue}.")
-            click.echo(f"Tracking URL: {report.tracking_url}")
-            if str(report.state) not in FINAL_STATES:
-                click.echo(f"Job page: {job_page_url(report.tracking_url)}")
+            if report.tracking_url:  # none until YARN has started the AppMaster
+                click.echo(f"Tracking URL: {report.tracking_url}")
+                if str(report.state) not in FINAL_STATES:
+                    click.echo(f"Job page: {job_page_url(report.tracking_url)}")
         final = follow_to_end(client, app_id, kill_on_exit, driver, show=not as_json)
     if as_json:
         code = exitcodes.of_report(final)
