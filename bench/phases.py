@@ -51,6 +51,7 @@ WATERFALL = [
 ]
 KIND_LABEL = {"tfyarn": "tfyarn", "skein": "floor (b) plain skein", "local": "floor (a) by hand"}
 MAIN = "current"  # the variant the tables are about; the others are compared with it
+# "next": only in results recorded earlier, with a patch not kept (bench/variants.py)
 ORDER = ["before", "current", "next"]
 
 

@@ -16,7 +16,7 @@ tfyarn cluster status >/dev/null || { echo "the local YARN is not up: tfyarn clu
 
 mode="${1:-full}"
 # current = this checkout; before = tfyarn before its start-up/recovery fixes (BEFORE_REV in
-# bench/variants.py); next = this checkout + bench/patches/next.patch, when a patch is proposed.
+# bench/variants.py).
 variants="${TFYARN_BENCH_VARIANTS:-before,current}"
 export TFYARN_BENCH_REUSE_VARIANTS=1
 rm -rf "${TFYARN_BENCH_SCRATCH:-/tmp/tfyarn-bench}/variants"

@@ -5,12 +5,11 @@ partition) and 2 workers (the `gpu` partition) training examples/mnist1.py. Each
 runs, back to back so that they share the machine's conditions:
 
 - tfyarn, each variant asked for (bench/variants.py VARIANTS): `current` is this checkout,
-  `before` the code before the start-up and recovery fixes, `next` this checkout with
-  bench/patches/next.patch;
+  `before` the code before the start-up and recovery fixes;
 - floor (b): the same containers as a plain skein application, no rendezvous;
 - floor (a): the same TensorFlow processes started by hand on 127.0.0.1.
 
-    python -m bench.seed_job --runs 5 [--variants before,current,next] [--out bench/results]
+    python -m bench.seed_job --runs 5 [--variants before,current] [--out bench/results]
 """
 
 from __future__ import annotations

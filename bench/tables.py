@@ -222,7 +222,8 @@ def floors_tables(seed: dict | None, light: dict | None) -> str:
 
 
 def before_after(seed: dict | None, light: dict | None, recovery: dict | None) -> str:
-    """The variants side by side: before the fixes, as it is, and with bench/patches."""
+    """The variants side by side: before the fixes, as it is (and "next", in results
+    recorded with a patch proposed then: bench/variants.py)."""
     names: set[str] = set()
     for data in (seed, light, recovery):
         names |= {r["variant"] for r in good((data or {}).get("runs", []))

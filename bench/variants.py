@@ -1,5 +1,6 @@
-"""The code a benchmark runs: this checkout, tfyarn before its fixes, or with the
-proposed patches, each snapshotted once per session.
+"""The code a benchmark runs: this checkout, or tfyarn before its fixes, each snapshotted
+once per session. (Results recorded earlier also hold a "next" variant: the checkout with a
+patch proposed during that run, which is not in the repository; it cannot be run again.)
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ VARIANTS = {
     "current": "tfyarn as it is in this checkout (working tree)",
     "before": f"tfyarn at {BEFORE_REV}, before the start-up and recovery fixes",
     "head": "tfyarn as committed (git HEAD), without the checkout's uncommitted changes",
-    "next": "the working tree with bench/patches/next.patch (proposed, not applied)",
 }
-PATCHES = REPO / "bench" / "patches"
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class Variant:
 
     name: str
     pythonpath: str | None = None
-    info: dict = field(default_factory=dict)  # the commit, whether it was dirty, the patches
+    info: dict = field(default_factory=dict)  # the commit, whether it was dirty
 
     def environment(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)
@@ -50,7 +49,7 @@ def _git(*args: str) -> str:
 
 
 def make_variant(name: str) -> Variant:
-    """current | before | head | next, snapshotted once per session under SCRATCH/variants.
+    """current | before | head, snapshotted once per session under SCRATCH/variants.
 
     With TFYARN_BENCH_REUSE_VARIANTS set (bench/run_all.sh sets it), an existing snapshot is
     reused, so that every experiment of one session runs the same code.
@@ -68,21 +67,13 @@ def make_variant(name: str) -> Variant:
         archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "tfyarn",
                                   "appmaster"], capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
-        info = {"commit": commit, "dirty": False, "patches": []}
+        info = {"commit": commit, "dirty": False}
     else:
         for package in ("tfyarn", "appmaster"):
             shutil.copytree(REPO / package, root / package,
                             ignore=shutil.ignore_patterns("__pycache__"))
         dirty = bool(_git("status", "--porcelain", "--", "tfyarn", "appmaster"))
-        info = {"commit": _git("rev-parse", "HEAD"), "dirty": dirty, "patches": []}
-    if name == "next":
-        for patch in sorted(PATCHES.glob("*.patch")):
-            result = subprocess.run(["patch", "-p1", "--forward", "--batch", "-d", str(root),
-                                     "-i", str(patch)], capture_output=True, text=True)
-            if result.returncode != 0:
-                raise SystemExit(f"{patch} does not apply to this checkout (already applied, "
-                                 f"or the code moved on):\n{result.stdout}{result.stderr}")
-            info["patches"].append(patch.name)
+        info = {"commit": _git("rev-parse", "HEAD"), "dirty": dirty}
     info["description"] = VARIANTS[name]
     marker.write_text(json.dumps(info))
     return Variant(name, str(root), info)

@@ -4,8 +4,9 @@ A packed environment (a virtualenv packed by venv-pack, or a conda env packed by
 is copied once to the cluster's default filesystem, under its content's sha256, and YARN
 unpacks it as ``./pyenv`` in every container of the job: the AppMaster and the tasks all run
 its interpreter. Two jobs on one cluster can so use two TensorFlow versions. tfyarn's own
-code in the containers needs skein, hdfs-native and the standard library there; the
-training script needs TensorFlow.
+code in the containers needs the standard library and hdfs-native there, and the AppMaster's
+also skein (with setuptools on Python 3.12+: skein imports distutils); the training script
+needs TensorFlow.
 
 A Docker image runs the tasks (not the AppMaster, which is skein's Java process) in YARN's
 Docker container runtime; see Hadoop's "Launching Applications Using Docker Containers".
@@ -35,7 +36,8 @@ CACHE_DIR = ".tfyarn/envs"  # under the user's home directory on the default fil
 # archive of the env's directory has it one level down.
 _PYTHON_MEMBER = re.compile(r"(?:[^/]+/)?bin/python3?")
 _ENV_NEEDS = "the env must contain skein and hdfs-native (tfyarn's code in the containers " \
-             "imports them) and TensorFlow (for the training script)"
+             "imports them; on Python 3.12+ also setuptools, for skein's distutils) and " \
+             "TensorFlow (for the training script)"
 
 DOCKER_NETWORK = "host"  # tasks are reached at their node's address: no bridged ports
 _MOUNT = re.compile(
@@ -287,7 +289,8 @@ def docker_mount_problem(mount: str) -> str | None:
 def docker_environment(image: str, mounts: Sequence[str] = ()) -> dict[str, str]:
     """The environment that has YARN's Docker runtime run a container in the image.
 
-    The image needs a python with skein (tfyarn's agent imports it) and TensorFlow, or a
+    The image needs a python with hdfs-native (tfyarn's agent imports it; not skein: the
+    agent talks to the master without it, appmaster/agentlink.py) and TensorFlow, or a
     packed env that runs in it (conda-pack's are self-contained; venv-pack's link to a
     python at the same path). The network is the host's: tasks are reached at their node's
     address. The container's working directory (with the packed env) is mounted by YARN;
