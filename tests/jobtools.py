@@ -101,6 +101,14 @@ def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120,
                           text=True, timeout=timeout_s, cwd=REPO)
 
 
+def submit_detached(yarn_cluster, resources: Path, app_config: Path, *extra: str) -> str:
+    """`tfyarn submit --detach --json` from the checkout; the application id."""
+    result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
+                        str(app_config), "--detach", "--json", *extra, timeout_s=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])["application_id"]
+
+
 def status_json(yarn_cluster, app_id: str) -> dict:
     """`tfyarn status APP --json` as a user reads it: {"application": ..., "job": ...}."""
     result = run_tfyarn(yarn_cluster, "status", app_id, "--json")

@@ -21,6 +21,7 @@ from jobtools import (
     read_json,
     run_tfyarn,
     submit_and_wait,
+    submit_detached,
     wait_for,
 )
 
@@ -30,13 +31,6 @@ pytestmark = pytest.mark.yarn
 
 EVALUATOR = {"yarn.role.priority": "4", "yarn.component.instances": "1", "yarn.memory": "256",
              "yarn.vcores": "1"}
-
-
-def submit_detached(yarn_cluster, resources: Path, app_config: Path, *extra: str) -> str:
-    out = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                     str(app_config), "--detach", "--json", *extra)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)["application_id"]
 
 
 def listed(yarn_cluster, *options: str) -> list[str]:

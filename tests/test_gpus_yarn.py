@@ -30,6 +30,7 @@ from jobtools import (
     rm_node_id,
     run_tfyarn,
     status_json,
+    submit_detached,
     task_processes,
 )
 
@@ -90,13 +91,6 @@ def gpu_job(tmp_path: Path, release: ReleaseFile, worker_gpus: int = 1,
                        "yarn.label.expression": GPU_LABEL,
                        "yarn.container.failure.threshold": "1"},
         })
-
-
-def submit_detached(yarn_cluster, resources: Path, app_config: Path) -> str:
-    result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                        str(app_config), "--detach", "--json", timeout_s=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])["application_id"]
 
 
 def ended(yarn_cluster, app_id: str) -> str | None:

@@ -15,12 +15,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from jobtools import REPO, SUBMIT_TIMEOUT_S, ReleaseFile, app_state, prepare_light_job, wait_for
+from jobtools import (
+    REPO,
+    SUBMIT_TIMEOUT_S,
+    ReleaseFile,
+    app_state,
+    prepare_light_job,
+    submit_detached,
+    wait_for,
+)
 from wheeltools import build_wheel, fresh_venv, pip_install
 
 import tfyarn
@@ -135,3 +144,41 @@ def test_the_seed_job_from_an_installed_wheel_with_tf(yarn_cluster, wheel: Path,
                          str(REPO / "appConfig.json"), "--wait",
                          timeout_s=SUBMIT_TIMEOUT_S + 600)  # + the fresh env's pack and upload
     assert "SUCCEEDED" in result.stdout + result.stderr
+
+
+def newest_python(minor: str) -> str | None:
+    """pyenv's newest 3.X interpreter on this machine, or python3.X on PATH; None: none."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for version in sorted(root.glob(f"{minor}.*"), reverse=True):
+        if re.fullmatch(rf"{re.escape(minor)}\.\d+", version.name):
+            return str(version / "bin" / f"python{minor}")
+    on_path = shutil.which(f"python{minor}")
+    ok = on_path and subprocess.run([on_path, "-c", ""], capture_output=True).returncode == 0
+    return on_path if ok else None
+
+
+@pytest.mark.skipif(newest_python("3.13") is None, reason="no Python 3.13 on this machine")
+def test_the_thin_client_on_python_3_13(yarn_cluster, wheel: Path, tmp_path: Path) -> None:
+    """skein 0.8.2 imports distutils, gone in 3.12: the wheel brings setuptools for it. A job
+    submitted from the checkout is listed, shown and killed from a 3.13 thin client."""
+    bin_dir = fresh_venv(tmp_path / "venv", newest_python("3.13"))
+    pip_install(bin_dir, str(wheel), timeout_s=900)
+    edge = EdgeNode(bin_dir, yarn_cluster.env)
+    assert "3.13" in subprocess.run([str(bin_dir / "python"), "--version"], capture_output=True,
+                                    text=True).stdout
+    release = ReleaseFile.fresh(yarn_cluster.layout)
+    resources, app_config = prepare_light_job(
+        tmp_path, ["--sleep", "240", "--release_file", release.url],
+        settings={"app.name": "tfyarn-py313-test"})
+    app_id = submit_detached(yarn_cluster, resources, app_config)
+    try:
+        wait_for(f"{app_id} RUNNING", lambda: app_state(yarn_cluster, app_id) == "RUNNING")
+        listed = json.loads(edge.tfyarn("list", "--json").stdout)
+        assert app_id in {job["id"] for job in listed}, listed
+        edge.tfyarn("status", app_id)
+        edge.tfyarn("kill", app_id)
+        wait_for(f"{app_id} KILLED", lambda: app_state(yarn_cluster, app_id) == "KILLED", 60)
+    finally:
+        if app_state(yarn_cluster, app_id) not in ("FINISHED", "FAILED", "KILLED"):
+            subprocess.run(["yarn", "application", "-kill", app_id], env=yarn_cluster.env,
+                           capture_output=True, timeout=60)
