@@ -192,9 +192,9 @@ def test_a_jobs_end_is_its_exit_code(state: str, final: str, code: int) -> None:
 def test_the_codes_are_distinct_and_documented_once() -> None:
     codes = [code for code, _ in exitcodes.TABLE]
     assert len(codes) == len(set(codes))
-    readme = (REPO / "docs/guide/commands.md").read_text()
+    readme = (REPO / "docs/reference/cli.md").read_text()
     for code, _ in exitcodes.TABLE:
-        assert f"| {code} |" in readme, f"exit code {code} is not in docs/guide/commands.md's table"
+        assert f"| {code} |" in readme, f"exit code {code} is not in docs/reference/cli.md's table"
 
 
 @pytest.mark.parametrize(("final", "code"), [("SUCCEEDED", 0), ("FAILED", 3)])

@@ -15,6 +15,13 @@ ROOT = Path(__file__).resolve().parent.parent
 VARIABLE = re.compile(r"\bTFYARN_[A-Z0-9_]*[A-Z0-9]\b")
 
 
+def test_the_command_reference_is_current() -> None:
+    from tfyarn.cli.reference import PAGE, render
+
+    assert (ROOT / PAGE).read_text() == render(), (
+        f"{PAGE} is stale: run `python -m tfyarn.cli.reference > {PAGE}`")
+
+
 def test_every_environment_variable_is_documented() -> None:
     named = {v for folder in ("tfyarn", "appmaster") for path in (ROOT / folder).rglob("*.py")
              for v in VARIABLE.findall(path.read_text())}
