@@ -8,10 +8,9 @@ from typing import Any
 
 import click
 
-from appmaster.settings import APP_PREFIX, APPMASTER_COMPONENT, APPMASTER_SCOPE, setting
-from tfyarn.jobconfig import COMPONENT_NAMES, JobConfigError, load_job, read_defaults
+from tfyarn.jobconfig import JobConfigError, load_job, read_defaults
 from tfyarn.jobconfig.defaults import JOB_FILE, Defaults, Source, effective
-from tfyarn.jobconfig.overrides import parse_set
+from tfyarn.jobconfig.overrides import declared, parse_set
 
 
 @click.command("config")
@@ -69,14 +68,9 @@ def config_command(ctx: click.Context, resources_path: str, app_config_path: str
 
 
 def meaning(key: str) -> str:
-    """A setting's one line from its declaration (appmaster/settings.py); its key as the
-    table names it: a component's own as <component>.<key>, the AppMaster's too."""
-    first, _, rest = key.partition(".")
-    if first == APPMASTER_COMPONENT:
-        return setting(rest, APPMASTER_SCOPE).meaning
-    if first in COMPONENT_NAMES and not key.startswith(APP_PREFIX):
-        key = rest
-    return setting(key).meaning
+    """A setting's one line from its declaration (appmaster/settings.py)."""
+    setting = declared(key)
+    return setting.meaning if setting else ""
 
 
 def _files(defaults: Defaults, job_files: list[str]) -> list[dict[str, Any]]:

@@ -15,8 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from appmaster.settings import APP_PREFIX
-from appmaster.settings import setting as declaration
+from appmaster.settings import (
+    APP_PREFIX,
+    APP_SCOPE,
+    APPMASTER_SCOPE,
+    COMPONENT_SCOPE,
+    Setting,
+    settings,
+)
 from tfyarn.jobconfig import appconfig, resources
 from tfyarn.jobconfig.documents import COMMAND_LINE, NO_VALUE, Checker, key_path
 from tfyarn.jobconfig.model import APPMASTER, COMPONENT_NAMES, JobConfigError, Problem
@@ -48,15 +54,18 @@ def _keys() -> list[str]:
     return [*every, *own, *(f"{APPMASTER}.{k}" for k in resources.APPMASTER_KEYS)]
 
 
-def _known(key: str) -> bool:
-    if key.startswith(APP_PREFIX):
-        return key in appconfig.APP_KEYS
+def declared(key: str) -> Setting | None:
+    """The declaration of a setting named as `tfyarn config` names it (appConfig's
+    site.global.*, every component's yarn.*, a component's own <component>.yarn.*, the
+    AppMaster's slider-appmaster.yarn.*); None: no such setting."""
     first, _, rest = key.partition(".")
-    if first == APPMASTER:
-        return rest in resources.APPMASTER_KEYS
-    if first in COMPONENT_NAMES:
-        return rest in resources.RESOURCE_KEYS
-    return key in resources.RESOURCE_KEYS
+    if key.startswith(APP_PREFIX):
+        scope, name = APP_SCOPE, key
+    elif first == APPMASTER:
+        scope, name = APPMASTER_SCOPE, rest
+    else:
+        scope, name = COMPONENT_SCOPE, rest if first in COMPONENT_NAMES else key
+    return next((s for s in settings(scope) if s.key == name), None)
 
 
 def parse_set(text: str) -> Override:
@@ -71,7 +80,7 @@ def parse_set(text: str) -> Override:
         raise _refused(option, "not KEY=VALUE", "write e.g. --set "
                        "components.worker.yarn.component.instances=8 or --set "
                        "site.global.queue=ml (`tfyarn config` lists the keys).")
-    if not _known(key):
+    if declared(key) is None:
         match = difflib.get_close_matches(key, _keys(), n=1)
         fix = (f'did you mean "{match[0]}"?' if match else
                "`tfyarn config` lists the keys; a component's own is <component>.<key>.")
@@ -82,10 +91,8 @@ def parse_set(text: str) -> Override:
 def _value(key: str, raw: str) -> Any:
     """The text as the files would hold it: JSON for a list or an object, else the string
     (numbers as strings are what Slider wrote, and every check takes them)."""
-    name = key.split(".", 1)[1] if key.split(".")[0] in COMPONENT_NAMES else key
-    scope = "app" if name.startswith(APP_PREFIX) else None
-    kind = declaration(name, scope).kind if scope or name in resources.RESOURCE_KEYS else ""
-    if kind in ("list", "map") and raw[:1] in "[{":
+    setting = declared(key)
+    if setting is not None and setting.kind in ("list", "map") and raw[:1] in "[{":
         try:
             return json.loads(raw)
         except json.JSONDecodeError:
@@ -100,25 +107,30 @@ def _refused(option: str, message: str, fix: str) -> JobConfigError:
 def apply(overrides: Sequence[Override], resources_doc: dict[str, Any] | None,
           app_doc: dict[str, Any] | None, problems: list[Problem]
           ) -> tuple[dict[str, str], dict[str, str]]:
-    """Put each override where the job files hold it (the documents change in place). Returns,
-    for resources.json and for appConfig.json, the key paths it landed at -> its option, so
-    that problems there name the option."""
+    """Put each override where the job files hold it. The documents' sections it writes to
+    are replaced by copies (the dicts passed in change, what they held does not); a section
+    that is no object is left for the files' checks to report. Returns, for resources.json
+    and for appConfig.json, the key paths each landed at -> its option, so that problems
+    there name the option."""
+    app_global = _copied(app_doc, "global")
+    resources_global = _copied(resources_doc, "global")
+    components = _copied(resources_doc, "components")
+    for name, own in (components or {}).items():
+        if isinstance(own, dict):
+            components[name] = dict(own)
     in_resources: dict[str, str] = {}
     in_app: dict[str, str] = {}
     for o in overrides:
         if o.key.startswith(APP_PREFIX):
-            if app_doc is not None:
-                section = _section(app_doc, "global")
+            if app_global is not None:
                 rival = appconfig.RIVAL_KEYS.get(o.key)
                 if rival is not None:  # the one given wins, as in the defaults files
-                    section.pop(rival, None)
-                section[o.key] = o.value
+                    app_global.pop(rival, None)
+                app_global[o.key] = o.value
                 in_app[key_path("global", o.key)] = o.option
+        elif components is None:
             continue
-        if resources_doc is None:
-            continue
-        components = _section(resources_doc, "components")
-        if o.component is not None:
+        elif o.component is not None:
             own = components.get(o.component)
             if not isinstance(own, dict) and o.component != APPMASTER:
                 problems.append(Problem(
@@ -129,30 +141,27 @@ def apply(overrides: Sequence[Override], resources_doc: dict[str, Any] | None,
             own = components.setdefault(o.component, {}) if own is None else own
             own[o.setting_key] = o.value
             in_resources[key_path("components", o.component, o.setting_key)] = o.option
-            continue
-        # every component's: in "global", and over each component's own value
-        _section(resources_doc, "global")[o.key] = o.value
-        in_resources[key_path("global", o.key)] = o.option
-        for name, own in components.items():
-            if isinstance(own, dict) and o.key in own:
-                own[o.key] = o.value
-                in_resources[key_path("components", name, o.key)] = o.option
+        elif resources_global is not None:
+            # every component's: in "global", and over each component's own value
+            resources_global[o.key] = o.value
+            in_resources[key_path("global", o.key)] = o.option
+            for name, own in components.items():
+                if isinstance(own, dict) and o.key in own:
+                    own[o.key] = o.value
+                    in_resources[key_path("components", name, o.key)] = o.option
     return in_resources, in_app
 
 
-def _section(doc: dict[str, Any], name: str) -> dict[str, Any]:
-    """A document's section to write into (a copy: the caller's document is not changed)."""
+def _copied(doc: dict[str, Any] | None, name: str) -> dict[str, Any] | None:
+    """The document's section ``name``, replaced by a copy to write into (an absent or empty
+    one by {}); None when there is no document or the section is no object."""
+    if doc is None:
+        return None
     section = doc.get(name)
-    doc[name] = section = dict(section) if isinstance(section, dict) else {}
-    if name == "components":
-        for key, value in section.items():
-            section[key] = dict(value) if isinstance(value, dict) else value
-    return section
-
-
-def flat(overrides: Sequence[Override]) -> dict[str, Any]:
-    """The overrides keyed as `tfyarn config` shows settings, the last one of a key winning."""
-    return {o.key: o.value for o in overrides}
+    if section is not None and not isinstance(section, dict):
+        return None
+    doc[name] = copy = dict(section or {})
+    return copy
 
 
 class OverriddenChecker(Checker):
