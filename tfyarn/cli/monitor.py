@@ -83,21 +83,21 @@ def _view_dict(view: JobView) -> dict:
     the application's; `history` stays the page's chart data (epoch seconds)."""
     data = view.to_dict()
     data["updated"] = iso_time(view.updated / 1000 if view.updated else None)
-    progress = data.get("progress")
-    if progress:
-        progress = data["progress"] = dict(progress)
-        progress["updated"] = iso_time(progress.get("updated"))
-        if isinstance(progress.get("evaluation"), dict):
-            progress["evaluation"] = {**progress["evaluation"], "updated": iso_time(
-                progress["evaluation"].get("updated"))}
+    progress = _with_iso(data, "progress", "updated")
+    _with_iso(progress or {}, "evaluation", "updated")
     for task in [*data["tasks"], *([data["tensorboard"]] if data.get("tensorboard") else [])]:
-        if isinstance(task.get("mirror"), dict):
-            task["mirror"] = {**task["mirror"],
-                              "last_sync": iso_time(task["mirror"].get("last_sync"))}
-        if isinstance(task.get("progress"), dict):
-            task["progress"] = {**task["progress"],
-                                "updated": iso_time(task["progress"].get("updated"))}
+        _with_iso(task, "mirror", "last_sync")
+        _with_iso(task, "progress", "updated")
     return data
+
+
+def _with_iso(data: dict, part: str, key: str) -> dict | None:
+    """``data[part]`` (an object) replaced by a copy whose ``key`` (epoch seconds) is in ISO
+    8601; the copy, or None when there is no such object."""
+    if not isinstance(data.get(part), dict):
+        return None
+    data[part] = {**data[part], key: iso_time(data[part].get(key))}
+    return data[part]
 
 
 @click.command("status")
