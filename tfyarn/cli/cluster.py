@@ -15,6 +15,7 @@ from tfyarn.localyarn.layout import (
     GPUS_PER_GPU_NODE,
     MAX_GPUS_PER_GPU_NODE,
     MAX_NODES,
+    NAMESERVICE,
     Layout,
     default_state_dir,
 )
@@ -29,9 +30,9 @@ state_dir_option = click.option(
 
 
 def _layout(state_dir: str | None, nodes: int | None = None,
-            gpus: int | None = None) -> Layout:
+            gpus: int | None = None, ha: bool | None = None) -> Layout:
     return Layout(default_state_dir() if state_dir is None else Path(state_dir).resolve(),
-                  nodes=nodes, gpus=gpus)
+                  nodes=nodes, gpus=gpus, ha=ha)
 
 
 @click.group("cluster")
@@ -64,10 +65,16 @@ def cluster_group() -> None:
               help="Kerberos: a local KDC (Hadoop's MiniKdc), keytabs for every daemon, you and "
               "a second user (bob), short-lived delegation tokens. `tfyarn cluster env` then "
               "also exports KRB5_CONFIG and KRB5CCNAME (your ticket cache).")
+@click.option("--ha/--no-ha", default=None,
+              help="High availability as production runs it: two ResourceManagers (automatic "
+              "failover through ZooKeeper, state kept there, work-preserving recovery) and two "
+              f"NameNodes behind the nameservice hdfs://{NAMESERVICE} (a quorum journal, "
+              "manual failover); `tfyarn cluster failover rm|nn` switches the active one "
+              "[default: what the cluster had, or --no-ha].")
 def up_command(state_dir: str | None, nodes: int | None, gpus: int | None,
-               secure: bool) -> None:
+               secure: bool, ha: bool | None) -> None:
     """Fetch the Hadoop jars (first run), then start the cluster and wait until it schedules."""
-    layout = _layout(state_dir, nodes, gpus)
+    layout = _layout(state_dir, nodes, gpus, ha)
     result = cluster.up(layout, echo=lambda line: click.echo(line, err=True), kerberos=secure)
     if result.already_running:
         click.echo(f"The local YARN cluster is already running: {result.webapp_url} (unchanged).")
@@ -146,3 +153,20 @@ def regain_host_command(state_dir: str | None, node: str) -> None:
     """Bring a lost host back: thaw it, or start its NodeManager again."""
     how = hosts.regain(_layout(state_dir), node)
     click.echo(f"{node} is back: {how}.")
+
+
+@cluster_group.command("failover")
+@state_dir_option
+@click.argument("which", type=click.Choice(["rm", "nn"]))
+def failover_command(state_dir: str | None, which: str) -> None:
+    """Make the standby ResourceManager (rm) or NameNode (nn) of an HA cluster (`up --ha`)
+    the active one. rm: the active RM stops, ZooKeeper elects the standby, and the old one
+    restarts as the standby (a rolling restart). nn: `hdfs haadmin -failover`, graceful."""
+    layout = _layout(state_dir)
+    if not cluster.is_running(layout):
+        click.echo(f"The local YARN cluster is not running (state dir {layout.state_dir}).",
+                   err=True)
+        sys.exit(exitcodes.CLUSTER_DOWN)
+    was, now = cluster.failover(layout, which)
+    click.echo(f"{'ResourceManager' if which == 'rm' else 'NameNode'} {now} is active now "
+               f"(was {was}).")

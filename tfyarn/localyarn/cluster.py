@@ -15,7 +15,7 @@ from pathlib import Path
 
 import requests
 
-from tfyarn.localyarn import daemons, hdfs, hostview, kdc, localfs, secure
+from tfyarn.localyarn import daemons, ha, hasite, hdfs, hostview, kdc, localfs, secure
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
 from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout
 from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
@@ -38,16 +38,17 @@ class UpResult:
 
 
 def daemons_of(layout: Layout, node_wrapper: tuple[str, ...] = ()) -> list[Daemon]:
-    """HDFS first, then the ResourceManager, then the NodeManagers (each run by
-    ``node_wrapper`` with its host's view, see hostview.py)."""
-    rm = Daemon("rm", RM_CLASS, layout.conf_dir, RM_HEAP_MB)
+    """HDFS first, then the ResourceManager (both pairs on an HA cluster, ha.py), then the
+    NodeManagers (each run by ``node_wrapper`` with its host's view, see hostview.py)."""
     nms = [Daemon(nm.name, NM_CLASS, layout.node_conf_dir(nm), NM_HEAP_MB,
                   wrapper=(*node_wrapper, *_host_view_command(layout, nm)) if node_wrapper
                   else (),
                   classpath=daemons.classpath(layout, layout.node_conf_dir(nm),
                                               localfs.class_dir(layout)))
            for nm in layout.node_managers]
-    return [*hdfs.daemons_of(layout), rm, *nms]
+    if layout.is_ha:
+        return [*ha.storage_daemons(layout), *ha.resource_managers(layout), *nms]
+    return [*hdfs.daemons_of(layout), Daemon("rm", RM_CLASS, layout.conf_dir, RM_HEAP_MB), *nms]
 
 
 def _host_view_command(layout: Layout, nm) -> tuple[str, ...]:
@@ -64,6 +65,9 @@ def running_daemons(layout: Layout) -> list[str]:
 
 
 def is_running(layout: Layout) -> bool:
+    if layout.is_ha:
+        return ha.is_running(layout, set(running_daemons(layout)),
+                             [d.name for d in daemons_of(layout)])
     return len(running_daemons(layout)) == len(daemons_of(layout)) and (
         not secure.is_secure(layout) or kdc.is_running(layout))
 
@@ -76,7 +80,15 @@ def up(layout: Layout, echo: Echo = print, kerberos: bool = False) -> UpResult:
             raise ClusterError(f"The cluster in {layout.state_dir} is running {running} "
                                "Kerberos. Fix: `tfyarn cluster down` first, or give another "
                                "TFYARN_CLUSTER_DIR (and TFYARN_CLUSTER_PORT_OFFSET).")
-        return UpResult(True, layout.webapp_url, 0.0)
+        if layout.ha is not None and layout.ha != is_ha_started(layout):
+            running = "with" if is_ha_started(layout) else "without"
+            raise ClusterError(f"The cluster in {layout.state_dir} is running {running} HA. "
+                               "Fix: `tfyarn cluster down` first, or give another "
+                               "TFYARN_CLUSTER_DIR (and TFYARN_CLUSTER_PORT_OFFSET).")
+        return UpResult(True, web_url(layout), 0.0)
+    if kerberos and layout.is_ha:
+        raise ClusterError("`tfyarn cluster up --ha --secure` is not supported yet: the HA "
+                           "cluster runs without Kerberos. Fix: leave out one of the two.")
     started_at = time.monotonic()
     java_home = find_java_home()
     ensure_hadoop_jars(layout, echo)
@@ -91,32 +103,69 @@ def up(layout: Layout, echo: Echo = print, kerberos: bool = False) -> UpResult:
     if layout.gpus is not None:
         layout.state_dir.mkdir(parents=True, exist_ok=True)
         layout.gpus_file.write_text(f"{layout.gpus}\n")
+    if layout.ha is not None:
+        layout.state_dir.mkdir(parents=True, exist_ok=True)
+        layout.ha_file.write_text(f"{str(layout.ha).lower()}\n")
     _check_ports_free(layout)
     secure.set_secure(layout, kerberos)  # before the configuration, which follows it
     write_configuration(layout)
+    if layout.is_ha:
+        ha.write_configuration(layout)
     write_launcher(layout, java_home)
     wrapper = node_wrapper(layout, echo)
-    namenode, datanode, rm, *nms = daemons_of(layout, wrapper)
+    nms = daemons_of(layout, wrapper)[-len(layout.node_managers):]
     try:
         if kerberos:  # the daemons log in from their keytabs as they start
             secure.start_kdc(layout, java_home, echo)
-        hdfs.format_once(layout, java_home)
-        for daemon in (namenode, datanode, rm):
-            daemons.start(layout, java_home, daemon)
-        _wait(layout, [namenode, datanode], "HDFS to leave safe mode with a live DataNode",
+        rms = (ha.start(layout, java_home, _wait) if layout.is_ha
+               else _start_hdfs_and_rm(layout, java_home))
+        _wait(layout, rms, "HDFS to leave safe mode with a live DataNode",
               lambda: hdfs.ready(layout))
         with secure.client_environ(layout):  # hdfs-native finds the user's tickets there
             hdfs.prepare_directories(layout)
-        _wait(layout, [rm], "the ResourceManager to start", lambda: _rm_started(layout))
+        _wait(layout, rms, "the ResourceManager to start", lambda: _rm_started(layout))
         _ensure_gpu_label(layout)
         for nm in nms:
             daemons.start(layout, java_home, nm)
-        _wait(layout, [rm, *nms], "every NodeManager to register", lambda: _nodes_ready(layout))
-        _run_probe(layout, [rm, *nms], echo)
+        _wait(layout, [*rms, *nms], "every NodeManager to register",
+              lambda: _nodes_ready(layout))
+        _run_probe(layout, [*rms, *nms], echo)
     except BaseException:
         down(layout)
         raise
-    return UpResult(False, layout.webapp_url, time.monotonic() - started_at)
+    return UpResult(False, web_url(layout), time.monotonic() - started_at)
+
+
+def _start_hdfs_and_rm(layout: Layout, java_home: Path) -> list[Daemon]:
+    """The non-HA cluster's NameNode, DataNode and ResourceManager; returns [the RM]."""
+    namenode, datanode, rm = daemons_of(layout)[:3]
+    hdfs.format_once(layout, java_home)
+    for daemon in (namenode, datanode, rm):
+        daemons.start(layout, java_home, daemon)
+    _wait(layout, [namenode, datanode], "HDFS to leave safe mode with a live DataNode",
+          lambda: hdfs.ready(layout))
+    return [rm]
+
+
+def is_ha_started(layout: Layout) -> bool:
+    """Whether the cluster was started with --ha (the state dir remembers)."""
+    return Layout(layout.state_dir, port_offset=layout.port_offset).is_ha
+
+
+def web_url(layout: Layout) -> str:
+    """The ResourceManager's web address: the active one's on an HA cluster."""
+    return ha.active_rm_url(layout) if layout.is_ha else layout.webapp_url
+
+
+def failover(layout: Layout, which: str) -> tuple[str, str]:
+    """`tfyarn cluster failover rm|nn`: (was active, now active)."""
+    if not layout.is_ha:
+        raise ClusterError(f"The cluster in {layout.state_dir} has one ResourceManager and "
+                           "one NameNode: nothing to fail over to. Fix: `tfyarn cluster down`, "
+                           "then `tfyarn cluster up --ha`.")
+    if which == "nn":
+        return ha.failover_namenode(layout)
+    return ha.failover_rm(layout, find_java_home(), _wait)
 
 
 def node_wrapper(layout: Layout, echo: Echo) -> tuple[str, ...]:
@@ -205,7 +254,7 @@ def client_environment(layout: Layout) -> dict[str, str]:
 # ---------------------------------------------------------------- status
 
 def rest(layout: Layout, path: str, timeout: float = 5.0) -> dict:
-    response = secure.web_get(layout, f"{layout.webapp_url}/ws/v1/cluster/{path}",
+    response = secure.web_get(layout, f"{web_url(layout)}/ws/v1/cluster/{path}",
                               timeout=timeout, headers={"Accept": "application/json"})
     response.raise_for_status()
     return response.json()
@@ -239,8 +288,8 @@ def node_gpus(node: dict) -> tuple[int, int]:
 
 def status_lines(layout: Layout, lost_hosts: Sequence[str] = ()) -> list[str]:
     """`tfyarn cluster status`; ``lost_hosts`` as hosts.lost_hosts lists them."""
-    lines = [f"ResourceManager: {layout.webapp_url} (state dir {layout.state_dir})",
-             hdfs.status_line(layout), "Nodes:"]
+    lines = [f"ResourceManager: {web_url(layout)} (state dir {layout.state_dir})",
+             *([ha_line(layout)] if layout.is_ha else []), hdfs.status_line(layout), "Nodes:"]
     for node in nodes(layout):
         used_gpus, total_gpus = node_gpus(node)
         labels = ",".join(node.get("nodeLabels") or []) or "<default partition>"
@@ -282,7 +331,8 @@ def status_document(layout: Layout, lost_hosts: Sequence[str] = ()) -> dict:
             "containers": node.get("numContainers", 0)})
     return {
         "running": True, "state_dir": str(layout.state_dir),
-        "resourcemanager": layout.webapp_url, "hdfs": hdfs.status_line(layout),
+        "resourcemanager": web_url(layout), "hdfs": hdfs.status_line(layout),
+        **({"ha": ha.pair_states(layout)} if layout.is_ha else {}),
         "nodes": found, "lost_hosts": list(lost_hosts),
         "hosts_share_files": (layout.state_dir / "hosts-share-files").exists(),
         "node_labels": [{"name": label["name"],
@@ -298,6 +348,7 @@ def status_document(layout: Layout, lost_hosts: Sequence[str] = ()) -> dict:
 def _check_ports_free(layout: Layout) -> None:
     wanted = {f"ResourceManager {key}": ("127.0.0.1", port) for key, port in RM_PORTS.items()}
     wanted.update({f"HDFS {what}": ("127.0.0.1", port) for what, port in HDFS_PORTS.items()})
+    wanted.update({what: ("127.0.0.1", port) for what, port in hasite.ports(layout).items()})
     for nm in layout.node_managers:
         wanted.update({
             f"NodeManager {nm.name} RPC": (nm.host, nm.rpc_port),
@@ -374,6 +425,12 @@ def _run_probe(layout: Layout, watched: list[Daemon], echo: Echo) -> None:
 
 def _rm_started(layout: Layout) -> bool:
     return rest(layout, "info", timeout=2)["clusterInfo"]["state"] == "STARTED"
+
+
+def ha_line(layout: Layout) -> str:
+    """Which of each pair is active: "HA: rm1 ACTIVE, rm2 STANDBY, nn1 active, ..."."""
+    states = ha.pair_states(layout)
+    return "HA: " + ", ".join(f"{name} {state}" for name, state in states.items())
 
 
 def _cluster_labels(layout: Layout) -> list[dict]:

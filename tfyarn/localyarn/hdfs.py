@@ -8,7 +8,7 @@ from pathlib import Path
 
 import requests
 
-from tfyarn.localyarn import daemons, secure
+from tfyarn.localyarn import daemons, ha, secure
 from tfyarn.localyarn.daemons import DATANODE_CLASS, NAMENODE_CLASS, Daemon
 from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.provision import ClusterError
@@ -39,11 +39,16 @@ def format_once(layout: Layout, java_home: Path) -> None:
 
 
 def _bean(layout: Layout, name: str) -> dict:
-    response = secure.web_get(layout, f"{layout.namenode_web_url}/jmx",
+    response = secure.web_get(layout, f"{web_url(layout)}/jmx",
                               params={"qry": f"Hadoop:service=NameNode,name={name}"}, timeout=2)
     response.raise_for_status()
     beans = response.json().get("beans") or [{}]
     return beans[0]
+
+
+def web_url(layout: Layout) -> str:
+    """The NameNode's web address: the active one's on an HA cluster."""
+    return ha.active_nn_url(layout) if layout.is_ha else layout.namenode_web_url
 
 
 def ready(layout: Layout) -> bool:
@@ -56,6 +61,8 @@ def ready(layout: Layout) -> bool:
 def client(layout: Layout):
     from hdfs_native import Client
 
+    if layout.is_ha:  # the nameservice's NameNodes are in the cluster's configuration
+        return Client(layout.default_fs, config_dir=str(layout.conf_dir))
     return Client(layout.default_fs)
 
 
@@ -79,4 +86,4 @@ def status_line(layout: Layout) -> str:
     mode = "SAFE MODE" if info.get("Safemode") else state.get("FSState", "?")
     return (f"HDFS: {layout.default_fs} {mode}, {state.get('NumLiveDataNodes', 0)} live / "
             f"{state.get('NumDeadDataNodes', 0)} dead DataNode(s), {state.get('FilesTotal', 0)} "
-            f"files, {used_mb} MB used, {free_mb} MB free (web {layout.namenode_web_url})")
+            f"files, {used_mb} MB used, {free_mb} MB free (web {web_url(layout)})")

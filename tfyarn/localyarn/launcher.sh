@@ -18,6 +18,7 @@ usage() {
   if [ "$prog" = hadoop ] || [ "$prog" = hdfs ]; then
     echo "  fs|dfs <FsShell arguments>   e.g. $prog dfs -ls /" >&2
     [ "$prog" = hdfs ] && echo "  dfsadmin <arguments>         e.g. hdfs dfsadmin -report" >&2
+    [ "$prog" = hdfs ] && echo "  haadmin <arguments>          e.g. hdfs haadmin -getAllServiceState" >&2
   else
     echo "  application|app|applicationattempt|container|logs|node|rmadmin|cluster|queue" >&2
   fi
@@ -46,6 +47,7 @@ case "$prog:$sub" in
   yarn:queue) class=org.apache.hadoop.yarn.client.cli.QueueCLI ;;
   hadoop:fs|hadoop:dfs|hdfs:dfs) class=org.apache.hadoop.fs.FsShell ;;
   hdfs:dfsadmin) class=org.apache.hadoop.hdfs.tools.DFSAdmin ;;
+  hdfs:haadmin) class=org.apache.hadoop.hdfs.tools.DFSHAAdmin ;;
   *:version) class=org.apache.hadoop.util.VersionInfo ;;
   *:-h|*:--help|*:help) usage; exit 0 ;;
   *) echo "$prog: unknown command '$sub'" >&2; usage; exit 1 ;;

@@ -57,6 +57,9 @@ HDFS_PORTS = {
     "datanode internal proxy": 8025,
 }
 
+# An HA cluster's file system (`tfyarn cluster up --ha`): a nameservice, as production names one.
+NAMESERVICE = "nameservice1"
+
 GPU_LABEL = "gpu"
 GPUS_PER_GPU_NODE = 2  # the gpu node's GPUs unless `tfyarn cluster up --gpus N` says otherwise
 MAX_GPUS_PER_GPU_NODE = 16
@@ -105,6 +108,8 @@ class Layout:
     node_vcores: int = NODE_VCORES
     # GPUs of the gpu node (its stand-in nvidia-smi lists them): given to `up`, or as started.
     gpus: int | None = None
+    # Two ResourceManagers and two NameNodes (ha.py): given to `up`, or as started.
+    ha: bool | None = None
 
     @property
     def node_count(self) -> int:
@@ -131,6 +136,19 @@ class Layout:
     @property
     def gpus_file(self) -> Path:
         return self.state_dir / "gpus"
+
+    @property
+    def is_ha(self) -> bool:
+        if self.ha is not None:
+            return self.ha
+        try:
+            return self.ha_file.read_text().strip() == "true"
+        except OSError:
+            return False
+
+    @property
+    def ha_file(self) -> Path:
+        return self.state_dir / "ha"
 
     @property
     def node_managers(self) -> tuple[NodeManagerSpec, ...]:
@@ -178,7 +196,8 @@ class Layout:
 
     @property
     def hdfs_dir(self) -> Path:
-        return self.state_dir / "hdfs"
+        # An HA cluster's HDFS is another one (its own cluster id): switching keeps both.
+        return self.state_dir / ("hdfs-ha" if self.is_ha else "hdfs")
 
     @property
     def webapps_dir(self) -> Path:
@@ -187,6 +206,8 @@ class Layout:
 
     @property
     def default_fs(self) -> str:
+        if self.is_ha:
+            return f"hdfs://{NAMESERVICE}"
         return f"hdfs://127.0.0.1:{self.port(HDFS_PORTS['namenode rpc'])}"
 
     @property

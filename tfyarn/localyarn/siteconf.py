@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from tfyarn.localyarn import localfs, secure
+from tfyarn.localyarn import hasite, localfs, secure
 from tfyarn.localyarn.gpunode import write_stand_in
 from tfyarn.localyarn.layout import (
     GPU_LABEL,
@@ -58,9 +58,10 @@ def core_site(layout: Layout, tmp_dir: Path) -> dict[str, object]:
 
 
 def hdfs_site(layout: Layout) -> dict[str, object]:
-    """One NameNode and one DataNode on 127.0.0.1, small and quick to start."""
+    """One NameNode (two on an HA cluster, hasite.py) and one DataNode on 127.0.0.1, small
+    and quick to start."""
     address = {name: f"127.0.0.1:{layout.port(port)}" for name, port in HDFS_PORTS.items()}
-    return {
+    return hasite.hdfs_site(layout, {
         "dfs.namenode.rpc-address": address["namenode rpc"],
         "dfs.namenode.http-address": address["namenode http"],
         "dfs.datanode.address": address["datanode data"],
@@ -82,7 +83,7 @@ def hdfs_site(layout: Layout) -> dict[str, object]:
         "dfs.namenode.resource.du.reserved": 0,
         "dfs.datanode.du.reserved": 0,
         **secure.hdfs_site(layout),
-    }
+    })
 
 
 def yarn_site(layout: Layout) -> dict[str, object]:
@@ -157,7 +158,7 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.timeline-service.enabled": "false",
         **secure.yarn_site(layout),
     }
-    return props
+    return hasite.yarn_site(layout, props)
 
 
 def node_manager_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
@@ -178,6 +179,7 @@ def node_manager_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
         "yarn.nodemanager.resource.memory-mb": nm.memory_mb,
         "yarn.nodemanager.resource.cpu-vcores": nm.vcores,
         "yarn.nodemanager.recovery.enabled": "false",
+        **hasite.node_manager_site(layout, node_dir / "recovery"),
     })
     if nm.partition:
         props["yarn.nodemanager.node-labels.provider"] = "config"
