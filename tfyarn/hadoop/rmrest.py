@@ -27,6 +27,16 @@ class RestError(TfyarnError, RuntimeError):
     """The RM answered with an error (an unknown application, say)."""
 
 
+class StandbyError(RestError):
+    """The RM is the standby of an HA pair: it redirects to the active one, which is asked
+    directly instead (its address is in the configuration too)."""
+
+
+class NoActiveResourceManager(TfyarnError):
+    """An HA client configuration whose ResourceManagers all answer as standbys, or none
+    answers at all: named before anything is submitted."""
+
+
 @dataclass(frozen=True)
 class AppReport:
     """The fields of skein's ApplicationReport that tfyarn reads, from the RM's JSON."""
@@ -72,7 +82,11 @@ class RestReports:
 
     def _get(self, path: str, **params: str) -> dict:
         response = spnego.get(f"{self.base_url}/ws/v1/cluster/{path}", params=params,
-                              headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
+                              headers={"Accept": "application/json"}, timeout=TIMEOUT_S,
+                              allow_redirects=False)
+        if response.is_redirect:
+            raise StandbyError(f"{self.base_url} is a standby ResourceManager (it redirects "
+                               f"to {response.headers.get('Location', 'the active one')})")
         if response.status_code != 200:
             try:
                 message = response.json()["RemoteException"]["message"]
@@ -129,6 +143,11 @@ def reports_reader() -> RestReports | None:
 
 def web_urls(conf: dict[str, str]) -> list[str]:
     """The RMs' web addresses the configuration names, every RM of an HA pair included."""
+    return list(web_urls_by_id(conf).values())
+
+
+def web_urls_by_id(conf: dict[str, str]) -> dict[str, str]:
+    """Each RM's web address by its id in yarn.resourcemanager.ha.rm-ids ("" without HA)."""
     https = conf.get("yarn.http.policy", "HTTP_ONLY") == "HTTPS_ONLY"
     key = "yarn.resourcemanager.webapp." + ("https.address" if https else "address")
     port = 8090 if https else 8088
@@ -136,15 +155,44 @@ def web_urls(conf: dict[str, str]) -> list[str]:
     if conf.get("yarn.resourcemanager.ha.enabled") == "true":
         rm_ids = [f".{i.strip()}" for i in conf.get("yarn.resourcemanager.ha.rm-ids", "").split(",")
                   if i.strip()]
-    urls = []
+    urls = {}
     for suffix in rm_ids:
         host = conf.get(f"yarn.resourcemanager.hostname{suffix}")
         address = conf.get(f"{key}{suffix}") or (f"{host}:{port}" if host else None)
         if address:
             address = _expand(address, conf)
             if not address.startswith("0.0.0.0"):  # a bind address, not one to connect to
-                urls.append(f"{'https' if https else 'http'}://{address}")
+                urls[suffix.lstrip(".")] = f"{'https' if https else 'http'}://{address}"
     return urls
+
+
+def no_active_rm(conf: dict[str, str],
+                 failures: dict[str, Exception]) -> NoActiveResourceManager | None:
+    """On an HA configuration where no RM answered as the active one (``failures``: why each
+    web address did not), the error that names each rm-id; None without HA, or where some
+    RM's answer was an error of its own (a Kerberos login, say: pre-flight is skipped)."""
+    if conf.get("yarn.resourcemanager.ha.enabled", "false").lower() != "true":
+        return None
+    urls = web_urls_by_id(conf)
+    if not urls or set(urls.values()) - set(failures):
+        return None
+    standby = all(isinstance(failures[url], StandbyError) for url in urls.values())
+    unanswered = all(isinstance(failures[url], requests.RequestException)
+                     for url in urls.values())
+    if not standby and not unanswered:
+        return None
+    each = "; ".join(f"{rm} at {url}: {failures[url]}" for rm, url in urls.items())
+    if standby:
+        return NoActiveResourceManager(
+            f"Every ResourceManager of yarn.resourcemanager.ha.rm-ids is a standby, none is "
+            f"active ({each}).",
+            hint="the RMs elect the active one through ZooKeeper (hadoop.zk.address): ask "
+                 "the cluster's administrators; `yarn rmadmin -getAllServiceState` shows "
+                 "the states.")
+    return NoActiveResourceManager(
+        f"No ResourceManager of yarn.resourcemanager.ha.rm-ids answers ({each}).",
+        hint="check yarn.resourcemanager.webapp.address.<id> (or hostname.<id>) of each "
+             "rm-id in yarn-site.xml (HADOOP_CONF_DIR), and that the RMs are up.")
 
 
 def _expand(value: str, conf: dict[str, str]) -> str:

@@ -60,6 +60,10 @@ def zookeeper_cfg(layout: Layout) -> Path:
 def write_configuration(layout: Layout) -> None:
     """zoo.cfg, and each RM's and NameNode's own configuration dir (after siteconf's)."""
     zookeeper_cfg(layout).write_text(hasite.zookeeper_conf(layout))
+    # The JournalNode refuses to start without its web app (Maven's jar has none).
+    web_xml = layout.webapps_dir / "webapps" / "journal" / "WEB-INF" / "web.xml"
+    web_xml.parent.mkdir(parents=True, exist_ok=True)
+    web_xml.write_text("<web-app/>\n")
     for daemon in (*hasite.RM_IDS, *hasite.NN_IDS):
         conf = daemon_conf_dir(layout, daemon)
         shutil.copytree(layout.conf_dir, conf, dirs_exist_ok=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from appmaster.jobplan import JobPlan
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
-from tfyarn.hadoop import hadoopconf
+from tfyarn.hadoop import haconf, hadoopconf
 from tfyarn.hadoop.driver import DriverSettings, driver_settings, skein_client
 from tfyarn.hadoop.driver import submit as submit_to_yarn
 from tfyarn.jobconfig import JobConfig, load_job
@@ -116,6 +116,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
         plan = build_plan(job, default_label=options.am_label, extra_args=options.script_args)
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
+        haconf.check_client(conf, ", ".join(map(str, hadoopconf.conf_dirs())))
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
             plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY,
             checkpoint_prefix=bool(job.app.checkpoint_prefix))
@@ -126,9 +127,10 @@ def plan_job(resources: FilePath, app_config: FilePath,
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
     # user wrote.
     queue_source = where_set(job.settings, str(app_config), "site.global.queue")
-    checked = preflight.run_preflight(
-        preflight.job_requests(job, plan, placement, options.given()), placement.queue,
-        queue_source)
+    with in_context(NOTHING_SUBMITTED):  # no active RM of an HA pair, say
+        checked = preflight.run_preflight(
+            preflight.job_requests(job, plan, placement, options.given()), placement.queue,
+            queue_source)
     return PlannedJob(job, plan, placement, checked)
 
 

@@ -348,13 +348,13 @@ def run_preflight(containers: list[Request], queue_name: str,
     if not urls:
         return Preflight(False, skipped_reason="the Hadoop configuration (HADOOP_CONF_DIR) "
                          "names no ResourceManager web address")
-    errors = []
+    failures: dict[str, Exception] = {}
     for url in urls:
         client = rmrest.RestReports(url)
         try:
             view = cluster_view(client.get("scheduler"), client.get("nodes"))
         except (rmrest.RestError, requests.RequestException, ValueError) as exc:
-            errors.append(f"{url}: {exc}")
+            failures[url] = exc
             continue
         queue, user, allowed, acl_note = view.find_queue(queue_name), submitting_user(), None, []
         if needs_acl_answer(view, queue):
@@ -365,5 +365,8 @@ def run_preflight(containers: list[Request], queue_name: str,
                 acl_note = [f"queue {queue.path}'s ACL was not checked ({exc})"]
         verdict = check(view, containers, queue_name, queue_source, allowed, user)
         return Preflight(True, url, None, verdict.problems, acl_note + verdict.notes)
+    no_active = rmrest.no_active_rm(conf, failures)
+    if no_active is not None:
+        raise no_active
     return Preflight(False, skipped_reason="the ResourceManager's REST API did not answer ("
-                     + "; ".join(errors) + ")")
+                     + "; ".join(f"{url}: {exc}" for url, exc in failures.items()) + ")")
