@@ -24,7 +24,7 @@ YARN_TEST_RERUNS = 1
 
 # Fixtures that start a local cluster (its JVMs) or a browser. A test using one, even through
 # another fixture, must be marked `yarn`, so that `pytest -m "not yarn"` starts none of them.
-CLUSTER_FIXTURES = {"yarn_cluster", "secure_cluster"}
+CLUSTER_FIXTURES = {"yarn_cluster", "secure_cluster", "ha_cluster"}
 YARN_ONLY_FIXTURES = CLUSTER_FIXTURES | {"browser"}
 
 
