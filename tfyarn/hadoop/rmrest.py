@@ -10,6 +10,7 @@ the commands use skein's driver.
 from __future__ import annotations
 
 import re
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +22,9 @@ from tfyarn.hadoop import hadoopconf
 from tfyarn.security import spnego
 
 TIMEOUT_S = 5.0
+# An HA pair between an active RM's end and the standby's election: seconds, in production.
+FAILOVER_WAIT_S = 20.0
+FAILOVER_POLL_S = 0.5
 
 
 class RestError(TfyarnError, RuntimeError):
@@ -128,17 +132,28 @@ class RestReports:
         return [AppReport.from_json(app) for app in apps]
 
 
-def reports_reader() -> RestReports | None:
-    """A reader for the RM that answers first, or None where REST is not an option."""
-    for url in web_urls(hadoopconf.client_configuration()):
-        reader = RestReports(url)
-        try:
-            # The apps resource itself: a web UI that wants a login answers 401 here.
-            reader._get("apps", limit="1")
-        except (requests.RequestException, RestError, ValueError):
-            continue  # a stopped RM, or one we may not read: try the next one
-        return reader
-    return None
+def reports_reader(failover_wait_s: float = FAILOVER_WAIT_S) -> RestReports | None:
+    """A reader for the RM that answers first, or None where REST is not an option.
+
+    Where RMs answer but only as standbys, a failover is under way: they are asked again
+    for up to ``failover_wait_s``, which beats starting skein's driver to wait for it."""
+    deadline = time.monotonic() + failover_wait_s
+    while True:
+        standby = False
+        for url in web_urls(hadoopconf.client_configuration()):
+            reader = RestReports(url)
+            try:
+                # The apps resource itself: a web UI that wants a login answers 401 here.
+                reader._get("apps", limit="1")
+            except StandbyError:
+                standby = True
+                continue
+            except (requests.RequestException, RestError, ValueError):
+                continue  # a stopped RM, or one we may not read: try the next one
+            return reader
+        if not standby or time.monotonic() > deadline:
+            return None
+        time.sleep(FAILOVER_POLL_S)
 
 
 def web_urls(conf: dict[str, str]) -> list[str]:
