@@ -2,7 +2,8 @@
 (`tfyarn cluster up --ha`, a cluster of its own beside the session's), a running job goes
 on through a ResourceManager failover (the old active one then killed) and a NameNode
 failover: the AppMaster re-registers with the new RM, no task restarts, `tfyarn status`
-answers throughout, the chief's mirror keeps writing to the nameservice, the job SUCCEEDS.
+answers throughout, the job page answers through the new RM's proxy, the chief's mirror
+keeps writing to the nameservice, the job SUCCEEDS.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 from barenodes import client_environ
 from conftest import LocalCluster
 from jobtools import (
@@ -26,7 +28,7 @@ from jobtools import (
     wait_for,
 )
 
-from tfyarn.localyarn import cluster, daemons, ha
+from tfyarn.localyarn import cluster, daemons, ha, hasite
 from tfyarn.localyarn.layout import NAMESERVICE, Layout
 
 pytestmark = pytest.mark.yarn
@@ -130,6 +132,11 @@ def test_a_job_trains_through_an_rm_and_a_namenode_failover(ha_cluster: LocalClu
               f"{max(s for s, _, _ in poller.answers):.1f} s")
         app = job_view(ha_cluster, app_id)["application"]
         assert app["state"] == "RUNNING", app
+        # The job page, through the new active RM's proxy.
+        assert f":{layout.port(hasite.rm_ports(new_rm)['webapp.address'])}/" in app[
+            "tracking_url"], app
+        page = requests.get(f"{app['tracking_url']}pages/tfyarn/", timeout=60)
+        assert page.status_code == 200 and app_id in page.text, page.text[:500]
 
         # The NameNode: a graceful manual failover; the chief's mirror goes on writing.
         old_nn = ha.active_namenode(layout)

@@ -92,6 +92,13 @@ def yarn_site(layout: Layout, props: dict[str, object]) -> dict[str, object]:
         # Containers the NMs report again in the first seconds after a failover are kept;
         # production waits 10 s for the NMs before scheduling, here 3 s.
         "yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms": 3000,
+        # A standby RM opens no RPC port: until the new active one has started its
+        # services, every RM refuses. The non-HA cluster's clients give up after 10 s;
+        # here NodeManagers and AppMasters must outlast a failover (production: 15 minutes).
+        "yarn.resourcemanager.connect.max-wait.ms": 180000,
+        "yarn.client.failover-max-attempts": 150,
+        "yarn.client.failover-sleep-base-ms": 500,
+        "yarn.client.failover-sleep-max-ms": 2000,
     })
     return props
 
