@@ -106,6 +106,13 @@ def start(layout: Layout, java_home: Path, daemon: Daemon) -> int:
     return process.pid
 
 
+def run_tool(layout: Layout, java_home: Path, tool: Daemon) -> subprocess.CompletedProcess:
+    """Run a one-off JVM (a NameNode's -format, say) to its end, its output captured."""
+    layout.log_dir.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(java_command(layout, java_home, tool), capture_output=True, text=True,
+                          env=daemon_environment(layout, java_home))
+
+
 def running_pid(layout: Layout, name: str) -> int | None:
     """The daemon's pid if that process is alive and really is ours (pids get reused)."""
     try:

@@ -108,8 +108,7 @@ def _run_once(layout: Layout, java_home: Path, nn: str, args: tuple[str, ...]) -
         return
     tool = Daemon(f"{nn}-format", NAMENODE_CLASS, daemon_conf_dir(layout, nn),
                   NAMENODE_HEAP_MB, args=args)
-    result = subprocess.run(daemons.java_command(layout, java_home, tool), capture_output=True,
-                            text=True, env=daemons.daemon_environment(layout, java_home))
+    result = daemons.run_tool(layout, java_home, tool)
     if result.returncode != 0:
         raise ClusterError(f"NameNode {nn} {' '.join(args)} failed:\n{result.stderr[-2000:]}\n"
                            f"Fix: see {layout.daemon_log(tool.name)}.")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import subprocess
 from pathlib import Path
 
 import requests
@@ -29,10 +28,7 @@ def format_once(layout: Layout, java_home: Path) -> None:
         return
     formatter = Daemon("namenode-format", NAMENODE_CLASS, layout.conf_dir, NAMENODE_HEAP_MB,
                        args=("-format", "-nonInteractive", "-force"))
-    layout.log_dir.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(daemons.java_command(layout, java_home, formatter),
-                            capture_output=True, text=True,
-                            env=daemons.daemon_environment(layout, java_home))
+    result = daemons.run_tool(layout, java_home, formatter)
     if result.returncode != 0:
         raise ClusterError(f"Formatting the NameNode failed:\n{result.stderr[-2000:]}\n"
                            f"Fix: see {layout.daemon_log('namenode-format')}.")
