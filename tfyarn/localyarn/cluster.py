@@ -51,12 +51,9 @@ def daemons_of(layout: Layout, node_wrapper: tuple[str, ...] = ()) -> list[Daemo
 
 
 def _host_view_command(layout: Layout, nm) -> tuple[str, ...]:
-    """python -m tfyarn.localyarn.hostview ... --: the node's own /tmp and HOME, and nothing
-    of the submitting user's software (hostview.user_software)."""
-    keep = [layout.state_dir, layout.hadoop_home, layout.kdc_lib_dir, find_java_home()]
-    private = [*hostview.private_paths(), *hostview.user_software()]
-    return (sys.executable, "-m", "tfyarn.localyarn.hostview", str(layout.host_view_dir(nm)),
-            *map(str, private), "--keep", *map(str, keep), "--")
+    """python -m tfyarn.localyarn.hostview ... --: the node sees what a real node has and
+    nothing else (hostview.node_view)."""
+    return hostview.node_view(layout, nm, find_java_home()).command()
 
 
 def running_daemons(layout: Layout) -> list[str]:
