@@ -123,8 +123,9 @@ def node_wrapper(layout: Layout, echo: Echo) -> tuple[str, ...]:
     if prefix is None:
         shared_marker.write_text("mount namespaces refused\n")
         echo("WARNING: this machine refuses mount namespaces, so every NodeManager sees the "
-             "same /tmp and HOME. A job that wrongly relies on files shared between hosts "
-             "will work here and fail on a real cluster; only HDFS is shared there.")
+             "machine's files (/tmp, HOME, the other nodes' dirs, ...). A job that wrongly "
+             "relies on files shared between hosts will work here and fail on a real "
+             "cluster; only HDFS is shared there.")
         return ()
     shared_marker.unlink(missing_ok=True)
     return tuple(prefix)
@@ -253,7 +254,8 @@ def status_lines(layout: Layout, lost_hosts: Sequence[str] = ()) -> list[str]:
         lines.append(f"Lost hosts (tfyarn cluster regain-host brings them back): "
                      f"{', '.join(lost_hosts)}")
     if (layout.state_dir / "hosts-share-files").exists():
-        lines.append("WARNING: the NodeManagers share /tmp and HOME (no mount namespaces here)")
+        lines.append("WARNING: the NodeManagers share the machine's files (no mount namespaces "
+                     "here)")
     labels = [f"{label['name']}(exclusive={str(label.get('exclusivity', True)).lower()})"
               for label in _cluster_labels(layout)]
     lines.append(f"Node labels: {', '.join(labels) or 'none'}")
