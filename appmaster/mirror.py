@@ -12,8 +12,7 @@
 - ``follow``: the evaluator's local dir gets each newest checkpoint, whole (state file last).
 
 A checkpoint whose data shards are not all in the local dir was written partly from another
-host (TensorFlow's sharded saving puts each variable's shard on the ps holding it, and merges
-the index on the last of them: a state file may name a checkpoint with no file here). It is
+host (TensorFlow's sharded saving puts each variable's shard on the ps holding it). It is
 never mirrored; the status says so, and the script must save from the chief
 (docs/guide/failures.md).
 """
@@ -231,19 +230,16 @@ class WorkDirMirror:
         state_text = (self.local / directory / STATE_FILE).read_text()
         names = os.listdir(self.local / directory)
         prefixes = listed_checkpoints(state_text)
-        if not prefixes:
-            return 0  # a state file naming nothing
+        if not prefixes or f"{prefixes[-1]}.index" not in names:
+            return 0  # a state file naming nothing, or being replaced: the next round
         latest = prefixes[-1]
-        if f"{latest}.index" not in names:
-            if not checkpoint_files(names, latest) and (
-                    self.local / directory / STATE_FILE).read_text() == state_text:
-                # Not being replaced: the whole checkpoint went elsewhere. TensorFlow merges
-                # the shards on the last ps that wrote one, so its index is there too.
-                self._split_warning(directory, latest, "all of its files")
-            return 0  # else being replaced: the next round
         missing = missing_shards(names, latest)
         if missing:
-            self._split_warning(directory, latest, ", ".join(missing))
+            self.status.warning = (
+                f"checkpoint {os.path.join(directory, latest)} lacks {', '.join(missing)} in "
+                "this task's dir: its shards were written on other hosts (sharded saving on "
+                "the ps). It is not mirrored; save from the chief (docs/guide/failures.md).")
+            log.warning("%s", self.status.warning)
             return 0
         files = [os.path.join(directory, f) for f in checkpoint_files(names, latest)]
         # Opened together before sending: the script may delete them meanwhile (it saves
@@ -270,13 +266,6 @@ class WorkDirMirror:
             sent += 1
         self._prune(directory, on_hdfs, set(whole))
         return sent
-
-    def _split_warning(self, directory: str, latest: str, lacks: str) -> None:
-        self.status.warning = (
-            f"checkpoint {os.path.join(directory, latest)} lacks {lacks} in this task's dir: "
-            "written on other hosts (sharded saving on the ps, each on its own disk). It is not "
-            "mirrored; save from the chief (docs/guide/failures.md).")
-        log.warning("%s", self.status.warning)
 
     def _prune(self, directory: str, on_hdfs: list[str], keep: set[str]) -> None:
         """Delete this dir's checkpoint files on HDFS that the state file there no longer

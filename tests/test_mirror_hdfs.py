@@ -136,19 +136,6 @@ def test_a_checkpoint_split_across_hosts_is_never_mirrored(remote: RemoteDir, tm
     assert missing_shards(["m.index", "m.data-00000-of-00001"], "m") == []
 
 
-def test_a_checkpoint_written_whole_on_another_host_is_reported(remote: RemoteDir,
-                                                                tmp_path: Path) -> None:
-    """One ps merged the index on its own host too: the chief's dir holds only the state
-    file (Keras's ModelCheckpoint without CheckpointOptions, TensorFlow's PS tutorial)."""
-    checkpoints = tmp_path / "work" / "checkpoints"
-    checkpoints.mkdir(parents=True)
-    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
-    mirror = WorkDirMirror(tmp_path / "work", remote)
-    mirror.sync()
-    assert remote.read_bytes("checkpoints/checkpoint") is None
-    assert "checkpoints/ckpt-1 lacks all of its files" in (mirror.status.warning or "")
-
-
 def test_unreachable_namenode_is_an_error_not_a_hang() -> None:
     """hdfs-native retries a dead NameNode forever: every call is bounded."""
     dead = RemoteDir("hdfs://127.0.0.1:1/nowhere")
