@@ -31,6 +31,7 @@ from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREF
 from appmaster.mirror import MirrorStatus, WorkDirMirror
 from appmaster.progress import ProgressReporter, report_to
 from appmaster.refusedflags import refused_flag_hint
+from appmaster.splitsave import split_save_hint
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.vocabulary import Role
 
@@ -424,9 +425,10 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
 
 def _with_hint(plan: JobPlan, name: str, code: int, tail: str) -> str:
     """A failed script's stderr tail, with the fix when it refused a flag tfyarn passed it
-    (appmaster/refusedflags.py), also added to its stderr file (`tfyarn logs`)."""
-    hint = refused_flag_hint(tail, plan.work_dir_flag, bool(plan.data_dir or plan.data)) \
-        if code != 0 else ""
+    (appmaster/refusedflags.py) or a ps could not save its part of a checkpoint
+    (appmaster/splitsave.py), also added to its stderr file (`tfyarn logs`)."""
+    hint = (refused_flag_hint(tail, plan.work_dir_flag, bool(plan.data_dir or plan.data))
+            or split_save_hint(tail)) if code != 0 else ""
     if not hint:
         return tail
     log.error("%s", hint)

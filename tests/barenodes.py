@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 from tfyarn.localyarn.gpunode import SYSTEM_PYTHON
-from tfyarn.localyarn.layout import Layout
+from tfyarn.localyarn.layout import Layout, NodeManagerSpec
 
 # What tfyarn's AppMaster and agents import in a container, pinned to this client's versions.
 NODE_PACKAGES = ("skein", "grpcio", "protobuf", "cryptography", "pyyaml", "hdfs-native")
@@ -78,19 +78,45 @@ def venv_without(layout: Layout, name: str, leave_out: tuple[str, ...]) -> Path:
 # Python without TensorFlow, and the shipped env importing what jobs need.
 BARE_NODE_CHECK = """set -eu
 test ! -e {client_python} || {{ echo "the client's {client_python} is on this node"; exit 1; }}
-test ! -e {checkout}/tfyarn/__init__.py || {{ echo "the checkout is on this node"; exit 1; }}
+for path in {absent}; do
+  test ! -e "$path" || {{ echo "$path is on this node"; exit 1; }}
+done
 if {system_python} -c 'import tensorflow' 2>/dev/null; then
   echo "the system Python has TensorFlow"; exit 1
 fi
 ./pyenv/bin/python -c 'import sys, tensorflow, skein, hdfs_native; print("env ok", sys.prefix)'
 """
 
+# A file in each place a real node does not share with the client (made here if missing).
+CLIENT_ONLY_FILES = (Path("/var/tmp/tfyarn-client-only"), Path("/data/tfyarn-client-only"))
+
+
+def checkouts() -> list[Path]:
+    """This checkout and every other worktree of its repository (none is on a node)."""
+    listed = subprocess.run(["git", "-C", str(REPO), "worktree", "list", "--porcelain"],
+                            capture_output=True, text=True).stdout
+    return sorted({REPO, *(Path(line.split(" ", 1)[1]) for line in listed.splitlines()
+                           if line.startswith("worktree "))})
+
+
+def absent_from(layout: Layout, nm: NodeManagerSpec) -> list[Path]:
+    """What node ``nm`` must not see: the other nodes' dirs and the rest of the state dir,
+    the client's /var/tmp and /data, and any checkout."""
+    for path in CLIENT_ONLY_FILES:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    others = [layout.node_dir(other) / part for other in layout.node_managers if other != nm
+              for part in ("local", "containers", "conf", "host")]
+    return [*others, layout.hdfs_dir, layout.run_dir, layout.log_dir / "rm.log",
+            *CLIENT_ONLY_FILES, *(checkout / "pyproject.toml" for checkout in checkouts())]
+
 
 def ship_env_to_every_node(layout: Layout, timeout_s: float = 600) -> str:
     """Pack and upload this interpreter's environment as a job does by default, then have
     every NodeManager localize it and run it once (a node's first localization of a packed
     env takes a minute or more here: without libhadoop.so, YARN forks a chmod per file).
-    Checks on the way that every node is bare. Returns the env's URL."""
+    Checks on the way that every node is bare and sees none of what other nodes and the
+    client have (absent_from). Returns the env's URL."""
     import skein
 
     from tfyarn.hadoop.driver import skein_client
@@ -100,11 +126,12 @@ def ship_env_to_every_node(layout: Layout, timeout_s: float = 600) -> str:
 
     url = jobenv.ship_this_env(echo=print)
     nodes = layout.node_managers
-    script = BARE_NODE_CHECK.format(client_python=shlex.quote(os.path.realpath(sys.executable)),
-                                    checkout=shlex.quote(str(REPO)), system_python=SYSTEM_PYTHON)
     services = {nm.name: skein.Service(
         resources=skein.Resources(memory=1024, vcores=1), files={ENV_DIR: env_file(url)},
-        script=script, nodes=[nm.host], relax_locality=False,
+        script=BARE_NODE_CHECK.format(
+            client_python=shlex.quote(os.path.realpath(sys.executable)),
+            absent=" ".join(shlex.quote(str(p)) for p in absent_from(layout, nm)),
+            system_python=SYSTEM_PYTHON), nodes=[nm.host], relax_locality=False,
         node_label=nm.partition or "", max_restarts=0) for nm in nodes}
     spec = skein.ApplicationSpec(
         name="tfyarn-test-warm-up", queue="default", max_attempts=1, services=services,

@@ -27,10 +27,13 @@ from test_faults_yarn import (
     Job,
     assert_restored_from_hdfs,
     assert_succeeded,
+    final_tasks,
     latest_checkpoint,
     restarts_of,
     wait_until,
 )
+
+from tfyarn.localyarn.layout import GPU_LABEL
 
 pytestmark = pytest.mark.yarn
 # The fixture: submits detached; afterwards kills what still runs and checks no process is left.
@@ -178,3 +181,35 @@ def test_keras_example_without_tf_keras_names_the_fix(yarn_cluster, tmp_path: Pa
     diagnostics = status_json(yarn_cluster, run.app_id)["application"]["diagnostics"]
     assert "this example needs tf-keras (Keras 2)" in diagnostics, diagnostics
     assert "pip install --no-deps 'tf-keras==2.21.*'" in diagnostics, diagnostics
+
+
+def test_a_checkpoint_saved_on_the_ps_host_is_reported(yarn_cluster, submit,
+                                                       tmp_path: Path) -> None:
+    """TensorFlow's parameter-server tutorial saves with `ModelCheckpoint` and no
+    `CheckpointOptions`: each ps writes its variables at the chief's path, but on its own
+    host. With the ps on another host than the chief (its own partition), that path's
+    directory is not there: the ps's save fails, the chief with it, and the job's
+    diagnostics say why and what to write instead (appmaster/splitsave.py)."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    for name in ("example_support.py", "keras_support.py"):
+        shutil.copy(EXAMPLES / name, scripts / name)
+    example = (EXAMPLES / "keras_ps.py").read_text()
+    tutorial = example.replace("save_weights_only=True,\n                options=on_chief)",
+                               "save_weights_only=True)")
+    assert tutorial != example, "keras_ps.py's ModelCheckpoint changed: update this test"
+    (scripts / "keras_ps.py").write_text(tutorial)
+    job = submit(*keras_job(tmp_path, "keras_ps", ARGS, scripts_dir=scripts,
+                            components={"ps": {"yarn.label.expression": GPU_LABEL}}))
+    app = job.final()
+    print(f"[{job.app_id}] {app['state']}/{app['finalStatus']}: {app.get('diagnostics')}")
+    tasks = final_tasks(yarn_cluster, job.app_id)
+    ps_host, chief_host = (tasks[(role, 0)]["node"].split(":")[0]
+                           for role in ("ps", "chiefworker"))
+    assert ps_host != chief_host, (ps_host, chief_host)
+    assert app["finalStatus"] == "FAILED", app
+    diagnostics = app["diagnostics"]
+    assert "chiefworker 0 (attempt 0) failed" in diagnostics, diagnostics
+    assert "/work/checkpoints/ckpt-1 was saved from the ps, each on its own host" in diagnostics
+    assert "experimental_io_device" in diagnostics, diagnostics
+    assert not any(name.startswith("checkpoints/ckpt-") for name in job.files.remote_names())

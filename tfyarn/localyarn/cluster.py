@@ -52,12 +52,9 @@ def daemons_of(layout: Layout, node_wrapper: tuple[str, ...] = ()) -> list[Daemo
 
 
 def _host_view_command(layout: Layout, nm) -> tuple[str, ...]:
-    """python -m tfyarn.localyarn.hostview ... --: the node's own /tmp and HOME, and nothing
-    of the submitting user's software (hostview.user_software)."""
-    keep = [layout.state_dir, layout.hadoop_home, layout.kdc_lib_dir, find_java_home()]
-    private = [*hostview.private_paths(), *hostview.user_software()]
-    return (sys.executable, "-m", "tfyarn.localyarn.hostview", str(layout.host_view_dir(nm)),
-            *map(str, private), "--keep", *map(str, keep), "--")
+    """python -m tfyarn.localyarn.hostview ... --: the node sees what a real node has and
+    nothing else (hostview.node_view)."""
+    return hostview.node_view(layout, nm, find_java_home()).command()
 
 
 def running_daemons(layout: Layout) -> list[str]:
@@ -175,8 +172,9 @@ def node_wrapper(layout: Layout, echo: Echo) -> tuple[str, ...]:
     if prefix is None:
         shared_marker.write_text("mount namespaces refused\n")
         echo("WARNING: this machine refuses mount namespaces, so every NodeManager sees the "
-             "same /tmp and HOME. A job that wrongly relies on files shared between hosts "
-             "will work here and fail on a real cluster; only HDFS is shared there.")
+             "machine's files (/tmp, HOME, the other nodes' dirs, ...). A job that wrongly "
+             "relies on files shared between hosts will work here and fail on a real "
+             "cluster; only HDFS is shared there.")
         return ()
     shared_marker.unlink(missing_ok=True)
     return tuple(prefix)
@@ -305,7 +303,8 @@ def status_lines(layout: Layout, lost_hosts: Sequence[str] = ()) -> list[str]:
         lines.append(f"Lost hosts (tfyarn cluster regain-host brings them back): "
                      f"{', '.join(lost_hosts)}")
     if (layout.state_dir / "hosts-share-files").exists():
-        lines.append("WARNING: the NodeManagers share /tmp and HOME (no mount namespaces here)")
+        lines.append("WARNING: the NodeManagers share the machine's files (no mount namespaces "
+                     "here)")
     labels = [f"{label['name']}(exclusive={str(label.get('exclusivity', True)).lower()})"
               for label in _cluster_labels(layout)]
     lines.append(f"Node labels: {', '.join(labels) or 'none'}")
