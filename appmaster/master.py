@@ -182,9 +182,12 @@ class Master:
                 log.info("cluster spec (generation %d): %s", action.generation,
                          action.spec.to_json())
             elif isinstance(action, ShowTensorBoard):
-                self.app.ui.add_page(Role.TENSORBOARD, f"http://{action.address}",
+                # skein's UI forwards /pages/tensorboard/<rest> to <target>/<rest>; the
+                # task's guard answers only that path (appmaster/pageguard.py)
+                self.app.ui.add_page(Role.TENSORBOARD, f"http://{action.address}/{action.path}/",
                                      link_name="TensorBoard")
-                log.info("TensorBoard at http://%s", action.address)
+                log.info("TensorBoard at http://%s, for YARN's proxy only (/pages/%s/)",
+                         action.address, Role.TENSORBOARD)
             elif isinstance(action, TrainingDone):
                 self.store.put(registry.TRAINING_DONE_KEY, b"1")
             elif isinstance(action, EndJob):
