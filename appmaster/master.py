@@ -173,6 +173,10 @@ class Master:
             self.request(asks)
             asks = []
             if isinstance(action, Kill):
+                # skein releases the container: YARN reports it ABORTED ("Container released
+                # by application"), never KILLED_BY_APPMASTER, at which skein's AppMaster
+                # would stop reading the heartbeat's other ends (issue 36; the test:
+                # tests/test_verdicts_yarn.py, an end beside tfyarn's own kills)
                 self.app.kill_container(action.container)
             elif isinstance(action, Fence):  # its agent, if it beats again, ends itself
                 self.store.delete(registry.task_key(action.container))

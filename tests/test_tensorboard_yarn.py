@@ -27,6 +27,8 @@ from jobtools import (
     wait_for,
 )
 
+from appmaster.pageguard import FLAG_FILE
+
 pytestmark = pytest.mark.yarn
 
 
@@ -86,6 +88,9 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
 
         status = subprocess.run([*TFYARN, "status", app_id],
                                 env=yarn_cluster.env, capture_output=True, text=True, timeout=120)
+        flags = next(yarn_cluster.layout.state_dir.glob(
+            f"nm*/local/usercache/*/appcache/{app_id}/container_*/{FLAG_FILE}"))
+        secret = flags.read_text().strip().removeprefix("--path_prefix=/")
         assert f"TensorBoard: {tracking}pages/tensorboard/" in status.stdout, status.stdout
         page = requests.get(f"{tracking}pages/tfyarn/", timeout=5).text
         assert re.search(r'href="\.\./tensorboard/"', page)
@@ -107,3 +112,9 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
     assert task_processes(app_id, "tensorboard.main") == []
     assert app_state(yarn_cluster, app_id) == "FINISHED"
     release.remove()
+    # Its secret path is in no log, view or command line (only skein's UI was given it).
+    logs = [p for p in (*yarn_cluster.layout.log_dir.rglob("*"), *yarn_cluster.layout.state_dir
+                        .glob(f"nm*/containers/{app_id}/**/*")) if p.is_file()]
+    assert len(secret) > 20 and logs
+    leaks = [str(p) for p in logs if secret.encode() in p.read_bytes()]
+    assert not leaks and secret not in status.stdout + json.dumps(view), leaks
