@@ -29,7 +29,7 @@ from appmaster.hdfstokens import TokenFollower
 from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
-from appmaster.pageguard import GuardedPage
+from appmaster.pageguard import GuardedPage, redacting_copy
 from appmaster.progress import ProgressReporter, report_to
 from appmaster.refusedflags import refused_flag_hint
 from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
@@ -250,12 +250,16 @@ def connect() -> AgentLink:
             time.sleep(0.5)
 
 
-def run_task(command: list[str], env: dict, name: str) -> tuple[int, str]:
-    """Run the script, its output in `<role>-<index>.stdout/.stderr`; return (code, stderr tail)."""
+def run_task(command: list[str], env: dict, name: str, secret: str = "") -> tuple[int, str]:
+    """Run the script, its output in `<role>-<index>.stdout/.stderr`; return (code, stderr tail).
+    ``secret``: a word its output must not carry into the logs (TensorBoard's path prefix)."""
     out_path, err_path = log_dir() / f"{name}.stdout", log_dir() / f"{name}.stderr"
     command, env = die_with_agent(command, env)
     with open(out_path, "ab") as out, open(err_path, "ab") as err:
-        child = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+        pipe = subprocess.PIPE if secret else None
+        child = subprocess.Popen(command, stdout=pipe or out, stderr=pipe or err, env=env)
+    copies = [redacting_copy(child.stdout, out_path, secret),
+              redacting_copy(child.stderr, err_path, secret)] if secret else []
 
     def forward(signum: int, _frame: object) -> None:
         # YARN stops a container with SIGTERM, then SIGKILL: pass it on, then make sure.
@@ -268,6 +272,8 @@ def run_task(command: list[str], env: dict, name: str) -> tuple[int, str]:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     code = child.wait()
+    for copy in copies:
+        copy.join()
     if code < 0:  # killed by a signal: report it the way a shell does (143 for SIGTERM)
         code = 128 - code
     with open(err_path, errors="replace") as err:
@@ -422,7 +428,8 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
                 .start() if work.reports_progress else None)
     log.info("starting %s: %s", name, " ".join(command))
     _status(link, container, "running", address=address)
-    code, tail = run_task(command, env, name)
+    code, tail = run_task(command, env, name,
+                          reservation.secret if isinstance(reservation, GuardedPage) else "")
     if reservation is not None:
         reservation.close()
     log.info("%s exited with code %d", name, code)

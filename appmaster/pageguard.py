@@ -27,6 +27,7 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import BinaryIO
 
 from appmaster.siteconf import proxy_base
 
@@ -48,6 +49,20 @@ def reserve_loopback_port() -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((LOOPBACK, 0))
     return sock
+
+
+def redacting_copy(source: BinaryIO, path: Path, secret: str) -> threading.Thread:
+    """Copy a process's output into ``path``, line by line, ``secret`` replaced (TensorBoard
+    prints the URL it serves, path prefix and all). The thread ends with the output."""
+    def copy() -> None:
+        with source, open(path, "ab") as sink:
+            for line in source:
+                sink.write(line.replace(secret.encode(), b"<secret>"))
+                sink.flush()
+
+    thread = threading.Thread(target=copy, daemon=True, name=f"copy-{path.name}")
+    thread.start()
+    return thread
 
 
 def host_addresses(host: str) -> set[str]:
@@ -142,6 +157,18 @@ class GuardedPage:
         self.upstream.close()
 
 
+def send_text(handler: BaseHTTPRequestHandler, code: int, content_type: str, body: str) -> None:
+    """A whole answer, never cached (the job page's server's too)."""
+    data = body.encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.send_header("Cache-Control", "no-store")
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(data)
+
+
 def serve(listening: socket.socket, page: GuardedPage) -> ThreadingHTTPServer:
     class Guard(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # skein's Jetty keeps its connections
@@ -219,14 +246,7 @@ def serve(listening: socket.socket, page: GuardedPage) -> ThreadingHTTPServer:
                 left -= len(chunk)
 
         def _text(self, code: int, body: str, content_type: str = "text/plain") -> None:
-            data = body.encode()
-            self.send_response_only(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+            send_text(self, code, content_type, body)
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             log.debug(format, *args)
