@@ -29,6 +29,7 @@ from appmaster.hdfstokens import TokenFollower
 from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus, WorkDirMirror
+from appmaster.pageguard import GuardedPage, redacting_copy
 from appmaster.progress import ProgressReporter, report_to
 from appmaster.refusedflags import refused_flag_hint
 from appmaster.splitsave import split_save_hint
@@ -250,12 +251,16 @@ def connect() -> AgentLink:
             time.sleep(0.5)
 
 
-def run_task(command: list[str], env: dict, name: str) -> tuple[int, str]:
-    """Run the script, its output in `<role>-<index>.stdout/.stderr`; return (code, stderr tail)."""
+def run_task(command: list[str], env: dict, name: str, secret: str = "") -> tuple[int, str]:
+    """Run the script, its output in `<role>-<index>.stdout/.stderr`; return (code, stderr tail).
+    ``secret``: a word its output must not carry into the logs (TensorBoard's path prefix)."""
     out_path, err_path = log_dir() / f"{name}.stdout", log_dir() / f"{name}.stderr"
     command, env = die_with_agent(command, env)
     with open(out_path, "ab") as out, open(err_path, "ab") as err:
-        child = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+        pipe = subprocess.PIPE if secret else None
+        child = subprocess.Popen(command, stdout=pipe or out, stderr=pipe or err, env=env)
+    copies = [redacting_copy(child.stdout, out_path, secret),
+              redacting_copy(child.stderr, err_path, secret)] if secret else []
 
     def forward(signum: int, _frame: object) -> None:
         # YARN stops a container with SIGTERM, then SIGKILL: pass it on, then make sure.
@@ -268,6 +273,8 @@ def run_task(command: list[str], env: dict, name: str) -> tuple[int, str]:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     code = child.wait()
+    for copy in copies:
+        copy.join()
     if code < 0:  # killed by a signal: report it the way a shell does (143 for SIGTERM)
         code = 128 - code
     with open(err_path, errors="replace") as err:
@@ -297,12 +304,15 @@ def main() -> int:
         held = gpus.take(role.gpus if role else 0, log)
     except gpus.GpuError as exc:
         return _gpus_failed(link, container, name, exc)
-    reservation, address = _export_address(link, container, task, name)
+    # TensorBoard answers only YARN's proxy: behind a guard on its port (pageguard.py)
+    page = GuardedPage.in_container(task.role) if task.role == Role.TENSORBOARD else None
+    reservation, address = _export_address(link, container, task, name, page)
     _status(link, container, "registered", address=address, gpus=held.summary())
     command, env = _command_and_environment(link, plan, app_id, task, work, reservation,
-                                            address)
+                                            address, page)
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
-    code, tail = _run_script(link, container, work, command, env, name, address, reservation)
+    code, tail = _run_script(link, container, work, command, env, name, address,
+                             page or reservation)
     work.finish(report_mirror)
     code = _exit_code(link, container, name, address, code, _with_hint(plan, name, code, tail))
     _status(link, container, "exited", address=address, exit_code=code)
@@ -368,14 +378,17 @@ def _gpus_failed(link: AgentLink, container: str, name: str, exc: gpus.GpuError)
 
 
 def _export_address(link: AgentLink, container: str, task: registry.TaskAssignment,
-                    name: str) -> tuple[socket.socket | None, str | None]:
+                    name: str, page: GuardedPage | None = None,
+                    ) -> tuple[socket.socket | None, str | None]:
     """The port reserved for the task's server and the address exported for it: none for
-    the evaluator, outside the TensorFlow cluster (it listens nowhere)."""
+    the evaluator, outside the TensorFlow cluster (it listens nowhere). TensorBoard's
+    export also carries its page's secret path, for the master to give skein's UI."""
     if task.role == Role.EVALUATOR:
         return None, None
     reservation = reserve_port(previous_port(task))
     address = f"{advertised_host()}:{reservation.getsockname()[1]}"
-    export = registry.Export(address, container, task.generation)
+    export = registry.Export(address, container, task.generation,
+                             page.secret if page else "")
     link.put(registry.export_key(task.role, task.index), export.to_json().encode())
     log.info("%s (attempt %d, generation %d) exported %s", name, task.attempt,
              task.generation, address)
@@ -384,12 +397,14 @@ def _export_address(link: AgentLink, container: str, task: registry.TaskAssignme
 
 def _command_and_environment(link: AgentLink, plan: JobPlan, app_id: str,
                              task: registry.TaskAssignment, work: TaskWorkDir,
-                             reservation: socket.socket | None,
-                             address: str | None) -> tuple[list[str], dict]:
-    """What the task runs, and with what environment: TensorBoard at once; a TensorFlow
-    task once its generation's spec is out (the evaluator, once training is done)."""
-    if task.role == Role.TENSORBOARD:  # not part of the TensorFlow cluster: no spec to wait for
-        command = plan.tensorboard_command(reservation.getsockname()[1], work.path)
+                             reservation: socket.socket | None, address: str | None,
+                             page: GuardedPage | None = None) -> tuple[list[str], dict]:
+    """What the task runs, and with what environment: TensorBoard at once, on loopback
+    behind its guard on the exported port; a TensorFlow task once its generation's spec is
+    out (the evaluator, once training is done)."""
+    if page is not None:  # TensorBoard: not part of the TensorFlow cluster, no spec to wait for
+        command = plan.tensorboard_command(page.upstream_port, work.path, page.write_flags())
+        page.start(reservation)
         return command, {**os.environ, "PYTHONUNBUFFERED": "1"}
     spec = (wait_for_any_spec(link, task.generation) if address is None else
             wait_for_spec(link, task.generation, address, task.role, task.index))
@@ -407,14 +422,15 @@ def _command_and_environment(link: AgentLink, plan: JobPlan, app_id: str,
 
 def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: list[str],
                 env: dict, name: str, address: str | None,
-                reservation: socket.socket | None) -> tuple[int, str]:
+                reservation: socket.socket | GuardedPage | None) -> tuple[int, str]:
     """The task's script, its progress reported while it runs (its port let go once it
     ends): its exit code, its stderr's last lines."""
     progress = (ProgressReporter(work.path, report_to(link, registry.progress_key(container)))
                 .start() if work.reports_progress else None)
     log.info("starting %s: %s", name, " ".join(command))
     _status(link, container, "running", address=address)
-    code, tail = run_task(command, env, name)
+    code, tail = run_task(command, env, name,
+                          reservation.secret if isinstance(reservation, GuardedPage) else "")
     if reservation is not None:
         reservation.close()
     log.info("%s exited with code %d", name, code)

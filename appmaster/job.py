@@ -257,7 +257,7 @@ class Job(FailureRules, Deadlines, JobMessages):
         if task is self.tensorboard:
             task.address, task.state = export.address, TaskState.RUNNING
             self.history.running(export.container, now)
-            self._actions.append(ShowTensorBoard(export.address))
+            self._actions.append(ShowTensorBoard(export.address, export.path))
             return
         if export.generation != self.generation or task is self.evaluator:
             return

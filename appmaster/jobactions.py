@@ -42,6 +42,7 @@ class PublishSpec:
 @dataclass(frozen=True)
 class ShowTensorBoard:
     address: str
+    path: str = ""  # the secret path its guard forwards (appmaster/pageguard.py): not shown
 
 
 @dataclass(frozen=True)

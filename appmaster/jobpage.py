@@ -237,8 +237,8 @@ def ends_html(task: dict) -> str:
 def tensorboard_html(view: dict) -> str:
     if not view.get("tensorboard_url"):
         return ""
-    return ('<p>TensorBoard: <a href="../tensorboard/">through YARN\'s proxy</a> or '
-            f'<a href="{esc(view["tensorboard_url"])}">directly</a></p>')
+    # It answers only YARN's proxy (appmaster/pageguard.py): no direct link.
+    return '<p>TensorBoard: <a href="../tensorboard/">through YARN\'s proxy</a></p>'
 
 
 def restarts_html(view: dict) -> str:

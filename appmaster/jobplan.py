@@ -118,9 +118,10 @@ class JobPlan:
     def resolved_work_dir(self, app_id: str) -> str:
         return self.work_dir.replace("${APP_ID}", app_id)
 
-    def tensorboard_command(self, port: int, work_dir: str) -> list[str]:
+    def tensorboard_command(self, port: int, work_dir: str, flag_file: str) -> list[str]:
+        """On loopback, its path prefix (a secret: appmaster/pageguard.py) in a flag file."""
         return [self.python, "-m", "tensorboard.main", "--logdir", work_dir,
-                "--host", "0.0.0.0", "--port", str(port)]
+                "--host", "127.0.0.1", "--port", str(port), "--flagfile", flag_file]
 
     def task_work_dir(self, app_id: str, container_dir: str) -> str:
         """The directory a task works in, as its script is told (``work_dir_flag``,

@@ -173,6 +173,10 @@ class Master:
             self.request(asks)
             asks = []
             if isinstance(action, Kill):
+                # skein releases the container: YARN reports it ABORTED ("Container released
+                # by application"), never KILLED_BY_APPMASTER, at which skein's AppMaster
+                # would stop reading the heartbeat's other ends (issue 36; the test:
+                # tests/test_verdicts_yarn.py, an end beside tfyarn's own kills)
                 self.app.kill_container(action.container)
             elif isinstance(action, Fence):  # its agent, if it beats again, ends itself
                 self.store.delete(registry.task_key(action.container))
@@ -182,9 +186,12 @@ class Master:
                 log.info("cluster spec (generation %d): %s", action.generation,
                          action.spec.to_json())
             elif isinstance(action, ShowTensorBoard):
-                self.app.ui.add_page(Role.TENSORBOARD, f"http://{action.address}",
+                # skein's UI forwards /pages/tensorboard/<rest> to <target>/<rest>; the
+                # task's guard answers only that path (appmaster/pageguard.py)
+                self.app.ui.add_page(Role.TENSORBOARD, f"http://{action.address}/{action.path}/",
                                      link_name="TensorBoard")
-                log.info("TensorBoard at http://%s", action.address)
+                log.info("TensorBoard at http://%s, for YARN's proxy only (/pages/%s/)",
+                         action.address, Role.TENSORBOARD)
             elif isinstance(action, TrainingDone):
                 self.store.put(registry.TRAINING_DONE_KEY, b"1")
             elif isinstance(action, EndJob):

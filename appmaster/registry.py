@@ -5,8 +5,9 @@ the agents write and read, and skein's key-value store, which keeps what only YA
   The agent reads it from the rendezvous; in skein's registry the same key is owned by the
   container: YARN's end of the container deletes it, which is how the master hears of every
   container's end without polling.
-- ``exports/<role>/<index>``: the task's {address, container, generation}, owned by the
-  container. Slider's "exports" under the same name.
+- ``exports/<role>/<index>``: the task's {address, container, generation} (TensorBoard's
+  also its page's secret path, appmaster/pageguard.py), owned by the container. Slider's
+  "exports" under the same name.
 - ``spec/<generation>``: the cluster spec, published once every task of a generation exported
   (also shown in skein's registry); ``spec/latest``: the newest with its generation, for the
   evaluator, which waits for any generation from its own on.
@@ -69,6 +70,8 @@ class Export:
     address: str  # host:port the task's TensorFlow server will listen on
     container: str
     generation: int
+    # TensorBoard's: the secret path its guard forwards, for skein's UI only (pageguard.py)
+    path: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -24,3 +24,22 @@ def site_value(conf_dir: str | None, file: str, key: str) -> str | None:
     if path is None or not path.is_file():
         return None
     return parse_properties(path.read_text(errors="replace")).get(key)
+
+
+def proxy_base(conf_dir: str | None, app_id: str) -> str | None:
+    """The application's URL on YARN's web proxy (``http://host:port/proxy/<app id>``), as
+    yarn-site.xml names it: the stand-alone proxy (yarn.web-proxy.address) or the
+    ResourceManager's own (the first RM of an HA pair), over HTTPS where yarn.http.policy
+    says HTTPS_ONLY. None where the configuration does not say."""
+    def value(key: str) -> str | None:
+        return site_value(conf_dir, "yarn-site.xml", key)
+
+    https = (value("yarn.http.policy") or "").upper() == "HTTPS_ONLY"
+    webapp = "yarn.resourcemanager.webapp.https.address" if https else \
+        "yarn.resourcemanager.webapp.address"
+    first_rm = (value("yarn.resourcemanager.ha.rm-ids") or "").split(",")[0].strip()
+    address = (value("yarn.web-proxy.address")
+               or (first_rm and value(f"{webapp}.{first_rm}")) or value(webapp))
+    if not address or not app_id:
+        return None
+    return f"{'https' if https else 'http'}://{address}/proxy/{app_id}"

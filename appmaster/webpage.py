@@ -20,6 +20,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from appmaster.jobpage import render_page, render_parts
+from appmaster.pageguard import send_text
 
 log = logging.getLogger("tfyarn.webpage")
 
@@ -88,13 +89,7 @@ def serve(view: Callable[[], dict]) -> PageServer:
                 self._send(404, "text/plain", f"no such page: {path}\n")
 
         def _send(self, code: int, content_type: str, body: str) -> None:
-            data = body.encode()
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(data)
+            send_text(self, code, content_type, body)
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             log.debug(format, *args)

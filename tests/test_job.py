@@ -8,6 +8,7 @@ once, a failure during a restart, a late export from an old generation.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import replace
 
@@ -29,6 +30,7 @@ from appmaster.job import (
 )
 from appmaster.jobplan import JobPlan, RolePlan
 from appmaster.verdicts import judge, killed_by_signal
+from appmaster.view import JobView
 from appmaster.vocabulary import JobState, TaskState
 
 
@@ -459,8 +461,10 @@ def test_tensorboard_is_shown_and_its_end_ends_nothing() -> None:
     assert board is not None and board.container == "tensorboard_0"
     cluster.apply(cluster.job.on_started(board.container, cluster.now))
     actions = cluster.apply(cluster.job.on_export(
-        registry.Export("tb:6006", board.container, 0), cluster.now))
-    assert actions == [ShowTensorBoard("tb:6006")]
+        registry.Export("tb:6006", board.container, 0, "s3cret"), cluster.now))
+    assert actions == [ShowTensorBoard("tb:6006", "s3cret")]  # the path, for skein's UI only
+    assert "s3cret" not in json.dumps(JobView.of(cluster.job, "app", "hdfs://w",
+                                                 cluster.now).to_dict())
     cluster.everyone_running()
     assert cluster.apply(cluster.job.on_container_end(board.container, False, cluster.now)) == []
     assert board.state == TaskState.FAILED and cluster.job.state == JobState.RUNNING

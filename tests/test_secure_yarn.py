@@ -384,9 +384,13 @@ def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalClu
     """As a person sees it, in headless Chromium that logs in with Kerberos (SPNEGO): the link
     `submit` prints goes through the RM's proxy to the job page, which lists the tasks to
     their owner. bob, not in the job's view ACL, is refused by the AppMaster's UI; a caller
-    without tickets by the RM. The page's own server refuses the AppMaster host's address."""
+    without tickets by the RM. The page's own server refuses the AppMaster host's address.
+    The job's TensorBoard too is the owner's through the proxy only (issue 36): bob is
+    refused it, and its own port answers 403."""
     layout = secure_cluster.layout
-    res, app = prepare_light_job(tmp_path, ["--sleep", "600"])
+    res, app = prepare_light_job(tmp_path, ["--sleep", "600", "--summaries"], components={
+        "tensorboard": {"yarn.role.priority": "4", "yarn.component.instances": "1",
+                        "yarn.memory": "1024", "yarn.vcores": "1"}})
     planned = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
                          str(app), "--dry-run")
     assert "job page: you (by Kerberos name)" in planned.stdout, planned.stdout
@@ -405,12 +409,23 @@ def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalClu
             open_page(owner, page)
             shown = wait_for("the job page's tasks", lambda: task_rows(owner), 60)
             assert shown == {"ps-0", "chiefworker-0", "worker-0", "worker-1"}, owner.page_source
+            board = printed["tracking_url"] + "pages/tensorboard/"
+            runs = wait_for("TensorBoard's runs through the proxy, with SPNEGO", lambda: (
+                (answer := get_as(secure_cluster.env, board + "data/runs")).ok
+                and answer.json()), 120)
+            assert runs == ["train"], runs
+            open_page(owner, board)
+            wait_for("TensorBoard's app", lambda: owner.title == "TensorBoard", 60)
         with chromium(as_other) as other:
             open_page(other, page)
             assert "User is not authorized to access this page" in other.page_source
             assert not task_rows(other)
         refused = get_as(as_other, page + "tasks.json")
         assert refused.status_code == 403, refused.text
+        refused = get_as(as_other, printed["tracking_url"] + "pages/tensorboard/data/runs")
+        assert refused.status_code == 403, refused.text
+        direct = live_view(layout, printed["tracking_url"]).tensorboard_url
+        assert requests.get(direct + "/data/runs", timeout=10).status_code == 403
         anonymous = requests.get(page, timeout=10)
         assert anonymous.status_code == 401, anonymous.text
         assert anonymous.headers["WWW-Authenticate"] == "Negotiate"

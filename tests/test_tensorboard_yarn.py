@@ -3,7 +3,9 @@
 The job is tests/apps/light_task.py with --summaries: its chief writes real TensorFlow event
 files (no TensorFlow to start) into train/ of its work dir, mirrored to the job's work dir on
 HDFS, which the tensorboard component follows: TensorBoard's run "train". Its tasks run until
-the test, done with the running job, creates the release file on HDFS."""
+the test, done with the running job, creates the release file on HDFS. TensorBoard answers
+only through YARN's proxy (appmaster/pageguard.py): a direct request gets 403 and the proxy's
+URL."""
 
 from __future__ import annotations
 
@@ -15,7 +17,17 @@ from pathlib import Path
 
 import pytest
 import requests
-from jobtools import TFYARN, ReleaseFile, app_state, prepare_light_job, task_processes
+from conftest import chromium
+from jobtools import (
+    TFYARN,
+    ReleaseFile,
+    app_state,
+    prepare_light_job,
+    task_processes,
+    wait_for,
+)
+
+from appmaster.pageguard import FLAG_FILE
 
 pytestmark = pytest.mark.yarn
 
@@ -48,25 +60,41 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
         # TensorBoard is not part of the TensorFlow cluster.
         assert "tensorboard" not in json.dumps(view["cluster_spec"] or {})
 
-        # Reachable directly and through YARN's tracking URL (the RM proxy, then skein's UI).
+        # Through YARN's tracking URL (the RM proxy, then skein's UI, then the task's guard).
         runs = None
         for _ in range(90):  # TensorBoard takes a few seconds to start serving
             try:
-                direct = requests.get(view["tensorboard_url"] + "/data/runs", timeout=5)
                 proxied = requests.get(f"{tracking}pages/tensorboard/data/runs", timeout=5)
-                if direct.ok and proxied.ok and direct.json():
+                if proxied.ok and proxied.json():
                     runs = proxied.json()
                     break
-            except requests.RequestException:
+            except (requests.RequestException, ValueError):
                 pass
             time.sleep(1)
         assert runs == ["train"], f"TensorBoard did not find the job's summaries: {runs}"
+        # Directly, at its own port, it answers only with where to go (issue 36).
+        proxy_url = f"/proxy/{app_id}/pages/tensorboard/"
+        for path in ("/", "/data/runs", "/data/plugin/scalars/tags"):
+            direct = requests.get(view["tensorboard_url"] + path, timeout=5)
+            assert direct.status_code == 403, (path, direct.status_code, direct.text[:300])
+            assert proxy_url in direct.text, direct.text
+        with chromium() as browser:  # the app itself, in a browser, through the proxy
+            from selenium.webdriver.common.by import By
+
+            browser.get(f"{tracking}pages/tensorboard/")
+            # its app runs (its scripts came through the proxy) and lists the job's run
+            wait_for("TensorBoard's app listing the run", lambda: browser.title == "TensorBoard"
+                     and "train" in browser.find_element(By.TAG_NAME, "body").text, 90)
 
         status = subprocess.run([*TFYARN, "status", app_id],
                                 env=yarn_cluster.env, capture_output=True, text=True, timeout=120)
-        assert f"TensorBoard: {view['tensorboard_url']}" in status.stdout, status.stdout
+        flags = next(yarn_cluster.layout.state_dir.glob(
+            f"nm*/local/usercache/*/appcache/{app_id}/container_*/{FLAG_FILE}"))
+        secret = flags.read_text().strip().removeprefix("--path_prefix=/")
+        assert f"TensorBoard: {tracking}pages/tensorboard/" in status.stdout, status.stdout
         page = requests.get(f"{tracking}pages/tfyarn/", timeout=5).text
         assert re.search(r'href="\.\./tensorboard/"', page)
+        assert view["tensorboard_url"] not in page  # no direct link: it would be refused
         # Its process, in this job's container, is what the end must take away.
         assert task_processes(app_id, "tensorboard.main")
         assert app_state(yarn_cluster, app_id) == "RUNNING"
@@ -84,3 +112,9 @@ def test_tensorboard_runs_beside_the_job_and_ends_with_it(yarn_cluster, tmp_path
     assert task_processes(app_id, "tensorboard.main") == []
     assert app_state(yarn_cluster, app_id) == "FINISHED"
     release.remove()
+    # Its secret path is in no log, view or command line (only skein's UI was given it).
+    logs = [p for p in (*yarn_cluster.layout.log_dir.rglob("*"), *yarn_cluster.layout.state_dir
+                        .glob(f"nm*/containers/{app_id}/**/*")) if p.is_file()]
+    assert len(secret) > 20 and logs
+    leaks = [str(p) for p in logs if secret.encode() in p.read_bytes()]
+    assert not leaks and secret not in status.stdout + json.dumps(view), leaks

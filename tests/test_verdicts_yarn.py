@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 import skein
 from conftest import wait_for_final_state
-from jobtools import prepare_light_job, status_json
+from jobtools import ReleaseFile, prepare_light_job, status_json
 from test_faults_yarn import (
     Job,
     assert_failed,
@@ -29,6 +30,7 @@ from test_faults_yarn import (
     wait_until,
 )
 
+from appmaster.jobfailures import VERDICT_WAIT_S
 from tfyarn.localyarn import cluster
 
 pytestmark = pytest.mark.yarn
@@ -131,3 +133,59 @@ def test_a_job_past_its_queues_share_is_preempted_and_trains_on(
     view = status_json(yarn_cluster, job.app_id)["job"]
     assert view["verdicts"].get("preempted", 0) >= 1 and "failed" not in view["verdicts"], \
         view["verdicts"]
+
+
+# ---------------------------------------------------------------- ends around tfyarn's kills
+
+def rm_transition(yarn_cluster, container: str, to: str) -> float | None:
+    """When (epoch s) the ResourceManager logged ``container`` going from RUNNING to ``to``."""
+    pattern = re.compile(rf"^(\S+ \S+),(\d{{3}}) .*{container} Container Transitioned from "
+                         rf"RUNNING to {to}$", re.MULTILINE)
+    found = pattern.search(yarn_cluster.layout.daemon_log("rm").read_text(errors="replace"))
+    if not found:
+        return None
+    return time.mktime(time.strptime(found[1], "%Y-%m-%d %H:%M:%S")) + int(found[2]) / 1000
+
+
+def test_an_end_beside_tfyarns_own_kills_is_heard_with_its_verdict(
+        yarn_cluster, submit, tmp_path: Path) -> None:
+    """Issue 36: skein's AppMaster stops reading a heartbeat's ended containers at the first
+    one YARN reports KILLED_BY_APPMASTER. tfyarn's kills never are: skein kills by releasing
+    the container, which YARN reports ABORTED, "Container released by application".
+    Here the chief's end makes tfyarn kill the ps (training done), while the evaluator,
+    holding memory from that moment, is killed by YARN: its end, in the same 5 s heartbeat
+    of skein's (idle: nothing is asked for) as the ps's in most runs, is heard with its
+    verdict, and the job ends on it at once, not VERDICT_WAIT_S later without it."""
+    release = ReleaseFile.fresh(yarn_cluster.layout)
+    resources, app_config = prepare_light_job(
+        tmp_path, ["--sleep", "600", "--release_file", release.url,
+                   "--hog_on_release", f"evaluator:0:{HOG_MB}"],
+        components={"evaluator": {"yarn.role.priority": "4", "yarn.component.instances": "1",
+                                  "yarn.memory": "256", "yarn.vcores": "1"}})
+    job = submit(resources, app_config)
+    try:
+        wait_until("every task running", lambda: (view := status_json(
+            yarn_cluster, job.app_id)["job"]) and len(view["tasks"]) == 5 and all(
+            t["state"] == "running" for t in view["tasks"]), 180, poll_s=2,
+            fail_fast=job.ended_early)
+        release.touch()  # the chief and the worker end; the evaluator holds its memory
+        app = job.final()
+    finally:
+        release.remove()
+    assert_succeeded(job, app)
+    diagnostics = app["diagnostics"]
+    assert "The evaluator failed on the last checkpoint: evaluator 0 (attempt 0) was killed " \
+        "by YARN for memory" in diagnostics, diagnostics
+    tasks = {(t["role"], t["index"]): t for t in status_json(yarn_cluster, job.app_id)["job"][
+        "tasks"]}
+    assert tasks[("evaluator", 0)]["verdicts"] == {"memory-killed": 1}, tasks[("evaluator", 0)]
+    # skein's kill is a release: RUNNING to RELEASED in the RM, ABORTED to the AppMaster
+    killed = rm_transition(yarn_cluster, tasks[("ps", 0)]["yarn_container_id"], "RELEASED")
+    ended = rm_transition(yarn_cluster, tasks[("evaluator", 0)]["yarn_container_id"],
+                          "COMPLETED")
+    decided = job.am_event("ending the application: SUCCEEDED")
+    assert killed and ended and decided, (killed, ended, decided)
+    print(f"[{job.app_id}] ps released by tfyarn at 0.0 s, the evaluator's end at "
+          f"{ended - killed:+.2f} s (the RM's clock), the job's end decided "
+          f"{decided - ended:.2f} s after it")
+    assert decided - ended < VERDICT_WAIT_S, (killed, ended, decided)

@@ -4,7 +4,8 @@ ps blocks until the launcher ends it; the chief and workers exit 0 after --sleep
 chief after --chief_sleep, if given), or as soon as --release_file exists (a path on HDFS,
 hdfs://..., since the hosts share no disk). --fail
 worker:2 makes that task (TF's job name and index) exit 3 at once on its first attempt;
---hog worker:2:700 makes it hold 700 MB of memory (touched, so resident) and wait.
+--hog worker:2:700 makes it hold 700 MB of memory (touched, so resident) and wait;
+--hog_on_release evaluator:0:700 does so once the release file exists.
 --summaries makes the chief write a TensorFlow event file in its work dir, a loss and a step
 every second, as TensorFlow's own writer frames them (what the job page's curves and
 TensorBoard read), with no TensorFlow.
@@ -34,6 +35,8 @@ parser.add_argument("--release_file", default="",
                     help="the chief and workers end once this HDFS file exists (or after --sleep)")
 parser.add_argument("--hog", default="",
                     help="job_name:task_index:MB holding that much memory, then waiting")
+parser.add_argument("--hog_on_release", default="",
+                    help="as --hog, once --release_file exists (where the others end)")
 parser.add_argument("--summaries", action="store_true",
                     help="the chief writes a loss and a step to an event file every second")
 args, _ = parser.parse_known_args()
@@ -142,13 +145,21 @@ if args.take_own_port and args.job_name == "worker" and args.task_index == 1 and
 if args.fail == f"{args.job_name}:{args.task_index}" and attempt == 0:
     print(f"light task {args.fail} failing on purpose", file=sys.stderr, flush=True)
     sys.exit(3)
-if args.hog.startswith(f"{args.job_name}:{args.task_index}:"):
-    held = bytearray(int(args.hog.rsplit(":", 1)[1]) * 2**20)
+
+
+def hog(spec: str) -> None:
+    """Hold spec's MB (job_name:task_index:MB) if it names this task, until killed."""
+    if not spec.startswith(f"{args.job_name}:{args.task_index}:"):
+        return
+    held = bytearray(int(spec.rsplit(":", 1)[1]) * 2**20)
     for page in range(0, len(held), 4096):  # resident, as a real model's tensors would be
         held[page] = 1
     print(f"light task {args.job_name} {args.task_index} holds {len(held) >> 20} MB", flush=True)
     while True:
         time.sleep(60)
+
+
+hog(args.hog)
 if args.job_name == "ps":
     while True:
         time.sleep(60)
@@ -165,6 +176,7 @@ while time.monotonic() < deadline:
         summaries.scalar("loss", 2.0 / (1 + summaries.step / 100))
         next_summary += 1.0
     time.sleep(0.2)
+hog(args.hog_on_release)
 if args.exit_code:
     print(f"light task {args.job_name} {args.task_index} failing on purpose", file=sys.stderr)
 sys.exit(args.exit_code)

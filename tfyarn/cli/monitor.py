@@ -156,8 +156,10 @@ def _show_status(report, as_json: bool, show_all: bool, role: str | None,
                  *jobview.liveness_lines(view)]:
         click.echo(line)
     if view.tensorboard_url:
+        # it answers only through YARN's proxy (appmaster/pageguard.py)
         proxied = report.tracking_url.rstrip("/") + "/pages/tensorboard/"
-        click.echo(f"TensorBoard: {view.tensorboard_url} (through YARN: {proxied})")
+        click.echo(f"TensorBoard: {proxied} (it listens at {view.tensorboard_url} for YARN's "
+                   "proxy only)")
     for line in view.restarts:
         click.echo(f"Restart: {line}")
 

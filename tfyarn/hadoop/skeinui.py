@@ -40,3 +40,19 @@ def write_overview(dest: Path) -> Path:
     made = SKEIN_JAR.stat()
     os.utime(dest / TEMPLATE, ns=(made.st_atime_ns, made.st_mtime_ns))
     return dest
+
+
+LOG_CONFIG = "log4j.properties"  # skein's own, in its jar
+# skein's web UI logs each page's target at INFO, and the target's path is the page's secret
+# (appmaster/webpage.py, appmaster/pageguard.py): its warnings only.
+QUIET_WEB_UI = "log4j.logger.com.anaconda.skein.WebUI=WARN\n"
+
+
+def write_log_config(path: Path) -> Path:
+    """skein's AppMaster's log4j configuration (skein.Master's log_config): skein's own, read
+    from its jar, with its web UI's INFO lines left out. Returns ``path``."""
+    with zipfile.ZipFile(SKEIN_JAR) as jar:
+        text = jar.read(LOG_CONFIG).decode()
+    path.write_text(text.rstrip("\n") + "\n# tfyarn: no page's secret path in the log\n"
+                    + QUIET_WEB_UI)  # a later key wins: it overrides skein's own line
+    return path

@@ -197,6 +197,8 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
         files={**files, **kerberos_files(keytab), skeinui.UI_DIR: code[skeinui.UI_DIR]},
         script=_launch(plan, "appmaster.master", environment.master_python),
+        log_config=skein.File(str(skeinui.write_log_config(
+            job_file.parent / "skein.log4j.properties")), type="file"),
         # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so,
         # stays lean (tfyarn/hadoop/jvm.py), its web UI's templates reflect on java.util's entries,
         # which JDK 17 must open, and its Overview links the job page (tfyarn/hadoop/skeinui.py).

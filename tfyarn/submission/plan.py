@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from appmaster.cluster_spec import ClusterSpec
 from appmaster.jobplan import JobPlan, RolePlan
+from appmaster.pageguard import FLAG_FILE
 from appmaster.settings import APP_SCOPE, APPMASTER_SCOPE, default, settings
 from appmaster.vocabulary import Role
 from tfyarn.jobconfig import (
@@ -218,8 +219,8 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
             "memory_mb": plan.tensorboard.memory_mb, "vcores": plan.tensorboard.vcores,
             "node_label": plan.tensorboard.label,
             "command": shlex.join(plan.tensorboard_command(
-                0, plan.task_work_dir("${APP_ID}", CONTAINER_DIR))).replace(
-                "--port 0", "--port <reserved port>"),
+                0, plan.task_work_dir("${APP_ID}", CONTAINER_DIR), FLAG_FILE)).replace(
+                "--port 0", "--port <reserved loopback port>"),
         },
         # every setting not at tfyarn's default, and where it came from (`tfyarn config`)
         "settings": {key: {"value": value, "from": str(source)}
