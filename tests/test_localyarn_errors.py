@@ -69,3 +69,20 @@ def test_a_java_without_javac(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     (jre / "bin").mkdir(parents=True)
     with pytest.raises(ClusterError, match=f"{jre} has no javac.*Fix: install a JDK"):
         localfs.ensure_compiled(Layout(tmp_path / "state"), jre)
+
+
+def test_down_removes_the_caches_a_nodemanager_set_aside(tmp_path: Path):
+    """A NodeManager stopped soon after it started leaves its old caches renamed *_DEL_*:
+    `down` removes them, and nothing else, so restarts do not fill the disk."""
+    from tfyarn.localyarn import cluster
+    from tfyarn.localyarn.layout import Layout
+
+    layout = Layout(tmp_path, port_offset=2400, nodes=2)
+    for nm in layout.node_managers:
+        local = layout.node_dir(nm) / "local"
+        (local / "usercache_DEL_123" / "root").mkdir(parents=True)
+        (local / "usercache" / "root").mkdir(parents=True)
+    cluster.down(layout)
+    for nm in layout.node_managers:
+        local = layout.node_dir(nm) / "local"
+        assert sorted(p.name for p in local.iterdir()) == ["usercache"]

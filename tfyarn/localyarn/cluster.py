@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -190,7 +191,16 @@ def down(layout: Layout) -> list[str]:
     if kdc.stop(layout):
         stopped.append(kdc.KDC_NAME)
     daemons.kill_leftover_containers(layout)
+    _remove_set_aside_caches(layout)
     return stopped
+
+
+def _remove_set_aside_caches(layout: Layout) -> None:
+    """A starting NodeManager renames its old caches to ``*_DEL_<time>`` and deletes them in
+    the background; stopped before it finishes, it leaves them (GBs of envs each restart)."""
+    for nm in layout.node_managers:
+        for aside in (layout.node_dir(nm) / "local").glob("*_DEL_*"):
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 LAUNCHERS = ("yarn", "hadoop", "hdfs")  # bin/<name>: the same script, dispatching on its name
