@@ -205,6 +205,25 @@ def resource_names(environment) -> set[str]:
 # ---------------------------------------------------------------- the phases
 
 
+def drop_local_packs() -> None:
+    """The local pack cache emptied: neither the one-archive code nor the layers read it
+    once the cluster has the pack, and each copy is GBs."""
+    from tfyarn.submission import envpack
+
+    shutil.rmtree(envpack.cache_dir(), ignore_errors=True)
+
+
+def nodes_that_fit(nodes: list, need_each: int, margin: int = 5 * 10**9) -> list:
+    """As many of ``nodes`` (one at least) as the disk holds a copy of the env for, with a
+    margin: the local cluster's nodes share this machine's disk, a real cluster's do not."""
+    free = shutil.disk_usage(Path.home()).free
+    fit = max(1, min(len(nodes), (free - margin) // max(need_each, 1)))
+    if fit < len(nodes):
+        log(f"  only {fit} of {len(nodes)} nodes: {free / 1e9:.1f} GB free, "
+            f"{need_each / 1e9:.1f} GB each")
+    return nodes[:fit]
+
+
 def measure(layout, job_files, package: str, timeout_s: float,
             step: Callable[[str], None]) -> dict[str, object]:
     results: dict[str, object] = {}
@@ -216,18 +235,22 @@ def measure(layout, job_files, package: str, timeout_s: float,
     results["first_submit"] = {"s": seconds, "lines": echo.lines,
                                "packed_bytes": du_bytes(envpack.cache_dir()),
                                "resources": sorted(resource_names(environment))}
+    drop_local_packs()
+    # A node's copy: the download, then the unpacked env beside it until it is removed.
+    need_each = results["first_submit"]["packed_bytes"] + env_bytes()
     step("first localization, 1 node")
     results["localize_1_node"] = localize(layout, environment, nodes[:1], timeout_s)
     step("first localization, 3 nodes at once (every node's cache emptied)")
     evict(layout, nodes)
-    results["localize_3_nodes"] = localize(layout, environment, nodes, timeout_s)
+    spread = nodes_that_fit(nodes, need_each)  # these nodes for every later phase
+    results["localize_3_nodes"] = localize(layout, environment, spread, timeout_s)
     step("later submit, nothing changed (3 times)")
     later = [submit_part(job_files) for _ in range(3)]
     results["later_submit"] = {"s": [s for s, _, _ in later],
                                "median_s": statistics.median(s for s, _, _ in later),
                                "lines": later[-1][2].lines}
     step("later localization, 3 nodes (from their caches)")
-    results["later_localize_3_nodes"] = localize(layout, later[-1][1], nodes, timeout_s)
+    results["later_localize_3_nodes"] = localize(layout, later[-1][1], spread, timeout_s)
     step(f"one-package change: pip install {package}")
     pip("install", "--no-deps", package)
     before = du_bytes(envpack.cache_dir())
@@ -235,10 +258,16 @@ def measure(layout, job_files, package: str, timeout_s: float,
     results["one_package_submit"] = {"s": seconds, "lines": echo.lines,
                                      "packed_bytes_added": du_bytes(envpack.cache_dir()) - before,
                                      "resources": sorted(resource_names(changed))}
+    drop_local_packs()
     # What the new job does not name goes (no timing depends on it): disk for the next copy.
     evict(layout, nodes, keep=resource_names(changed))
     step("one-package change: localization on 3 nodes holding the previous env")
-    results["one_package_localize_3_nodes"] = localize(layout, changed, nodes, timeout_s)
+    # What the nodes lack is what was packed now (all of it, or one piece), as a share of
+    # the pack: its download and unpacked copy in the same ratio as the whole env's.
+    added = results["one_package_submit"]["packed_bytes_added"]
+    need_change = need_each * added // max(results["first_submit"]["packed_bytes"], 1)
+    results["one_package_localize_3_nodes"] = localize(
+        layout, changed, nodes_that_fit(spread, need_change), timeout_s)
     return results
 
 
@@ -260,9 +289,17 @@ def summary(results: dict[str, object]) -> list[str]:
     return lines
 
 
-def describe_env() -> dict[str, object]:
+def site_packages_files() -> list[Path]:
     site_packages = Path(next(p for p in sys.path if p.endswith("site-packages")))
-    files = [f for f in site_packages.rglob("*") if f.is_file()]
+    return [f for f in site_packages.rglob("*") if f.is_file()]
+
+
+def env_bytes() -> int:
+    return sum(f.stat().st_size for f in site_packages_files())
+
+
+def describe_env() -> dict[str, object]:
+    files = site_packages_files()
     import tfyarn
 
     code = Path(tfyarn.__file__).resolve().parents[1]
