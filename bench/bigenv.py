@@ -325,9 +325,9 @@ def main() -> int:
     layout = Layout(default_state_dir())
     results: dict[str, object] = {"env": describe_env()}
     log(f"env {sys.prefix}: {results['env']}")
+    cluster_up(layout)
     scratch = Path(tempfile.mkdtemp(prefix="tfyarn-bigenv-",
                                 dir=os.environ.get("TFYARN_BENCH_SCRATCH")))
-    cluster_up(layout)
     os.environ["XDG_CACHE_HOME"] = str(scratch / "cache")  # after `up`: it finds Hadoop there
     started = time.monotonic()
 
