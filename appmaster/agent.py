@@ -42,7 +42,8 @@ STDERR_TAIL_LINES = 20
 TERMINATE_GRACE_S = 5.0
 RESTORE_TIMEOUT_S = 300.0
 LAST_MIRROR_TIMEOUT_S = 120.0
-# The first role's containers may start before the master serves its rendezvous.
+# skein starts the containers it asked for at its own start (every task's, see
+# tfyarn/submission/appspec.py) maybe before the master serves its rendezvous.
 CONNECT_TIMEOUT_S = 120.0
 
 

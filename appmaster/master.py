@@ -60,8 +60,8 @@ class Master:
         self.work_dir = work_dir
         self.job = Job(plan, time.monotonic(), am_attempt)
         self.job.history.wall_offset = time.time() - time.monotonic()  # for the view's times
-        # skein asks for the first role's containers itself at start-up (the spec's
-        # instances, see tfyarn/submission/appspec.py): those are adopted, not asked for again.
+        # skein asks for every task's container itself at start-up (the spec's instances,
+        # see tfyarn/submission/appspec.py): those are adopted, not asked for again.
         self.adoptable: dict[tuple[str, int], str] = {}
         self.lock = threading.Lock()  # the web page reads while events are handled
         self.store = rendezvous.Store()  # what the agents write and read
@@ -82,9 +82,7 @@ class Master:
             refresher.start()
         try:
             with self.lock:
-                self.adoptable = self.containers_skein_requested()
-                end = self.perform(self.job.start(time.monotonic()))
-                self.adoptable = {}
+                end = self.start(time.monotonic())
             while end is None:
                 try:
                     event = events.get(timeout=self.seconds_to_next_deadline())
@@ -98,6 +96,16 @@ class Master:
         finally:
             if refresher:
                 refresher.stop()
+
+    def start(self, now: float) -> EndJob | None:
+        """The job's first requests: the containers skein asked for at its start are
+        adopted; any task without one (none when the spec gave every role its instances)
+        is asked for now."""
+        self.adoptable = self.containers_skein_requested()
+        try:
+            return self.perform(self.job.start(now))
+        finally:
+            self.adoptable = {}
 
     def seconds_to_next_deadline(self) -> float | None:
         deadline = self.job.next_deadline()

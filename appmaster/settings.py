@@ -62,7 +62,9 @@ _G = APP_PREFIX
 SETTINGS: tuple[Setting, ...] = (
     # resources.json: each component's (or "global"'s, for every component)
     Setting("yarn.role.priority", COMPONENT_SCOPE, "whole",
-            "the order YARN's containers are asked for, lowest first; each component its own",
+            "the order of the roles, lowest first, and of their containers' requests after "
+            "the start (replacements, restarts); at submit all are asked for at once; each "
+            "component its own",
             low=1, noun="the priority", example="1", note=" (each component its own)",
             default_text="required", job_only=True, field="priority"),
     Setting("yarn.component.instances", COMPONENT_SCOPE, "whole",

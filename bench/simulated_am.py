@@ -86,28 +86,41 @@ class SimulatedSkein:
     """What master.py calls on skein's ApplicationClient, answered in memory: containers
     are named as skein names them (``<service>_<n>``); nothing is allocated or launched."""
 
-    def __init__(self) -> None:
+    def __init__(self, instances: dict[str, int] | None = None) -> None:
+        """``instances``: what the spec gave each service, which skein asks for at its own
+        start, before the master runs (tfyarn/submission/appspec.py)."""
         self.id = "application_1_0001"
         self.numbers: Counter[str] = Counter()
         self.values: dict[str, bytes] = {}
         self.killed: list[str] = []
         self.kv = SimpleNamespace(put=self._put, discard=self.values.pop)
         self.ui = SimpleNamespace(add_page=lambda *args, **kwargs: None)
+        self.from_spec = [self._new(service) for service, count in (instances or {}).items()
+                          for _ in range(count)]
+        self.asks: list[tuple[str, int]] = []  # the master's calls: (service, containers)
 
-    def add_container(self, service: str) -> SimpleNamespace:
+    def _new(self, service: str) -> SimpleNamespace:
         number = self.numbers[service]
         self.numbers[service] += 1
         return SimpleNamespace(id=f"{service}_{number}")
 
+    def add_container(self, service: str) -> SimpleNamespace:
+        self.asks.append((service, 1))
+        return self._new(service)
+
     def scale(self, service: str, delta: int) -> list[SimpleNamespace]:
         """skein's scale with a delta: the new containers, named in turn."""
-        return [self.add_container(service) for _ in range(delta)]
+        self.asks.append((service, delta))
+        return [self._new(service) for _ in range(delta)]
 
     def kill_container(self, container: str) -> None:
         self.killed.append(container)
 
-    def get_containers(self, **_: Any) -> list:
-        return []
+    def get_containers(self, states: list[str] | None = None,
+                       services: list[str] | None = None) -> list:
+        """Those skein asked for at its start, still waiting: what the master adopts (it
+        asks for every service's); no reports of containers that ran or ended."""
+        return list(self.from_spec) if services is None and "REQUESTED" in (states or []) else []
 
     def _put(self, key: str, value: bytes, owner: str | None = None) -> None:
         self.values[key] = value

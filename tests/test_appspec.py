@@ -64,3 +64,14 @@ def test_with_a_web_login_the_job_page_admits_the_view_acls_users(
         tmp_path: Path, view_acl: str | None, page_users: list[str]) -> None:
     acls = spec_of(tmp_path, Placement(view_acl=view_acl, web_login=True)).acls
     assert acls.enable and acls.ui_users == page_users
+
+
+def test_every_role_is_asked_for_at_submit_each_with_its_label(tmp_path: Path) -> None:
+    """skein asks for every container as its AppMaster registers (the master adopts them),
+    each role in its own partition."""
+    spec = spec_of(tmp_path)
+    (tmp_path / "again").mkdir()
+    job = load_job(*prepare_job(tmp_path / "again", scripts_dir=REPO / "examples"), user="alice")
+    assert {name: (service.instances, service.node_label)
+            for name, service in spec.services.items()} == {
+        role.name: (role.instances, role.label or "") for role in job.components}

@@ -107,8 +107,9 @@ def test_losing_a_tasks_host(yarn_cluster, skein_client, tmp_path: Path, victim:
     comps = components(**{"chief" if r == "chiefworker" else r: label
                           for r, label in labels.items()}, memory="1024")
     comps["worker"]["yarn.component.instances"] = "1"
-    # The victim is asked for last: skein asks for the first role with the AppMaster's own
-    # start, which YARN then tends to place beside it.
+    # The victim comes last in priority (its replacement is asked for after any other's);
+    # every container is asked for at once at submit, and submit_apart resubmits while YARN
+    # puts the victim beside the AppMaster.
     order = [r for r in ("ps", "chiefworker", "worker") if r != victim] + [victim]
     for priority, role in enumerate(order, start=1):
         comps[role]["yarn.role.priority"] = str(priority)

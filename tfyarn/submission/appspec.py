@@ -177,11 +177,14 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
             url, type="archive" if is_archive(url) else "file", visibility="private")
     services = {
         role.name: skein.Service(
-            # skein asks for the first role's containers the moment its AppMaster starts, so
-            # its allocator heartbeats every second from then on (an idle one sleeps 5 s, and
-            # would sit on the master's requests); the master adopts those and adds the rest,
-            # role by role in priority order.
-            instances=role.instances if role is plan.roles[0] else 0,
+            # Every container is asked for the moment skein's AppMaster registers, in its
+            # first allocate call, before master.py has even started (as a plain skein
+            # application does); the master adopts them (Master.containers_skein_requested).
+            # Asked role by role by the master instead, the roles after the first waited for
+            # skein's next allocator heartbeat (docs/benchmarks.md, issue 37). skein orders
+            # these first asks by its own service order, not yarn.role.priority: every later
+            # ask (a replacement, a restart) follows the priorities (docs/guide/job-files.md).
+            instances=role.instances,
             resources=skein.Resources(memory=role.memory_mb, vcores=role.vcores, gpus=role.gpus),
             node_label=role.label or "",
             # The master, not skein, decides what a failure means for the job.
