@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -24,24 +23,22 @@ from pathlib import Path
 from appmaster import gpus, registry
 from appmaster.agentlink import AgentLink, LinkError
 from appmaster.cluster_spec import ClusterSpec
-from appmaster.evaluation import DONE_FILE, CheckpointFollower
 from appmaster.hdfstokens import TokenFollower
 from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
-from appmaster.mirror import MirrorStatus, WorkDirMirror
+from appmaster.mirror import MirrorStatus
 from appmaster.pageguard import GuardedPage, redacting_copy
 from appmaster.progress import ProgressReporter, report_to
 from appmaster.refusedflags import refused_flag_hint
 from appmaster.splitsave import split_save_hint
-from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
+from appmaster.storage import StorageError
+from appmaster.taskdir import TaskWorkDir
 from appmaster.vocabulary import Role
 
 log = logging.getLogger("tfyarn.agent")
 
 STDERR_TAIL_LINES = 20
 TERMINATE_GRACE_S = 5.0
-RESTORE_TIMEOUT_S = 300.0
-LAST_MIRROR_TIMEOUT_S = 120.0
 # skein starts the containers it asked for at its own start (every task's, see
 # tfyarn/submission/appspec.py) maybe before the master serves its rendezvous.
 CONNECT_TIMEOUT_S = 120.0
@@ -122,81 +119,6 @@ def gather_data(names: Iterable[str]) -> str:
         if not link.is_symlink():
             link.symlink_to(Path("..") / f"{DATA_ENTRY_PREFIX}{name}")
     return os.path.abspath(DATA_DIR_NAME)
-
-
-class TaskWorkDir:
-    """The directory the script works in, and how it is kept in step with the job's work
-    dir when that is on HDFS: restored before the start (every task but the ps), mirrored
-    up while the chief runs, pulled down for TensorBoard (appmaster/mirror.py)."""
-
-    def __init__(self, plan: JobPlan, app_id: str, role: str, index: int) -> None:
-        self.job_dir = plan.resolved_work_dir(app_id)
-        self.role, self.mirror = role, None
-        self.follower: CheckpointFollower | None = None  # the evaluator's
-        self.is_chief = (role, index) == plan.chief
-        # what the script is told (plan.task_command): in this container's directory, or a
-        # path every node mounts (or a one-node cluster)
-        self.path = plan.task_work_dir(app_id, os.getcwd())
-        Path(self.path).mkdir(parents=True, exist_ok=True)
-        if not is_remote(self.job_dir):
-            return
-        self.mirror = WorkDirMirror(Path(self.path), RemoteDir(self.job_dir),
-                                    plan.mirror_interval_s)
-
-    def prepare(self, report) -> None:
-        """Restore, then start mirroring or following; ``report(status)`` on each round."""
-        if self.mirror is None:
-            return
-        what = f"HDFS ({self.job_dir})"
-        if self.role == Role.TENSORBOARD:
-            bounded(self.mirror.pull, RESTORE_TIMEOUT_S, what)
-            self.mirror.start("pull", report)
-            return
-        if self.role != Role.PS:  # a ps holds no files: the chief restores its variables
-            bounded(self.mirror.restore, RESTORE_TIMEOUT_S, what)
-            log.info("restored %s from %s", self.mirror.status.restored or "nothing",
-                     self.job_dir)
-        if self.role == Role.EVALUATOR:
-            self.follower = CheckpointFollower(Path(self.path), self.job_dir,
-                                               self.mirror.interval_s)
-            self.follower.start(report)
-        if self.is_chief:
-            bounded(self.mirror.remote.make, RESTORE_TIMEOUT_S, what)
-            self.mirror.start("sync", report)
-        report(self.mirror.status)
-
-    @property
-    def reports_progress(self) -> bool:
-        """Whose event files say how far the job got: the chief's and the evaluator's."""
-        return self.is_chief or self.role == Role.EVALUATOR
-
-    @property
-    def done_file(self) -> Path:
-        """Where the evaluator learns that training ended (appmaster/evaluation.py)."""
-        return self.follower.done_file if self.follower else Path(self.path) / DONE_FILE
-
-    def wait_for_training(self, link: AgentLink) -> None:
-        if self.follower:
-            self.follower.wait_for_training(link)
-        else:  # one work dir every node mounts: the last checkpoint is already there
-            def wait() -> None:
-                link.wait(registry.TRAINING_DONE_KEY)
-                self.done_file.touch()
-
-            threading.Thread(target=wait, daemon=True, name="training-done").start()
-
-    def finish(self, report) -> None:
-        """The chief's last copy up (the evaluator's summaries), after its script ended."""
-        if self.follower and not self.follower.finish(LAST_MIRROR_TIMEOUT_S):
-            log.error("the evaluator's last summaries did not reach %s", self.job_dir)
-        if self.mirror is None or not self.is_chief:
-            return
-        if self.mirror.finish(LAST_MIRROR_TIMEOUT_S):
-            log.info("work dir mirrored to %s (%s)", self.job_dir,
-                     self.mirror.status.last_checkpoint or "no checkpoint")
-        else:
-            log.error("the last copy to %s failed: %s", self.job_dir, self.mirror.status.error)
-        report(self.mirror.status)
 
 
 def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir: str,
