@@ -23,17 +23,16 @@ from pathlib import Path
 from appmaster import gpus, registry
 from appmaster.agentlink import AgentLink, LinkError
 from appmaster.cluster_spec import ClusterSpec
-from appmaster.hdfstokens import TokenFollower
 from appmaster.heartbeat import Heartbeat
 from appmaster.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.mirror import MirrorStatus
 from appmaster.pageguard import GuardedPage, redacting_copy
-from appmaster.progress import ProgressReporter, report_to
-from appmaster.refusedflags import refused_flag_hint
-from appmaster.splitsave import split_save_hint
-from appmaster.storage import StorageError
-from appmaster.taskdir import TaskWorkDir
+from appmaster.taskdir import CannotStart, Restore, TaskWorkDir, cannot_reach
 from appmaster.vocabulary import Role
+
+# What only some tasks use is imported where it is used (a keytab's tokens, the chief's
+# progress, a failed script's hints): every agent's start is CPU its node spends before the
+# task's script (issue 37).
 
 log = logging.getLogger("tfyarn.agent")
 
@@ -84,7 +83,9 @@ def log_dir() -> Path:
 
 # Runs in a fresh interpreter between spawn and exec: asks the kernel to SIGKILL the task
 # when the agent dies, then becomes the task. The agent never forks itself with Python code
-# to run in the child (preexec_fn): its gRPC threads make such a child abort.
+# to run in the child (preexec_fn): not safe beside its threads (heartbeat, mirror). The
+# interpreter runs without `site` (-S): it needs the standard library only, and a large
+# env's site-packages and .pth files cost every task's start (half this interpreter's CPU).
 DIE_WITH_PARENT = (
     "import ctypes, os, signal, sys\n"
     "ctypes.CDLL('libc.so.6').prctl(1, signal.SIGKILL)\n"  # 1 = PR_SET_PDEATHSIG
@@ -95,7 +96,7 @@ DIE_WITH_PARENT = (
 
 def die_with_agent(command: list[str], env: dict) -> tuple[list[str], dict]:
     """The command wrapped so that no TensorFlow process outlives a killed agent."""
-    return [sys.executable, "-c", DIE_WITH_PARENT, *command], {
+    return [sys.executable, "-S", "-c", DIE_WITH_PARENT, *command], {
         **env, "TFYARN_AGENT_PID": str(os.getpid())}
 
 
@@ -219,7 +220,15 @@ def main() -> int:
     _keep_beating(link, container, plan)
     report_mirror = _mirror_reporter(link, container)
     try:
-        work = _prepare_work_dir(plan, app_id, task, name, report_mirror)
+        work = _work_dir(plan, app_id, task, name)
+        # TensorBoard and the evaluator read their files first; a TensorFlow task restores
+        # while it exports and waits for the others: its export does not wait for HDFS.
+        restore = Restore(work, name, report_mirror)
+        if task.role in (Role.TENSORBOARD, Role.EVALUATOR):
+            restore.run()
+            restore.done()
+        else:
+            restore.start()
     except CannotStart as exc:
         return _cannot_start(link, container, str(exc))
     try:  # the GPUs its role asked YARN for, held for its life (appmaster/gpus.py)
@@ -233,6 +242,10 @@ def main() -> int:
     _status(link, container, "registered", address=address, gpus=held.summary())
     command, env = _command_and_environment(link, plan, app_id, task, work, reservation,
                                             address, page)
+    try:
+        restore.done()
+    except CannotStart as exc:
+        return _cannot_start(link, container, str(exc))
     env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
     code, tail = _run_script(link, container, work, command, env, name, address,
                              page or reservation)
@@ -240,10 +253,6 @@ def main() -> int:
     code = _exit_code(link, container, name, address, code, _with_hint(plan, name, code, tail))
     _status(link, container, "exited", address=address, exit_code=code)
     return code
-
-
-class CannotStart(Exception):
-    """The task cannot start its script: the reason goes to its log and the diagnostics."""
 
 
 def _say_started(link: AgentLink, container: str) -> None:
@@ -257,11 +266,14 @@ def _keep_beating(link: AgentLink, container: str, plan: JobPlan) -> None:
     """Heartbeats to the master for the task's life. A job submitted with a keytab: the
     master's new HDFS tokens, if it has some yet, before this task's first HDFS connection,
     then whenever a heartbeat says there are newer ones."""
-    tokens = TokenFollower(lambda: link.get_versioned(registry.TOKENS_KEY))
+    on_tokens = None
     if plan.principal:
-        tokens.follow()
+        from appmaster.hdfstokens import TokenFollower  # its siteconf reads XML
+
+        on_tokens = TokenFollower(lambda: link.get_versioned(registry.TOKENS_KEY)).follow
+        on_tokens()
     Heartbeat(link, container, plan.heartbeat_interval_s, plan.heartbeat_timeout_s,
-              on_tokens=tokens.follow if plan.principal else None).start()
+              on_tokens=on_tokens).start()
 
 
 def _mirror_reporter(link: AgentLink, container: str) -> Callable[[MirrorStatus], None]:
@@ -272,21 +284,14 @@ def _mirror_reporter(link: AgentLink, container: str) -> Callable[[MirrorStatus]
     return report_mirror
 
 
-def _prepare_work_dir(plan: JobPlan, app_id: str, task: registry.TaskAssignment, name: str,
-                      report_mirror: Callable[[MirrorStatus], None]) -> TaskWorkDir:
-    """The task's work dir, restored from HDFS; :class:`CannotStart` if it cannot be."""
+def _work_dir(plan: JobPlan, app_id: str, task: registry.TaskAssignment,
+              name: str) -> TaskWorkDir:
+    """The task's work dir, not restored yet (:class:`Restore`); :class:`CannotStart` if it
+    cannot be."""
     try:
-        work = TaskWorkDir(plan, app_id, task.role, task.index)
-        work.prepare(report_mirror)
-    except ImportError as exc:
-        raise CannotStart(f"{name} cannot reach the job's work dir on HDFS: {exc} in "
-                          f"{sys.executable}. Fix: install hdfs-native in the job's Python "
-                          "(pip install hdfs-native; in a packed env, pack it again with "
-                          "it).") from exc
-    except (StorageError, OSError) as exc:
-        raise CannotStart(f"{name} cannot start: the job's work dir "
-                          f"{plan.resolved_work_dir(app_id)}: {exc}") from exc
-    return work
+        return TaskWorkDir(plan, app_id, task.role, task.index)
+    except Exception as exc:
+        raise cannot_reach(name, plan.resolved_work_dir(app_id), exc) from exc
 
 
 def _gpus_failed(link: AgentLink, container: str, name: str, exc: gpus.GpuError) -> int:
@@ -348,8 +353,12 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
                 reservation: socket.socket | GuardedPage | None) -> tuple[int, str]:
     """The task's script, its progress reported while it runs (its port let go once it
     ends): its exit code, its stderr's last lines."""
-    progress = (ProgressReporter(work.path, report_to(link, registry.progress_key(container)))
-                .start() if work.reports_progress else None)
+    progress = None
+    if work.reports_progress:
+        from appmaster.progress import ProgressReporter, report_to
+
+        progress = ProgressReporter(work.path, report_to(
+            link, registry.progress_key(container))).start()
     log.info("starting %s: %s", name, " ".join(command))
     _status(link, container, "running", address=address)
     code, tail = run_task(command, env, name,
@@ -366,8 +375,13 @@ def _with_hint(plan: JobPlan, name: str, code: int, tail: str) -> str:
     """A failed script's stderr tail, with the fix when it refused a flag tfyarn passed it
     (appmaster/refusedflags.py) or a ps could not save its part of a checkpoint
     (appmaster/splitsave.py), also added to its stderr file (`tfyarn logs`)."""
+    if code == 0:
+        return tail
+    from appmaster.refusedflags import refused_flag_hint
+    from appmaster.splitsave import split_save_hint
+
     hint = (refused_flag_hint(tail, plan.work_dir_flag, bool(plan.data_dir or plan.data))
-            or split_save_hint(tail)) if code != 0 else ""
+            or split_save_hint(tail))
     if not hint:
         return tail
     log.error("%s", hint)

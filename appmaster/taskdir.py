@@ -6,21 +6,43 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from appmaster import registry
 from appmaster.agentlink import AgentLink
-from appmaster.evaluation import DONE_FILE, CheckpointFollower
 from appmaster.jobplan import JobPlan
-from appmaster.mirror import WorkDirMirror
-from appmaster.storage import RemoteDir, bounded, is_remote
+from appmaster.mirror import MirrorStatus, WorkDirMirror
+from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
 from appmaster.vocabulary import Role
+
+if TYPE_CHECKING:  # the evaluator's alone: imported where it is used
+    from appmaster.evaluation import CheckpointFollower
 
 log = logging.getLogger("tfyarn.agent")
 
 RESTORE_TIMEOUT_S = 300.0
 LAST_MIRROR_TIMEOUT_S = 120.0
+
+
+class CannotStart(Exception):
+    """The task cannot start its script: the reason goes to its log and the diagnostics."""
+
+
+def cannot_reach(name: str, job_dir: str, exc: Exception) -> Exception:
+    """A work dir that cannot be made or restored as :class:`CannotStart`, with the fix;
+    any other error as it is."""
+    if isinstance(exc, ImportError):
+        return CannotStart(f"{name} cannot reach the job's work dir on HDFS: {exc} in "
+                           f"{sys.executable}. Fix: install hdfs-native in the job's Python "
+                           "(pip install hdfs-native; in a packed env, pack it again with "
+                           "it).")
+    if isinstance(exc, (StorageError, OSError)):
+        return CannotStart(f"{name} cannot start: the job's work dir {job_dir}: {exc}")
+    return exc
 
 
 class TaskWorkDir:
@@ -56,6 +78,8 @@ class TaskWorkDir:
             log.info("restored %s from %s", self.mirror.status.restored or "nothing",
                      self.job_dir)
         if self.role == Role.EVALUATOR:
+            from appmaster.evaluation import CheckpointFollower
+
             self.follower = CheckpointFollower(Path(self.path), self.job_dir,
                                                self.mirror.interval_s)
             self.follower.start(report)
@@ -72,6 +96,8 @@ class TaskWorkDir:
     @property
     def done_file(self) -> Path:
         """Where the evaluator learns that training ended (appmaster/evaluation.py)."""
+        from appmaster.evaluation import DONE_FILE
+
         return self.follower.done_file if self.follower else Path(self.path) / DONE_FILE
 
     def wait_for_training(self, link: AgentLink) -> None:
@@ -96,3 +122,27 @@ class TaskWorkDir:
         else:
             log.error("the last copy to %s failed: %s", self.job_dir, self.mirror.status.error)
         report(self.mirror.status)
+
+
+class Restore(threading.Thread):
+    """The work dir restored (:meth:`TaskWorkDir.prepare`) in a thread of its own while the
+    agent exports and waits for the spec (``start``), or in the agent's own (``run``).
+    ``done`` waits for it, then raises :class:`CannotStart` (or whatever else it raised)."""
+
+    def __init__(self, work: TaskWorkDir, name: str,
+                 report: Callable[[MirrorStatus], None]) -> None:
+        super().__init__(daemon=True, name="restore")
+        self.work, self.name, self.report = work, name, report
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        try:
+            self.work.prepare(self.report)
+        except Exception as exc:  # raised again by done(), in the agent's thread
+            self.error = cannot_reach(self.name, self.work.job_dir, exc)
+
+    def done(self) -> None:
+        if self.is_alive():
+            self.join()
+        if self.error is not None:
+            raise self.error
