@@ -41,6 +41,7 @@ TERMINATE_GRACE_S = 5.0
 # skein starts the containers it asked for at its own start (every task's, see
 # tfyarn/submission/appspec.py) maybe before the master serves its rendezvous.
 CONNECT_TIMEOUT_S = 120.0
+CONNECT_RETRY_S = 0.2  # the master's start is on the way to every task's: look often
 
 
 def reserve_port(port: int = 0) -> socket.socket:
@@ -172,7 +173,7 @@ def connect() -> AgentLink:
         except LinkError:
             if time.monotonic() > deadline:
                 raise
-            time.sleep(0.5)
+            time.sleep(CONNECT_RETRY_S)
 
 
 def run_task(command: list[str], env: dict, name: str, secret: str = "") -> tuple[int, str]:

@@ -64,7 +64,14 @@ class Master:
         # see tfyarn/submission/appspec.py): those are adopted, not asked for again.
         self.adoptable: dict[tuple[str, int], str] = {}
         self.lock = threading.Lock()  # the web page reads while events are handled
-        self.store = rendezvous.Store()  # what the agents write and read
+        self.store = rendezvous.Store(on_put=self.heard)  # what the agents write and read
+        # The rendezvous is served first thing (main), so that the agents of the containers
+        # skein started with the AppMaster wait for nothing else: their writes before run()
+        # has its event queue are kept for it, in order.
+        self.heard_lock = threading.Lock()
+        self.early: list[tuple[str, bytes]] = []
+        self.events: skein.kv.EventQueue | queue.Queue | None = None
+        self.serving = False
 
     # ------------------------------------------------------------ main loop
 
@@ -72,9 +79,7 @@ class Master:
         """Events until one ends the job: how it ended (the job's :class:`EndJob`)."""
         events = self.app.kv.event_queue()
         events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
-        # An agent's write joins skein's events on the same queue, in the order it came.
-        self.store.on_put = lambda key, value: events.put(
-            skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None))
+        self.listen(events)
         self.serve_rendezvous()
         refresher = hdfstokens.TokenRefresher.for_job(self.plan.principal, self.work_dir,
                                                       self.publish_tokens)
@@ -106,6 +111,23 @@ class Master:
             return self.perform(self.job.start(now))
         finally:
             self.adoptable = {}
+
+    def heard(self, key: str, value: bytes) -> None:
+        """An agent's write: an event on run()'s queue, beside skein's, in the order it came
+        (kept until that queue exists)."""
+        with self.heard_lock:
+            if self.events is None:
+                self.early.append((key, value))
+                return
+        self.events.put(agent_event(key, value))
+
+    def listen(self, events: skein.kv.EventQueue | queue.Queue) -> None:
+        """From now on the agents' writes go to ``events``, those heard so far first."""
+        with self.heard_lock:
+            for key, value in self.early:
+                events.put(agent_event(key, value))
+            self.early = []
+            self.events = events
 
     def seconds_to_next_deadline(self) -> float | None:
         deadline = self.job.next_deadline()
@@ -249,7 +271,10 @@ class Master:
 
     def serve_rendezvous(self) -> None:
         """On the first free of the job's candidate ports, over TLS with skein's certificate
-        of this application, which the agents pin (appmaster/agentlink.py)."""
+        of this application, which the agents pin (appmaster/agentlink.py); once."""
+        if self.serving:
+            return
+        self.serving = True
         token = Path(agentlink.TOKEN_FILE).read_text().strip()
         tls = rendezvous.server_tls(agentlink.CERT_FILE, SKEIN_KEY_FILE)
         server = rendezvous.serve_on_candidates(self.store, token, tls=tls)
@@ -299,6 +324,11 @@ class Master:
         return json.loads(found[0]) if found else None
 
 
+def agent_event(key: str, value: bytes) -> skein.kv.Event:
+    """An agent's write as skein's registry would have told it."""
+    return skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None)
+
+
 def publish_page(app: skein.ApplicationClient, master: Master) -> None:
     """Serve the job's page and link it from skein's UI, behind YARN's tracking URL."""
     server = webpage.serve(master.view)  # loopback: skein's AM runs in this container
@@ -321,6 +351,7 @@ def main() -> int:
         outcome = EndJob(JobState(decided[0]), decided[1])
     else:
         master = Master(app, plan, work_dir, am_attempt=attempt)
+        master.serve_rendezvous()  # first: agents may be waiting (skein started them)
         reports = ReportWriter(work_dir, master.view, app.id).start()
         try:
             publish_page(app, master)
