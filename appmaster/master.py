@@ -64,30 +64,39 @@ class Master:
         # see tfyarn/submission/appspec.py): those are adopted, not asked for again.
         self.adoptable: dict[tuple[str, int], str] = {}
         self.lock = threading.Lock()  # the web page reads while events are handled
-        self.store = rendezvous.Store(on_put=self.heard)  # what the agents write and read
-        # The rendezvous is served first thing (main), so that the agents of the containers
-        # skein started with the AppMaster wait for nothing else: their writes before run()
-        # has its event queue are kept for it, in order.
-        self.heard_lock = threading.Lock()
-        self.early: list[tuple[str, bytes]] = []
-        self.events: skein.kv.EventQueue | queue.Queue | None = None
-        self.serving = False
+        self.store = rendezvous.Store()  # what the agents write and read
+        self.events: skein.kv.EventQueue | None = None  # once begun
+        self.first_end: EndJob | None = None  # the start's, if it ended the job
 
     # ------------------------------------------------------------ main loop
 
-    def run(self) -> EndJob:
-        """Events until one ends the job: how it ended (the job's :class:`EndJob`)."""
+    def begin(self) -> None:
+        """What the agents wait for, first thing (main calls it before the job page and the
+        reports): the events heard, the rendezvous served, every task given its container.
+        skein started the containers it asked for with its AppMaster: their agents may
+        already be looking for the rendezvous."""
+        if self.events is not None:
+            return
         events = self.app.kv.event_queue()
         events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
-        self.listen(events)
+        # An agent's write joins skein's events on the same queue, in the order it came.
+        self.store.on_put = lambda key, value: events.put(
+            skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None))
+        self.events = events
         self.serve_rendezvous()
+        with self.lock:
+            self.first_end = self.start(time.monotonic())
+
+    def run(self) -> EndJob:
+        """Events until one ends the job: how it ended (the job's :class:`EndJob`)."""
+        self.begin()
+        events = self.events
         refresher = hdfstokens.TokenRefresher.for_job(self.plan.principal, self.work_dir,
                                                       self.publish_tokens)
         if refresher:
             refresher.start()
         try:
-            with self.lock:
-                end = self.start(time.monotonic())
+            end = self.first_end
             while end is None:
                 try:
                     event = events.get(timeout=self.seconds_to_next_deadline())
@@ -111,23 +120,6 @@ class Master:
             return self.perform(self.job.start(now))
         finally:
             self.adoptable = {}
-
-    def heard(self, key: str, value: bytes) -> None:
-        """An agent's write: an event on run()'s queue, beside skein's, in the order it came
-        (kept until that queue exists)."""
-        with self.heard_lock:
-            if self.events is None:
-                self.early.append((key, value))
-                return
-        self.events.put(agent_event(key, value))
-
-    def listen(self, events: skein.kv.EventQueue | queue.Queue) -> None:
-        """From now on the agents' writes go to ``events``, those heard so far first."""
-        with self.heard_lock:
-            for key, value in self.early:
-                events.put(agent_event(key, value))
-            self.early = []
-            self.events = events
 
     def seconds_to_next_deadline(self) -> float | None:
         deadline = self.job.next_deadline()
@@ -271,10 +263,7 @@ class Master:
 
     def serve_rendezvous(self) -> None:
         """On the first free of the job's candidate ports, over TLS with skein's certificate
-        of this application, which the agents pin (appmaster/agentlink.py); once."""
-        if self.serving:
-            return
-        self.serving = True
+        of this application, which the agents pin (appmaster/agentlink.py)."""
         token = Path(agentlink.TOKEN_FILE).read_text().strip()
         tls = rendezvous.server_tls(agentlink.CERT_FILE, SKEIN_KEY_FILE)
         server = rendezvous.serve_on_candidates(self.store, token, tls=tls)
@@ -324,11 +313,6 @@ class Master:
         return json.loads(found[0]) if found else None
 
 
-def agent_event(key: str, value: bytes) -> skein.kv.Event:
-    """An agent's write as skein's registry would have told it."""
-    return skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None)
-
-
 def publish_page(app: skein.ApplicationClient, master: Master) -> None:
     """Serve the job's page and link it from skein's UI, behind YARN's tracking URL."""
     server = webpage.serve(master.view)  # loopback: skein's AM runs in this container
@@ -351,9 +335,10 @@ def main() -> int:
         outcome = EndJob(JobState(decided[0]), decided[1])
     else:
         master = Master(app, plan, work_dir, am_attempt=attempt)
-        master.serve_rendezvous()  # first: agents may be waiting (skein started them)
-        reports = ReportWriter(work_dir, master.view, app.id).start()
+        reports = None
         try:
+            master.begin()  # first: the agents wait for it, the page and the reports do not
+            reports = ReportWriter(work_dir, master.view, app.id).start()
             publish_page(app, master)
             outcome = master.run()
         except Exception as exc:  # a bug of ours must still end the job with a reason
@@ -362,6 +347,8 @@ def main() -> int:
         with master.lock:
             master.job.ended(outcome.status, time.monotonic())
         print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)
+        if reports is None:  # the start failed: one report, the final one
+            reports = ReportWriter(work_dir, master.view, app.id)
         reports.final()  # in the work dir, where `tfyarn report` and `status` find it
         if outcome.status == JobState.FAILED:
             attempts.write_outcome(work_dir, str(outcome.status), outcome.diagnostics)

@@ -91,21 +91,3 @@ def test_a_failed_workers_replacement_is_asked_for_alone() -> None:
     assert app.asks == [("worker", 1)]
     assert master.job.tasks[("worker", 2)].container == "worker_5"
 
-
-def test_agents_writes_before_the_event_queue_reach_it_first_in_order() -> None:
-    """The rendezvous is served before run() has its queue (main serves it first thing):
-    what the agents of skein's first containers said meanwhile is handled, in order."""
-    import queue
-
-    from appmaster.master import Master
-
-    master = Master(SimulatedSkein(), job_plan(4), WORK_DIR)
-    master.heard("status/ps_0", b"early")
-    master.heard("exports/ps/0", b"early too")
-    events: queue.Queue = queue.Queue()
-    master.listen(events)
-    master.heard("status/worker_0", b"later")
-    heard = [events.get_nowait() for _ in range(3)]
-    assert [(e.key, e.result.value) for e in heard] == [
-        ("status/ps_0", b"early"), ("exports/ps/0", b"early too"), ("status/worker_0", b"later")]
-    assert events.empty()
