@@ -42,7 +42,8 @@ def candidate_ports(token: str) -> list[int]:
 def listening(host: str, ports: list[int]) -> list[int]:
     """Those of ``ports`` that accept a connection. Agents look for the master while it
     starts (every 0.2 s): a refused connect costs microseconds, a TLS context for each port
-    4 ms of CPU per look here, which 64 waiting agents on one node turned into most of a core."""
+    4 ms of CPU per look here, which 64 waiting agents on one node turned into more than
+    a core."""
     found = []
     for port in ports:
         try:
