@@ -96,6 +96,7 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
     what = f"this Python environment ({source.prefix})"
     try:
         remote = RemoteDir(directory_url)
+        bounded(lambda: remote.make(), what=f"HDFS ({directory_url})")  # 0755, as uploads
         present = bounded(lambda: remote.list_files(), what=f"HDFS ({directory_url})")
         public = bounded(lambda: searchable_by_all(remote), what=f"HDFS ({directory_url})")
     except StorageError as exc:
