@@ -94,7 +94,7 @@ def test_a_one_package_change_ships_one_layer(yarn_cluster, tmp_path: Path) -> N
     try:
         app_id, outcome = run_on_node(nm, shipped.files(), (
             f"./pyenv/bin/python -c 'import {PROBE}, numpy, skein; "
-            f"assert {PROBE}.TOKEN == {token!r}, {PROBE}.TOKEN'"))
+            f"assert {PROBE}.TOKEN == \"{token}\", {PROBE}.TOKEN'"))
         assert outcome.startswith("SUCCEEDED"), f"{app_id}: {outcome}"
         # the new layer alone; the interpreter, numpy's, skein's... from the node's cache
         added = localized_layers(layout, nm) - before

@@ -15,7 +15,7 @@ import pytest
 from test_envpack import dist, made_up_env
 
 from tfyarn.submission import envlayers, envpack, layership
-from tfyarn.submission.environments import JobEnvironmentError
+from tfyarn.submission.environments import JobEnvironment, JobEnvironmentError
 
 LARGE = 7  # bytes: in the made-up env, "large" is tensorflow alone (numpy: 5)
 
@@ -198,3 +198,15 @@ def test_the_local_cache_keeps_the_newest_other_pack(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "layer-numpy-k1.tar.gz", "layer-numpy-k1.tar.gz.json", "layer-numpy-k3.tar.gz",
         "layer-numpy-k3.tar.gz.json", "layer-other-k9.tar.gz"]
+
+
+def test_each_layer_is_an_archive_in_every_container() -> None:
+    environment = JobEnvironment(layers=(
+        ("pyenv", "hdfs://nn:8020/user/a/.tfyarn/envs/layer-python-1.tar.gz", "public"),
+        ("pyenv-site-site", "hdfs://nn:8020/user/a/.tfyarn/envs/layer-site-2.tar.gz",
+         "private")))
+    files = environment.files()
+    assert sorted(files) == ["pyenv", "pyenv-site-site"]
+    assert str(files["pyenv"].type) == "ARCHIVE" and str(files["pyenv"].visibility) == "PUBLIC"
+    assert str(files["pyenv-site-site"].visibility) == "PRIVATE"
+    assert files["pyenv"].source.endswith("layer-python-1.tar.gz")

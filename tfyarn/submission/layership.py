@@ -17,7 +17,8 @@ What is never used:
 Visibility: PUBLIC (one copy per node for every application that names the file) where
 YARN allows it, that is when the file is readable by everyone and every directory above it
 is searchable by everyone (YARN's FSDownload.isPublic); PRIVATE (one copy per node and
-user) otherwise. tfyarn checks the directories once per submit.
+user) otherwise. tfyarn checks the directories once per submit, each file's mode in the
+listing it reads anyway.
 """
 
 from __future__ import annotations
@@ -109,8 +110,10 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
     for layer in layers:
         name = layer.archive_name(SUFFIX)
         url = f"{directory_url}/{name}"
+        readable = True  # uploads are 0644
         if name in present:
             check_remote(remote, name, present[name], url, verified)
+            readable = bool(present[name].permission & 0o004)
         else:
             archive, record, was_packed = local_pack(layer, source, echo)
             packed += [layer.label] if was_packed else []
@@ -122,13 +125,14 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
                 echo(f"  uploaded {layer.label} to {url} in {time.monotonic() - started:.1f} s")
             else:
                 echo(f"  another submit uploaded {layer.label} first: {url}")
-        shipped.append((layer.link, url, "public" if public else "private"))
+        shipped.append((layer.link, url, "public" if public and readable else "private"))
     verified.save()
     prune_cache({layer.archive_name(SUFFIX) for layer in layers})
     reused = len(layers) - len(uploaded)
+    visibilities = sorted({visibility for _, _, visibility in shipped})
     echo(f"Python env: {source.prefix} in {len(layers)} layers on the cluster ({reused} there "
-         f"already, {len(uploaded)} uploaded now; {'public' if public else 'private'} "
-         "in the NodeManagers' cache)")
+         f"already, {len(uploaded)} uploaded now; {' and '.join(visibilities)} in the "
+         "NodeManagers' cache)")
     return ShippedEnv(tuple(shipped), tuple(packed), tuple(uploaded))
 
 
