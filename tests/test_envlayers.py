@@ -188,16 +188,19 @@ def test_layers_side_by_side_are_one_env(tmp_path: Path) -> None:
 
 
 def test_the_local_cache_keeps_the_newest_other_pack(tmp_path: Path) -> None:
+    suffix, record = layership.SUFFIX, layership.RECORD_SUFFIX
     for age, key in enumerate(("k3", "k2", "k1")):
-        pack = tmp_path / f"layer-numpy-{key}.tar.gz"
+        pack = tmp_path / f"layer-numpy-{key}{suffix}"
         pack.write_bytes(b"x")
-        pack.with_name(pack.name + ".json").write_text("{}")
+        pack.with_name(pack.name + record).write_text("{}")
         os.utime(pack, (time.time() - 100 * age, time.time() - 100 * age))
-    (tmp_path / "layer-other-k9.tar.gz").write_bytes(b"x")
-    layership.prune_cache({"layer-numpy-k1.tar.gz"}, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "layer-numpy-k1.tar.gz", "layer-numpy-k1.tar.gz.json", "layer-numpy-k3.tar.gz",
-        "layer-numpy-k3.tar.gz.json", "layer-other-k9.tar.gz"]
+    (tmp_path / f"layer-other-k9{suffix}").write_bytes(b"x")
+    (tmp_path / "env-0123.tar.gz").write_bytes(b"the whole env, before issue 37")
+    layership.prune_cache({f"layer-numpy-k1{suffix}"}, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([
+        f"layer-numpy-k1{suffix}", f"layer-numpy-k1{suffix}{record}",
+        f"layer-numpy-k3{suffix}", f"layer-numpy-k3{suffix}{record}",
+        f"layer-other-k9{suffix}"])
 
 
 def test_each_layer_is_an_archive_in_every_container() -> None:
