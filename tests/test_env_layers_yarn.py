@@ -86,6 +86,7 @@ def test_a_one_package_change_ships_one_layer(yarn_cluster, tmp_path: Path) -> N
     lines: list[str] = []
     shipped = layership.ship(changed, echo=lines.append)
     assert (shipped.packed, shipped.uploaded) == (("site",), ("site",)), lines
+    print("\n".join(lines))  # what the change cost, for `pytest -s`
     site_url = next(url for link, url, _ in shipped.layers if link == "pyenv-site-site")
     nm = next(n for n in layout.node_managers if not n.partition)
     before = localized_layers(layout, nm)
