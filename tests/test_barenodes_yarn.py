@@ -22,7 +22,7 @@ from jobtools import (
 from tfyarn.localyarn import localfs
 from tfyarn.localyarn.layout import GPU_LABEL
 from tfyarn.localyarn.proctable import scan_processes
-from tfyarn.submission import environments
+from tfyarn.submission import environments, layership
 
 pytestmark = pytest.mark.yarn
 
@@ -127,7 +127,7 @@ def test_each_node_localized_the_env_with_yarns_modes(yarn_cluster) -> None:
         node = layout.node_dir(nm)
         for kind, expected in (("filecache", {"0o555", "0o755"}),
                                ("usercache/*/filecache", {"0o500", "0o700"})):
-            for layer in node.glob(f"local/{kind}/*/layer-python-*"):
+            for layer in node.glob(f"local/{kind}/*/layer-python-*{layership.SUFFIX}"):
                 modes = {}
                 for path in layer.rglob("*"):
                     if not path.is_symlink():
