@@ -304,6 +304,8 @@ class Master:
         text = (f"({where}): container {state}"
                 + (f", exit code {code}" if code is not None else "")
                 + (f": {message.strip().rstrip('.')}" if message else "") + ".")
+        if localization := verdicts.localization_failure(message):
+            text += f"\n{localization}"
         if tail:
             text += f"\nLast stderr lines of {task.name}:\n{tail.rstrip()}"
         return text

@@ -87,6 +87,7 @@ class RemoteFile:
     path: str  # relative to the directory
     length: int
     modified_ms: int
+    permission: int = 0o644
 
 
 class RemoteDir:
@@ -143,7 +144,8 @@ class RemoteDir:
             if status.isdir or TEMPORARY_MARK in status.path:
                 continue
             relative = status.path[len(self.root):].lstrip("/")
-            found[relative] = RemoteFile(relative, status.length, status.modification_time)
+            found[relative] = RemoteFile(relative, status.length, status.modification_time,
+                                         status.permission)
         return found
 
     def read_bytes(self, relative: str) -> bytes | None:

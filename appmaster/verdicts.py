@@ -101,6 +101,37 @@ def judge(state: str, message: str) -> ContainerEnd:
     return ContainerEnd(Verdict.FAILED, text)
 
 
+# YARN's words when a NodeManager could not localize a container's files (FSDownload,
+# ResourceLocalizationService, DiskChecker, the shell's gzip and tar), lower-cased, with
+# what the user can do. The container never ran: its files are the job's env layers
+# (tfyarn/submission/envlayers.py), code packs and data.
+_LOCALIZATION = (
+    (("no space left on device", "no space available in any of the local directories",
+      "could not find any valid local directory", "usable space is below configured"),
+     "the node's local dirs (yarn.nodemanager.local-dirs) have no room to unpack the job's "
+     "files (its Python env is the largest). Fix: free space there or give the "
+     "NodeManagers larger disks; or ship less (a node-wide interpreter with "
+     "site.global.python ships nothing)"),
+    (("changed on src filesystem",),
+     "a file the job named on HDFS was replaced after it was submitted (an env layer or "
+     "code pack rewritten by hand?). Fix: submit again; leave .tfyarn/ on HDFS to tfyarn"),
+    (("not in gzip format", "unexpected end of file", "error is not recoverable",
+      "invalid or corrupted", "zip end header not found"),
+     "an archive the job named on HDFS is not whole. Fix: remove it from HDFS (the "
+     "diagnostics name it) and submit again: tfyarn uploads it anew"),
+)
+
+
+def localization_failure(message: str) -> str | None:
+    """Why YARN could not localize a container's files and the fix, from its diagnostics;
+    None when the message says nothing of the kind."""
+    lowered = (message or "").lower()
+    for words, meaning in _LOCALIZATION:
+        if any(w in lowered for w in words):
+            return f"YARN could not localize this container's files: {meaning}."
+    return None
+
+
 def killed_by_signal(exit_code: int | None) -> bool:
     """Whether a script's exit code says a signal ended it (128+N as a shell reports it):
     YARN's kills (memory, preemption) start with SIGTERM, so its verdict is worth waiting

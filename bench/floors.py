@@ -34,7 +34,7 @@ from bench.jobs import AppFollower
 from bench.logs import RmLog
 from bench.watch import LogWatch, mtimes
 from tfyarn.submission import jobenv
-from tfyarn.submission.environments import ENV_DIR, SHIPPED_MEMBER, env_file, python_in_env
+from tfyarn.submission.environments import SHIPPED_MEMBER, python_in_env
 
 STEP = r"^step \d+ loss"
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # client compiler, serial GC
@@ -157,13 +157,13 @@ def floor_spec(name: str, comps: dict, services: dict, scripts_dir: Path) -> dic
             "services": services}
 
 
-def build_skein_spec(desc: dict, python_env_url: str):
+def build_skein_spec(desc: dict, env_files: dict):
     import skein
 
     files = {"app": skein.File(desc["scripts_dir"], type="file"),
              # What tfyarn ships too, so that localization costs the same.
              "appmaster": skein.File(str(REPO / "appmaster"), type="file"),
-             ENV_DIR: env_file(python_env_url)}
+             **env_files}
     services = {
         name: skein.Service(
             instances=s["instances"],
@@ -306,10 +306,10 @@ def main(argv: list[str]) -> int:
     import skein
 
     desc = json.loads(Path(argv[1]).read_text())
-    # As tfyarn's submit does: this environment's archive, uploaded once per content.
-    url = jobenv.ship_this_env(lambda line: print(line, file=sys.stderr))
+    # As tfyarn's submit does: this environment's layers, uploaded once per content.
+    env = jobenv.ship_this_env(lambda line: print(line, file=sys.stderr))
     with skein.Client() as client:  # as tfyarn's submit does
-        print(client.submit(build_skein_spec(desc, url)), flush=True)
+        print(client.submit(build_skein_spec(desc, env.files())), flush=True)
     return 0
 
 

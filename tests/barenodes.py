@@ -111,23 +111,22 @@ def absent_from(layout: Layout, nm: NodeManagerSpec) -> list[Path]:
             *CLIENT_ONLY_FILES, *(checkout / "pyproject.toml" for checkout in checkouts())]
 
 
-def ship_env_to_every_node(layout: Layout, timeout_s: float = 600) -> str:
+def ship_env_to_every_node(layout: Layout, timeout_s: float = 600):
     """Pack and upload this interpreter's environment as a job does by default, then have
     every NodeManager localize it and run it once (a node's first localization of a packed
     env takes a minute or more here: without libhadoop.so, YARN forks a chmod per file).
     Checks on the way that every node is bare and sees none of what other nodes and the
-    client have (absent_from). Returns the env's URL."""
+    client have (absent_from). Returns the env's layers on the cluster."""
     import skein
 
     from tfyarn.hadoop.driver import skein_client
     from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
     from tfyarn.submission import jobenv
-    from tfyarn.submission.environments import ENV_DIR, env_file
 
-    url = jobenv.ship_this_env(echo=print)
+    env = jobenv.ship_this_env(echo=print)
     nodes = layout.node_managers
     services = {nm.name: skein.Service(
-        resources=skein.Resources(memory=1024, vcores=1), files={ENV_DIR: env_file(url)},
+        resources=skein.Resources(memory=1024, vcores=1), files=env.files(),
         script=BARE_NODE_CHECK.format(
             client_python=shlex.quote(os.path.realpath(sys.executable)),
             absent=" ".join(shlex.quote(str(p)) for p in absent_from(layout, nm)),
@@ -150,7 +149,7 @@ def ship_env_to_every_node(layout: Layout, timeout_s: float = 600) -> str:
     assert str(report.final_status) == "SUCCEEDED", (
         f"{app_id} (the shipped env on every bare node): {report.final_status}: "
         f"{report.diagnostics}; see `yarn logs -applicationId {app_id}`")
-    return url
+    return env
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from jobtools import (
 from tfyarn.localyarn import localfs
 from tfyarn.localyarn.layout import GPU_LABEL
 from tfyarn.localyarn.proctable import scan_processes
-from tfyarn.submission import environments
+from tfyarn.submission import environments, layership
 
 pytestmark = pytest.mark.yarn
 
@@ -116,17 +116,23 @@ def test_racing_uploads_leave_one_whole_archive(yarn_cluster, tmp_path: Path) ->
 
 def test_each_node_localized_the_env_with_yarns_modes(yarn_cluster) -> None:
     """The NodeManagers set localized files' modes through java.nio (NioLocalFs, a real
-    node's libhadoop.so does it with chmod(2)), as YARN wants them for a private resource:
-    0500 for a file, 0700 for a directory, on every node that unpacked the shipped env."""
+    node's libhadoop.so does it with chmod(2)), as YARN wants them: for a public resource
+    0555 for a file, 0755 for a directory; for a private one 0500 and 0700; on every node
+    that unpacked the shipped env's layers."""
     layout = yarn_cluster.layout
     for nm in layout.node_managers:
         classpath = next(arg for p in scan_processes() for arg in p.argv
                          if arg.startswith(f"{layout.node_conf_dir(nm)}:"))
         assert str(localfs.class_dir(layout)) in classpath.split(":"), classpath
-        envs = list(layout.node_dir(nm).glob("local/usercache/*/filecache/*/env-*.tar.gz"))
-        assert envs, f"{nm.name} holds no unpacked env"
-        modes = {}
-        for path in envs[0].rglob("*"):
-            if not path.is_symlink():
-                modes.setdefault(oct(path.stat().st_mode & 0o7777), path)
-        assert set(modes) == {"0o500", "0o700"}, modes
+        node = layout.node_dir(nm)
+        for kind, expected in (("filecache", {"0o555", "0o755"}),
+                               ("usercache/*/filecache", {"0o500", "0o700"})):
+            for layer in node.glob(f"local/{kind}/*/layer-python-*{layership.SUFFIX}"):
+                modes = {}
+                for path in layer.rglob("*"):
+                    if not path.is_symlink():
+                        modes.setdefault(oct(path.stat().st_mode & 0o7777), path)
+                assert set(modes) == expected, modes
+        assert list(node.glob("local/*/*/layer-python-*")) + list(
+            node.glob("local/usercache/*/filecache/*/layer-python-*")), (
+                f"{nm.name} holds no unpacked env")

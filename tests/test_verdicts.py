@@ -12,7 +12,7 @@ from test_job import Cluster, plan, restarts
 
 from appmaster.job import VERDICT_WAIT_S
 from appmaster.jobpage import render_page
-from appmaster.verdicts import Verdict, judge, killed_by_signal
+from appmaster.verdicts import Verdict, judge, killed_by_signal, localization_failure
 from appmaster.view import JobView
 from appmaster.vocabulary import JobState, TaskState
 from tfyarn.watch.jobview import format_table, verdict_lines
@@ -231,3 +231,30 @@ def test_a_verdict_awaited_on_a_container_the_cluster_restart_ended_is_forgotten
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
     assert cluster.settle() == [] and cluster.container("worker", 1) == new
     assert cluster.job.failures == Counter(ps=1) and cluster.job.state == JobState.RUNNING
+
+
+@pytest.mark.parametrize(("message", "meaning"), [
+    # ResourceLocalizationService and DiskChecker, as Hadoop 3 words them
+    ("java.io.IOException: No space left on device", "have no room to unpack"),
+    ("org.apache.hadoop.util.DiskChecker$DiskErrorException: No space available in any of "
+     "the local directories.", "have no room to unpack"),
+    ("org.apache.hadoop.util.DiskChecker$DiskErrorException: Could not find any valid local "
+     "directory for nmPrivate/container_1_0001_01_000002.tokens", "have no room to unpack"),
+    # FSDownload's check of the timestamp the job named
+    ('java.io.IOException: Resource hdfs://nn:8020/user/a/.tfyarn/envs/layer-site-1.tar.gz '
+     'changed on src filesystem - expected: "2026-11-25T20:00:00.000Z", was: '
+     '"2026-11-25T20:05:00.000Z"', "was replaced after it was submitted"),
+    # the shell's gzip, unpacking a cut archive (FileUtil.unTarUsingTar)
+    ("ExitCodeException exitCode=1: gzip: stdin: unexpected end of file\ntar: Unexpected EOF "
+     "in archive\ntar: Error is not recoverable: exiting now", "is not whole"),
+])
+def test_a_localization_failure_is_named_with_its_fix(message: str, meaning: str) -> None:
+    found = localization_failure(message)
+    assert found is not None and found.startswith("YARN could not localize") and meaning in found
+    assert "Fix:" in found
+
+
+def test_other_failures_are_no_localization_failure() -> None:
+    assert localization_failure(SEE_LOGS) is None
+    assert localization_failure(PMEM) is None
+    assert localization_failure("") is None

@@ -323,9 +323,17 @@ class JobEnvironment:
     docker_image: str | None = None  # the tasks' image
     docker_mounts: tuple[str, ...] = ()
     master_python: str | None = None  # None: the plan's python
+    # The layers of the env tfyarn ships (layership.py): (directory, URL, visibility).
+    layers: tuple[tuple[str, str, str], ...] = ()
 
     def files(self) -> dict:
-        return {} if self.python_env_url is None else {ENV_DIR: env_file(self.python_env_url)}
+        import skein
+
+        files = {link: skein.File(url, type="archive", visibility=visibility)
+                 for link, url, visibility in self.layers}
+        if self.python_env_url is not None:
+            files[ENV_DIR] = env_file(self.python_env_url)
+        return files
 
     def task_env(self) -> dict[str, str]:
         if self.docker_image is None:

@@ -26,10 +26,10 @@ point at the submitting machine's checkout, which nodes do not have. tfyarn's ow
 distribution is left out: its AppMaster code and ``tfyarn.data`` go with every job as code
 packs (tfyarn/submission/codepack.py), so changing tfyarn does not repack the environment.
 
-The pack is made once per content (``env_key``: the interpreter's version and path, every
-distribution's name and version, and the sources of editable and local installs; no
-gigabytes hashed), kept in ``~/.cache/tfyarn/envs/`` and uploaded once to
-``.tfyarn/envs/env-<key>.tar.gz`` on the cluster.
+It goes in layers, each keyed by its content (tfyarn/submission/envlayers.py), packed once
+into ``~/.cache/tfyarn/envs/`` and uploaded once to ``.tfyarn/envs/`` on the cluster
+(tfyarn/submission/layership.py). This module knows what an environment is made of and
+writes an archive.
 """
 
 from __future__ import annotations
@@ -40,21 +40,18 @@ import importlib.util
 import io
 import json
 import os
-import platform
 import site
 import sys
 import sysconfig
 import tarfile
 import time
-from collections.abc import Callable, Iterator
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfyarn.submission.environments import JobEnvironmentError
 
-PACK_FORMAT = 2  # bump when the layout changes: the key changes with it
-PREFIX = "env-"
-SUFFIX = ".tar.gz"
 COMPRESS_LEVEL = 1  # gzip -1: 3x faster than -6 for 10 % more bytes (docs/benchmarks.md)
 OWN_DISTRIBUTIONS = frozenset({"tfyarn"})  # shipped with each job as code packs
 # Parts of the standard library no task imports: its test suite (120 MB), IDLE, Tk, the
@@ -66,15 +63,35 @@ STDLIB_SKIPPED = frozenset({"test", "idlelib", "tkinter", "turtledemo", "ensurep
 BUILD_ONLY = frozenset({"tensorflow/include"})
 _NEVER = ("__pycache__/", ".pyc")  # of editable sources: the nodes compile their own
 
+# The interpreter's layer's bin/python. Its site-packages are the pyenv-site-* layers YARN
+# unpacked beside ./pyenv (envlayers.py): listed once in TFYARN_ENV_LAYERS, which a .pth
+# reads and child processes inherit; their CUDA wheels' nvidia/*/lib on LD_LIBRARY_PATH,
+# where the frameworks' run paths ($ORIGIN/../nvidia) would find them in one site-packages.
 WRAPPER = """#!/bin/sh
 # tfyarn's packed Python environment: its own interpreter and libpython, wherever unpacked.
 here=$(cd "$(dirname "$0")" && pwd -P)
-LD_LIBRARY_PATH="${{here%/bin}}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" \\
-  exec "$here/{binary}" "$@"
+if [ -z "${{TFYARN_ENV_LAYERS+set}}" ]; then
+  TFYARN_ENV_LAYERS=
+  for layer in "$(cd "$(dirname "$0")/../.." && pwd)"/pyenv-site-*; do
+    [ -d "$layer" ] && TFYARN_ENV_LAYERS="${{TFYARN_ENV_LAYERS:+$TFYARN_ENV_LAYERS:}}$layer"
+  done
+  export TFYARN_ENV_LAYERS
+fi
+libs="${{here%/bin}}/lib"
+IFS=:
+for layer in $TFYARN_ENV_LAYERS; do
+  for lib in "$layer"/nvidia/*/lib; do [ -d "$lib" ] && libs="$libs:$lib"; done
+done
+unset IFS
+LD_LIBRARY_PATH="$libs${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" exec "$here/{binary}" "$@"
 """
 
+LAYERS_PTH = "_tfyarn_layers.pth"  # in the interpreter's layer's site-packages
+# One line: site runs a .pth's lines that start with "import".
+LAYERS_PTH_TEXT = ("import os, site; list(map(site.addsitedir, filter(None, os.environ.get("
+                   "'TFYARN_ENV_LAYERS', '').split(os.pathsep))))\n")
+
 Progress = Callable[[int, int], None]  # bytes done, bytes in all
-LAUNCHERS = ("bin/python", "bin/python3")  # the wrapper, and a link to it
 
 
 def _no_progress(done: int, total: int) -> None:
@@ -115,10 +132,10 @@ def current_env() -> EnvSource:
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     interpreter = Path(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
     if not interpreter.is_file():
-        raise _cannot_pack(f"the interpreter {interpreter} is not a file")
+        raise cannot_pack(f"the interpreter {interpreter} is not a file")
     stdlib = Path(sysconfig.get_path("stdlib"))
     if not (stdlib / "os.py").is_file():
-        raise _cannot_pack(f"no standard library at {stdlib} (no os.py there)")
+        raise cannot_pack(f"no standard library at {stdlib} (no os.py there)")
     # A venv's own platstdlib has no lib-dynload: the base installation's has.
     dynload = Path(sysconfig.get_path("platstdlib", vars={
         "platbase": sys.base_exec_prefix, "base": sys.base_prefix})) / "lib-dynload"
@@ -132,7 +149,7 @@ def current_env() -> EnvSource:
                      conda=(Path(sys.prefix) / "conda-meta").is_dir())
 
 
-def _cannot_pack(reason: str) -> JobEnvironmentError:
+def cannot_pack(reason: str) -> JobEnvironmentError:
     return JobEnvironmentError(
         f"cannot pack this Python environment ({sys.prefix}) for the cluster: {reason}.",
         hint='give an interpreter every node has ("site.global.python": "/usr/bin/python3" '
@@ -150,11 +167,11 @@ def _shared_libraries() -> tuple[Path, ...]:
                       Path(sys.base_prefix) / "lib"):
         if directory and (Path(directory) / name).is_file():
             return (Path(os.path.realpath(Path(directory) / name)).with_name(name),)
-    raise _cannot_pack(f"the interpreter links {name}, which is not in "
+    raise cannot_pack(f"the interpreter links {name}, which is not in "
                        f"{sysconfig.get_config_var('LIBDIR')}")
 
 
-def _distributions(site_dirs: tuple[Path, ...] | list[Path]):
+def distributions(site_dirs: tuple[Path, ...] | list[Path]):
     return importlib.metadata.distributions(path=[str(p) for p in site_dirs])
 
 
@@ -163,7 +180,7 @@ def _direct_url(dist) -> dict:
     return json.loads(text) if text else {}
 
 
-def _name(dist) -> str:
+def dist_name(dist) -> str:
     return (dist.metadata["Name"] or "").lower().replace("_", "-")
 
 
@@ -173,8 +190,8 @@ def _editable_sources(site_dirs: list[Path]) -> tuple[dict[str, Path], set[Path]
     distribution is left out whole."""
     editable: dict[str, Path] = {}
     dropped: set[Path] = set()
-    for dist in _distributions(site_dirs):
-        own = _name(dist) in OWN_DISTRIBUTIONS
+    for dist in distributions(site_dirs):
+        own = dist_name(dist) in OWN_DISTRIBUTIONS
         if not own and not _direct_url(dist).get("dir_info", {}).get("editable"):
             continue
         files = [Path(dist.locate_file(f)) for f in dist.files or ()]
@@ -195,7 +212,7 @@ def _finder_mapping(dist, finder: Path) -> dict[str, Path]:
     """setuptools' editable finder module: its MAPPING of import names to source paths."""
     spec = importlib.util.spec_from_file_location(f"_tfyarn_probe_{finder.stem}", finder)
     if spec is None or spec.loader is None:
-        raise _cannot_pack(f"{dist.metadata['Name']} is installed editable through "
+        raise cannot_pack(f"{dist.metadata['Name']} is installed editable through "
                            f"{finder}, which cannot be read")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -222,53 +239,21 @@ def _pth_sources(dist, pth: Path) -> dict[str, Path]:
 
 def _existing(dist, path: Path) -> Path:
     if not path.exists():
-        raise _cannot_pack(f"{dist.metadata['Name']} is installed editable from {path}, "
+        raise cannot_pack(f"{dist.metadata['Name']} is installed editable from {path}, "
                            "which no longer exists (reinstall it, or uninstall it)")
     return path
 
 
-# ---------------------------------------------------------------- the key
-
-
-def env_key(source: EnvSource) -> str:
-    """The pack's identity, in well under a second: the interpreter, every distribution's
-    name and version, the RECORD of local installs (their version need not change with
-    their content), the sources of editable ones, and the site dirs' top-level names."""
-    digest = hashlib.sha256()
-
-    def add(*parts: object) -> None:
-        digest.update(("\0".join(map(str, parts)) + "\n").encode())
-
-    add("format", PACK_FORMAT, sys.version, platform.machine(), source.interpreter,
-        source.conda)
-    for dist in sorted(_distributions(source.site_dirs), key=_name):
-        name = _name(dist)
-        if name in OWN_DISTRIBUTIONS:
-            continue
-        version = dist.metadata["Version"]
-        if not name or version is None:
-            raise _cannot_pack(f"a distribution in {dist.locate_file('')} has no name or "
-                               "version in its METADATA (a broken install: reinstall it)")
-        add("dist", name, version)
-        direct_url = _direct_url(dist)
-        if direct_url and not direct_url.get("dir_info", {}).get("editable"):
-            add("record", hashlib.sha256((dist.read_text("RECORD") or "").encode()).hexdigest())
-    for name, path in sorted(source.editable.items()):
-        add("editable", name)
-        for file, arcname in _walk(path, name):
-            add(arcname, hashlib.sha256(file.read_bytes()).hexdigest())
-    for directory in source.site_dirs:
-        add("site", *sorted(p.name for p in directory.iterdir()
-                            if p not in source.dropped and p.name != "__pycache__"))
-    return digest.hexdigest()[:32]
+def sha256_bytes(file: Path) -> str:
+    return hashlib.sha256(file.read_bytes()).hexdigest()
 
 
 # ---------------------------------------------------------------- the pack
 
 
-def _walk(path: Path, arcname: str, skip: frozenset[str] = frozenset(),
-          dropped: frozenset[Path] = frozenset(), editable: bool = True,
-          build_only: frozenset[str] = frozenset()) -> Iterator[tuple[Path, str]]:
+def walk(path: Path, arcname: str, skip: frozenset[str] = frozenset(),
+         dropped: frozenset[Path] = frozenset(), editable: bool = True,
+         build_only: frozenset[str] = frozenset()) -> Iterator[tuple[Path, str]]:
     """Every file below ``path`` with its name in the pack, sorted; ``skip``: directory
     names left out anywhere, ``build_only``: directories left out by their relative path."""
     if path.is_file():
@@ -286,77 +271,106 @@ def _walk(path: Path, arcname: str, skip: frozenset[str] = frozenset(),
             yield file, os.path.normpath(f"{arcname}/{relative}/{name}")
 
 
-def pack_members(source: EnvSource) -> Iterator[tuple[Path, str]]:
-    """(file, name in the pack) for everything the pack carries; the first of a name wins."""
-    site_packages = f"{source.lib}/site-packages"
-    for path in source.editable.values():
-        yield from _walk(path, f"{site_packages}/{path.name}")
-    if source.conda:  # its packages' cache is no part of the env
-        yield from _walk(source.prefix, ".", dropped=source.dropped, editable=False,
-                         build_only=frozenset({"pkgs", *(f"{site_packages}/{d}"
-                                                         for d in BUILD_ONLY)}))
-        return
-    binary = f"python{source.version}"
-    yield source.interpreter, f"bin/{binary}"
+def python_members(source: EnvSource) -> Iterator[tuple[Path, str]]:
+    """The interpreter, libpython and the standard library, as a Python prefix."""
+    yield source.interpreter, f"bin/python{source.version}"
     for library in source.shared_libraries:
         yield library, f"lib/{library.name}"
     skip = STDLIB_SKIPPED | {d.name for d in source.stdlib.glob("config-*")}
-    yield from _walk(source.stdlib, source.lib, skip, editable=False)
+    yield from walk(source.stdlib, source.lib, skip, editable=False)
     if not source.dynload.is_relative_to(source.stdlib):
-        yield from _walk(source.dynload, f"{source.lib}/lib-dynload", editable=False)
+        yield from walk(source.dynload, f"{source.lib}/lib-dynload", editable=False)
+
+
+def pack_members(source: EnvSource) -> Iterator[tuple[Path, str]]:
+    """(file, name in the pack) for the whole environment in one prefix; the first of a
+    name wins. A conda env's layer (envlayers.py), and what tests compare layers with."""
+    site_packages = f"{source.lib}/site-packages"
+    for path in source.editable.values():
+        yield from walk(path, f"{site_packages}/{path.name}")
+    if source.conda:  # its packages' cache is no part of the env
+        yield from walk(source.prefix, ".", dropped=source.dropped, editable=False,
+                        build_only=frozenset({"pkgs", *(f"{site_packages}/{d}"
+                                                        for d in BUILD_ONLY)}))
+        return
+    yield from python_members(source)
     for directory in source.site_dirs:
-        yield from _walk(directory, site_packages, dropped=source.dropped, editable=False,
-                         build_only=BUILD_ONLY)
+        yield from walk(directory, site_packages, dropped=source.dropped, editable=False,
+                        build_only=BUILD_ONLY)
 
 
-def pack(source: EnvSource, archive: Path, progress: Progress = _no_progress) -> int:
-    """Write the pack to ``archive`` (all or nothing: a partial file has another name);
-    returns its size in bytes."""
-    members, seen = [], set(LAUNCHERS)  # bin/python is tfyarn's wrapper, whatever the env's
-    for file, arcname in pack_members(source):
-        if arcname not in seen and file.is_file():  # a dangling link is nothing to carry
-            seen.add(arcname)
-            members.append((file, arcname))
-    total = sum(f.stat().st_size for f, _ in members)
+def launchers(version: str, lib: str) -> list[tuple[str, bytes | None, int]]:
+    """What the interpreter's layer adds: (name, content or None for the link bin/python3,
+    mode): tfyarn's wrapper and the .pth that joins the site layers."""
+    return [("bin/python", WRAPPER.format(binary=f"python{version}").encode(), 0o755),
+            ("bin/python3", None, 0o777),
+            (f"{lib}/site-packages/{LAYERS_PTH}", LAYERS_PTH_TEXT.encode(), 0o644)]
+
+
+def pack(members: Iterable[tuple[Path, str]], archive: Path,
+         added: list[tuple[str, bytes | None, int]] = (),
+         progress: Progress = _no_progress) -> int:
+    """Write ``members`` and the ``added`` files to ``archive`` (its suffix says the format:
+    .tar.gz, .tar or .zip; all or nothing: a partial file has another name); returns its
+    size in bytes."""
+    taken, chosen = {name for name, _, _ in added}, []
+    for file, arcname in members:  # the first of a name wins; a dangling link is nothing
+        if arcname not in taken and file.is_file():
+            taken.add(arcname)
+            chosen.append((file, arcname))
+    total = sum(f.stat().st_size for f, _ in chosen)
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_name(f".{archive.name}.{os.getpid()}.partial")
-    done = 0
     try:
-        with tarfile.open(partial, "w:gz", compresslevel=COMPRESS_LEVEL,
-                          dereference=True) as tar:
-            for file, arcname in members:
-                info = tar.gettarinfo(str(file), arcname)
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                with open(file, "rb") as f:
-                    tar.addfile(info, f)
-                done += info.size
-                progress(done, total)
-            wrapper = WRAPPER.format(binary=f"python{source.version}").encode()
-            for name, data, mode in (("bin/python", wrapper, 0o755),):
-                info = tarfile.TarInfo(name)
-                info.size, info.mode, info.mtime = len(data), mode, 0
-                tar.addfile(info, io.BytesIO(data))
-            link = tarfile.TarInfo("bin/python3")
-            link.type, link.linkname, link.mode = tarfile.SYMTYPE, "python", 0o777
-            tar.addfile(link)
+        writer = _zip_writer if archive.name.endswith(".zip") else _tar_writer
+        writer(partial, chosen, added, total, progress, archive.name.endswith(".tar"))
         os.replace(partial, archive)
     finally:
         partial.unlink(missing_ok=True)
     return archive.stat().st_size
 
 
-def remote_name(key: str) -> str:
-    return f"{PREFIX}{key}{SUFFIX}"
+def _tar_writer(path: Path, members: list[tuple[Path, str]],
+                added: Iterable[tuple[str, bytes | None, int]], total: int,
+                progress: Progress, plain: bool) -> None:
+    done = 0
+    mode, options = ("w", {}) if plain else ("w:gz", {"compresslevel": COMPRESS_LEVEL})
+    with tarfile.open(path, mode, dereference=True, **options) as tar:
+        for file, arcname in members:
+            info = tar.gettarinfo(str(file), arcname)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with open(file, "rb") as f:
+                tar.addfile(info, f)
+            done += info.size
+            progress(done, total)
+        for name, data, file_mode in added:
+            info = tarfile.TarInfo(name)
+            info.mode, info.mtime = file_mode, 0
+            if data is None:  # bin/python3: a link to the wrapper
+                info.type, info.linkname = tarfile.SYMTYPE, "python"
+                tar.addfile(info)
+                continue
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
 
 
-def prune_cache(keep: Path, newest: int = 2) -> None:
-    """Keep the ``newest`` packs of the local cache (``keep`` among them): each is hundreds
-    of MB, and the cluster keeps its own copy."""
-    packs = sorted(cache_dir().glob(f"{PREFIX}*{SUFFIX}"), key=lambda p: p.stat().st_mtime,
-                   reverse=True)
-    for old in [p for p in packs if p != keep][newest - 1:]:
-        old.unlink(missing_ok=True)
+def _zip_writer(path: Path, members: list[tuple[Path, str]],
+                added: Iterable[tuple[str, bytes | None, int]], total: int,
+                progress: Progress, plain: bool) -> None:
+    """A .zip, for the measure (docs/benchmarks.md, issue 37): deflate -1, modes kept, the
+    link as a copy of the wrapper (Hadoop's unzip makes no links)."""
+    done = 0
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL) as z:
+        for file, arcname in members:
+            z.write(file, arcname)
+            done += file.stat().st_size
+            progress(done, total)
+        wrapper = next((data for name, data, _ in added if name == "bin/python"), b"")
+        for name, data, file_mode in added:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o755 if data is None else file_mode) << 16
+            z.writestr(info, wrapper if data is None else data)
 
 
 class TerminalProgress:

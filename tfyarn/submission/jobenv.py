@@ -8,24 +8,20 @@ on jobconfig, which reads its helpers to check appConfig.json.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from tfyarn.jobconfig import JobConfig
-from tfyarn.submission import envpack
+from tfyarn.submission import envpack, layership
 from tfyarn.submission.environments import (
     JobEnvironment,
     JobEnvironmentError,
     archive_suffix,
-    cache_url,
     docker_mount_problem,
     ensure_uploaded,
-    is_on_cluster,
     master_python,
     ships_own_env,
-    upload_once,
 )
 
 
@@ -54,10 +50,10 @@ def prepare(job: JobConfig, task_python: str,
             echo: Callable[[str], None] = print) -> JobEnvironment:
     """Uploads the packed env unless the cluster has it; what application_spec needs."""
     app = job.app
-    url = None
+    url, layers = None, ()
     shipped = ships_own_env(app.python, app.python_env)
     if shipped:
-        url = ship_this_env(echo)
+        layers = ship_this_env(echo).layers
     elif app.python_env is not None:
         env = ensure_uploaded(app.python_env)
         if env.uploaded:
@@ -71,31 +67,12 @@ def prepare(job: JobConfig, task_python: str,
         docker_image=app.docker_image,
         docker_mounts=app.docker_mounts,
         master_python=master_python(task_python, shipped, app.docker_image),
+        layers=layers,
     )
 
 
-def ship_this_env(echo: Callable[[str], None] = print) -> str:
-    """The URL of this interpreter's environment on the cluster: packed (once per content,
-    kept in ~/.cache/tfyarn/envs) and uploaded unless the cluster has it (envpack.py)."""
-    source = envpack.current_env()
-    name = envpack.remote_name(envpack.env_key(source))
-    url = cache_url(name)
-    what = f"this Python environment ({source.prefix})"
-    if is_on_cluster(url, what):
-        echo(f"Python env: {source.prefix} is on the cluster already ({url})")
-        return url
-    archive = envpack.cache_dir() / name
-    if not archive.is_file():
-        echo(f"Python env: packing {source.prefix} with its interpreter for the cluster's "
-             "nodes (once: later jobs reuse it)")
-        started = time.monotonic()
-        size = envpack.pack(source, archive, envpack.TerminalProgress("  packing"))
-        echo(f"  packed {envpack.format_size(size)} in {time.monotonic() - started:.0f} s "
-             f"({archive})")
-        envpack.prune_cache(keep=archive)
-    started = time.monotonic()
-    if upload_once(archive, url, what=what, progress=envpack.TerminalProgress("  uploading")):
-        echo(f"  uploaded to {url} in {time.monotonic() - started:.0f} s")
-    else:
-        echo(f"  another submit uploaded it first: {url}")
-    return url
+def ship_this_env(echo: Callable[[str], None] = print) -> layership.ShippedEnv:
+    """This interpreter's environment on the cluster, in layers each packed (once per
+    content, kept in ~/.cache/tfyarn/envs) and uploaded unless the cluster has it
+    (envlayers.py, layership.py)."""
+    return layership.ship(envpack.current_env(), echo)

@@ -282,8 +282,10 @@ def format_plan(document: dict) -> str:
                      f"./{environments.ENV_DIR} in every container (uploaded once per content)")
     if document.get("shipped_env"):
         lines.append(f"  python env: {document['shipped_env']} (this interpreter's), packed "
-                     f"with its interpreter by tfyarn and unpacked as ./{environments.ENV_DIR} "
-                     "in every container (packed and uploaded once per content)")
+                     f"by tfyarn in layers: its interpreter unpacked as ./{environments.ENV_DIR}"
+                     ", each large distribution and the rest of site-packages as "
+                     "./pyenv-site-* in every container (each packed and uploaded once per "
+                     "content)")
     if document["docker"]:
         mounts = ", ".join(document["docker"]["mounts"]) or "none"
         lines.append(f"  docker: the tasks run in image {document['docker']['image']} "

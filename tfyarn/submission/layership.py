@@ -1,0 +1,224 @@
+"""The environment's layers on the cluster: packed once, uploaded once, checked each submit.
+
+Each layer (tfyarn/submission/envlayers.py) is packed once into ``~/.cache/tfyarn/envs/``
+and uploaded once to ``.tfyarn/envs/layer-<label>-<key>.tar`` on the cluster's default
+filesystem, with a record beside it (``….json``: its size and sha256). A later submit
+reads the directory once: every layer there with its record is used as it is, and YARN's
+NodeManagers, given the same path and timestamp, take it from their cache.
+
+What is never used:
+- a layer another submit is still writing: uploads go to a name of their own and are
+  renamed into place (environments.upload_once), so the final name only ever holds a
+  whole file;
+- a layer whose size is not its record's (a copy by hand, a file replaced): named, with
+  the command that removes it, before anything is submitted;
+- a cached pack whose sha256 is not its record's: packed again.
+
+Visibility: PUBLIC (one copy per node for every application that names the file) where
+YARN allows it, that is when the file is readable by everyone and every directory above it
+is searchable by everyone (YARN's FSDownload.isPublic); PRIVATE (one copy per node and
+user) otherwise. tfyarn checks the directories once per submit, each file's mode in the
+listing it reads anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfyarn.submission import envlayers, envpack
+from tfyarn.submission.environments import (
+    JobEnvironment,
+    JobEnvironmentError,
+    cache_url,
+    sha256_file,
+    upload_once,
+)
+from tfyarn.submission.envlayers import Layer
+
+# Uncompressed: packed at the disk's speed (7x faster than gzip -1 here) and unpacked
+# without gunzip on every node (1.75x faster), for 3.3x the bytes on HDFS and the network
+# (docs/benchmarks.md, issue 37).
+SUFFIX = ".tar"
+RECORD_SUFFIX = ".json"
+RECORD_WAIT_S = 10.0  # a layer renamed into place before its record: the record follows
+
+
+@dataclass(frozen=True)
+class ShippedEnv:
+    """The environment's layers on the cluster, and what this submit did to put them there."""
+
+    layers: tuple[tuple[str, str, str], ...]  # (directory in a container, URL, visibility)
+    packed: tuple[str, ...] = ()  # the labels packed by this submit
+    uploaded: tuple[str, ...] = ()  # and uploaded by it
+
+    def files(self) -> dict:
+        """What a skein service needs to run ./pyenv/bin/python (tests, benchmarks)."""
+        return JobEnvironment(layers=self.layers).files()
+
+
+def record_of(archive: Path) -> dict:
+    return {"size": archive.stat().st_size, "sha256": sha256_file(archive)}
+
+
+def local_pack(layer: Layer, source: envpack.EnvSource, echo: Callable[[str], None],
+               suffix: str = SUFFIX) -> tuple[Path, dict, bool]:
+    """The layer's pack in the local cache with its record, packed unless a whole one is
+    there; (path, record, whether it was packed now)."""
+    archive = envpack.cache_dir() / layer.archive_name(suffix)
+    record_file = archive.with_name(archive.name + RECORD_SUFFIX)
+    if archive.is_file() and record_file.is_file():
+        record = json.loads(record_file.read_text())
+        if record == record_of(archive):
+            return archive, record, False
+        echo(f"  {archive}: not the pack its record describes (changed or cut short): "
+             "packing it again")
+    started = time.monotonic()
+    added = envpack.launchers(source.version, source.lib) if layer.kind != "site" else []
+    size = envpack.pack(envlayers.members(layer, source), archive, added,
+                        envpack.TerminalProgress(f"  packing {layer.label}"))
+    record = record_of(archive)
+    partial = record_file.with_name(f".{record_file.name}.{os.getpid()}")
+    partial.write_text(json.dumps(record))
+    os.replace(partial, record_file)
+    echo(f"  packed {layer.label}: {envpack.format_size(size)} in "
+         f"{time.monotonic() - started:.1f} s")
+    return archive, record, True
+
+
+def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
+         directory_url: str | None = None) -> ShippedEnv:
+    """Every layer of ``source`` on the cluster: packed and uploaded where it is not."""
+    from appmaster.storage import RemoteDir, StorageError, bounded
+
+    layers = envlayers.split(source)
+    directory_url = directory_url or cache_url("").rstrip("/")
+    what = f"this Python environment ({source.prefix})"
+    try:
+        remote = RemoteDir(directory_url)
+        bounded(lambda: remote.make(), what=f"HDFS ({directory_url})")  # 0755, as uploads
+        present = bounded(lambda: remote.list_files(), what=f"HDFS ({directory_url})")
+        public = bounded(lambda: searchable_by_all(remote), what=f"HDFS ({directory_url})")
+    except StorageError as exc:
+        raise JobEnvironmentError(
+            f"cannot read {directory_url}, where {what} goes: {exc}.",
+            hint="check that HDFS is reachable from here and that you may write there.") \
+            from None
+    shipped, packed, uploaded = [], [], []
+    verified = Verified(envpack.cache_dir() / "verified.json")
+    for layer in layers:
+        name = layer.archive_name(SUFFIX)
+        url = f"{directory_url}/{name}"
+        readable = True  # uploads are 0644
+        if name in present:
+            check_remote(remote, name, present[name], url, verified)
+            readable = bool(present[name].permission & 0o004)
+        else:
+            archive, record, was_packed = local_pack(layer, source, echo)
+            packed += [layer.label] if was_packed else []
+            started = time.monotonic()
+            if upload_once(archive, url, what=f"{what}'s layer {layer.label}",
+                           progress=envpack.TerminalProgress(f"  uploading {layer.label}")):
+                remote.write_bytes(name + RECORD_SUFFIX, json.dumps(record).encode())
+                uploaded.append(layer.label)
+                echo(f"  uploaded {layer.label} to {url} in {time.monotonic() - started:.1f} s")
+            else:
+                echo(f"  another submit uploaded {layer.label} first: {url}")
+        shipped.append((layer.link, url, "public" if public and readable else "private"))
+    verified.save()
+    prune_cache({layer.archive_name(SUFFIX) for layer in layers})
+    reused = len(layers) - len(uploaded)
+    visibilities = sorted({visibility for _, _, visibility in shipped})
+    echo(f"Python env: {source.prefix} in {len(layers)} layers on the cluster ({reused} there "
+         f"already, {len(uploaded)} uploaded now; {' and '.join(visibilities)} in the "
+         "NodeManagers' cache)")
+    return ShippedEnv(tuple(shipped), tuple(packed), tuple(uploaded))
+
+
+class Verified:
+    """The layers on the cluster whose record this machine has read, by URL with their
+    length and time: a later submit reads no record again while a layer is unchanged."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.known: dict[str, list[int]] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.known = {}
+        self.changed = False
+
+    def has(self, url: str, found) -> bool:
+        return self.known.get(url) == [found.length, found.modified_ms]
+
+    def add(self, url: str, found) -> None:
+        self.known[url], self.changed = [found.length, found.modified_ms], True
+
+    def save(self) -> None:
+        if self.changed:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            partial.write_text(json.dumps(self.known))
+            os.replace(partial, self.path)
+
+
+def check_remote(remote, name: str, found, url: str, verified: Verified,
+                 wait_s: float = RECORD_WAIT_S) -> None:
+    """The layer on the cluster is the whole file its record describes: else
+    JobEnvironmentError, naming it and the command that removes it."""
+    if verified.has(url, found):
+        return
+    deadline = time.monotonic() + wait_s
+    while (data := remote.read_bytes(name + RECORD_SUFFIX)) is None:
+        if time.monotonic() > deadline:  # its uploader stopped between the two renames
+            raise not_its_content(url, f"has no record beside it ({name}{RECORD_SUFFIX})")
+        time.sleep(0.5)
+    record = json.loads(data)
+    if record.get("size") != found.length:
+        raise not_its_content(url, f"is {found.length} bytes, its record says "
+                              f"{record.get('size')}")
+    verified.add(url, found)
+
+
+def prune_cache(keep: set[str], cache: Path | None = None) -> None:
+    """Of the local packs of a layer's label, keep this environment's and the newest other
+    (each can be GBs; the cluster keeps its own copy); packs of earlier formats go."""
+    cache = cache or envpack.cache_dir()
+    for stale in [*cache.glob("env-*.tar.gz"), *cache.glob("layer-*")]:  # earlier formats
+        if not stale.name.endswith((SUFFIX, SUFFIX + RECORD_SUFFIX)):
+            stale.unlink(missing_ok=True)
+    labels = {name.rsplit("-", 1)[0] for name in keep}
+    for label in labels:
+        others = sorted((p for p in cache.glob(f"{label}-*{SUFFIX}")
+                         if p.name not in keep and p.name.rsplit("-", 1)[0] == label),
+                        key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in others[1:]:
+            old.unlink(missing_ok=True)
+            old.with_name(old.name + RECORD_SUFFIX).unlink(missing_ok=True)
+
+
+def not_its_content(url: str, why: str) -> JobEnvironmentError:
+    return JobEnvironmentError(
+        f"the environment layer {url} {why}: it is not the content its name stands for "
+        "(copied or replaced by hand, or cut short), so tfyarn does not use it.",
+        hint=f"remove it (`hdfs dfs -rm -f {url} {url}{RECORD_SUFFIX}`) and submit again: "
+        "tfyarn uploads it anew.")
+
+
+def searchable_by_all(remote) -> bool:
+    """Whether YARN may cache files of this directory publicly: it and every directory
+    above it searchable by everyone (its files are written 0644, readable by all)."""
+    path = remote.root
+    while True:
+        try:
+            status = remote.client.get_file_info(path)
+        except FileNotFoundError:
+            return False
+        if not status.permission & 0o001:
+            return False
+        if path == "/":
+            return True
+        path = os.path.dirname(path)
