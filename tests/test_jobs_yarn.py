@@ -220,7 +220,8 @@ def test_seed_job(yarn_cluster, tmp_path: Path) -> None:
     assert run.returncode == 0, run.output
     assert f"{run.app_id} SUCCEEDED" in run.output
     # the client's env, shipped to the bare nodes once (by the session's warm-up)
-    assert "is on the cluster already" in run.output, run.output
+    assert re.search(r"in (\d+) layers on the cluster \(\1 there already, 0 uploaded now",
+                     run.output), run.output
 
     # --- what each task received
     records = flags_records(run.files)
