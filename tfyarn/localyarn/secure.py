@@ -42,7 +42,7 @@ SERVICES = ("hdfs", "yarn", "HTTP")
 # Seconds: a token must be renewed within RENEW_S and dies at MAX_LIFETIME_S whatever happens
 # (Hadoop's defaults: a day and a week). Minutes here, so a test's job outlives its tokens.
 TOKEN_RENEW_S = int(os.environ.get("TFYARN_SECURE_TOKEN_RENEW_S", "60"))
-TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "120"))
+TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "90"))
 
 
 def cluster_user() -> str:
