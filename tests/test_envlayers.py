@@ -6,6 +6,7 @@ YARN by tests/test_env_layers_yarn.py."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import time
@@ -130,7 +131,9 @@ def test_this_interpreter_is_split_quickly() -> None:
     layers = envlayers.split(envpack.current_env())
     elapsed = time.monotonic() - started
     found = by_label(layers)
-    assert layers[0].label == "python" and "tensorflow-cpu" in found and "site" in found
+    assert layers[0].label == "python" and "site" in found
+    if importlib.util.find_spec("tensorflow"):  # the thin client's venvs have none
+        assert "tensorflow-cpu" in found
     assert not [d for layer in layers for d in layer.dists if d.startswith("tfyarn==")]
     assert [layer.key for layer in layers] == [
         layer.key for layer in envlayers.split(envpack.current_env())]
