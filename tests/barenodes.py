@@ -117,23 +117,40 @@ def ship_env_to_every_node(layout: Layout, timeout_s: float = 600):
     env takes a minute or more here: without libhadoop.so, YARN forks a chmod per file).
     Checks on the way that every node is bare and sees none of what other nodes and the
     client have (absent_from). Returns the env's layers on the cluster."""
+    from tfyarn.submission import jobenv
+
+    env = jobenv.ship_this_env(echo=print)
+    services = {nm.name: pinned_service(nm, env.files(), BARE_NODE_CHECK.format(
+        client_python=shlex.quote(os.path.realpath(sys.executable)),
+        absent=" ".join(shlex.quote(str(p)) for p in absent_from(layout, nm)),
+        system_python=SYSTEM_PYTHON), memory_mb=1024) for nm in layout.node_managers}
+    app_id, report = run_services("tfyarn-test-warm-up", services, timeout_s,
+                                  "the env did not run on every node")
+    assert str(report.final_status) == "SUCCEEDED", (
+        f"{app_id} (the shipped env on every bare node): {report.final_status}: "
+        f"{report.diagnostics}; see `yarn logs -applicationId {app_id}`")
+    return env
+
+
+def pinned_service(nm, files: dict, script: str, memory_mb: int = 512):
+    """A one-container skein service that runs on ``nm`` and nowhere else, never restarted."""
+    import skein
+
+    return skein.Service(
+        resources=skein.Resources(memory=memory_mb, vcores=1), files=files, script=script,
+        nodes=[nm.host], relax_locality=False, node_label=nm.partition or "", max_restarts=0)
+
+
+def run_services(name: str, services: dict, timeout_s: float, late: str):
+    """A plain skein application of ``services`` (a light master), run to its end; killed
+    and failed with ``late`` past ``timeout_s``. Returns (application id, its report)."""
     import skein
 
     from tfyarn.hadoop.driver import skein_client
     from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
-    from tfyarn.submission import jobenv
 
-    env = jobenv.ship_this_env(echo=print)
-    nodes = layout.node_managers
-    services = {nm.name: skein.Service(
-        resources=skein.Resources(memory=1024, vcores=1), files=env.files(),
-        script=BARE_NODE_CHECK.format(
-            client_python=shlex.quote(os.path.realpath(sys.executable)),
-            absent=" ".join(shlex.quote(str(p)) for p in absent_from(layout, nm)),
-            system_python=SYSTEM_PYTHON), nodes=[nm.host], relax_locality=False,
-        node_label=nm.partition or "", max_restarts=0) for nm in nodes}
     spec = skein.ApplicationSpec(
-        name="tfyarn-test-warm-up", queue="default", max_attempts=1, services=services,
+        name=name, queue="default", max_attempts=1, services=services,
         master=skein.Master(resources=skein.Resources(memory=256, vcores=1),
                             env={"JAVA_TOOL_OPTIONS": QUICK_JVM_OPTIONS}))
     with skein_client() as client:
@@ -143,13 +160,9 @@ def ship_env_to_every_node(layout: Layout, timeout_s: float = 600):
                 "FINISHED", "FAILED", "KILLED"):
             if time.monotonic() > deadline:
                 client.kill_application(app_id)
-                raise AssertionError(f"{app_id}: the env did not run on every node in "
-                                     f"{timeout_s:.0f} s")
+                raise AssertionError(f"{app_id}: {late} in {timeout_s:.0f} s")
             time.sleep(1)
-    assert str(report.final_status) == "SUCCEEDED", (
-        f"{app_id} (the shipped env on every bare node): {report.final_status}: "
-        f"{report.diagnostics}; see `yarn logs -applicationId {app_id}`")
-    return env
+    return app_id, report
 
 
 @contextmanager

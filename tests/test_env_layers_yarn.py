@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from barenodes import pinned_service, run_services
 
 from tfyarn.submission import envlayers, envpack, layership
 from tfyarn.submission.environments import JobEnvironmentError, cache_url
@@ -49,26 +49,9 @@ def tiny_distribution(into: Path, token: str) -> Path:
 
 def run_on_node(nm, files: dict, script: str, timeout_s: float = 300) -> tuple[str, str]:
     """A one-container skein application on ``nm``; (application id, final status)."""
-    import skein
-
-    from tfyarn.hadoop.driver import skein_client
-    from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
-
-    spec = skein.ApplicationSpec(
-        name="tfyarn-test-env-layers", queue="default", max_attempts=1,
-        services={"probe": skein.Service(
-            resources=skein.Resources(memory=512, vcores=1), files=files, script=script,
-            nodes=[nm.host], relax_locality=False, node_label=nm.partition or "",
-            max_restarts=0)},
-        master=skein.Master(resources=skein.Resources(memory=256, vcores=1),
-                            env={"JAVA_TOOL_OPTIONS": QUICK_JVM_OPTIONS}))
-    with skein_client() as client:
-        app_id = client.submit(spec)
-        deadline = time.monotonic() + timeout_s
-        while str((report := client.application_report(app_id)).state) not in (
-                "FINISHED", "FAILED", "KILLED"):
-            assert time.monotonic() < deadline, f"{app_id} did not end in {timeout_s:.0f} s"
-            time.sleep(1)
+    app_id, report = run_services("tfyarn-test-env-layers",
+                                  {"probe": pinned_service(nm, files, script)}, timeout_s,
+                                  "the probe did not end")
     return app_id, f"{report.final_status}: {report.diagnostics}"
 
 
