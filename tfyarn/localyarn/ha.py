@@ -195,18 +195,25 @@ def _other(pair: tuple[str, str], one: str) -> str:
     return pair[1] if one == pair[0] else pair[0]
 
 
+def _failover_pair(daemon: str, pair: tuple[str, str], active: str | None,
+                   state: Callable[[str], object]) -> tuple[str, str]:
+    """(the active one, the one to take over), or why a failover cannot start."""
+    if active is None:
+        raise ClusterError(f"No {daemon} is active, so there is nothing to fail over from. "
+                           "Fix: `tfyarn cluster status` shows their states; "
+                           "`tfyarn cluster up` restarts what is down.")
+    other = _other(pair, active)
+    if not state(other):
+        raise ClusterError(f"{daemon} {other} does not answer, so it cannot take over. "
+                           "Fix: `tfyarn cluster up` restarts what is down.")
+    return active, other
+
+
 def failover_namenode(layout: Layout) -> tuple[str, str]:
     """Make the standby NameNode active (graceful: the active one steps down first).
     Returns (was active, now active)."""
-    was = active_namenode(layout)
-    if was is None:
-        raise ClusterError("No NameNode is active, so there is nothing to fail over from. "
-                           "Fix: `tfyarn cluster status` shows their states; "
-                           "`tfyarn cluster up` restarts what is down.")
-    now = _other(hasite.NN_IDS, was)
-    if not nn_state(layout, now):
-        raise ClusterError(f"NameNode {now} does not answer, so it cannot take over. "
-                           "Fix: `tfyarn cluster up` restarts what is down.")
+    was, now = _failover_pair("NameNode", hasite.NN_IDS, active_namenode(layout),
+                              lambda other: nn_state(layout, other))
     haadmin(layout, "-failover", was, now)
     return was, now
 
@@ -215,15 +222,8 @@ def failover_rm(layout: Layout, java_home: Path, wait: Wait) -> tuple[str, str]:
     """Stop the active RM; the standby is elected within seconds (automatic failover, as
     production runs it); then restart the old one, which joins as the standby.
     Returns (was active, now active)."""
-    was = active_rm(layout)
-    if was is None:
-        raise ClusterError("No ResourceManager is active, so there is nothing to fail over "
-                           "from. Fix: `tfyarn cluster status` shows their states; "
-                           "`tfyarn cluster up` restarts what is down.")
-    now = _other(hasite.RM_IDS, was)
-    if not rm_state(layout, now):
-        raise ClusterError(f"ResourceManager {now} does not answer, so it cannot take over. "
-                           "Fix: `tfyarn cluster up` restarts what is down.")
+    was, now = _failover_pair("ResourceManager", hasite.RM_IDS, active_rm(layout),
+                              lambda other: rm_state(layout, other))
     old, new = (next(d for d in resource_managers(layout) if d.name == name)
                 for name in (was, now))
     daemons.stop(layout, was)
