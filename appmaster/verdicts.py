@@ -112,6 +112,16 @@ _LOCALIZATION = (
      "files (its Python env is the largest). Fix: free space there or give the "
      "NodeManagers larger disks; or ship less (a node-wide interpreter with "
      "site.global.python ships nothing)"),
+    # Hadoop 3.5's FSDownload keeps the cause (no room, a cut archive) out of the container's
+    # diagnostics: only its NodeManager's log has it. Out of room is the usual one for a
+    # large env (tests/test_no_room_yarn.py, recorded from a node with too small a disk).
+    (("download and unpack failed",),
+     "downloading or unpacking one of them failed, most often because the node's "
+     "local dirs (yarn.nodemanager.local-dirs) have no room for the job's Python env (its "
+     "layers unpack at their size on HDFS); else the file on HDFS is not whole. That node's "
+     "NodeManager log has the cause. Fix: free space there or give the NodeManagers larger "
+     "disks, or ship less (site.global.python ships nothing); for a damaged file, remove it "
+     "from HDFS (the diagnostics name it) and submit again"),
     (("changed on src filesystem",),
      "a file the job named on HDFS was replaced after it was submitted (an env layer or "
      "code pack rewritten by hand?). Fix: submit again; leave .tfyarn/ on HDFS to tfyarn"),

@@ -240,6 +240,12 @@ def test_a_verdict_awaited_on_a_container_the_cluster_restart_ended_is_forgotten
      "the local directories.", "have no room to unpack"),
     ("org.apache.hadoop.util.DiskChecker$DiskErrorException: Could not find any valid local "
      "directory for nmPrivate/container_1_0001_01_000002.tokens", "have no room to unpack"),
+    # Hadoop 3.5's FSDownload on a node whose local dirs are too small (tests/test_no_room_yarn)
+    ("[2026-11-25 23:56:37.571]Failed to download resource { { hdfs://127.0.0.1:9220/user/"
+     "root/.tfyarn/envs/layer-tensorboard-5ac5.tar, 1795650525382, ARCHIVE, null },pending,"
+     "[(container_1795650851952_0003_01_000003)],21955219298126,DOWNLOADING} org.apache.hadoop"
+     ".yarn.exceptions.YarnException: Download and unpack failed.",
+     "have no room for the job's Python env"),
     # FSDownload's check of the timestamp the job named
     ('java.io.IOException: Resource hdfs://nn:8020/user/a/.tfyarn/envs/layer-site-1.tar.gz '
      'changed on src filesystem - expected: "2026-11-25T20:00:00.000Z", was: '

@@ -1,0 +1,73 @@
+"""Issue 37's bad input on the real local YARN: a node whose disk cannot hold the job's env.
+
+The gpu node's local dirs (yarn.nodemanager.local-dirs) get a 16 MB disk of their own for
+the test: a tmpfs mounted in that NodeManager's own mount namespace over its `local`, where
+YARN unpacks what a container names and keeps its caches. The node's NodeManager finds the
+env's layers it held gone and localizes them again, which cannot fit: YARN fails the worker's
+container before it runs, and the job ends with what the user reads naming the node, YARN's
+own words and the fix (appmaster/verdicts.py). The other nodes, whose disks have room, run
+their tasks as always; nothing is left running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from jobtools import prepare_light_job
+from test_faults_yarn import assert_failed, submit  # noqa: F401  (submit: a fixture)
+
+from tfyarn.localyarn import daemons
+
+pytestmark = pytest.mark.yarn
+
+SMALL_DISK = "16m"  # the suite's env unpacks to over a GB
+
+
+@contextlib.contextmanager
+def small_local_disk(layout, nm) -> Iterator[Path]:
+    """``nm``'s local dirs on a disk of SMALL_DISK for the duration, seen by its NodeManager
+    alone (each node's view is a mount namespace of its own: tfyarn/localyarn/hostview.py)."""
+    pid = daemons.running_pid(layout, nm.name)
+    assert pid, f"{nm.name} is not running"
+    local = layout.node_dir(nm) / "local"
+    in_node = ["nsenter", "--target", str(pid), "--mount"]
+    subprocess.run([*in_node, "mount", "-t", "tmpfs", "-o",
+                    f"size={SMALL_DISK},mode=0755", "tfyarn-small-disk", str(local)],
+                   check=True, timeout=30)
+    # What a NodeManager makes in each local dir as it starts (a node with this disk from
+    # the beginning), so that YARN meets the lack of room, not a missing directory.
+    made = [str(local / "filecache"), str(local / "usercache")]
+    subprocess.run([*in_node, "mkdir", "-m", "0755", *made], check=True, timeout=30)
+    subprocess.run([*in_node, "mkdir", "-m", "0700", str(local / "nmPrivate")], check=True,
+                   timeout=30)
+    try:
+        yield local
+    finally:
+        # The NodeManager's own files (nmPrivate) for the failed container stay on the
+        # tmpfs and go with it; its caches below are as they were before the test.
+        subprocess.run([*in_node, "umount", "--lazy", str(local)], check=True, timeout=30)
+
+
+def test_a_node_without_room_for_the_env_is_named_with_the_fix(
+        yarn_cluster, submit, tmp_path: Path) -> None:  # noqa: F811
+    layout = yarn_cluster.layout
+    gpu_node = next(nm for nm in layout.node_managers if nm.partition == "gpu")
+    resources, app_config = prepare_light_job(
+        tmp_path, ["--sleep", "600"],
+        components={"worker": {"yarn.component.instances": "1",
+                               "yarn.label.expression": "gpu"}})
+    with small_local_disk(layout, gpu_node):
+        job = submit(resources, app_config)
+        app = job.final()
+    assert_failed(job, app)
+    diagnostics = app["diagnostics"]
+    assert "Download and unpack failed" in diagnostics, diagnostics  # YARN's own words
+    assert "YARN could not localize this container's files: downloading or unpacking one of " \
+        "them failed, most often because the node's local dirs" in diagnostics
+    assert "Fix: free space there or give the NodeManagers larger disks" in diagnostics
+    assert f"on {gpu_node.host}:" in diagnostics, diagnostics  # the node it happened on
+    job.assert_no_process_left()
