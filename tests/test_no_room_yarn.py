@@ -12,6 +12,7 @@ their tasks as always; nothing is left running.
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,29 +28,45 @@ pytestmark = pytest.mark.yarn
 SMALL_DISK = "16m"  # the suite's env unpacks to over a GB
 
 
+# Run by the node's system Python inside its NodeManager's namespaces (nothing of the
+# client's is visible there), with the kernel's calls, not mount(8): as root, or as the user
+# whose user namespace the cluster's nodes run in (tfyarn/localyarn/hostview.py).
+ON_NODE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def check(result, what):
+    if result != 0:
+        sys.exit(f"{what}: {os.strerror(ctypes.get_errno())}")
+local = sys.argv[2]
+if sys.argv[1] == "mount":
+    check(libc.mount(b"tfyarn-small-disk", local.encode(), b"tmpfs", 0,
+                     f"size={sys.argv[3]},mode=0755".encode()), "mount")
+    # what a NodeManager makes in a local dir as it starts, as on a node with this disk
+    # from the beginning: YARN then meets the lack of room, not a missing directory
+    for name, mode in (("filecache", 0o755), ("usercache", 0o755), ("nmPrivate", 0o700)):
+        os.mkdir(os.path.join(local, name), mode)
+else:
+    check(libc.umount2(local.encode(), 2), "umount")  # 2: MNT_DETACH
+"""
+
+
 @contextlib.contextmanager
 def small_local_disk(layout, nm) -> Iterator[Path]:
     """``nm``'s local dirs on a disk of SMALL_DISK for the duration, seen by its NodeManager
-    alone (each node's view is a mount namespace of its own: tfyarn/localyarn/hostview.py)."""
+    alone (each node's view is a mount namespace of its own)."""
     pid = daemons.running_pid(layout, nm.name)
     assert pid, f"{nm.name} is not running"
     local = layout.node_dir(nm) / "local"
-    in_node = ["nsenter", "--target", str(pid), "--mount"]
-    subprocess.run([*in_node, "mount", "-t", "tmpfs", "-o",
-                    f"size={SMALL_DISK},mode=0755", "tfyarn-small-disk", str(local)],
-                   check=True, timeout=30)
-    # What a NodeManager makes in each local dir as it starts (a node with this disk from
-    # the beginning), so that YARN meets the lack of room, not a missing directory.
-    made = [str(local / "filecache"), str(local / "usercache")]
-    subprocess.run([*in_node, "mkdir", "-m", "0755", *made], check=True, timeout=30)
-    subprocess.run([*in_node, "mkdir", "-m", "0700", str(local / "nmPrivate")], check=True,
-                   timeout=30)
+    user = [] if os.geteuid() == 0 else ["--user", "--preserve-credentials"]
+    on_node = ["nsenter", "--target", str(pid), "--mount", *user, "/usr/bin/python3", "-c",
+               ON_NODE]
+    subprocess.run([*on_node, "mount", str(local), SMALL_DISK], check=True, timeout=30)
     try:
         yield local
     finally:
-        # The NodeManager's own files (nmPrivate) for the failed container stay on the
-        # tmpfs and go with it; its caches below are as they were before the test.
-        subprocess.run([*in_node, "umount", "--lazy", str(local)], check=True, timeout=30)
+        # The NodeManager's files for the failed container go with the tmpfs; its caches
+        # below are as they were before the test.
+        subprocess.run([*on_node, "umount", str(local)], check=True, timeout=30)
 
 
 def test_a_node_without_room_for_the_env_is_named_with_the_fix(
