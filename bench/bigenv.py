@@ -213,7 +213,7 @@ def drop_local_packs() -> None:
     shutil.rmtree(envpack.cache_dir(), ignore_errors=True)
 
 
-def nodes_that_fit(nodes: list, need_each: int, margin: int = 5 * 10**9) -> list:
+def nodes_that_fit(nodes: list, need_each: int, margin: int = 15 * 10**9) -> list:
     """As many of ``nodes`` (one at least) as the disk holds a copy of the env for, with a
     margin: the local cluster's nodes share this machine's disk, a real cluster's do not."""
     free = shutil.disk_usage(Path.home()).free
@@ -232,12 +232,14 @@ def measure(layout, job_files, package: str, timeout_s: float,
 
     step("first submit (nothing cached)")
     seconds, environment, echo = submit_part(job_files)
+    packs = [f.stat().st_size for f in envpack.cache_dir().rglob("*") if f.is_file()]
     results["first_submit"] = {"s": seconds, "lines": echo.lines,
-                               "packed_bytes": du_bytes(envpack.cache_dir()),
+                               "packed_bytes": sum(packs), "largest_pack_bytes": max(packs),
                                "resources": sorted(resource_names(environment))}
     drop_local_packs()
-    # A node's copy: the download, then the unpacked env beside it until it is removed.
-    need_each = results["first_submit"]["packed_bytes"] + env_bytes()
+    # A node's copy: the unpacked env, and the largest archive as it comes in (Hadoop 3
+    # unpacks from the stream; the headroom covers a copy of it).
+    need_each = env_bytes() + max(packs)
     step("first localization, 1 node")
     results["localize_1_node"] = localize(layout, environment, nodes[:1], timeout_s)
     results.update(later_phases(layout, job_files, environment, need_each, package,
@@ -262,6 +264,7 @@ def later_phases(layout, job_files, environment, need_each: int, package: str,
     results["later_submit"] = {"s": [s for s, _, _ in later],
                                "median_s": statistics.median(s for s, _, _ in later),
                                "lines": later[-1][2].lines}
+    results["later_submit_parts"] = later_submit_parts()
     step("later localization, 3 nodes (from their caches)")
     results["later_localize_3_nodes"] = localize(layout, later[-1][1], spread, timeout_s)
     step(f"one-package change: pip install {package}")
@@ -283,11 +286,43 @@ def later_phases(layout, job_files, environment, need_each: int, package: str,
     return results
 
 
+def later_submit_parts(rounds: int = 3) -> dict[str, object]:
+    """Where a later submit's env part goes, each part alone (medians of ``rounds``): the
+    layers' keys (RECORDs read), and the HDFS round trips ship() makes (a new client and
+    the directory made, then on an open client: made, listed, its parents' modes read).
+    {} for the one-archive code, which has no layers."""
+    try:
+        from appmaster.storage import RemoteDir
+        from tfyarn.submission import envlayers, envpack, layership
+        from tfyarn.submission.environments import cache_url
+    except ImportError:
+        return {}
+
+    def timed(call: Callable[[], object]) -> float:
+        started = time.monotonic()
+        call()
+        return time.monotonic() - started
+
+    url = cache_url("").rstrip("/")
+    remote = RemoteDir(url)
+    parts = {"keys (split)": lambda: envlayers.split(envpack.current_env()),
+             "hdfs client": lambda: RemoteDir(url).make(),
+             "hdfs make": remote.make, "hdfs list": remote.list_files,
+             "hdfs parents' modes": lambda: layership.searchable_by_all(remote)}
+    found = {name: round(statistics.median(timed(call) for _ in range(rounds)), 3)
+             for name, call in parts.items()}
+    log(f"  later submit's parts (medians of {rounds}): {found}")
+    return found
+
+
 def summary(results: dict[str, object]) -> list[str]:
     """One line a phase: its seconds; a submit's lines with the second each came at."""
     lines = []
     for phase, value in results.items():
         if not isinstance(value, dict) or phase == "env":
+            continue
+        if phase == "later_submit_parts":
+            lines.append(f"{phase:30} {value}")
             continue
         if "per_node_s" in value:
             lines.append(f"{phase:30} {value['max_s']} s (per node {value['per_node_s']}, "
