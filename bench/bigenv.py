@@ -4,7 +4,7 @@ Run it with the interpreter of the environment to measure (a venv with
 ``tensorflow[and-cuda]`` or PyTorch from PyPI, and tfyarn's dependencies), the code under
 test on PYTHONPATH, and a local cluster of its own that it starts fresh and removes::
 
-    TFYARN_CLUSTER_DIR=/work/state-bigenv TFYARN_CLUSTER_PORT_OFFSET=1800 \\
+    TFYARN_CLUSTER_DIR=/work/state-bigenv TFYARN_CLUSTER_PORT_OFFSET=900 \\
     PYTHONPATH=/path/to/tfyarn/checkout \\
       /work/bigenvs/tf-gpu/bin/python bench/bigenv.py --out bench/results/issue37-tf.json
 
