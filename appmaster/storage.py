@@ -88,6 +88,7 @@ class RemoteFile:
     length: int
     modified_ms: int
     permission: int = 0o644
+    owner: str = ""  # its HDFS owner
 
 
 class RemoteDir:
@@ -133,10 +134,21 @@ class RemoteDir:
             return False
         return True
 
-    def list_files(self) -> dict[str, RemoteFile]:
-        """Every file below the directory (none if it does not exist), by relative path."""
+    def lineage(self) -> list:
+        """The status of the directory and of every directory above it, its own first
+        (FileNotFoundError when it does not exist)."""
+        path, statuses = self.root, []
+        while True:
+            statuses.append(self.client.get_file_info(path))
+            if path == "/":
+                return statuses
+            path = os.path.dirname(path)
+
+    def list_files(self, under: str = "") -> dict[str, RemoteFile]:
+        """Every file below the directory (or its subdirectory ``under``; none if it does
+        not exist), by path relative to the directory."""
         try:
-            statuses = list(self.client.list_status(self.root, recursive=True))
+            statuses = list(self.client.list_status(self.path(under), recursive=True))
         except FileNotFoundError:
             return {}
         found = {}
@@ -145,7 +157,7 @@ class RemoteDir:
                 continue
             relative = status.path[len(self.root):].lstrip("/")
             found[relative] = RemoteFile(relative, status.length, status.modification_time,
-                                         status.permission)
+                                         status.permission, status.owner)
         return found
 
     def read_bytes(self, relative: str) -> bytes | None:
