@@ -141,6 +141,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(_G + "python.env", APP_SCOPE, "path",
             "a packed env archive (venv-pack, conda-pack) every container runs, relative to "
             "the file", example="envs/tf2.tar.gz", field="python_env"),
+    Setting(_G + "python.layers.dir", APP_SCOPE, "url",
+            "where the shipped env's layers go: a directory all users share (each writes "
+            "only <dir>/<user>/), named once in the site defaults by an administrator",
+            default_text="<your HDFS home>/.tfyarn/envs, yours alone",
+            example="hdfs:///tfyarn/layers", field="layers_dir"),
+    Setting(_G + "python.layers.trust", APP_SCOPE, "list",
+            "with python.layers.dir: the users whose layers your jobs run when you have "
+            "none of your own (trusting them runs their files)",
+            default_text="the owner of python.layers.dir", example='["hadoop"]',
+            field="layers_trust"),
     Setting(_G + "docker.mounts", APP_SCOPE, "list",
             "host paths mounted into the tasks' Docker containers, src:dest[:ro|rw]",
             example='["/etc/hadoop/conf:/etc/hadoop/conf:ro"]', field="docker_mounts"),

@@ -23,7 +23,7 @@ from tfyarn.jobconfig.documents import (
     top_level,
 )
 from tfyarn.jobconfig.model import AppConfig
-from tfyarn.submission import environments
+from tfyarn.submission import environments, sharedlayers
 
 # appConfig.json keys, all under "global".
 _G = "site.global."
@@ -143,6 +143,9 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
               'write "chief" (the job ends with the chief) or "all-workers".',
               value=success_policy)
+    layers_dir, layers_trust, problems = sharedlayers.read_settings(settings)
+    for key, message, fix, value in problems:
+        c.add(key_path("global", key), message, fix, value=value)
     bounds = setting(_AM_ATTEMPTS)
     assert bounds.low is not None and bounds.high is not None
     attempts = as_int(settings.get(_AM_ATTEMPTS, BUILT_IN[_AM_ATTEMPTS]))
@@ -165,6 +168,8 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         am_max_attempts=attempts or BUILT_IN[_AM_ATTEMPTS],
         python_env=_python_env(c, settings, base),
         docker_mounts=_docker_mounts(c, settings),
+        layers_dir=layers_dir,
+        layers_trust=layers_trust,
         secrets=_secrets(c, settings, base),
         mirror_interval_s=_seconds(c, settings, _MIRROR_INTERVAL),
         heartbeat_timeout_s=_seconds(c, settings, _HEARTBEAT_TIMEOUT),

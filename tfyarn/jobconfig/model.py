@@ -113,6 +113,10 @@ class AppConfig:
     am_max_attempts: int = default("site.global.am.max.attempts")
     python_env: Path | None = None  # a packed env archive (absolute) every container runs
     docker_mounts: tuple[str, ...] = ()  # source:dest[:mode] for the tasks' Docker containers
+    # the shipped env's layers in a directory all users share (None: the user's HDFS home),
+    # and whose layers there a job runs besides the user's own (None: the directory's owner)
+    layers_dir: str | None = None
+    layers_trust: tuple[str, ...] | None = None
     # name -> local file; each task gets the file, and its path in TFYARN_SECRET_<name>
     secrets: dict[str, Path] = field(default_factory=dict)
     # seconds between copies of the chief's checkpoints to the work dir on HDFS

@@ -53,7 +53,7 @@ def prepare(job: JobConfig, task_python: str,
     url, layers = None, ()
     shipped = ships_own_env(app.python, app.python_env)
     if shipped:
-        layers = ship_this_env(echo).layers
+        layers = ship_this_env(echo, app.layers_dir, app.layers_trust).layers
     elif app.python_env is not None:
         env = ensure_uploaded(app.python_env)
         if env.uploaded:
@@ -71,8 +71,9 @@ def prepare(job: JobConfig, task_python: str,
     )
 
 
-def ship_this_env(echo: Callable[[str], None] = print) -> layership.ShippedEnv:
+def ship_this_env(echo: Callable[[str], None] = print, shared_url: str | None = None,
+                  trusted: tuple[str, ...] | None = None) -> layership.ShippedEnv:
     """This interpreter's environment on the cluster, in layers each packed (once per
     content, kept in ~/.cache/tfyarn/envs) and uploaded unless the cluster has it
-    (envlayers.py, layership.py)."""
-    return layership.ship(envpack.current_env(), echo)
+    (envlayers.py, layership.py; in a directory all users share: sharedlayers.py)."""
+    return layership.ship(envpack.current_env(), echo, shared_url=shared_url, trusted=trusted)

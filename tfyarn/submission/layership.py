@@ -30,15 +30,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from appmaster.storage import RemoteFile
 from tfyarn.submission import envlayers, envpack
 from tfyarn.submission.environments import (
     JobEnvironment,
     JobEnvironmentError,
     cache_url,
+    cluster_user,
     sha256_file,
     upload_once,
 )
 from tfyarn.submission.envlayers import Layer
+from tfyarn.submission.sharedlayers import SharedStore
 
 # Uncompressed: packed at the disk's speed (7x faster than gzip -1 here) and unpacked
 # without gunzip on every node (1.75x faster), for 3.3x the bytes on HDFS and the network
@@ -91,52 +94,83 @@ def local_pack(layer: Layer, source: envpack.EnvSource, echo: Callable[[str], No
 
 
 def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
-         directory_url: str | None = None) -> ShippedEnv:
-    """Every layer of ``source`` on the cluster: packed and uploaded where it is not."""
-    from appmaster.storage import RemoteDir, StorageError, bounded
+         directory_url: str | None = None, shared_url: str | None = None,
+         trusted: tuple[str, ...] | None = None) -> ShippedEnv:
+    """Every layer of ``source`` on the cluster: packed and uploaded where it is not. In
+    ``directory_url`` (default: your HDFS home's .tfyarn/envs), or with ``shared_url`` in
+    a directory all users share, from the subdirectories of those ``trusted``
+    (sharedlayers.py)."""
+    from appmaster.storage import StorageError
 
     layers = envlayers.split(source)
-    directory_url = directory_url or cache_url("").rstrip("/")
     what = f"this Python environment ({source.prefix})"
-    try:
-        remote = RemoteDir(directory_url)
-        bounded(lambda: remote.make(), what=f"HDFS ({directory_url})")  # 0755, as uploads
-        present = bounded(lambda: remote.list_files(), what=f"HDFS ({directory_url})")
-        public = bounded(lambda: searchable_by_all(remote), what=f"HDFS ({directory_url})")
-    except StorageError as exc:
-        raise JobEnvironmentError(
-            f"cannot read {directory_url}, where {what} goes: {exc}.",
-            hint="check that HDFS is reachable from here and that you may write there.") \
-            from None
-    shipped, packed, uploaded = [], [], []
+    if shared_url:
+        store: HomeStore | SharedStore = SharedStore(shared_url, cluster_user(), trusted, echo)
+    else:
+        directory_url = directory_url or cache_url("").rstrip("/")
+        try:
+            store = HomeStore(directory_url)
+        except StorageError as exc:
+            raise JobEnvironmentError(
+                f"cannot read {directory_url}, where {what} goes: {exc}.",
+                hint="check that HDFS is reachable from here and that you may write there.") \
+                from None
+    shipped, packed, uploaded, used = [], [], [], []
     verified = Verified(envpack.cache_dir() / "verified.json")
     for layer in layers:
         name = layer.archive_name(SUFFIX)
-        url = f"{directory_url}/{name}"
-        readable = True  # uploads are 0644
-        if name in present:
-            check_remote(remote, name, present[name], url, verified)
-            readable = bool(present[name].permission & 0o004)
+        if found := store.find(name):
+            relative, remote_file, public = found
+            url = f"{store.remote.url}/{relative}"
+            check_remote(store.remote, relative, remote_file, url, verified)
         else:
             archive, record, was_packed = local_pack(layer, source, echo)
             packed += [layer.label] if was_packed else []
+            relative, public = store.upload_to(name)
+            url = f"{store.remote.url}/{relative}"
             started = time.monotonic()
             if upload_once(archive, url, what=f"{what}'s layer {layer.label}",
                            progress=envpack.TerminalProgress(f"  uploading {layer.label}")):
-                remote.write_bytes(name + RECORD_SUFFIX, json.dumps(record).encode())
+                store.remote.write_bytes(relative + RECORD_SUFFIX, json.dumps(record).encode())
                 uploaded.append(layer.label)
                 echo(f"  uploaded {layer.label} to {url} in {time.monotonic() - started:.1f} s")
             else:
                 echo(f"  another submit uploaded {layer.label} first: {url}")
-        shipped.append((layer.link, url, "public" if public and readable else "private"))
+        used.append(relative)
+        shipped.append((layer.link, url, "public" if public else "private"))
     verified.save()
     prune_cache({layer.archive_name(SUFFIX) for layer in layers})
     reused = len(layers) - len(uploaded)
     visibilities = sorted({visibility for _, _, visibility in shipped})
     echo(f"Python env: {source.prefix} in {len(layers)} layers on the cluster ({reused} there "
          f"already, {len(uploaded)} uploaded now; {' and '.join(visibilities)} in the "
-         "NodeManagers' cache)")
+         f"NodeManagers' cache{store.whose(used)})")
     return ShippedEnv(tuple(shipped), tuple(packed), tuple(uploaded))
+
+
+class HomeStore:
+    """The layers in a directory of one's own: listed once, by name."""
+
+    def __init__(self, url: str) -> None:
+        from appmaster.storage import RemoteDir, bounded
+
+        self.remote = RemoteDir(url)
+        what = f"HDFS ({url})"
+        bounded(lambda: self.remote.make(), what=what)  # 0755, as uploads
+        self.present = bounded(lambda: self.remote.list_files(), what=what)
+        self.public = bounded(lambda: searchable_by_all(self.remote), what=what)
+
+    def find(self, name: str) -> tuple[str, RemoteFile, bool] | None:
+        """(its path here, the file, whether YARN may cache it publicly); None: absent."""
+        found = self.present.get(name)
+        return None if found is None else (
+            name, found, self.public and bool(found.permission & 0o004))
+
+    def upload_to(self, name: str) -> tuple[str, bool]:
+        return name, self.public  # uploads are 0644
+
+    def whose(self, used: list[str]) -> str:
+        return ""
 
 
 class Verified:
@@ -211,14 +245,7 @@ def not_its_content(url: str, why: str) -> JobEnvironmentError:
 def searchable_by_all(remote) -> bool:
     """Whether YARN may cache files of this directory publicly: it and every directory
     above it searchable by everyone (its files are written 0644, readable by all)."""
-    path = remote.root
-    while True:
-        try:
-            status = remote.client.get_file_info(path)
-        except FileNotFoundError:
-            return False
-        if not status.permission & 0o001:
-            return False
-        if path == "/":
-            return True
-        path = os.path.dirname(path)
+    try:
+        return all(status.permission & 0o001 for status in remote.lineage())
+    except FileNotFoundError:
+        return False

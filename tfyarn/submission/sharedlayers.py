@@ -1,0 +1,223 @@
+"""The environment's layers in a directory all users share: one copy per cluster (issue 37).
+
+By default each user's layers go to their own HDFS home (layership.py), so two users with the
+same packages upload, and every node localizes, two copies. An administrator who makes one
+directory for everyone (``hdfs dfs -mkdir -p /tfyarn/layers && hdfs dfs -chmod 1777
+/tfyarn/layers``) and names it in the site defaults (``site.global.python.layers.dir``)
+gives every user one copy:
+
+- each user writes only ``<dir>/<user>/`` (0755, its layers 0644, so YARN caches them
+  PUBLIC): no two users' files share a name and nobody can replace another's layer;
+- a submit uses a layer already in its own subdirectory, else in the subdirectory of a
+  writer it trusts (``site.global.python.layers.trust``; by default the directory's owner),
+  else uploads it to its own;
+- trusting a writer means running their bytes, so their copy is used only if its HDFS owner
+  is that writer and their subdirectory is theirs and writable by no one else; anything
+  else is passed over with one line saying why.
+
+HDFS round trips per submit: the directory and each one above it (its owner, and whether
+YARN may cache below it publicly), one listing of the directory (every writer's
+subdirectory with its owner and mode), one listing per writer looked in; a first upload
+adds the user's subdirectory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from appmaster.storage import RemoteFile
+from tfyarn.submission.environments import JobEnvironmentError
+
+DIR_KEY = "site.global.python.layers.dir"
+TRUST_KEY = "site.global.python.layers.trust"
+SUBDIR_MODE = 0o755
+# A user name that is one path component: no "/", no leading "." or "-", no spaces.
+_USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
+
+
+def user_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a writer of the shared directory; None when it can."""
+    if not isinstance(name, str) or not _USER_NAME.fullmatch(name):
+        return (f"{name!r} is not a user name (letters, digits, '_', '.', '-'; no '/', "
+                "not starting with '.' or '-')")
+    return None
+
+
+@dataclass(frozen=True)
+class Subdir:
+    """A writer's subdirectory as the shared directory's listing shows it."""
+
+    owner: str
+    permission: int
+
+
+def writers(me: str, trusted: tuple[str, ...] | None, dir_owner: str) -> tuple[str, ...]:
+    """Whose subdirectories a submit looks in, in order: its own, then those it trusts
+    (None: the shared directory's owner, the administrator who made it)."""
+    return tuple(dict.fromkeys((me, *(trusted if trusted is not None else (dir_owner,)))))
+
+
+def subdir_problem(writer: str, subdir: Subdir) -> str | None:
+    """Why a writer's subdirectory cannot be trusted to hold only their files."""
+    if subdir.owner != writer:
+        return f"it belongs to {subdir.owner}, not {writer}"
+    if subdir.permission & 0o022:
+        return (f"others than {writer} may write in it (mode {subdir.permission:04o}: "
+                "group or others may write)")
+    return None
+
+
+def choose(name: str, order: tuple[str, ...],
+           listings: dict[str, dict[str, RemoteFile]]) -> tuple[str | None, list[str]]:
+    """The writer whose copy of layer ``name`` a submit uses (None: nobody's), and one
+    line for each copy passed over: a file in a writer's subdirectory that someone else
+    wrote (put there while the subdirectory was open to them, or moved in)."""
+    passed = []
+    for writer in order:
+        found = listings.get(writer, {}).get(f"{writer}/{name}")
+        if found is None:
+            continue
+        if found.owner != writer:
+            passed.append(f"{writer}/{name}: written by {found.owner}, not {writer}")
+            continue
+        return writer, passed
+    return None, passed
+
+
+def missing_dir(url: str) -> JobEnvironmentError:
+    return JobEnvironmentError(
+        f"{DIR_KEY}: {url} does not exist (or is not a directory): it is where every user's "
+        "environment layers go.",
+        hint=f"an administrator makes it once for everyone: `hdfs dfs -mkdir -p {url} && "
+        f"hdfs dfs -chmod 1777 {url}`; or remove {DIR_KEY} from your defaults file to keep "
+        "the layers in your HDFS home.")
+
+
+def may_not_write(url: str, me: str, why: str) -> JobEnvironmentError:
+    return JobEnvironmentError(
+        f"{DIR_KEY}: {me} may not write in {url} ({why}), so this environment's new layers "
+        "cannot go there.",
+        hint=f"an administrator opens it to every user as /tmp is: `hdfs dfs -chmod 1777 "
+        f"{url}`; or remove {DIR_KEY} from your defaults file.")
+
+
+def bad_own_subdir(url: str, me: str, problem: str) -> JobEnvironmentError:
+    subdir = f"{url}/{me}"
+    fix = (f"`hdfs dfs -chmod 755 {subdir}`" if problem.startswith("others")
+           else f"the owner or an administrator removes it (`hdfs dfs -rm -r {subdir}`), and "
+           "your next submit makes it anew")
+    return JobEnvironmentError(
+        f"{DIR_KEY}: {url}/{me}, where your environment layers go, cannot be trusted: "
+        f"{problem}.", hint=fix + ".")
+
+
+class SharedStore:
+    """The layers a submit finds in a shared directory, and where its own go: read once."""
+
+    def __init__(self, url: str, me: str, trusted: tuple[str, ...] | None,
+                 echo: Callable[[str], None]) -> None:
+        from appmaster.storage import RemoteDir, StorageError, bounded
+
+        self.url, self.me = url.rstrip("/"), me
+        self.remote = RemoteDir(self.url)
+        what = f"HDFS ({self.url})"
+        try:
+            above = bounded(lambda: self.remote.lineage(), what=what)
+            entries = bounded(lambda: list(self.remote.client.list_status(self.remote.root)),
+                              what=what)
+        except (FileNotFoundError, NotADirectoryError):
+            raise missing_dir(self.url) from None
+        except StorageError as exc:
+            if isinstance(exc.__cause__, FileNotFoundError | NotADirectoryError):
+                raise missing_dir(self.url) from None
+            raise JobEnvironmentError(f"cannot read {self.url} ({DIR_KEY}): {exc}.",
+                                      hint="check that HDFS is reachable from here.") from None
+        if not above[0].isdir:
+            raise missing_dir(self.url)
+        self.searchable = all(status.permission & 0o001 for status in above)
+        subdirs = {os.path.basename(e.path): Subdir(e.owner, e.permission)
+                   for e in entries if e.isdir}
+        self.order = writers(me, trusted, above[0].owner)
+        self.subdirs: dict[str, Subdir] = {}
+        if me in subdirs and (problem := subdir_problem(me, subdirs[me])):
+            raise bad_own_subdir(self.url, me, problem)
+        for writer in self.order:
+            if writer not in subdirs:
+                continue
+            if problem := subdir_problem(writer, subdirs[writer]):
+                echo(f"  not using {self.url}/{writer}/: {problem}")
+                continue
+            self.subdirs[writer] = subdirs[writer]
+        self.listings = {writer: bounded(lambda w=writer: self.remote.list_files(w), what=what)
+                         for writer in self.subdirs}
+        self.echo = echo
+
+    def find(self, name: str) -> tuple[str, RemoteFile, bool] | None:
+        """(path under the directory, the file, whether YARN may cache it publicly) of the
+        copy of layer ``name`` this submit uses; None: none."""
+        writer, passed = choose(name, tuple(self.subdirs), self.listings)
+        for line in passed:
+            self.echo(f"  not using {self.url}/{line}")
+        if writer is None:
+            return None
+        found = self.listings[writer][f"{writer}/{name}"]
+        public = (self.searchable and bool(self.subdirs[writer].permission & 0o001)
+                  and bool(found.permission & 0o004))
+        return found.path, found, public
+
+    def upload_to(self, name: str) -> tuple[str, bool]:
+        """Where this submit's own copy of layer ``name`` goes (its subdirectory, made at
+        its first upload), and whether YARN may cache it publicly."""
+        from appmaster.storage import StorageError, bounded
+
+        if self.me not in self.subdirs:
+            path = self.remote.path(self.me)
+            try:
+                bounded(lambda: (self.remote.client.mkdirs(path, permission=SUBDIR_MODE),
+                                 self.remote.client.set_permission(path, SUBDIR_MODE)),
+                        what=f"HDFS ({self.url})")
+            except StorageError as exc:
+                raise may_not_write(self.url, self.me, str(exc)) from None
+            self.subdirs[self.me] = Subdir(self.me, SUBDIR_MODE)
+        return f"{self.me}/{name}", self.searchable
+
+    def whose(self, used: list[str]) -> str:
+        """Which writers' layers the job uses, for the submit's summary."""
+        counts = {writer: sum(path.startswith(f"{writer}/") for path in used)
+                  for writer in self.order}
+        return f"; from {self.url}: " + ", ".join(f"{n} of {w}'s" for w, n in counts.items())
+
+
+
+def read_settings(settings: dict[str, Any]) -> tuple[str | None, tuple[str, ...] | None,
+                                                     list[tuple[str, str, str, Any]]]:
+    """(the shared directory, whom to trust, problems: (key, what is wrong, the fix, the
+    value)) from a job's or a defaults file's settings; nothing read from HDFS."""
+    from appmaster.storage import is_remote
+
+    problems: list[tuple[str, str, str, Any]] = []
+    url = settings.get(DIR_KEY)
+    if url is not None and (not isinstance(url, str) or not is_remote(url.strip())
+                            or "${" in url):
+        problems.append((DIR_KEY, "must be a directory on HDFS, as an hdfs:// or viewfs:// URL",
+                         'write e.g. "hdfs:///tfyarn/layers", or remove the key to keep the '
+                         "layers in your HDFS home.", url))
+        url = None
+    trusted = settings.get(TRUST_KEY)
+    if isinstance(trusted, str):
+        trusted = [name.strip() for name in trusted.split(",") if name.strip()]
+    if trusted is not None and not isinstance(trusted, list):
+        problems.append((TRUST_KEY, "must be a list of user names or one comma-separated "
+                         "string", 'write e.g. ["hadoop", "alice"], or [] to trust nobody.',
+                         settings[TRUST_KEY]))
+        trusted = None
+    for name in trusted or ():
+        if problem := user_name_problem(name):
+            problems.append((TRUST_KEY, problem, "give the HDFS user names of those whose "
+                             'layers you run, e.g. ["hadoop"].', name))
+    return (url.strip().rstrip("/") if url else None,
+            None if trusted is None or problems else tuple(trusted), problems)
