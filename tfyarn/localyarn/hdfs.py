@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import os
 from pathlib import Path
 
 import requests
@@ -13,6 +14,7 @@ from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.provision import ClusterError
 from tfyarn.localyarn.siteconf import APP_LOG_DIR
 
+SHARED_LAYERS_DIR = "/tfyarn/layers"  # made as /tmp is: every user writes, nobody replaces
 NAMENODE_HEAP_MB = 128
 DATANODE_HEAP_MB = 96
 
@@ -63,10 +65,13 @@ def client(layout: Layout):
 
 
 def prepare_directories(layout: Layout) -> None:
-    """What a Hadoop cluster's administrators set up: the user's home, /tmp, the log dir."""
+    """What a Hadoop cluster's administrators set up: the user's home, /tmp, the log dir,
+    and a directory where every user's environment layers go (site.global.python.layers.dir;
+    used only by jobs that name it)."""
     fs = client(layout)
     user = getpass.getuser()
-    for path, mode in ((f"/user/{user}", 0o755), ("/tmp", 0o1777), (APP_LOG_DIR, 0o1777)):
+    for path, mode in ((f"/user/{user}", 0o755), ("/tmp", 0o1777), (APP_LOG_DIR, 0o1777),
+                       (os.path.dirname(SHARED_LAYERS_DIR), 0o755), (SHARED_LAYERS_DIR, 0o1777)):
         fs.mkdirs(path, permission=mode, create_parent=True)
         fs.set_permission(path, mode)
 
