@@ -22,6 +22,7 @@ from test_env_layers_yarn import localized_layers, run_on_node, tiny_distributio
 
 from tfyarn.localyarn import hdfs as local_hdfs
 from tfyarn.submission import envpack, layership, sharedlayers
+from tfyarn.submission.environments import JobEnvironmentError
 
 pytestmark = pytest.mark.yarn
 
@@ -113,3 +114,21 @@ def test_one_copy_of_each_layer_per_cluster(yarn_cluster, tmp_path: Path,
                         + layership.RECORD_SUFFIX] if site_a else [])):
             admin.delete(path)
         print(", ".join(f"{what}: {seconds:.2f} s" for what, seconds in timings.items()))
+
+
+def test_a_directory_missing_or_closed_is_refused_with_the_fix(
+        yarn_cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before anything is submitted: no such directory; one B may not write in (A's home)."""
+    fs = yarn_cluster.layout.default_fs
+    as_user(monkeypatch, B)
+    with pytest.raises(JobEnvironmentError) as missing:
+        sharedlayers.SharedStore(f"{fs}/no/such/layers", B, None, print)
+    assert f"hdfs dfs -mkdir -p {fs}/no/such/layers && hdfs dfs -chmod 1777 " in \
+        missing.value.describe()
+    home = f"{fs}/user/{getpass.getuser()}"
+    store = sharedlayers.SharedStore(home, B, None, print)  # read: fine; written: refused
+    with pytest.raises(JobEnvironmentError) as closed:
+        store.upload_to("layer-x-0.tar")
+    text = closed.value.describe()
+    assert f"{B} may not write in {home} (Permission denied: user={B}" in text, text
+    assert f"hdfs dfs -chmod 1777 {home}" in text, text
