@@ -49,6 +49,17 @@ def test_a_file_someone_else_wrote_in_a_writers_subdir_is_passed_over_with_a_lin
         None, [f"alice/{LAYER}: written by mallory, not alice"])
 
 
+def test_a_layer_others_may_write_is_passed_over_and_ones_own_refused() -> None:
+    open_file = {f"alice/{LAYER}": RemoteFile(f"alice/{LAYER}", 10, 1, 0o666, "alice")}
+    assert choose(LAYER, ("bob", "alice"), {"alice": open_file}) == (
+        None, [f"alice/{LAYER}: others than alice may write it (mode 0666)"])
+    text = sharedlayers.bad_own_layer("hdfs:///l", f"bob/{LAYER}: written by mallory, not "
+                                      "bob").describe()
+    assert f"your environment layer hdfs:///l/bob/{LAYER} cannot be trusted: written by " \
+        "mallory" in text
+    assert f"hdfs dfs -rm -f 'hdfs:///l/bob/{LAYER}*'" in text
+
+
 def test_a_subdir_is_trusted_only_when_its_writer_owns_it_and_nobody_else_may_write() -> None:
     assert subdir_problem("alice", Subdir("alice", 0o755)) is None
     assert subdir_problem("alice", Subdir("mallory", 0o755)) == (

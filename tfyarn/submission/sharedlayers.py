@@ -71,18 +71,27 @@ def subdir_problem(writer: str, subdir: Subdir) -> str | None:
     return None
 
 
+def file_problem(writer: str, found: RemoteFile) -> str | None:
+    """Why a file in a writer's subdirectory cannot be trusted to be what they wrote."""
+    if found.owner != writer:
+        return f"written by {found.owner}, not {writer}"
+    if found.permission & 0o022:  # truncated and appended to by others, it keeps its size
+        return f"others than {writer} may write it (mode {found.permission:04o})"
+    return None
+
+
 def choose(name: str, order: tuple[str, ...],
            listings: dict[str, dict[str, RemoteFile]]) -> tuple[str | None, list[str]]:
     """The writer whose copy of layer ``name`` a submit uses (None: nobody's), and one
     line for each copy passed over: a file in a writer's subdirectory that someone else
-    wrote (put there while the subdirectory was open to them, or moved in)."""
+    wrote (put there while the subdirectory was open to them, or moved in) or may write."""
     passed = []
     for writer in order:
         found = listings.get(writer, {}).get(f"{writer}/{name}")
         if found is None:
             continue
-        if found.owner != writer:
-            passed.append(f"{writer}/{name}: written by {found.owner}, not {writer}")
+        if problem := file_problem(writer, found):
+            passed.append(f"{writer}/{name}: {problem}")
             continue
         return writer, passed
     return None, passed
@@ -113,6 +122,14 @@ def bad_own_subdir(url: str, me: str, problem: str) -> JobEnvironmentError:
     return JobEnvironmentError(
         f"{DIR_KEY}: {url}/{me}, where your environment layers go, cannot be trusted: "
         f"{problem}.", hint=fix + ".")
+
+
+def bad_own_layer(url: str, line: str) -> JobEnvironmentError:
+    path, problem = line.split(": ", 1)
+    return JobEnvironmentError(
+        f"{DIR_KEY}: your environment layer {url}/{path} cannot be trusted: {problem}.",
+        hint=f"remove it and its record (`hdfs dfs -rm -f '{url}/{path}*'`) and submit again: "
+        "tfyarn uploads it anew.")
 
 
 class SharedStore:
@@ -159,8 +176,11 @@ class SharedStore:
     def find(self, name: str) -> tuple[str, RemoteFile, bool] | None:
         """(path under the directory, the file, whether YARN may cache it publicly) of the
         copy of layer ``name`` this submit uses; None: none."""
-        writer, passed = choose(name, tuple(self.subdirs), self.listings)
+        writer, passed = choose(name, tuple(w for w in self.order if w in self.subdirs),
+                                self.listings)
         for line in passed:
+            if line.startswith(f"{self.me}/"):  # uploading it again would meet it there
+                raise bad_own_layer(self.url, line)
             self.echo(f"  not using {self.url}/{line}")
         if writer is None:
             return None
