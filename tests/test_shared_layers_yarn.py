@@ -71,7 +71,9 @@ def test_one_copy_of_each_layer_per_cluster(yarn_cluster, tmp_path: Path,
         as_user(monkeypatch, B)
         lines: list[str] = []
         started = time.monotonic()
-        shipped_b = layership.ship(env, echo=lines.append, shared_url=shared, trusted=(a,))
+        # hdfs:///…, as a defaults file says it: the same URLs as A's, or YARN caches twice
+        shipped_b = layership.ship(env, echo=lines.append, trusted=(a,),
+                                   shared_url=f"hdfs://{local_hdfs.SHARED_LAYERS_DIR}")
         timings["B ships, trusting A"] = time.monotonic() - started
         assert (shipped_b.uploaded, shipped_b.layers) == ((), shipped_a.layers), lines
         assert f"2 there already, 0 uploaded now; public in the NodeManagers' cache; from " \

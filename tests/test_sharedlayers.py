@@ -92,6 +92,14 @@ def test_read_settings() -> None:
     assert "must be a list of user names" in problems[0][1]
 
 
+def test_the_directory_is_named_alike_by_every_user() -> None:
+    """YARN's caches know a file by its URL as written: hdfs:/// gets the authority."""
+    nn = "hdfs://nn:8020"
+    assert sharedlayers.qualified("hdfs:///tfyarn/layers/", nn) == f"{nn}/tfyarn/layers"
+    assert sharedlayers.qualified("hdfs://other:9000/l", nn) == "hdfs://other:9000/l"
+    assert sharedlayers.qualified("viewfs:///l", nn) == "viewfs:///l"
+
+
 def test_the_errors_name_the_key_and_the_fix() -> None:
     url = "hdfs://nn:8020/tfyarn/layers"
     missing = sharedlayers.missing_dir(url).describe()

@@ -28,9 +28,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from appmaster.storage import RemoteFile
-from tfyarn.submission.environments import JobEnvironmentError
+from tfyarn.submission.environments import JobEnvironmentError, default_fs
 
 DIR_KEY = "site.global.python.layers.dir"
 TRUST_KEY = "site.global.python.layers.trust"
@@ -124,6 +125,17 @@ def bad_own_subdir(url: str, me: str, problem: str) -> JobEnvironmentError:
         f"{problem}.", hint=fix + ".")
 
 
+def qualified(url: str, fs_default: str | None = None) -> str:
+    """``hdfs:///path`` as ``hdfs://<the default filesystem's authority>/path``: YARN's
+    caches know a file by its URL as written, so every user's jobs must write it alike."""
+    url = url.rstrip("/")
+    parts = urlsplit(url)
+    if parts.netloc:
+        return url
+    fs_default = fs_default or default_fs()
+    return fs_default + parts.path if urlsplit(fs_default).scheme == parts.scheme else url
+
+
 def bad_own_layer(url: str, line: str) -> JobEnvironmentError:
     path, problem = line.split(": ", 1)
     return JobEnvironmentError(
@@ -139,7 +151,7 @@ class SharedStore:
                  echo: Callable[[str], None]) -> None:
         from appmaster.storage import RemoteDir, StorageError, bounded
 
-        self.url, self.me = url.rstrip("/"), me
+        self.url, self.me = qualified(url), me
         self.remote = RemoteDir(self.url)
         what = f"HDFS ({self.url})"
         try:
