@@ -27,6 +27,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from tfyarn.submission.sharedlayers import SharedStore
 # (docs/benchmarks.md, issue 37).
 SUFFIX = ".tar"
 RECORD_SUFFIX = ".json"
+UPLOADS_AT_ONCE = 4
 RECORD_WAIT_S = 10.0  # a layer renamed into place before its record: the record follows
 
 
@@ -115,29 +117,35 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
                 f"cannot read {directory_url}, where {what} goes: {exc}.",
                 hint="check that HDFS is reachable from here and that you may write there.") \
                 from None
-    shipped, packed, uploaded, used = [], [], [], []
+    shipped, packed, used, uploading = [], [], [], []
     verified = Verified(envpack.cache_dir() / "verified.json")
-    for layer in layers:
-        name = layer.archive_name(SUFFIX)
-        if found := store.find(name):
-            relative, remote_file, public = found
-            url = f"{store.remote.url}/{relative}"
-            check_remote(store.remote, relative, remote_file, url, verified)
-        else:
-            archive, record, was_packed = local_pack(layer, source, echo)
-            packed += [layer.label] if was_packed else []
-            relative, public = store.upload_to(name)
-            url = f"{store.remote.url}/{relative}"
-            started = time.monotonic()
-            if upload_once(archive, url, what=f"{what}'s layer {layer.label}",
-                           progress=envpack.TerminalProgress(f"  uploading {layer.label}")):
-                store.remote.write_bytes(relative + RECORD_SUFFIX, json.dumps(record).encode())
-                uploaded.append(layer.label)
-                echo(f"  uploaded {layer.label} to {url} in {time.monotonic() - started:.1f} s")
+    # Packs one after another (the disk's work), each uploaded while the next is packed, a
+    # few at once: HDFS takes about 0.5 s to close each file (docs/benchmarks.md §11).
+    with ThreadPoolExecutor(UPLOADS_AT_ONCE, thread_name_prefix="upload") as uploads:
+        for layer in layers:
+            name = layer.archive_name(SUFFIX)
+            if found := store.find(name):
+                relative, remote_file, public = found
+                url = f"{store.remote.url}/{relative}"
+                check_remote(store.remote, relative, remote_file, url, verified)
             else:
-                echo(f"  another submit uploaded {layer.label} first: {url}")
-        used.append(relative)
-        shipped.append((layer.link, url, "public" if public else "private"))
+                archive, record, was_packed = local_pack(layer, source, echo)
+                packed += [layer.label] if was_packed else []
+                relative, public = store.upload_to(name)
+                url = f"{store.remote.url}/{relative}"
+                uploading.append((layer.label, url, uploads.submit(
+                    upload_layer, archive, record, url, f"{what}'s layer {layer.label}")))
+            used.append(relative)
+            shipped.append((layer.link, url, "public" if public else "private"))
+        uploaded = []
+        if still := sum(not upload.done() for _, _, upload in uploading):
+            echo(f"  waiting for {still} upload(s) to HDFS to finish")
+        for label, url, upload in uploading:
+            if (seconds := upload.result()) is None:
+                echo(f"  another submit uploaded {label} first: {url}")
+            else:
+                uploaded.append(label)
+                echo(f"  uploaded {label} to {url} in {seconds:.1f} s")
     verified.save()
     prune_cache({layer.archive_name(SUFFIX) for layer in layers})
     reused = len(layers) - len(uploaded)
@@ -146,6 +154,19 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
          f"already, {len(uploaded)} uploaded now; {' and '.join(visibilities)} in the "
          f"NodeManagers' cache{store.whose(used)})")
     return ShippedEnv(tuple(shipped), tuple(packed), tuple(uploaded))
+
+
+def upload_layer(archive: Path, record: dict, url: str, what: str) -> float | None:
+    """The layer and then its record on the cluster; the seconds it took, or None when
+    another submit had put it there first."""
+    from appmaster.storage import RemoteDir
+
+    started = time.monotonic()
+    if not upload_once(archive, url, what=what):
+        return None
+    directory, name = url.rsplit("/", 1)
+    RemoteDir(directory).write_bytes(name + RECORD_SUFFIX, json.dumps(record).encode())
+    return time.monotonic() - started
 
 
 class HomeStore:
