@@ -185,9 +185,17 @@ class FailureRules:
         if not role.may_restart(failures):
             task.state = TaskState.FAILED  # the failure that ends the job
             return EndJob(JobState.FAILED, self._over_threshold_message(task, failures, reason))
-        self._note(now, self._mark_kind(task, verdict), self._restart_line(task, how))
-        self._restart(task, now)
+        alone = self._replaceable(task) and not self._moves_for_sure(task, verdict)
+        self._note(now, self._mark_kind(task, verdict, alone), self._restart_line(task, how, alone))
+        self._restart(task, now, alone)
         return None
+
+    def _moves_for_sure(self, task: Task, verdict: Verdict) -> bool:
+        """A worker lost with its host comes back on another, at a new address, and the
+        running tasks hold its old one (the published spec): only a new generation tells
+        them (see ``_exported``). Restarted now, not after its replacement has started
+        (a whole container's start saved: issue 37)."""
+        return verdict == Verdict.LOST and self.spec is not None
 
     def _evaluator_failed(self, task: Task, reason: str, now: float) -> EndJob | None:
         """Beside training: its failure fails the job only under the fatal policy."""
@@ -213,12 +221,13 @@ class FailureRules:
                    "training goes on without it")
         return None
 
-    def _restart(self, task: Task, now: float) -> None:
-        """A stateless worker alone; a ps or the chief with the whole cluster."""
+    def _restart(self, task: Task, now: float, alone: bool | None = None) -> None:
+        """A stateless worker alone; a ps or the chief with the whole cluster. ``alone``:
+        whether the task is replaced by itself (by default: a plain worker is)."""
         task.attempt += 1
         task.failed_at = now
         task.exit_code = None
-        if self._replaceable(task):
+        if self._replaceable(task) if alone is None else alone:
             log.info("replacing %s with a new container (attempt %d)", task.name, task.attempt)
             self._request(task, now)
         else:
@@ -265,9 +274,9 @@ class FailureRules:
                         return end
         return None
 
-    def _mark_kind(self, task: Task, verdict: Verdict) -> str:
+    def _mark_kind(self, task: Task, verdict: Verdict, alone: bool) -> str:
         if verdict == Verdict.MEMORY:
             return Mark.MEMORY
         if verdict == Verdict.LOST:
             return Mark.LOST
-        return Mark.REPLACED if self._replaceable(task) else Mark.RESTART
+        return Mark.REPLACED if alone else Mark.RESTART

@@ -406,12 +406,25 @@ def test_a_replacement_placed_on_the_lost_host_goes_back() -> None:
     beats = {t.container: b"y" for t in cluster.job.tasks.values() if t.container != lost}
     cluster.apply(cluster.job.on_heartbeats(beats, cluster.now))
     replacement = cluster.container("worker", 1)
-    assert replacement != lost and restarts(cluster)[-1] == (
-        "worker 1 lost on nm1: replaced (attempt 1)")
+    assert replacement != lost and restarts(cluster)[-1] == (  # it cannot keep its address
+        "worker 1 lost on nm1: cluster restarted as generation 1 from the last checkpoint")
     actions = cluster.start("worker", 1, node="nm1:8042")  # the same host, too soon
     assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == replacement
     assert cluster.start("worker", 1, node="nm2:8042") == []
     assert cluster.job.tasks[("worker", 1)].state == TaskState.STARTED
+
+
+def test_a_worker_lost_before_the_rendezvous_is_replaced_alone() -> None:
+    """No spec holds its address yet: its replacement's export joins the first one."""
+    cluster = Cluster(plan(heartbeat_timeout_s=30.0, threshold=5))
+    for key in cluster.job.tasks:
+        cluster.start(*key)
+    lost = cluster.container("worker", 1)
+    cluster.tick(31)
+    beats = {t.container: b"y" for t in cluster.job.tasks.values() if t.container != lost}
+    cluster.apply(cluster.job.on_heartbeats(beats, cluster.now))
+    assert cluster.container("worker", 1) != lost and cluster.job.generation == 0
+    assert restarts(cluster)[-1] == "worker 1 lost on nm1: replaced (attempt 1)"
 
 
 def test_deadlines_name_what_is_missing() -> None:
