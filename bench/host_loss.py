@@ -178,6 +178,19 @@ def phases(layout: Layout, app_id: str, t0: float, final: dict, done: float,
     }
 
 
+def localization_times(layout: Layout, after: float) -> dict[str, list[float]]:
+    """Per NodeManager: LOCALIZING -> SCHEDULED of each container started since ``after``."""
+    times: dict[str, list[float]] = {}
+    for nm in layout.node_managers:
+        began: dict[str, float] = {}
+        for at, m in log_lines(layout.log_dir / f"{nm.name}.log", after, NM_STATE):
+            if m.group(3) == "LOCALIZING":
+                began[m.group(1)] = at
+            elif m.group(2) == "LOCALIZING" and m.group(1) in began:
+                times.setdefault(nm.name, []).append(round(at - began[m.group(1)], 1))
+    return times
+
+
 def run(layout: Layout, env: dict, victim: str, timeout_s: int, cold: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="hostloss-") as tmp:
         files = submit(env, Path(tmp), victim, timeout_s, cold)
@@ -222,8 +235,8 @@ def main() -> None:
         if not args.no_warm:
             t = time.time()
             ship_env_to_every_node(layout)
-            print(f"warm-up (the env localized on every node): {time.time() - t:.1f} s",
-                  flush=True)
+            print(f"warm-up (the env localized on every node): {time.time() - t:.1f} s; "
+                  f"localization per node: {localization_times(layout, t)}", flush=True)
         victim = "ps" if args.cold else args.victim
         print(json.dumps(run(layout, env, victim, args.timeout, args.cold), indent=1),
               flush=True)
