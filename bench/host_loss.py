@@ -174,6 +174,7 @@ def phases(layout: Layout, app_id: str, t0: float, final: dict, done: float,
         "last script running": rel([s["running"] for s in spans]),
         "seen by status": round(done - t0, 1),
         "containers asked after the loss": len(spans),
+        "localization per node (s)": localization_times(layout, t0),
         "public cache downloads": {nm: d for nm, d in downloads.items() if d},
     }
 
