@@ -138,7 +138,9 @@ def test_a_node_lost_under_a_task_counts_as_a_lost_host() -> None:
     cluster.yarn_end(cluster.container("worker", 1), message=LOST)
     assert cluster.job.failures == Counter(worker=1) and "nm1" in cluster.job.lost_nodes
     assert cluster.job.tasks[("worker", 1)].verdicts == Counter({Verdict.LOST: 1})
-    assert restarts(cluster) == ["worker 1 lost on nm1: replaced (attempt 1)"]
+    assert restarts(cluster) == [  # back elsewhere, at a new address: a new generation
+        "worker 1 lost on nm1: cluster restarted as generation 1 from the last checkpoint"]
+    assert cluster.job.generation == 1
 
 
 def test_a_container_killed_by_the_resourcemanager_is_asked_for_again() -> None:
