@@ -116,7 +116,8 @@ def log_lines(path: Path, after: float, pattern: re.Pattern) -> list[tuple[float
 
 
 def public_cache(layout: Layout) -> dict[str, dict[str, float]]:
-    """Per NodeManager: each public cache entry -> its mtime."""
+    """Per NodeManager: each public cache entry -> its mtime (a NodeManager that starts
+    again empties its cache, and may localize into the same numbered dirs)."""
     return {nm.name: {str(p): p.stat().st_mtime
                       for p in (layout.node_dir(nm) / "local" / "filecache").glob("*")}
             for nm in layout.node_managers}
@@ -149,8 +150,8 @@ def phases(layout: Layout, app_id: str, t0: float, final: dict, done: float,
             if key in m.group(1) and m.group(3) == "RUNNING":
                 launched.append(at)
     after = public_cache(layout)
-    downloads = {nm: [f"{Path(p).name}: {dir_mb(Path(p)):.0f} MB" for p in entries
-                      if p not in cache_before.get(nm, {})]
+    downloads = {nm: [f"{Path(p).name}: {dir_mb(Path(p)):.0f} MB"
+                      for p, mtime in entries.items() if cache_before.get(nm, {}).get(p) != mtime]
                  for nm, entries in after.items()}
 
     def rel(times) -> float | None:
