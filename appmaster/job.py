@@ -85,6 +85,7 @@ class Job(FailureRules, Deadlines, JobMessages):
         self.liveness = Liveness(plan.heartbeat_timeout_s)
         self.next_liveness_check = 0.0
         self.lost_nodes: dict[str, float] = {}  # host -> when a task there was lost
+        self.sent_back: set[tuple[str, Key]] = set()  # (host, task) sent back from a lost host
         # Workers that failed, not yet judged (see FAILURE_SETTLE_S): key -> (reason, when)
         self.settling: dict[tuple[str, int], tuple[str, float]] = {}
         self.asked_again: set[tuple[str, int]] = set()  # their next container: no new deadline
@@ -236,12 +237,19 @@ class Job(FailureRules, Deadlines, JobMessages):
 
     def _on_a_lost_node(self, task: Task, container: str, node: str | None,
                         now: float) -> bool:
-        """A replacement YARN placed on a node where a task was just lost goes back: that
-        node may be half alive (YARN has not noticed it yet). It is asked for again."""
+        """A replacement YARN placed on a node where a task was just lost goes back, once:
+        that node may be half alive, and it came back with an empty cache if its NodeManager
+        started again; asked for again, the task may land on a node that holds the env. If
+        YARN places it there again, it stays: its agent reached the master from there, and
+        YARN found no other room (a partition of one node, a full cluster). Sent back until
+        three timeouts had passed, such a task waited that long, 90 s by default (issue 37)."""
         host = (node or "").rsplit(":", 1)[0]
         lost_at = self.lost_nodes.get(host)
         if lost_at is None or now - lost_at > 3 * self.plan.heartbeat_timeout_s:
             return False
+        if (host, task.key) in self.sent_back:
+            return False
+        self.sent_back.add((host, task.key))
         log.warning("%s landed on %s, where a task was lost %.0f s ago: asking for another "
                     "container", task.name, host, now - lost_at)
         del self.by_container[container]

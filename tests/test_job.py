@@ -414,6 +414,21 @@ def test_a_replacement_placed_on_the_lost_host_goes_back() -> None:
     assert cluster.job.tasks[("worker", 1)].state == TaskState.STARTED
 
 
+def test_a_replacement_placed_on_the_lost_host_twice_stays() -> None:
+    """YARN found no other room (the host is the only one of its partition): sent back once,
+    the task's next container there runs, not one sent back every few seconds for 3
+    timeouts."""
+    cluster = Cluster(plan(heartbeat_timeout_s=30.0, threshold=5))
+    cluster.everyone_running()
+    cluster.tick(31)
+    lost = cluster.container("ps", 0)
+    beats = {t.container: b"y" for t in cluster.job.tasks.values() if t.container != lost}
+    cluster.apply(cluster.job.on_heartbeats(beats, cluster.now))
+    assert [type(a) for a in cluster.start("ps", 0, node="nm1:8042")] == [Kill, Request]
+    assert cluster.start("ps", 0, node="nm1:8042") == []
+    assert cluster.job.tasks[("ps", 0)].state == TaskState.STARTED
+
+
 def test_a_worker_lost_before_the_rendezvous_is_replaced_alone() -> None:
     """No spec holds its address yet: its replacement's export joins the first one."""
     cluster = Cluster(plan(heartbeat_timeout_s=30.0, threshold=5))
