@@ -36,7 +36,6 @@ log = logging.getLogger("tfyarn.mirror")
 STATE_FILE = "checkpoint"  # TensorFlow's checkpoint state file, in every checkpoint dir
 SKIPPED_NAMES = (".tfyarn-outcome.json",)
 PARALLEL_UPLOADS = 4
-MAX_BACKOFF_S = 60.0
 PROBE_TIMEOUT_S = 10.0  # is the NameNode there at all?
 COPY_TIMEOUT_S = 1800.0  # one round's copies: generous, a checkpoint may be large
 _PATHS = re.compile(r'^(model_checkpoint_path|all_model_checkpoint_paths):\s*"(.*)"\s*$')
@@ -333,23 +332,24 @@ class WorkDirMirror:
     # ------------------------------------------------------------ the loop
 
     def start(self, action: str = "sync", on_status=None) -> None:
-        """Run ``sync`` (or ``pull``) every interval in a thread, backing off on failures.
+        """Run ``sync`` (or ``pull``) every interval in a thread, failures included.
 
         Each round first asks the NameNode something cheap, so an unreachable HDFS shows as
         a failure within seconds; the copy itself may take as long as a big checkpoint needs.
+        No backoff: what a killed container loses is what the mirror has not copied yet,
+        and retries backed off to a minute would let the copy lag that long behind an HDFS
+        that is back (or out of safe mode). One process per job mirrors, so a try per
+        interval costs HDFS nothing.
         """
         what = f"HDFS ({self.remote.url})"
 
         def loop() -> None:
-            delay = self.interval_s
-            while not self._stop.wait(delay):
+            while not self._stop.wait(self.interval_s):
                 try:
                     bounded(self.remote.exists, PROBE_TIMEOUT_S, what)
                     bounded(getattr(self, action), COPY_TIMEOUT_S, what)
-                    delay = self.interval_s
                 except (StorageError, OSError) as exc:
                     self._failed(exc)
-                    delay = min(MAX_BACKOFF_S, delay * 2)
                 if on_status:
                     on_status(self.status)
 
