@@ -113,8 +113,9 @@ class FailureRules:
             task.exit_code = None
             self._request(task, now)
             return
-        self._note(now, kind, self._restart_line(task, what))
-        self._restart(task, now)
+        alone = self._replaceable(task)
+        self._note(now, kind, self._restart_line(task, what, alone))
+        self._restart(task, now, alone)
 
     def _judge_killed_scripts(self, now: float) -> EndJob | None:
         """Scripts killed by a signal whose container's end never came: their own failure."""
@@ -155,7 +156,7 @@ class FailureRules:
             # Not the task's fault: it starts again on a new port, uncounted.
             self._note(now, Mark.REPLACED, f"{task.name} found its port taken: restarted on a "
                        "new one")
-            self._restart(task, now)
+            self._restart(task, now, self._replaceable(task))
             return None
         if how == "failed" and self._replaceable(task):
             due = max(now, (heard_at or now) + FAILURE_SETTLE_S)
@@ -221,13 +222,13 @@ class FailureRules:
                    "training goes on without it")
         return None
 
-    def _restart(self, task: Task, now: float, alone: bool | None = None) -> None:
-        """A stateless worker alone; a ps or the chief with the whole cluster. ``alone``:
-        whether the task is replaced by itself (by default: a plain worker is)."""
+    def _restart(self, task: Task, now: float, alone: bool) -> None:
+        """``alone``: the task replaced by itself (a stateless worker, see _replaceable);
+        else the whole cluster restarted with it (a ps, the chief, a worker that moved)."""
         task.attempt += 1
         task.failed_at = now
         task.exit_code = None
-        if self._replaceable(task) if alone is None else alone:
+        if alone:
             log.info("replacing %s with a new container (attempt %d)", task.name, task.attempt)
             self._request(task, now)
         else:

@@ -74,9 +74,9 @@ class JobMessages:
             text += f" Restarts ({len(self.restarts)}): " + "; ".join(self.restarts) + "."
         return text
 
-    def _restart_line(self, task: Task, how: str, alone: bool | None = None) -> str:
-        """``alone``: the task is replaced by itself (by default: a plain worker is)."""
-        if self._replaceable(task) if alone is None else alone:
+    def _restart_line(self, task: Task, how: str, alone: bool) -> str:
+        """``alone``: the task is replaced by itself, not with the whole cluster."""
+        if alone:
             return (f"{task.name} replaced (attempt {task.attempt + 1})" if how == "failed" else
                     f"{task.name} {how}: replaced (attempt {task.attempt + 1})")
         return (f"{task.name} {how}: cluster restarted as generation {self.generation + 1} "
