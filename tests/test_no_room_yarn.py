@@ -14,18 +14,24 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from jobtools import prepare_light_job
-from test_faults_yarn import assert_failed, submit  # noqa: F401  (submit: a fixture)
+from test_faults_yarn import Job, assert_failed, submitting
 
 from tfyarn.localyarn import daemons
 
 pytestmark = pytest.mark.yarn
 
 SMALL_DISK = "16m"  # the suite's env unpacks to over a GB
+
+
+@pytest.fixture
+def submit(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
+    with submitting(yarn_cluster, skein_client) as submit_job:
+        yield submit_job
 
 
 # Run by the node's system Python inside its NodeManager's namespaces (nothing of the
@@ -70,7 +76,7 @@ def small_local_disk(layout, nm) -> Iterator[Path]:
 
 
 def test_a_node_without_room_for_the_env_is_named_with_the_fix(
-        yarn_cluster, submit, tmp_path: Path) -> None:  # noqa: F811
+        yarn_cluster, submit, tmp_path: Path) -> None:
     layout = yarn_cluster.layout
     gpu_node = next(nm for nm in layout.node_managers if nm.partition == "gpu")
     resources, app_config = prepare_light_job(
