@@ -5,7 +5,7 @@ N light tasks (tests/apps/light_task.py: no TensorFlow), submitted with `tfyarn 
 NodeManager are needed for N = 64: bench/private_cluster.py's kind). While the job runs,
 /proc is read every 0.1 s:
 
-- every agent (`python -m appmaster.agent` in one of the job's containers): its CPU seconds,
+- every agent (`python -m appmaster.agent.main` in one of the job's containers): its CPU seconds,
   RSS, private memory and PSS at the first reading where it has a child (the script's
   wrapper), i.e. container
   start -> exported port -> spec -> script spawned; the spec wait is event-driven and costs
@@ -85,9 +85,9 @@ class JobSampler:
         for p in scan_processes():
             if self.app_id not in p.cwd and not any(self.app_id in a for a in p.argv):
                 continue
-            if "appmaster.agent" in p.argv and p.pid not in self.agents:
+            if "appmaster.agent.main" in p.argv and p.pid not in self.agents:
                 self.watching.add(p.pid)
-            elif "appmaster.master" in p.argv:
+            elif "appmaster.master.main" in p.argv:
                 self.am.setdefault("python", p.pid)
             elif "com.anaconda.skein.ApplicationMaster" in p.argv:
                 self.am.setdefault("java", p.pid)

@@ -292,7 +292,7 @@ def later_submit_parts(rounds: int = 3) -> dict[str, object]:
     the directory made, then on an open client: made, listed, its parents' modes read).
     {} for the one-archive code, which has no layers."""
     try:
-        from appmaster.storage import RemoteDir
+        from appmaster.common.storage import RemoteDir
         from tfyarn.submission import envlayers, envpack, layership
         from tfyarn.submission.environments import cache_url
     except ImportError:

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 
-from appmaster.storage import RemoteDir
+from appmaster.common.storage import RemoteDir
 from bench.cluster import Cluster
 from bench.common import log
 from bench.data_task.read_data import timed_bytes

@@ -7,7 +7,7 @@
   in-process) and the NameNode's and DataNode's CPU seconds meanwhile.
 - restore: ``WorkDirMirror.restore()`` of that HDFS dir into an empty local dir; and one
   100-byte file put alone (``RemoteDir.write_bytes``): HDFS's cost per file.
-- rss: a fresh process that imports only appmaster.mirror and hdfs_native, then saves a new
+- rss: a fresh process that imports only appmaster.agent.mirror and hdfs_native, then saves a new
   10 MB checkpoint and syncs it every second (as a chief saving every second would, the last
   5 kept): its VmRSS/VmHWM after the imports and at the end (/proc/self/status).
 - cluster (``--cluster-cost``): `tfyarn cluster up` from an empty state dir (the jars cached),
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # Only what a mirroring task imports, at the top: the RSS child is this module too.
-from appmaster.mirror import STATE_FILE, WorkDirMirror
-from appmaster.storage import RemoteDir
+from appmaster.agent.mirror import STATE_FILE, WorkDirMirror
+from appmaster.common.storage import RemoteDir
 
 if TYPE_CHECKING:
     from bench.cluster import Cluster
@@ -264,7 +264,7 @@ def container_processes(cluster: Cluster) -> dict[str, tuple[str, int]]:
     for proc in scan_processes():
         if not proc.cwd.startswith(state) or "/appcache/" not in proc.cwd:
             continue
-        if "appmaster.agent" in proc.argv:
+        if "appmaster.agent.main" in proc.argv:
             try:
                 environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
             except OSError:
@@ -273,7 +273,7 @@ def container_processes(cluster: Cluster) -> dict[str, tuple[str, int]]:
                          if e.startswith(b"SKEIN_CONTAINER_ID=")), str(proc.pid))
             found[f"agent {name}"] = ("agent", proc.pid)
             agents[proc.pid] = name
-        elif "appmaster.master" in proc.argv:
+        elif "appmaster.master.main" in proc.argv:
             found["master.py"] = ("master", proc.pid)
         elif "com.anaconda.skein.ApplicationMaster" in proc.argv:
             found["skein AppMaster (Java)"] = ("java_am", proc.pid)

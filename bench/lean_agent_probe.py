@@ -15,9 +15,9 @@ import socket
 import subprocess  # noqa: F401 (the agent runs the script)
 import sys
 
-from appmaster import gpus, registry  # noqa: F401
-from appmaster.agentlink import AgentLink
-from appmaster.jobplan import JobPlan  # noqa: F401
+from appmaster.common import gpus, registry  # noqa: F401
+from appmaster.common.agentlink import AgentLink
+from appmaster.common.jobplan import JobPlan  # noqa: F401
 
 container = sys.argv[1]
 link = AgentLink.from_container()

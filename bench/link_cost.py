@@ -1,6 +1,6 @@
 """The lean agent's own cost up to its exported port, over the master's rendezvous.
 
-The bench serves appmaster/rendezvous.py on loopback (plain HTTP, or TLS with a fresh
+The bench serves appmaster/master/rendezvous.py on loopback (plain HTTP, or TLS with a fresh
 skein-style certificate), and starts bench/lean_agent_probe.py in a fresh interpreter per
 run, as YARN starts an agent: the probe reports its CPU seconds (interpreter start included)
 and peak RSS at the moment its port is exported. The same figures for today's skein agent
@@ -23,12 +23,13 @@ from pathlib import Path
 
 import skein
 
-from appmaster import agentlink, registry, rendezvous
+from appmaster.common import agentlink, registry
+from appmaster.master import rendezvous
 from bench.common import REPO
 
 
 def serve(directory: Path, tls: bool) -> rendezvous.RendezvousServer:
-    store, token = rendezvous.Store(), rendezvous.new_token()
+    store, token = rendezvous.Store(), agentlink.new_token()
     (directory / agentlink.TOKEN_FILE).write_text(token)
     context = None
     if tls:
@@ -53,7 +54,7 @@ def probe(server: rendezvous.RendezvousServer, directory: Path, container: str) 
 
 BEATS = """
 import sys, time
-from appmaster.agentlink import AgentLink
+from appmaster.common.agentlink import AgentLink
 link = AgentLink.from_container()
 for i in range(int(sys.argv[1])):
     link.beat("worker_0")

@@ -42,7 +42,7 @@ def proc_private_pss(pid: int) -> tuple[int, int] | None:
 class AmSampler:
     """The last CPU/RSS reading of the AppMaster's processes before they went away.
 
-    python: tfyarn's master.py (`python -m appmaster.master`, in the AM's container dir);
+    python: tfyarn's master.py (`python -m appmaster.master.main`, in the AM's container dir);
     java: skein's Java ApplicationMaster (its log dir names the app).
     """
 
@@ -56,7 +56,7 @@ class AmSampler:
         if len(self.pids) < 2 and time.monotonic() >= self.next_scan:
             self.next_scan = time.monotonic() + 0.5
             for p in scan_processes():
-                if "appmaster.master" in p.argv and self.app_id in p.cwd \
+                if "appmaster.master.main" in p.argv and self.app_id in p.cwd \
                         and p.cwd.endswith("_000001"):
                     self.pids.setdefault("python", p.pid)
                 elif "com.anaconda.skein.ApplicationMaster" in p.argv and any(

@@ -68,7 +68,7 @@ class JobCheckpoint:
     """The latest checkpoint in a tfyarn job's work dir on HDFS (what a restart restores)."""
 
     def __init__(self, cluster: Cluster, app_id: str) -> None:
-        from appmaster.storage import RemoteDir
+        from appmaster.common.storage import RemoteDir
 
         self.remote = RemoteDir(cluster.job_dir(app_id))
 
@@ -202,7 +202,7 @@ class LocalCluster:
 
     def __init__(self, work: Path, ps: int = 1, workers: int = 2) -> None:
         sys.path.insert(0, str(REPO))
-        from appmaster.cluster_spec import ClusterSpec
+        from appmaster.common.cluster_spec import ClusterSpec
 
         self.work, self.logs = work, work / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)

@@ -92,7 +92,7 @@ def archive_file(url: str):
 def measure_format(layout: Layout, source: envpack.EnvSource, suffix: str,
                    scratch: Path, layered: bool) -> dict:
     """Pack, upload and a first localization of the env in one archive or in layers."""
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     directory = cache_url(f"bench-{uuid.uuid4().hex[:8]}")
     added = envpack.launchers(source.version, source.lib)
@@ -139,7 +139,7 @@ def one_package_change(layout: Layout, source: envpack.EnvSource, scratch: Path)
     seconds, shipped = timed(lambda: layership.ship(changed, echo=log))
     result = {"packed": list(shipped.packed), "uploaded": list(shipped.uploaded),
               "submit_s": seconds, "localize_s": localize_once(layout, shipped.files())}
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     for _, url, _ in shipped.layers:
         if url.rsplit("/", 1)[1].startswith("layer-site-"):

@@ -1,14 +1,15 @@
 """Issue 28: the AppMaster's own work at 64, 1,000 and 5,000 tasks on 100 simulated nodes.
 
 A simulation of YARN's side and of the agents' side, in one process per task count: what
-it measures is tfyarn's AppMaster code, not YARN. The real code runs: appmaster/master.py's
-``Master`` (its event handling, its actions: ``perform``, ``request``, ``publish_spec``), the
-job's rules (appmaster/job.py ``Job``), the agents' rendezvous store (appmaster/rendezvous.py
-``Store``; its HTTPS server for the heartbeat's per-request cost), the views
-(appmaster/view.py ``JobView``, the page of appmaster/jobpage.py, the JSON the page serves,
+it measures is tfyarn's AppMaster code, not YARN. The real code runs:
+appmaster/master/main.py's ``Master`` (its event handling, its actions: ``perform``,
+``request``, ``publish_spec``), the job's rules (appmaster/model/job.py ``Job``), the agents'
+rendezvous store (appmaster/master/rendezvous.py ``Store``; its HTTPS server for the
+heartbeat's per-request cost), the views (appmaster/page/view.py ``JobView``, the page of
+appmaster/page/jobpage.py, the JSON the page serves,
 `tfyarn status`'s text). Simulated: skein's side (``add_container`` names containers as
 skein does, ``kv.put`` keeps the value, nothing is allocated or launched) and the agents
-(each writes what appmaster/agent.py writes, in the order it does: status started, its
+(each writes what appmaster/agent/main.py writes, in the order it does: status started, its
 export, status registered, status running; then heartbeats). Agents' events arrive in the
 order their containers were asked for, shuffled within windows of 100 (seeded), their
 containers spread round-robin over 100 node names. YARN's allocation, launch, localization
@@ -41,9 +42,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from appmaster import registry, rendezvous
-from appmaster.jobplan import JobPlan, RolePlan
-from appmaster.vocabulary import JobState
+from appmaster.common import agentlink, registry
+from appmaster.common.jobplan import JobPlan, RolePlan
+from appmaster.common.vocabulary import JobState
+from appmaster.master import rendezvous
 from bench.common import REPO, RESULTS, log
 from bench.stats import fmt
 
@@ -132,7 +134,7 @@ class Simulation:
     asks the job for its next deadline after every event, as master.run() does."""
 
     def __init__(self, n: int, seed: int = 28) -> None:
-        from appmaster.master import Master  # imports skein: only where the AM is simulated
+        from appmaster.master.main import Master  # imports skein: only where the AM is simulated
 
         self.n = n
         self.master = Master(SimulatedSkein(), job_plan(n), WORK_DIR)
@@ -264,8 +266,8 @@ def heartbeats(sim: Simulation) -> dict[str, float]:
 
 def views(sim: Simulation) -> dict[str, Any]:
     """The status JSON (tasks.json), the page, its refresh, and `tfyarn status`'s text."""
-    from appmaster.jobpage import render_page, render_parts
-    from appmaster.view import JobView
+    from appmaster.page.jobpage import render_page, render_parts
+    from appmaster.page.view import JobView
     from tfyarn.watch import jobview
     steps: dict[str, Callable[[], Any]] = {
         "view_dict": sim.master.view,
@@ -289,7 +291,7 @@ def views(sim: Simulation) -> dict[str, Any]:
 
 def one_size(n: int, memory: bool) -> dict[str, Any]:
     """One task count, in this (child) process."""
-    import appmaster.master  # noqa: F401 (its imports, skein's and gRPC's: not the job's)
+    import appmaster.master.main  # noqa: F401 (its imports, skein's and gRPC's: not the job's)
 
     if memory:  # what the job's state and the store hold, without the modules
         tracemalloc.start()
@@ -327,14 +329,14 @@ def beat_cost_over_tls(beats: int = BEATS_OVER_HTTP) -> dict[str, float]:
 
     import skein
 
-    from appmaster.agentlink import AgentLink
+    from appmaster.common.agentlink import AgentLink
 
     security = skein.Security.new_credentials()
     with tempfile.TemporaryDirectory() as scratch:
         cert, key = Path(scratch) / "c.crt", Path(scratch) / "c.pem"
         cert.write_bytes(security._get_bytes("cert"))
         key.write_bytes(security._get_bytes("key"))
-        store, token = rendezvous.Store(), rendezvous.new_token()
+        store, token = rendezvous.Store(), agentlink.new_token()
         store.put(registry.task_key("worker_0"), b"{}")
         server = rendezvous.serve(store, token, host="127.0.0.1", advertised="127.0.0.1",
                                   tls=rendezvous.server_tls(str(cert), str(key)))

@@ -24,7 +24,7 @@ from example_data import expand_user, write_files  # noqa: E402
 
 
 def upload(paths: list[str], target: str) -> list[str]:
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     remote = RemoteDir(target)
     remote.make()

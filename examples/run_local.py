@@ -29,7 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from appmaster.cluster_spec import ClusterSpec  # noqa: E402
+from appmaster.common.cluster_spec import ClusterSpec  # noqa: E402
 
 HOST = "127.0.0.1"
 

@@ -145,7 +145,7 @@ class JobFiles:
         return copies[0] if copies else None
 
     def remote(self):
-        from appmaster.storage import RemoteDir
+        from appmaster.common.storage import RemoteDir
 
         return RemoteDir(self.url)
 

@@ -50,7 +50,7 @@ def test_the_jobs_code_goes_to_hdfs_once_and_only_its_owner_reads_it(
     """Two jobs of the same scripts: the second copies no code (its files are the first's,
     on HDFS by content, outside skein's staging dir), both run to SUCCEEDED, and the cache
     directory is its owner's alone."""
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
     from tfyarn.submission import codepack
     from tfyarn.submission.environments import cluster_user
 

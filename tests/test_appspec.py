@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from jobtools import REPO, prepare_job
 
-from appmaster.agentlink import TOKEN_FILE
-from appmaster.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
-from appmaster.jobplan import JOB_FILE
+from appmaster.common.agentlink import TOKEN_FILE
+from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
+from appmaster.common.jobplan import JOB_FILE
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.appspec import application_spec
 from tfyarn.submission.plan import Placement, build_plan

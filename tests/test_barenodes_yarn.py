@@ -102,7 +102,7 @@ def test_racing_uploads_leave_one_whole_archive(yarn_cluster, tmp_path: Path) ->
     for thread in threads:
         thread.join(120)
     assert sorted(results) == [False, True]
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     directory, name = url.rsplit("/", 1)
     remote = RemoteDir(directory)

@@ -13,8 +13,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from appmaster.view import JobView, TaskRow
-from appmaster.vocabulary import TaskState
+from appmaster.common.vocabulary import TaskState
+from appmaster.page.view import JobView, TaskRow
 from tfyarn.cli import exitcodes, jobs, monitor, options
 from tfyarn.cli.main import main
 from tfyarn.hadoop import driver as driver_module

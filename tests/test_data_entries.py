@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from jobtools import write_doc
 
-from appmaster.agent import gather_data
-from appmaster.cluster_spec import ClusterSpec
-from appmaster.jobplan import DATA_ENTRY_PREFIX, JobPlan
+from appmaster.agent.main import gather_data
+from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.jobplan import DATA_ENTRY_PREFIX, JobPlan
 from tfyarn.jobconfig import JobConfig, JobConfigError, load_job
 from tfyarn.jobconfig.datasets import DataEntry, with_data
 from tfyarn.submission.plan import build_plan

@@ -84,7 +84,7 @@ def test_a_one_package_change_ships_one_layer(yarn_cluster, tmp_path: Path) -> N
         added = localized_layers(layout, nm) - before
         assert [p.name for p in added] == [site_url.rsplit("/", 1)[1]], sorted(added)
     finally:
-        from appmaster.storage import RemoteDir
+        from appmaster.common.storage import RemoteDir
 
         directory, name = site_url.rsplit("/", 1)
         for old in (name, name + layership.RECORD_SUFFIX):
@@ -94,7 +94,7 @@ def test_a_one_package_change_ships_one_layer(yarn_cluster, tmp_path: Path) -> N
 def test_a_layer_not_as_its_record_says_is_refused(yarn_cluster) -> None:
     """A layer cut short or replaced on HDFS (its size not its record's), or one without a
     record: refused before anything is submitted, naming the file and the fix."""
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     directory = cache_url(f"layers-check-{uuid.uuid4().hex[:8]}")
     remote = RemoteDir(directory)

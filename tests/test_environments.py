@@ -23,7 +23,7 @@ import pytest
 from barenodes import make_venv
 from jobtools import JobFiles, prepare_job, read_json, submit_and_wait
 
-from appmaster.jobplan import JOB_FILE, SCRIPTS_DIR
+from appmaster.common.jobplan import JOB_FILE, SCRIPTS_DIR
 from tfyarn.jobconfig import JobConfigError, load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout
@@ -202,7 +202,7 @@ def test_cluster_user() -> None:
 def test_ensure_uploaded_uploads_once(yarn_cluster, tmp_path: Path) -> None:
     """To the cluster's real HDFS, by content: the same archive from another path is not
     copied again, and no temporary copy is left beside it."""
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     fs = yarn_cluster.layout.default_fs
     user = f"tfyarn-test-{uuid.uuid4().hex[:8]}"
@@ -227,7 +227,7 @@ def test_ensure_uploaded_from_many_submissions_at_once(yarn_cluster, tmp_path: P
     is whole (a file a job named must never change under it)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     fs = yarn_cluster.layout.default_fs
     user = f"tfyarn-test-{uuid.uuid4().hex[:8]}"
@@ -391,11 +391,11 @@ def test_application_spec(tmp_path: Path) -> None:
         assert env_file.source == url  # on the cluster already: skein uses it in place
         assert str(env_file.type) == "ARCHIVE" and str(env_file.visibility) == "PRIVATE"
         assert {SCRIPTS_DIR, "appmaster", JOB_FILE} <= set(files)
-    assert "exec ./pyenv/bin/python -m appmaster.master" in spec.master.script
+    assert "exec ./pyenv/bin/python -m appmaster.master.main" in spec.master.script
     assert not any(k.startswith("YARN_CONTAINER_RUNTIME") for k in spec.master.env)
     assert set(spec.services) == {"ps", "chiefworker", "worker"}
     for service in spec.services.values():
-        assert "exec ./pyenv/bin/python -m appmaster.agent" in service.script
+        assert "exec ./pyenv/bin/python -m appmaster.agent.main" in service.script
         assert service.env["YARN_CONTAINER_RUNTIME_TYPE"] == "docker"
         assert service.env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"] == "tf:2"
         assert service.env["YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"] == "host"
@@ -409,7 +409,7 @@ def test_application_spec_with_a_node_interpreter(tmp_path: Path) -> None:
     plan = build_plan(job)
     spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, Placement())
     assert envs.ENV_DIR not in spec.master.files
-    assert "exec /opt/py/bin/python3 -m appmaster.master" in spec.master.script
+    assert "exec /opt/py/bin/python3 -m appmaster.master.main" in spec.master.script
     assert not any(k.startswith("YARN_CONTAINER_RUNTIME") for s in spec.services.values()
                    for k in s.env)
 

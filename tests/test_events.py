@@ -1,4 +1,5 @@
-"""Progress read from event files TensorFlow itself wrote (appmaster/events.py has no TF)."""
+"""Progress read from event files TensorFlow itself wrote (appmaster/agent/tfevents.py has no
+TF)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from appmaster.events import EventFile, Progress
+from appmaster.agent.tfevents import EventFile, Progress
 
 tf = pytest.importorskip("tensorflow")
 
@@ -59,7 +60,7 @@ def test_a_growing_file_is_read_once_and_a_half_written_record_waits(tmp_path: P
 
 def test_the_pace_comes_from_steps_and_wall_times(tmp_path: Path) -> None:
     progress = Progress(tmp_path)
-    from appmaster.events import Event
+    from appmaster.agent.tfevents import Event
 
     for step, wall in [(100, 1000.0), (110, 1002.0), (150, 1010.0), (160, 1012.0)]:
         progress._take(Event(step, wall, {"loss": 1.0}), "")

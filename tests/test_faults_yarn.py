@@ -4,7 +4,7 @@ Every test submits with `tfyarn submit --detach --json`, then watches the job's 
 work dir on HDFS, and what each task wrote in its own container's local work dir on its own
 host) and the process table (/proc). Tasks are found by their command line
 (`--work_dir=<container dir of the app>/work --job_name=... --task_index=...`), the
-AppMaster's Python driver by `appmaster.master` and its container directory. Every wait is
+AppMaster's Python driver by `appmaster.master.main` and its container directory. Every wait is
 bounded and says what it waited for. Recovery times are printed (run pytest with -s to see
 them), never asserted.
 
@@ -90,9 +90,9 @@ def task_key(proc: Proc) -> tuple[str, int]:
 
 
 def master_processes(app_id: str) -> list[Proc]:
-    """The AppMaster's Python driver (skein's Java AM starts `python -m appmaster.master`)."""
+    """The AppMaster's Python driver (skein's Java AM starts `python -m appmaster.master.main`)."""
     return [p for p in scan_processes()
-            if "appmaster.master" in p.argv and app_id in p.cwd and p.container_number == 1]
+            if "appmaster.master.main" in p.argv and app_id in p.cwd and p.container_number == 1]
 
 
 # ---------------------------------------------------------------- waiting

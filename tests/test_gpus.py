@@ -1,5 +1,6 @@
-"""appmaster/gpus.py and the local cluster's stand-in nvidia-smi, on recorded nvidia-smi output
-(an NVIDIA H100 80GB node, driver 580: tfyarn/localyarn/nvidia_smi_h100/). No YARN, no GPU."""
+"""appmaster/common/gpus.py and the local cluster's stand-in nvidia-smi, on recorded nvidia-smi
+output (an NVIDIA H100 80GB node, driver 580: tfyarn/localyarn/nvidia_smi_h100/). No YARN, no
+GPU."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from appmaster import gpus
+from appmaster.common import gpus
 from tfyarn.localyarn import gpunode, siteconf
 from tfyarn.localyarn.layout import GPUS_PER_GPU_NODE, Layout, node_managers
 
@@ -151,13 +152,13 @@ def test_tasks_on_one_node_hold_different_gpus_and_a_replacement_the_freed_one(
 
 def test_a_lock_held_by_another_process_counts(tmp_path: Path) -> None:
     seen = node(2)
-    script = ("import sys, time; from appmaster import gpus; "
+    script = ("import sys, time; from appmaster.common import gpus; "
               f"h = gpus.hold(1, gpus.parse_query_csv(sys.stdin.read()), {str(tmp_path)!r}, 0); "
               "print(h.environment()['CUDA_VISIBLE_DEVICES'], flush=True); time.sleep(30)")
     csv = "".join(f"{g.index}, {g.uuid}, {g.name}, {g.memory_mib}, {g.bus_id}\n" for g in seen)
     other = subprocess.Popen(["python3", "-c", script], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True,
-                             cwd=Path(gpus.__file__).parent.parent)
+                             cwd=Path(gpus.__file__).parents[2])
     try:
         other.stdin.write(csv)
         other.stdin.close()
@@ -236,7 +237,7 @@ def gpu_view() -> dict:
 
 
 def test_status_shows_each_tasks_gpus() -> None:
-    from appmaster.view import JobView
+    from appmaster.page.view import JobView
     from tfyarn.watch import jobview
     view = JobView.from_dict(gpu_view())
     table = jobview.format_table(view).splitlines()
@@ -250,7 +251,7 @@ def test_status_shows_each_tasks_gpus() -> None:
 
 
 def test_the_job_page_shows_each_tasks_gpus() -> None:
-    from appmaster import jobpage
+    from appmaster.page import jobpage
 
     page = jobpage.tasks_html(gpu_view())
     assert "<th>gpus</th>" in page
@@ -286,11 +287,11 @@ def test_the_dry_run_says_each_gpu_roles_gpus_and_label(tmp_path: Path, monkeypa
 
 
 def test_a_job_without_gpus_gets_no_gpu_column() -> None:
-    from appmaster import jobpage
+    from appmaster.page import jobpage
     from tfyarn.watch import jobview
     view = gpu_view()
     view["tasks"] = view["tasks"][:1]  # the ps alone: it asked for no GPU
-    from appmaster.view import JobView
+    from appmaster.page.view import JobView
 
     assert "GPUS" not in jobview.format_table(JobView.from_dict(view))
     assert jobview.gpu_lines(JobView.from_dict(view)) == []

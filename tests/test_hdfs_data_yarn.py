@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from jobtools import EXAMPLES, Run, cluster_user, prepare_job, refused, submit_and_wait
 
-from appmaster.storage import RemoteDir
+from appmaster.common.storage import RemoteDir
 from tfyarn.data import list_files, open_file, record_batches
 
 pytestmark = pytest.mark.yarn

@@ -1,4 +1,4 @@
-"""Pure logic of appmaster/hdfstokens.py. That a job outlives its tokens on a real Kerberos
+"""Pure logic of appmaster/common/hdfstokens.py. That a job outlives its tokens on a real Kerberos
 cluster is tests/test_secure_yarn.py's."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from appmaster import hdfstokens, storage
+from appmaster.common import hdfstokens, storage
 
 
 def site(conf_dir: Path, file: str, **props: str) -> None:

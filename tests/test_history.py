@@ -1,4 +1,4 @@
-"""The job's history (appmaster/history.py), its charts and timeline on the page, and the
+"""The job's history (appmaster/model/history.py), its charts and timeline on the page, and the
 report written from it, driven by the job's rules without YARN (tests/test_job.py's
 Cluster). tests/test_page_yarn.py shows the same on a real job in Chromium."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 from test_job import Cluster, evaluator_plan, plan, start_evaluator
 
-from appmaster import history as history_module
-from appmaster.history import MAX_POINTS, Curve, History, Mark, chosen_tags
-from appmaster.jobpage import TIMELINE_ROWS, render_page, render_parts
-from appmaster.report import HTML_FILE, JSON_FILE, ReportWriter, render_report
-from appmaster.view import JobView
+from appmaster.model import history as history_module
+from appmaster.model.history import MAX_POINTS, Curve, History, Mark, chosen_tags
+from appmaster.page.jobpage import TIMELINE_ROWS, render_page, render_parts
+from appmaster.page.report import HTML_FILE, JSON_FILE, ReportWriter, render_report
+from appmaster.page.view import JobView
 
 
 def progress(step: int, loss: float) -> dict:

@@ -176,7 +176,7 @@ def test_a_slow_agent_is_not_lost(yarn_cluster, skein_client, tmp_path: Path) ->
     app_id = submit(yarn_cluster, resources, app_config)
     running_on(yarn_cluster, app_id, "worker")
     worker = task(job_view(yarn_cluster, app_id), "worker", 1)
-    agent = next(p for p in scan_processes() if "appmaster.agent" in " ".join(p.argv)
+    agent = next(p for p in scan_processes() if "appmaster.agent.main" in " ".join(p.argv)
                  and worker["yarn_container_id"] in p.cwd)
     os.kill(agent.pid, signal.SIGSTOP)
     time.sleep(TIMEOUT_S / 2)

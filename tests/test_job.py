@@ -1,4 +1,4 @@
-"""The job's rules (appmaster/job.py) driven without YARN: events in, actions out.
+"""The job's rules (appmaster/model/job.py) driven without YARN: events in, actions out.
 
 Each test plays what the master would hear (containers started, exports, exits, silence,
 deadlines) into a :class:`Job` and checks what it decides. The integration tests show the
@@ -14,8 +14,10 @@ from dataclasses import replace
 
 import pytest
 
-from appmaster import registry
-from appmaster.job import (
+from appmaster.common import registry
+from appmaster.common.jobplan import JobPlan, RolePlan
+from appmaster.common.vocabulary import JobState, TaskState
+from appmaster.model.job import (
     FAILURE_SETTLE_S,
     REASK_S,
     VERDICT_WAIT_S,
@@ -28,10 +30,8 @@ from appmaster.job import (
     ShowTensorBoard,
     TrainingDone,
 )
-from appmaster.jobplan import JobPlan, RolePlan
-from appmaster.verdicts import judge, killed_by_signal
-from appmaster.view import JobView
-from appmaster.vocabulary import JobState, TaskState
+from appmaster.model.verdicts import judge, killed_by_signal
+from appmaster.page.view import JobView
 
 
 def plan(ps: int = 1, chief: int = 1, workers: int = 2, threshold: int = 1,

@@ -328,7 +328,7 @@ def test_dry_run_of_thousands_of_tasks_is_summarised(tmp_path: Path,
 def test_slider_package_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """examples/slider/ (the package's files): worker 0 is the chief, --worker_hosts lists only
     the workers, TF_CONFIG has no chief, and the script gets the package's six flags."""
-    from appmaster.cluster_spec import ClusterSpec
+    from appmaster.common.cluster_spec import ClusterSpec
     from tfyarn.jobconfig import load_job
     from tfyarn.submission.plan import build_plan
 

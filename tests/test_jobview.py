@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from appmaster.cluster_spec import ClusterSpec
-from appmaster.view import JobView
-from appmaster.webpage import render_page, slider_exports
+from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.page.view import JobView
+from appmaster.page.webpage import render_page, slider_exports
 from tfyarn.watch import jobview
 from tfyarn.watch.jobview import format_progress, format_table, parse_log_dump, role_counts
 
@@ -129,7 +129,7 @@ def test_storage_lines_say_where_checkpoints_are_and_how_fresh() -> None:
 
 
 def test_liveness_hears_changed_counters_only_and_lists_the_silent() -> None:
-    from appmaster.liveness import Liveness
+    from appmaster.model.liveness import Liveness
 
     live = Liveness(timeout_s=10)
     live.watch("a", now=0)

@@ -193,7 +193,7 @@ def test_a_checkpoint_saved_on_the_ps_host_is_reported(yarn_cluster, submit,
     `CheckpointOptions`: each ps writes its variables at the chief's path, but on its own
     host. With the ps on another host than the chief (its own partition), that path's
     directory is not there: the ps's save fails, the chief with it, and the job's
-    diagnostics say why and what to write instead (appmaster/splitsave.py)."""
+    diagnostics say why and what to write instead (appmaster/agent/splitsave.py)."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     for name in ("example_support.py", "keras_support.py"):

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from appmaster import registry
-from appmaster.job import EndJob, Kill
-from appmaster.vocabulary import JobState
+from appmaster.common import registry
+from appmaster.common.vocabulary import JobState
+from appmaster.model.job import EndJob, Kill
 from bench.simulated_am import SimulatedSkein, job_plan
 
 skein = pytest.importorskip("skein")
@@ -26,7 +26,7 @@ def status_event(container: str, state: str, **fields) -> skein.kv.Event:
 
 def running_master():
     """A master whose every task (2 ps, the chief, 1 worker) started, registered and runs."""
-    from appmaster.master import Master
+    from appmaster.master.main import Master
 
     master = Master(SimulatedSkein(), job_plan(4), "/tmp/unused")
     assert master.perform(master.job.start(time.monotonic())) is None

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from appmaster import registry
-from appmaster.jobfailures import FAILURE_SETTLE_S
-from appmaster.jobplan import JobPlan
+from appmaster.common import registry
+from appmaster.common.jobplan import JobPlan
+from appmaster.model.jobfailures import FAILURE_SETTLE_S
 from bench.simulated_am import SimulatedSkein, job_plan
 
 skein = pytest.importorskip("skein")
@@ -23,7 +23,7 @@ WORK_DIR = "/tmp/unused"
 
 def started_master(plan: JobPlan, from_spec: dict[str, int]):
     """A master started on a skein that asked for ``from_spec`` containers per role."""
-    from appmaster.master import Master
+    from appmaster.master.main import Master
 
     app = SimulatedSkein(from_spec)
     master = Master(app, plan, WORK_DIR)

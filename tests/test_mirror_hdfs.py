@@ -1,4 +1,4 @@
-"""The work-dir mirror (appmaster/mirror.py) against the local cluster's real HDFS.
+"""The work-dir mirror (appmaster/agent/mirror.py) against the local cluster's real HDFS.
 
 A writer saves checkpoints the way TensorFlow does (files first, the `checkpoint` state file
 last, old checkpoints deleted after) while the mirror syncs: a state file on HDFS must never
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from appmaster.mirror import WorkDirMirror, listed_checkpoints, missing_shards
-from appmaster.storage import RemoteDir, StorageError, bounded, plain_reason
+from appmaster.agent.mirror import WorkDirMirror, listed_checkpoints, missing_shards
+from appmaster.common.storage import RemoteDir, StorageError, bounded, plain_reason
 
 pytestmark = pytest.mark.yarn
 

@@ -5,7 +5,7 @@ the test: a tmpfs mounted in that NodeManager's own mount namespace over its `lo
 YARN unpacks what a container names and keeps its caches. The node's NodeManager finds the
 env's layers it held gone and localizes them again, which cannot fit: YARN fails the worker's
 container before it runs, and the job ends with what the user reads naming the node, YARN's
-own words and the fix (appmaster/verdicts.py). The other nodes, whose disks have room, run
+own words and the fix (appmaster/model/verdicts.py). The other nodes, whose disks have room, run
 their tasks as always; nothing is left running.
 """
 

@@ -39,7 +39,7 @@ def test_the_wheel_ships_every_file_of_the_packages_and_the_licence(wheel: Path)
     # captures, skein's driver log4j settings.
     missing = package_files() - set(names)
     assert not missing, f"not in {wheel.name}: {sorted(missing)}"
-    for needed in ("appmaster/master.py", "appmaster/agent.py", "tfyarn/data/dataset.py",
+    for needed in ("appmaster/master/main.py", "appmaster/agent/main.py", "tfyarn/data/dataset.py",
                    "tfyarn/localyarn/launcher.sh", "tfyarn/localyarn/NioLocalFs.java",
                    "tfyarn/localyarn/nvidia_smi_h100/nvidia-smi-q-x.xml",
                    "tfyarn/hadoop/driver-log4j.properties"):
@@ -117,7 +117,7 @@ def test_skein_imports_without_the_standard_librarys_distutils() -> None:
     if sys.version_info < (3, 12):
         pytest.importorskip("setuptools", reason="on Python < 3.12 tfyarn does not require it")
     result = _without_stdlib_distutils(
-        "import tfyarn.submission.appspec, appmaster.master, skein\n"
+        "import tfyarn.submission.appspec, appmaster.master.main, skein\n"
         "print(sys.modules['distutils'].__file__)")
     assert result.returncode == 0, result.stderr
     assert "setuptools" in result.stdout  # setuptools' distutils, not the standard library's

@@ -13,9 +13,9 @@ import pytest
 import requests
 from jobtools import REPO
 
-from appmaster import webpage
-from appmaster.jobpage import mirror_text, render_page, render_parts, task_columns
-from appmaster.jobplan import JOB_FILE
+from appmaster.common.jobplan import JOB_FILE
+from appmaster.page import webpage
+from appmaster.page.jobpage import mirror_text, render_page, render_parts, task_columns
 from tfyarn.hadoop import skeinui
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.appspec import application_spec
@@ -172,7 +172,7 @@ def test_the_appmaster_gets_the_overview_and_opens_java_util(tmp_path: Path) -> 
 
 
 def test_when_each_agent_was_last_heard_sits_under_its_state() -> None:
-    from appmaster.jobpage import heard_html, task_columns
+    from appmaster.page.jobpage import heard_html, task_columns
 
     task = {"role": "ps", "index": 0, "state": "running", "silent_s": 2.4, "address": "h:1"}
     assert "silent_s" not in task_columns([task])  # no extra column: the table stays narrow
@@ -188,7 +188,7 @@ def big_job(workers: int) -> dict:
 
 
 def test_a_large_job_gets_counts_and_a_folding_table_per_role() -> None:
-    from appmaster.jobpage import GROUP_OPEN_MAX, tasks_html
+    from appmaster.page.jobpage import GROUP_OPEN_MAX, tasks_html
 
     region = tasks_html(big_job(GROUP_OPEN_MAX + 10))
     counts, _, table = region.partition('<div id="task-table">')
@@ -207,7 +207,7 @@ def test_a_large_job_gets_counts_and_a_folding_table_per_role() -> None:
 
 
 def test_a_small_job_keeps_its_one_table() -> None:
-    from appmaster.jobpage import SMALL_JOB, tasks_html
+    from appmaster.page.jobpage import SMALL_JOB, tasks_html
 
     region = tasks_html(big_job(SMALL_JOB - 3))
     assert region.startswith('<table id="task-table">') and "<details" not in region

@@ -26,8 +26,8 @@ import requests
 from conftest import task_rows
 from jobtools import ReleaseFile, app_report, app_state, prepare_light_job, run_tfyarn
 
-from appmaster.jobpage import REFRESH_MS
-from appmaster.webpage import PAGE_ROUTE
+from appmaster.page.jobpage import REFRESH_MS
+from appmaster.page.webpage import PAGE_ROUTE
 from tfyarn.watch import jobview
 
 if TYPE_CHECKING:  # selenium is imported where a test drives the browser: collecting needs none

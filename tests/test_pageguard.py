@@ -1,4 +1,4 @@
-"""The guard in front of a job's TensorBoard (appmaster/pageguard.py): a real upstream server
+"""The guard in front of a job's TensorBoard (appmaster/common/pageguard.py): a real upstream server
 on loopback, real requests; who gets through and who gets 403 with the proxy's URL."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from appmaster.pageguard import GuardedPage, Peers, redacting_copy, refusal_page
-from appmaster.siteconf import proxy_base
+from appmaster.common.hadoopxml import proxy_base
+from appmaster.common.pageguard import GuardedPage, Peers, redacting_copy, refusal_page
 
 APP = "application_1700000000000_0042"
 BIG = b"x" * (3 * 1024 * 1024 + 17)  # more than one chunk: streamed, whole

@@ -31,7 +31,7 @@ from jobtools import (
 )
 from test_faults_yarn import Job
 
-from appmaster.job import REASK_S
+from appmaster.model.job import REASK_S
 from tfyarn.hadoop.driver import SubmitError, submit
 from tfyarn.jobconfig import load_job
 from tfyarn.localyarn import cluster

@@ -1,5 +1,5 @@
-"""The master's rendezvous (appmaster/rendezvous.py) and the agent's link to it
-(appmaster/agentlink.py), run against each other over real sockets, plain and TLS."""
+"""The master's rendezvous (appmaster/master/rendezvous.py) and the agent's link to it
+(appmaster/common/agentlink.py), run against each other over real sockets, plain and TLS."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import skein
 
-from appmaster import agentlink, registry, rendezvous
-from appmaster.agentlink import AgentLink, LinkError
+from appmaster.common import agentlink, registry
+from appmaster.common.agentlink import AgentLink, LinkError
+from appmaster.master import rendezvous
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,7 +27,7 @@ def served():
     """A store, its server on loopback and the events the master would hear."""
     heard: list[tuple[str, bytes]] = []
     store = rendezvous.Store(on_put=lambda key, value: heard.append((key, value)))
-    token = rendezvous.new_token()
+    token = agentlink.new_token()
     server = rendezvous.serve(store, token, host="127.0.0.1", advertised="127.0.0.1")
     yield store, server, token, heard
     stop_now(server)
@@ -155,7 +156,7 @@ def test_a_beat_is_answered_with_only_the_headers_agents_read(served, caplog):
 
 def test_wrong_token_is_refused_and_writes_nothing(served):
     store, server, _, heard = served
-    intruder = AgentLink(server.url, rendezvous.new_token())
+    intruder = AgentLink(server.url, agentlink.new_token())
     with pytest.raises(LinkError, match="401"):
         intruder.put("exports/worker/0", b"evil:1")
     with pytest.raises(LinkError, match="401"):
@@ -211,7 +212,7 @@ def test_link_dials_again_after_the_server_dropped_it(served):
 def test_tls_pins_the_applications_certificate(tmp_path):
     cert, key = credentials(tmp_path, "app")
     other_cert, _ = credentials(tmp_path, "other")
-    store, token = rendezvous.Store(), rendezvous.new_token()
+    store, token = rendezvous.Store(), agentlink.new_token()
     server = rendezvous.serve(store, token, host="127.0.0.1", advertised="127.0.0.1",
                               tls=rendezvous.server_tls(cert, key))
     try:
@@ -242,7 +243,7 @@ def test_from_container_reads_the_url_and_the_token_file(served, tmp_path, monke
 
 
 def test_the_link_imports_neither_skein_nor_grpc():
-    code = ("import sys, appmaster.agentlink; "
+    code = ("import sys, appmaster.common.agentlink; "
             "print(sorted(m for m in ('skein', 'grpc', 'http.client', 'email', 'ssl') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
@@ -252,9 +253,9 @@ def test_the_link_imports_neither_skein_nor_grpc():
 
 def test_an_agent_told_no_url_finds_the_master_past_a_taken_port(tmp_path, monkeypatch):
     cert, key = credentials(tmp_path, "app")
-    store, token = rendezvous.Store(), rendezvous.new_token()
+    store, token = rendezvous.Store(), agentlink.new_token()
     first = agentlink.candidate_ports(token)[0]
-    squatter = rendezvous.serve(rendezvous.Store(), rendezvous.new_token(), host="127.0.0.1",
+    squatter = rendezvous.serve(rendezvous.Store(), agentlink.new_token(), host="127.0.0.1",
                                 port=first, tls=rendezvous.server_tls(*credentials(tmp_path,
                                                                                    "other")))
     server = rendezvous.serve_on_candidates(store, token, host="127.0.0.1",
@@ -277,8 +278,8 @@ def test_an_agent_waits_for_the_spec_that_lists_its_own_address(served):
     """agent.wait_for_spec: a spec of its generation without its address (an old export)
     does not start it; the one listing its own address does. The evaluator takes the first
     spec of its generation or a later one (spec/latest), never an older one."""
-    from appmaster.agent import wait_for_any_spec, wait_for_spec
-    from appmaster.cluster_spec import ClusterSpec
+    from appmaster.agent.main import wait_for_any_spec, wait_for_spec
+    from appmaster.common.cluster_spec import ClusterSpec
 
     store, server, token, _ = served
     link = AgentLink(server.url, token)

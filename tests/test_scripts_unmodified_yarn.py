@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from jobtools import APPS, JobFiles, app_report, prepare_job, read_json, run_tfyarn, submit_and_wait
 
-from appmaster.refusedflags import WORK_DIR_FLAG_KEY
+from appmaster.agent.refusedflags import WORK_DIR_FLAG_KEY
 from tfyarn.submission.plan import CONTAINER_DIR
 
 pytestmark = pytest.mark.yarn

@@ -39,8 +39,8 @@ from jobtools import (
     wait_for,
 )
 
-from appmaster import hdfstokens
-from appmaster.siteconf import site_value
+from appmaster.common import hdfstokens
+from appmaster.common.hadoopxml import site_value
 from tfyarn.localyarn import cluster, secure
 from tfyarn.localyarn.layout import Layout, default_state_dir
 from tfyarn.security import spnego

@@ -1,4 +1,4 @@
-"""The settings' declarations (appmaster/settings.py) are what the job files' checks, the
+"""The settings' declarations (appmaster/common/settings.py) are what the job files' checks, the
 parsed job, the plan and the docs' key reference use: each is checked against them here."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from appmaster import settings as declared
-from appmaster.jobplan import JobPlan
+from appmaster.common import settings as declared
+from appmaster.common.jobplan import JobPlan
 from tfyarn.jobconfig import Defaults, appconfig, load_job, resources
 from tfyarn.jobconfig.reference import PAGE, render
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from jobtools import write_doc
 
-from appmaster.storage import RemoteFile
+from appmaster.common.storage import RemoteFile
 from tfyarn.jobconfig import JobConfigError, load_job
 from tfyarn.submission import sharedlayers
 from tfyarn.submission.sharedlayers import Subdir, choose, subdir_problem, writers

@@ -46,7 +46,7 @@ SIX_FLAGS = ["--ps_hosts", "--worker_hosts", "--job_name", "--task_index", "--da
 
 
 def remote(url: str):
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     return RemoteDir(url)
 

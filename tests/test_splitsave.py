@@ -1,10 +1,11 @@
-"""What a chief whose checkpoint was saved from the ps's hosts is told (appmaster/splitsave.py):
-the stderr tail below is the one TensorFlow 2.21 wrote in tests/test_keras_yarn.py's run of
-its parameter-server tutorial's ModelCheckpoint on the local YARN (paths shortened)."""
+"""What a chief whose checkpoint was saved from the ps's hosts is told
+(appmaster/agent/splitsave.py): the stderr tail below is the one TensorFlow 2.21 wrote in
+tests/test_keras_yarn.py's run of its parameter-server tutorial's ModelCheckpoint on the local
+YARN (paths shortened)."""
 
 from __future__ import annotations
 
-from appmaster.splitsave import CHIEF_CPU, split_save_hint
+from appmaster.agent.splitsave import CHIEF_CPU, split_save_hint
 
 PREFIX = "/nm2/local/usercache/root/appcache/app_1/container_1/work/checkpoints/ckpt-1"
 TAIL = f"""  File "functional_saver.py", line 557, in tf_function_save

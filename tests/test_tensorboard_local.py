@@ -18,8 +18,8 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from appmaster import jobpointer
-from appmaster.storage import TEMPORARY_MARK
+from appmaster.common import jobpointer
+from appmaster.common.storage import TEMPORARY_MARK
 from tfyarn.cli.main import main
 from tfyarn.watch import jobrecord, tensorboard_local
 from tfyarn.watch.eventcache import PARTIAL_PREFIX, EventCache, LocalEvents, is_event_file
@@ -142,7 +142,7 @@ def test_the_pointer_file_is_under_the_users_hdfs_home() -> None:
 
 
 def test_appmaster_side_imports_only_the_standard_library_and_storage() -> None:
-    code = ("import sys; import appmaster.jobpointer; "
+    code = ("import sys; import appmaster.common.jobpointer; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
             "{'click', 'requests', 'tfyarn', 'skein', 'hdfs_native'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -4,7 +4,7 @@ The job is tests/apps/light_task.py with --summaries: its chief writes real Tens
 files (no TensorFlow to start) into train/ of its work dir, mirrored to the job's work dir on
 HDFS, which the tensorboard component follows: TensorBoard's run "train". Its tasks run until
 the test, done with the running job, creates the release file on HDFS. TensorBoard answers
-only through YARN's proxy (appmaster/pageguard.py): a direct request gets 403 and the proxy's
+only through YARN's proxy (appmaster/common/pageguard.py): a direct request gets 403 and the proxy's
 URL."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from jobtools import (
     wait_for,
 )
 
-from appmaster.pageguard import FLAG_FILE
+from appmaster.common.pageguard import FLAG_FILE
 
 pytestmark = pytest.mark.yarn
 

@@ -1,5 +1,5 @@
-"""YARN's verdicts read from what skein hands on (appmaster/verdicts.py), and the job's rules
-for each (appmaster/job.py). The messages are Hadoop's and skein's own words, as seen on
+"""YARN's verdicts read from what skein hands on (appmaster/model/verdicts.py), and the job's rules
+for each (appmaster/model/job.py). The messages are Hadoop's and skein's own words, as seen on
 the local cluster (the memory one) or as their sources write them."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections import Counter
 import pytest
 from test_job import Cluster, plan, restarts
 
-from appmaster.job import VERDICT_WAIT_S
-from appmaster.jobpage import render_page
-from appmaster.verdicts import Verdict, judge, killed_by_signal, localization_failure
-from appmaster.view import JobView
-from appmaster.vocabulary import JobState, TaskState
+from appmaster.common.vocabulary import JobState, TaskState
+from appmaster.model.job import VERDICT_WAIT_S
+from appmaster.model.verdicts import Verdict, judge, killed_by_signal, localization_failure
+from appmaster.page.jobpage import render_page
+from appmaster.page.view import JobView
 from tfyarn.watch.jobview import format_table, verdict_lines
 
 PMEM = "714.2 MB of 256 MB physical memory used"  # skein's rewording of YARN's -104

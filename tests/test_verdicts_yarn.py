@@ -30,7 +30,7 @@ from test_faults_yarn import (
     wait_until,
 )
 
-from appmaster.jobfailures import VERDICT_WAIT_S
+from appmaster.model.jobfailures import VERDICT_WAIT_S
 from tfyarn.localyarn import cluster
 
 pytestmark = pytest.mark.yarn

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from jobtools import APPS, write_doc
 
-from appmaster import agent, registry
-from appmaster.cluster_spec import ClusterSpec
-from appmaster.jobplan import JobPlan
-from appmaster.refusedflags import refused_flag_hint, refused_flags
+from appmaster.agent import main as agent
+from appmaster.agent.refusedflags import refused_flag_hint, refused_flags
+from appmaster.common import registry
+from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.jobplan import JobPlan
 from tfyarn.jobconfig import JobConfig, JobConfigError, load_job
 from tfyarn.submission.plan import (
     CONTAINER_DIR,

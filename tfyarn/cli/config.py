@@ -68,7 +68,7 @@ def config_command(ctx: click.Context, resources_path: str, app_config_path: str
 
 
 def meaning(key: str) -> str:
-    """A setting's one line from its declaration (appmaster/settings.py)."""
+    """A setting's one line from its declaration (appmaster/common/settings.py)."""
     setting = declared(key)
     return setting.meaning if setting else ""
 

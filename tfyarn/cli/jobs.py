@@ -10,7 +10,7 @@ import time
 
 import click
 
-from appmaster.webpage import job_page_url
+from appmaster.page.webpage import job_page_url
 from tfyarn.cli import exitcodes
 from tfyarn.cli.monitor import _report, _reports
 from tfyarn.cli.options import ScriptArgsCommand, driver_options

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from appmaster.view import JobView, TaskRow
-from appmaster.vocabulary import Role, TaskState
+from appmaster.common.vocabulary import Role, TaskState
+from appmaster.page.view import JobView, TaskRow
 from tfyarn.cli import exitcodes
 from tfyarn.cli.options import driver_options, iso_time
 from tfyarn.errors import TfyarnError
@@ -156,7 +156,7 @@ def _show_status(report, as_json: bool, show_all: bool, role: str | None,
                  *jobview.liveness_lines(view)]:
         click.echo(line)
     if view.tensorboard_url:
-        # it answers only through YARN's proxy (appmaster/pageguard.py)
+        # it answers only through YARN's proxy (appmaster/common/pageguard.py)
         proxied = report.tracking_url.rstrip("/") + "/pages/tensorboard/"
         click.echo(f"TensorBoard: {proxied} (it listens at {view.tensorboard_url} for YARN's "
                    "proxy only)")

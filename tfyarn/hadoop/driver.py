@@ -21,7 +21,7 @@ from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
 from tfyarn.security.kerberos import check_login, login_from_keytab
 
 if TYPE_CHECKING:  # `import tfyarn` loads this module: it stays light (see tfyarn/__init__.py)
-    from appmaster.jobplan import JobPlan
+    from appmaster.common.jobplan import JobPlan
     from tfyarn.jobconfig import JobConfig
     from tfyarn.submission.environments import JobEnvironment
     from tfyarn.submission.plan import Placement
@@ -140,7 +140,7 @@ def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
            environment: JobEnvironment | None = None,
            driver: DriverSettings | None = None) -> str:
     """Upload the scripts, the AppMaster code and the plan; return the application id."""
-    from appmaster.jobplan import JOB_FILE
+    from appmaster.common.jobplan import JOB_FILE
     from tfyarn.submission import codepack
     from tfyarn.submission.appspec import (  # imports skein: when submitting
         application_spec,

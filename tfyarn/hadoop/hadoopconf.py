@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from appmaster.siteconf import parse_properties
+from appmaster.common.hadoopxml import parse_properties
 
 __all__ = ["SITE_FILES", "client_configuration", "conf_dirs", "parse_properties", "site_file",
            "web_login"]

@@ -44,7 +44,7 @@ def write_overview(dest: Path) -> Path:
 
 LOG_CONFIG = "log4j.properties"  # skein's own, in its jar
 # skein's web UI logs each page's target at INFO, and the target's path is the page's secret
-# (appmaster/webpage.py, appmaster/pageguard.py): its warnings only.
+# (appmaster/page/webpage.py, appmaster/common/pageguard.py): its warnings only.
 QUIET_WEB_UI = "log4j.logger.com.anaconda.skein.WebUI=WARN\n"
 
 

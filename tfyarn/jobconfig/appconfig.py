@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from appmaster.settings import APP_SCOPE, SUCCESS_POLICIES, built_in, setting
-from appmaster.settings import settings as declared
+from appmaster.common.settings import APP_SCOPE, SUCCESS_POLICIES, built_in, setting
+from appmaster.common.settings import settings as declared
 from tfyarn.jobconfig.datasets import parse_entries
 from tfyarn.jobconfig.documents import (
     Checker,

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from appmaster.storage import REMOTE_SCHEMES
+from appmaster.common.storage import REMOTE_SCHEMES
 from tfyarn.jobconfig.documents import COMMAND_LINE, Checker, kind_of
 from tfyarn.jobconfig.model import DataEntry, JobConfig, JobConfigError, Problem
 from tfyarn.submission.environments import ARCHIVE_SUFFIXES

@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from appmaster.jobplan import RolePlan
-from appmaster.settings import (
+from appmaster.common.jobplan import RolePlan
+from appmaster.common.settings import (
     APPMASTER_COMPONENT,
     FAILURE_POLICIES,
     FAILURE_THRESHOLD_MEANING,
     SUCCESS_POLICIES,
     default,
 )
-from appmaster.vocabulary import TF_ROLES, Role
+from appmaster.common.vocabulary import TF_ROLES, Role
 from tfyarn.errors import TfyarnError
 
 APPMASTER = APPMASTER_COMPONENT

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from appmaster.settings import (
+from appmaster.common.settings import (
     APP_PREFIX,
     APP_SCOPE,
     APPMASTER_SCOPE,

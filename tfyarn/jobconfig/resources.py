@@ -6,14 +6,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from appmaster.settings import (
+from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
     built_in,
     setting,
     settings,
 )
-from appmaster.vocabulary import Role
+from appmaster.common.vocabulary import Role
 from tfyarn.jobconfig.documents import (
     Checker,
     as_int,

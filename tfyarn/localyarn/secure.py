@@ -236,7 +236,7 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         # Once a job's HDFS tokens near their maximum lifetime, the ResourceManager gets new
         # ones for the NodeManagers (YARN-2704): a container started after that point is still
         # localized from HDFS. The containers' own new tokens come from tfyarn's AppMaster
-        # (appmaster/hdfstokens.py), for jobs submitted with a keytab.
+        # (appmaster/common/hdfstokens.py), for jobs submitted with a keytab.
         "yarn.resourcemanager.proxy-user-privileges.enabled": "true",
         "yarn.resourcemanager.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
         "yarn.resourcemanager.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,

@@ -193,7 +193,7 @@ def gpu_plugin_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
     """YARN's GPU plugin, as a real GPU node runs it: the node's yarn.io/gpu comes from
     discovery (`nvidia-smi -q -x`, here the stand-in of gpunode.py), not from a number.
     With the DefaultContainerExecutor the plugin discovers and counts, but assigns and
-    isolates nothing (docs/gpus.md); tfyarn's agent assigns (appmaster/gpus.py)."""
+    isolates nothing (docs/gpus.md); tfyarn's agent assigns (appmaster/common/gpus.py)."""
     stand_in = layout.node_dir(nm) / "bin" / "nvidia-smi"
     return {
         "yarn.nodemanager.resource-plugins": "yarn.io/gpu",

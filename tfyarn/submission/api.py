@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
-from appmaster.jobplan import JobPlan
+from appmaster.common.jobplan import JobPlan
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.hadoop import haconf, hadoopconf
 from tfyarn.hadoop.driver import DriverSettings, driver_settings, skein_client

@@ -11,9 +11,9 @@ from pathlib import Path
 import skein
 
 import appmaster
-from appmaster.agentlink import TOKEN_FILE
-from appmaster.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
-from appmaster.jobplan import (
+from appmaster.common.agentlink import TOKEN_FILE, new_token
+from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
+from appmaster.common.jobplan import (
     DATA_DIR_NAME,
     DATA_ENTRY_PREFIX,
     JOB_FILE,
@@ -21,8 +21,7 @@ from appmaster.jobplan import (
     SECRET_FILE_PREFIX,
     JobPlan,
 )
-from appmaster.registry import CANNOT_START
-from appmaster.rendezvous import new_token
+from appmaster.common.registry import CANNOT_START
 from tfyarn.hadoop import skeinui
 from tfyarn.hadoop.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
 from tfyarn.jobconfig.datasets import is_archive
@@ -57,7 +56,7 @@ def interpreter_check(python: str, module: str) -> str:
     (skein hides a failed container's diagnostics behind "see logs"); the message also goes
     to a *stderr* file of the container's logs. For the AppMaster, `tfyarn submit --wait`
     and `status` read it from its log (jobview.launch_failure)."""
-    what = "the AppMaster" if module == "appmaster.master" else "this task"
+    what = "the AppMaster" if module == "appmaster.master.main" else "this task"
     message = (
         f"tfyarn: cannot start {what}: the interpreter %s does not exist on node %s. "
         "Fix: install Python with TensorFlow, skein and hdfs-native at that path on every "
@@ -66,7 +65,7 @@ def interpreter_check(python: str, module: str) -> str:
         "environment; or give a packed env with --python-env.")
     quoted = shlex.quote(python)
     report = ""
-    if module == "appmaster.agent":
+    if module == "appmaster.agent.main":
         report = (f"  if command -v python3 >/dev/null 2>&1; then exec python3 -m {module} "
                   f'{CANNOT_START} "$message"; fi\n')
     return (
@@ -106,7 +105,7 @@ def code_packs(scripts_dir: Path, job_dir: Path) -> dict[str, Path]:
 
 
 def rendezvous_token(job_dir: Path) -> Path:
-    """The job's secret for the master's rendezvous (appmaster/rendezvous.py), in a file only
+    """The job's secret for the master's rendezvous (appmaster/master/rendezvous.py), in a file only
     its owner reads; YARN localizes it privately for the application, like skein's own key."""
     path = job_dir / TOKEN_FILE
     path.touch(mode=0o600)
@@ -116,7 +115,7 @@ def rendezvous_token(job_dir: Path) -> Path:
 
 def kerberos_files(keytab: str | None) -> dict[str, skein.File]:
     """With --keytab, the AppMaster alone gets it, privately, to obtain new HDFS tokens for a
-    job that outlives its own (appmaster/hdfstokens.py), and the client's krb5.conf when
+    job that outlives its own (appmaster/common/hdfstokens.py), and the client's krb5.conf when
     KRB5_CONFIG names one (Java reads no KRB5_CONFIG; else the node's /etc/krb5.conf)."""
     if not keytab:
         return {}
@@ -192,14 +191,14 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
             allow_failures=True,
             files=task_files,
             env={**plan.env, **environment.task_env()},
-            script=_launch(plan, "appmaster.agent"),
+            script=_launch(plan, "appmaster.agent.main"),
         )
         for role in (*plan.roles, *plan.side_roles)
     }
     master = skein.Master(
         resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
         files={**files, **kerberos_files(keytab), skeinui.UI_DIR: code[skeinui.UI_DIR]},
-        script=_launch(plan, "appmaster.master", environment.master_python),
+        script=_launch(plan, "appmaster.master.main", environment.master_python),
         log_config=skein.File(str(skeinui.write_log_config(
             job_file.parent / "skein.log4j.properties")), type="file"),
         # skein's Java AppMaster reads JAVA_TOOL_OPTIONS: a short-lived JVM starts faster so,

@@ -226,7 +226,7 @@ def ensure_uploaded(archive: str | os.PathLike[str], *, fs_default: str | None =
 
 def is_on_cluster(url: str, what: str = "the packed env") -> bool:
     """Whether the cache on the cluster holds ``url`` (complete: uploads are renamed)."""
-    from appmaster.storage import RemoteDir, StorageError, bounded
+    from appmaster.common.storage import RemoteDir, StorageError, bounded
 
     directory, name = url.rsplit("/", 1)
     try:
@@ -241,7 +241,7 @@ def upload_once(path: Path, url: str, *, private: bool = False, what: str = "the
     one archive are safe: each copies to a name of its own and renames it into place; the
     first rename wins and the others' copies are dropped (a file a job named must never
     change under it), so a half-written archive is never used."""
-    from appmaster.storage import RemoteDir, StorageError, bounded
+    from appmaster.common.storage import RemoteDir, StorageError, bounded
 
     directory, name = url.rsplit("/", 1)
     try:
@@ -290,7 +290,7 @@ def docker_environment(image: str, mounts: Sequence[str] = ()) -> dict[str, str]
     """The environment that has YARN's Docker runtime run a container in the image.
 
     The image needs a python with hdfs-native (tfyarn's agent imports it; not skein: the
-    agent talks to the master without it, appmaster/agentlink.py) and TensorFlow, or a
+    agent talks to the master without it, appmaster/common/agentlink.py) and TensorFlow, or a
     packed env that runs in it (conda-pack's are self-contained; venv-pack's link to a
     python at the same path). The network is the host's: tasks are reached at their node's
     address. The container's working directory (with the packed env) is mounted by YARN;

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from appmaster.storage import RemoteFile
+from appmaster.common.storage import RemoteFile
 from tfyarn.submission import envlayers, envpack
 from tfyarn.submission.environments import (
     JobEnvironment,
@@ -102,7 +102,7 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
     ``directory_url`` (default: your HDFS home's .tfyarn/envs), or with ``shared_url`` in
     a directory all users share, from the subdirectories of those ``trusted``
     (sharedlayers.py)."""
-    from appmaster.storage import StorageError
+    from appmaster.common.storage import StorageError
 
     layers = envlayers.split(source)
     what = f"this Python environment ({source.prefix})"
@@ -159,7 +159,7 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
 def upload_layer(archive: Path, record: dict, url: str, what: str) -> float | None:
     """The layer and then its record on the cluster; the seconds it took, or None when
     another submit had put it there first."""
-    from appmaster.storage import RemoteDir
+    from appmaster.common.storage import RemoteDir
 
     started = time.monotonic()
     if not upload_once(archive, url, what=what):
@@ -173,7 +173,7 @@ class HomeStore:
     """The layers in a directory of one's own: listed once, by name."""
 
     def __init__(self, url: str) -> None:
-        from appmaster.storage import RemoteDir, bounded
+        from appmaster.common.storage import RemoteDir, bounded
 
         self.remote = RemoteDir(url)
         what = f"HDFS ({url})"

@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from appmaster.cluster_spec import ClusterSpec
-from appmaster.jobplan import JobPlan, RolePlan
-from appmaster.pageguard import FLAG_FILE
-from appmaster.settings import APP_SCOPE, APPMASTER_SCOPE, default, settings
-from appmaster.vocabulary import Role
+from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.jobplan import JobPlan, RolePlan
+from appmaster.common.pageguard import FLAG_FILE
+from appmaster.common.settings import APP_SCOPE, APPMASTER_SCOPE, default, settings
+from appmaster.common.vocabulary import Role
 from tfyarn.jobconfig import (
     EVALUATOR,
     FAILURE_THRESHOLD_MEANING,
@@ -30,7 +30,7 @@ from tfyarn.submission.workdir import default_work_dir, qualified
 TASKS_SHOWN = 8
 HOSTS_SHOWN = 8
 # A task's container directory on its node, known only once it runs: where its local work
-# dir and data dir are (appmaster/jobplan.py's task_command, the same as the agent's)
+# dir and data dir are (appmaster/common/jobplan.py's task_command, the same as the agent's)
 CONTAINER_DIR = "<container-dir>"
 
 
@@ -96,7 +96,7 @@ def build_plan(job: JobConfig, name: str | None = None,
         ),
         work_dir=work_dir,
         roles=roles,
-        # the settings the AppMaster reads as the files give them (appmaster/settings.py)
+        # the settings the AppMaster reads as the files give them (appmaster/common/settings.py)
         **{s.field: getattr(app, s.field) for s in settings(APP_SCOPE) if s.travels},
         script_args=(*app.script_args, *extra_args),
         env=dict(app.env),

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import requests
 
-from appmaster.jobplan import JobPlan, RolePlan
-from appmaster.settings import COMPONENT_SCOPE, settings
+from appmaster.common.jobplan import JobPlan, RolePlan
+from appmaster.common.settings import COMPONENT_SCOPE, settings
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems

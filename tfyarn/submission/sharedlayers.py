@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from appmaster.storage import RemoteFile
+from appmaster.common.storage import RemoteFile
 from tfyarn.submission.environments import JobEnvironmentError, default_fs
 
 DIR_KEY = "site.global.python.layers.dir"
@@ -149,7 +149,7 @@ class SharedStore:
 
     def __init__(self, url: str, me: str, trusted: tuple[str, ...] | None,
                  echo: Callable[[str], None]) -> None:
-        from appmaster.storage import RemoteDir, StorageError, bounded
+        from appmaster.common.storage import RemoteDir, StorageError, bounded
 
         self.url, self.me = qualified(url), me
         self.remote = RemoteDir(self.url)
@@ -204,7 +204,7 @@ class SharedStore:
     def upload_to(self, name: str) -> tuple[str, bool]:
         """Where this submit's own copy of layer ``name`` goes (its subdirectory, made at
         its first upload), and whether YARN may cache it publicly."""
-        from appmaster.storage import StorageError, bounded
+        from appmaster.common.storage import StorageError, bounded
 
         if self.me not in self.subdirs:
             path = self.remote.path(self.me)
@@ -229,7 +229,7 @@ def read_settings(settings: dict[str, Any]) -> tuple[str | None, tuple[str, ...]
                                                      list[tuple[str, str, str, Any]]]:
     """(the shared directory, whom to trust, problems: (key, what is wrong, the fix, the
     value)) from a job's or a defaults file's settings; nothing read from HDFS."""
-    from appmaster.storage import is_remote
+    from appmaster.common.storage import is_remote
 
     problems: list[tuple[str, str, str, Any]] = []
     url = settings.get(DIR_KEY)

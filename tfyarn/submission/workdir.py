@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from appmaster.storage import REMOTE_SCHEMES, RemoteDir, StorageError, bounded, is_remote
+from appmaster.common.storage import REMOTE_SCHEMES, RemoteDir, StorageError, bounded, is_remote
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import hadoopconf
 from tfyarn.security import kerberos

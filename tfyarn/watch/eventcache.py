@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from appmaster.storage import TEMPORARY_MARK, RemoteDir, bounded
+from appmaster.common.storage import TEMPORARY_MARK, RemoteDir, bounded
 
 EVENT_PREFIX = "events.out.tfevents."
 OVERLAP = 64  # bytes read again before appending: the copy must still be the source's prefix

@@ -3,7 +3,7 @@
 Three places say it, tried in this order:
 
 1. the pointer file the AppMaster writes on HDFS when the job starts
-   (appmaster/jobpointer.py): there for as long as HDFS keeps it, and cheap to read;
+   (appmaster/common/jobpointer.py): there for as long as HDFS keeps it, and cheap to read;
 2. the running AppMaster's live view (its job page's tasks.json);
 3. the final view in the AppMaster's log (``yarn logs``), once YARN aggregated it: the
    fallback for jobs older than the pointer file, and for clusters whose log aggregation
@@ -12,7 +12,7 @@ Three places say it, tried in this order:
 
 from __future__ import annotations
 
-from appmaster.jobpointer import pointer_path, read_pointer
+from appmaster.common.jobpointer import pointer_path, read_pointer
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop.driver import FINAL_STATES
 from tfyarn.watch import jobview

@@ -1,5 +1,5 @@
 """A job's report, read back on the client: the HTML and JSON the AppMaster wrote into the
-job's work dir (appmaster/report.py), for `tfyarn report` and for `tfyarn status` on a job
+job's work dir (appmaster/page/report.py), for `tfyarn report` and for `tfyarn status` on a job
 that has ended.
 """
 
@@ -9,10 +9,10 @@ import functools
 import json
 from pathlib import Path
 
-from appmaster import jobpointer
-from appmaster.report import HTML_FILE, JSON_FILE, render_report
-from appmaster.storage import RemoteDir, StorageError, bounded, is_remote
-from appmaster.view import JobView
+from appmaster.common import jobpointer
+from appmaster.common.storage import RemoteDir, StorageError, bounded, is_remote
+from appmaster.page.report import HTML_FILE, JSON_FILE, render_report
+from appmaster.page.view import JobView
 from tfyarn.errors import TfyarnError
 from tfyarn.watch import jobview
 

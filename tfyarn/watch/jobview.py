@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 import requests
 
-from appmaster import gpus, verdicts
-from appmaster.view import JobView, TaskRow
-from appmaster.vocabulary import STAGES, STAGES_REACHED, TaskState
-from appmaster.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
+from appmaster.common import gpus
+from appmaster.common.vocabulary import STAGES, STAGES_REACHED, TaskState
+from appmaster.model import verdicts
+from appmaster.page.view import JobView, TaskRow
+from appmaster.page.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
 from tfyarn.errors import TfyarnError
 from tfyarn.security import spnego
 
@@ -87,7 +88,7 @@ def final_view(app_id: str) -> JobView | None:
     return JobView.from_dict(json.loads(lines[-1][len(FINAL_VIEW_MARKER):])) if lines else None
 
 
-# skein's words when the AppMaster's script (appmaster.master) exits with 127: the shell could
+# skein's words when the AppMaster's script (appmaster.master.main) exits with 127: the shell could
 # not run it. tfyarn's launch lines (appspec.interpreter_check) said why in its log.
 DRIVER_NOT_FOUND = "Application driver failed with exit code 127"
 LAUNCH_FAILURE_MARK = "tfyarn: cannot start"

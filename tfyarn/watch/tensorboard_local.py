@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import click
 import requests
 
-from appmaster.storage import REMOTE_SCHEMES, StorageError, is_remote
+from appmaster.common.storage import REMOTE_SCHEMES, StorageError, is_remote
 from tfyarn.cli.monitor import APP_ID, _report, _reports
 from tfyarn.cli.options import driver_options
 from tfyarn.errors import TfyarnError

@@ -1,0 +1,119 @@
+"""Key names in the job's registry: the master's rendezvous (appmaster/master/rendezvous.py), where
+the agents write and read, and skein's key-value store, which keeps what only YARN can tell.
+
+- ``task/<container>``: the task a container runs ({role, index, generation, attempt}).
+  The agent reads it from the rendezvous; in skein's registry the same key is owned by the
+  container: YARN's end of the container deletes it, which is how the master hears of every
+  container's end without polling.
+- ``exports/<role>/<index>``: the task's {address, container, generation} (TensorBoard's
+  also its page's secret path, appmaster/common/pageguard.py), owned by the container. Slider's
+  "exports" under the same name.
+- ``spec/<generation>``: the cluster spec, published once every task of a generation exported
+  (also shown in skein's registry); ``spec/latest``: the newest with its generation, for the
+  evaluator, which waits for any generation from its own on.
+- ``status/<container>``: the agent's last word on its task (started, running, exited...).
+- ``tail/<container>``: the last stderr lines of a task that failed, for diagnostics.
+- ``mirror/<container>``: how the task's local work dir stands against HDFS (mirror.py).
+- ``alive/<container>``: the agent's heartbeat, a POST every few seconds that raises its
+  counter in the rendezvous (and answers whether it still holds its task); the master reads
+  them all at once and declares a task lost when its counter stops.
+- ``progress/<container>``: how far its training got, from its event files (progress.py).
+- ``training/done``: written once the chief finished: the evaluator's cue to evaluate the
+  last checkpoint and end.
+- ``tokens/hdfs``: the newest HDFS delegation tokens the master obtained with the job's keytab
+  (appmaster/common/hdfstokens.py); a heartbeat's answer carries their version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+# The agent's exit code when the script could not bind its port (another process listens
+# there): the master restarts the task on a new port without counting a failure.
+PORT_TAKEN_EXIT = 75
+PORT_TAKEN_SIGNS = ("Address already in use", "Could not start gRPC server",
+                    "Failed to add port to server")
+# The agent's exit code when the job's work dir on HDFS could not be read before the start:
+# starting without the checkpoint would lose the job's progress, so the task fails instead.
+STORAGE_FAILED_EXIT = 74
+# The agent's exit code when the job's interpreter does not exist on its node: a shell's
+# "command not found", said by the node's own Python (appspec.interpreter_check).
+NO_INTERPRETER_EXIT = 127
+# `python3 -m appmaster.agent.main --cannot-start REASON`: then the node's own Python (this
+# module needs only the standard library until the script starts) only tells the master why.
+CANNOT_START = "--cannot-start"
+# The agent's exit code when it found itself superseded (the master declared its task lost
+# while its host was cut off) or cut off from the master longer than the timeout: it ends
+# its script at once, so an old task never rejoins the job.
+STALE_EXIT = 76
+
+
+@dataclass(frozen=True)
+class TaskAssignment:
+    role: str
+    index: int
+    generation: int
+    attempt: int  # how many times this task was started before
+    previous_address: str | None = None  # where it listened before: reused when free
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> TaskAssignment:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True)
+class Export:
+    address: str  # host:port the task's TensorFlow server will listen on
+    container: str
+    generation: int
+    # TensorBoard's: the secret path its guard forwards, for skein's UI only (pageguard.py)
+    path: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Export:
+        return cls(**json.loads(text))
+
+
+def task_key(container: str) -> str:
+    return f"task/{container}"
+
+
+def export_key(role: str, index: int) -> str:
+    return f"exports/{role}/{index}"
+
+
+def spec_key(generation: int) -> str:
+    return f"spec/{generation}"
+
+
+def status_key(container: str) -> str:
+    return f"status/{container}"
+
+
+def tail_key(container: str) -> str:
+    return f"tail/{container}"
+
+
+def mirror_key(container: str) -> str:
+    return f"mirror/{container}"
+
+
+def progress_key(container: str) -> str:
+    return f"progress/{container}"
+
+
+TRAINING_DONE_KEY = "training/done"
+LATEST_SPEC_KEY = "spec/latest"
+TOKENS_KEY = "tokens/hdfs"
+
+
+def container_of(key: str) -> str:
+    """``task/worker_3`` -> ``worker_3``."""
+    return key.split("/", 1)[1]

@@ -1,0 +1,1 @@
+"""The AppMaster's I/O: skein's driver script (`main`), the agents' rendezvous, attempts."""

@@ -1,0 +1,358 @@
+"""The ApplicationMaster's I/O: runs beside skein's Java AppMaster as its driver script.
+
+It serves the agents' rendezvous (appmaster/master/rendezvous.py: their exports, words and
+heartbeats; their tasks and the cluster spec) and hears every container's end from skein's
+registry, where each ``task/<container>`` key is owned by its container. Both arrive as events
+on one queue (no polling); it reads the agents' heartbeats when due, feeds it all to the job's
+rules (appmaster/model/job.py), then does what those decide: asks YARN for containers, kills them,
+publishes the cluster spec, ends the application.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sys
+import threading
+import time
+from pathlib import Path
+
+import skein
+
+from appmaster.common import agentlink, hdfstokens, registry
+from appmaster.common.jobplan import JobPlan
+from appmaster.common.vocabulary import JobState, Role
+from appmaster.master import attempts, rendezvous
+from appmaster.model import verdicts
+from appmaster.model.job import (
+    Action,
+    EndJob,
+    Fence,
+    Job,
+    Kill,
+    PublishSpec,
+    Request,
+    ShowTensorBoard,
+    Task,
+    TrainingDone,
+)
+from appmaster.page import webpage
+from appmaster.page.report import ReportWriter
+from appmaster.page.view import JobView
+
+log = logging.getLogger("tfyarn.master")
+
+ALL_STATES = ["WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"]
+SKEIN_KEY_FILE = ".skein.pem"  # skein's per-application key, in the AppMaster's directory
+
+
+class Master:
+    def __init__(self, app: skein.ApplicationClient, plan: JobPlan, work_dir: str,
+                 am_attempt: int = 1) -> None:
+        self.app = app
+        self.plan = plan
+        self.work_dir = work_dir
+        self.job = Job(plan, time.monotonic(), am_attempt)
+        self.job.history.wall_offset = time.time() - time.monotonic()  # for the view's times
+        # skein asks for every task's container itself at start-up (the spec's instances,
+        # see tfyarn/submission/appspec.py): those are adopted, not asked for again.
+        self.adoptable: dict[tuple[str, int], str] = {}
+        self.lock = threading.Lock()  # the web page reads while events are handled
+        self.store = rendezvous.Store()  # what the agents write and read
+        self.events: skein.kv.EventQueue | None = None  # once begun
+        self.first_end: EndJob | None = None  # the start's, if it ended the job
+
+    # ------------------------------------------------------------ main loop
+
+    def begin(self) -> None:
+        """What the agents wait for, first thing (main calls it before the job page and the
+        reports): the events heard, the rendezvous served, every task given its container.
+        skein started the containers it asked for with its AppMaster: their agents may
+        already be looking for the rendezvous."""
+        if self.events is not None:
+            return
+        events = self.app.kv.event_queue()
+        events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
+        # An agent's write joins skein's events on the same queue, in the order it came.
+        self.store.on_put = lambda key, value: events.put(
+            skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None))
+        self.events = events
+        self.serve_rendezvous()
+        with self.lock:
+            self.first_end = self.start(time.monotonic())
+
+    def run(self) -> EndJob:
+        """Events until one ends the job: how it ended (the job's :class:`EndJob`)."""
+        self.begin()
+        events = self.events
+        refresher = hdfstokens.TokenRefresher.for_job(self.plan.principal, self.work_dir,
+                                                      self.publish_tokens)
+        if refresher:
+            refresher.start()
+        try:
+            end = self.first_end
+            while end is None:
+                try:
+                    event = events.get(timeout=self.seconds_to_next_deadline())
+                except queue.Empty:
+                    with self.lock:
+                        end = self.on_deadline(time.monotonic())
+                    continue
+                with self.lock:
+                    end = self.handle(event)
+            return end
+        finally:
+            if refresher:
+                refresher.stop()
+
+    def start(self, now: float) -> EndJob | None:
+        """The job's first requests: the containers skein asked for at its start are
+        adopted; any task without one (none when the spec gave every role its instances)
+        is asked for now."""
+        self.adoptable = self.containers_skein_requested()
+        try:
+            return self.perform(self.job.start(now))
+        finally:
+            self.adoptable = {}
+
+    def seconds_to_next_deadline(self) -> float | None:
+        deadline = self.job.next_deadline()
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def handle(self, event: skein.kv.Event) -> EndJob | None:
+        """One event, its actions performed: the job's end if it ended it."""
+        kind, now = event.key.split("/", 1)[0], time.monotonic()
+        if kind == "exports":
+            return self.perform(self.job.on_export(registry.Export.from_json(event.result.value),
+                                                   now))
+        if kind == "status":
+            return self.on_status(registry.container_of(event.key),
+                                  json.loads(event.result.value), now)
+        if kind == "task":
+            return self.on_container_end(registry.container_of(event.key), now)
+        if kind in ("mirror", "progress"):
+            self.job.on_status(registry.container_of(event.key),
+                               **{kind: json.loads(event.result.value)}, now=now)
+        return None
+
+    def on_status(self, container: str, status: dict, now: float) -> EndJob | None:
+        """An agent's word on its task."""
+        if "gpus" in status:  # what its agent found: its own GPUs, or why it found none
+            self.job.on_status(container, gpus=status["gpus"])
+        if status["state"] == "started":
+            return self.perform(self.job.on_started(
+                container, now, node=status.get("node"),
+                yarn_container_id=status.get("yarn_container_id"), user=status.get("user")))
+        if status["state"] == "running":
+            return self.perform(self.job.on_running(container, now))
+        if status["state"] == "exited":
+            code = status.get("exit_code")
+            task = self.job.task_of(container)
+            failure = self.describe_failure(task, container, "exited", code) if (
+                task and code != 0 and task.role != Role.TENSORBOARD) else ""
+            return self.perform(self.job.on_exited(container, code, now, failure))
+        return None
+
+    def on_container_end(self, container: str, now: float) -> EndJob | None:
+        """YARN ended the container (the registry dropped the key it owned)."""
+        task = self.job.task_of(container)
+        if task is None:
+            self.job.on_container_end(container, False, now)  # one the job stopped itself
+            return None
+        report = self.container_report(task.role, container)
+        state = str(report.state) if report else "UNKNOWN"
+        end = verdicts.judge(state, report.exit_message if report else "")  # YARN's why
+        failure = "" if state == "SUCCEEDED" else self.describe_failure(task, container, state)
+        return self.perform(self.job.on_container_end(container, state == "SUCCEEDED", now,
+                                                      failure, end))
+
+    def on_deadline(self, now: float) -> EndJob | None:
+        if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
+            self.job.on_allocated({c.id: c.yarn_node_http_address
+                                   for c in self.app.get_containers(states=["RUNNING"])})
+        if self.job.heartbeats_due(now):
+            end = self.perform(self.job.on_heartbeats(self.store.beats(), now))
+            if end is not None:
+                return end
+        return self.perform(self.job.on_tick(now))
+
+    # ------------------------------------------------------------ actions
+
+    def perform(self, actions: list[Action]) -> EndJob | None:
+        """Do what the job decided; its end, if it decided it (always its last action), is
+        returned for :meth:`run` to act on."""
+        asks: list[Request] = []  # a run of requests, asked for together
+        for action in actions:
+            if isinstance(action, Request):
+                asks.append(action)
+                continue
+            self.request(asks)
+            asks = []
+            if isinstance(action, Kill):
+                # skein releases the container: YARN reports it ABORTED ("Container released
+                # by application"), never KILLED_BY_APPMASTER, at which skein's AppMaster
+                # would stop reading the heartbeat's other ends (issue 36; the test:
+                # tests/test_verdicts_yarn.py, an end beside tfyarn's own kills)
+                self.app.kill_container(action.container)
+            elif isinstance(action, Fence):  # its agent, if it beats again, ends itself
+                self.store.delete(registry.task_key(action.container))
+                self.app.kv.discard(registry.task_key(action.container))
+            elif isinstance(action, PublishSpec):
+                self.publish_spec(action.generation, action.spec.to_json())
+                log.info("cluster spec (generation %d): %s", action.generation,
+                         action.spec.to_json())
+            elif isinstance(action, ShowTensorBoard):
+                # skein's UI forwards /pages/tensorboard/<rest> to <target>/<rest>; the
+                # task's guard answers only that path (appmaster/common/pageguard.py)
+                self.app.ui.add_page(Role.TENSORBOARD, f"http://{action.address}/{action.path}/",
+                                     link_name="TensorBoard")
+                log.info("TensorBoard at http://%s, for YARN's proxy only (/pages/%s/)",
+                         action.address, Role.TENSORBOARD)
+            elif isinstance(action, TrainingDone):
+                self.store.put(registry.TRAINING_DONE_KEY, b"1")
+            elif isinstance(action, EndJob):
+                return action
+        self.request(asks)
+        return None
+
+    def request(self, asks: list[Request]) -> None:
+        """Containers for these tasks: those skein asked for at start-up are adopted; the
+        rest are asked for a role at a time, in one call (skein's scale). Asked one call per
+        container, YARN, allocating while the asks still came in, gave containers beyond
+        them, which skein released with the asks they stood for (issue 28, 3 runs in 6 at
+        64 and 200 tasks): those tasks then waited REASK_S for their request again."""
+        new: dict[str, list[Task]] = {}
+        for ask in asks:
+            key = (ask.task.role, ask.task.index)
+            adopted = self.adoptable.pop(key, None) if ask.generation == 0 else None
+            if adopted is None:
+                new.setdefault(ask.task.role, []).append(ask.task)
+            else:
+                self.assign(ask.task, adopted)
+        for role, tasks in new.items():
+            containers = (self.app.scale(role, delta=len(tasks)) if len(tasks) > 1
+                          else [self.app.add_container(role)])
+            for task, container in zip(tasks, containers, strict=True):
+                self.assign(task, container.id)
+
+    def assign(self, task: Task, container: str) -> None:
+        """``container`` runs ``task``: its agent learns so from the rendezvous."""
+        assignment = self.job.assigned(task, container, time.monotonic()).to_json().encode()
+        self.store.put(registry.task_key(container), assignment)  # what its agent waits for
+        # Owned by the container in skein's registry: its end, however it comes, deletes the
+        # key and tells us.
+        self.app.kv.put(registry.task_key(container), assignment, owner=container)
+
+    def publish_spec(self, generation: int, spec: str) -> None:
+        self.store.put(registry.spec_key(generation), spec.encode())
+        self.store.put(registry.LATEST_SPEC_KEY, json.dumps(
+            {"generation": generation, "spec": spec}).encode())  # the evaluator's
+        self.app.kv.put(registry.spec_key(generation), spec.encode())  # shown on skein's page
+
+    def publish_tokens(self, tokens: bytes) -> None:
+        """New HDFS tokens: for the agents (their heartbeats hear of them) and for the
+        master's own HDFS calls."""
+        self.store.put(registry.TOKENS_KEY, tokens)
+        hdfstokens.install(tokens)
+
+    def serve_rendezvous(self) -> None:
+        """On the first free of the job's candidate ports, over TLS with skein's certificate
+        of this application, which the agents pin (appmaster/common/agentlink.py)."""
+        token = Path(agentlink.TOKEN_FILE).read_text().strip()
+        tls = rendezvous.server_tls(agentlink.CERT_FILE, SKEIN_KEY_FILE)
+        server = rendezvous.serve_on_candidates(self.store, token, tls=tls)
+        log.info("agents' rendezvous on port %d", server.server_address[1])
+
+    def containers_skein_requested(self) -> dict[tuple[str, int], str]:
+        """Containers skein asked for at start-up (named ``<service>_<n>``), by task."""
+        found = {}
+        for container in self.app.get_containers(states=["WAITING", "REQUESTED", "RUNNING"]):
+            service, _, number = container.id.rpartition("_")
+            found[(service, int(number))] = container.id
+        return found
+
+    # ------------------------------------------------------------ views and reports
+
+    def view(self) -> dict:
+        """The job as the web page, `tfyarn status` and the final log line show it."""
+        with self.lock:
+            return JobView.of(self.job, self.app.id, self.work_dir, time.monotonic()).to_dict()
+
+    def container_report(self, role: str, container: str) -> skein.Container | None:
+        for report in self.app.get_containers(services=[role], states=ALL_STATES):
+            if report.id == container:
+                return report
+        return None
+
+    def describe_failure(self, task: Task, container: str, state: str,
+                         code: int | None = None) -> str:
+        """Where and how a task's container failed, with its last stderr lines."""
+        report = self.container_report(task.role, container)
+        where = (f"{report.yarn_container_id} on {report.yarn_node_http_address}"
+                 if report else container)
+        if code is None:
+            code = (self._stored_json(registry.status_key(container)) or {}).get("exit_code")
+        tail = self.store.get(registry.tail_key(container))
+        tail = tail[0].decode(errors="replace") if tail else ""
+        message = report.exit_message if report else ""
+        text = (f"({where}): container {state}"
+                + (f", exit code {code}" if code is not None else "")
+                + (f": {message.strip().rstrip('.')}" if message else "") + ".")
+        if localization := verdicts.localization_failure(message):
+            text += f"\n{localization}"
+        if tail:
+            text += f"\nLast stderr lines of {task.name}:\n{tail.rstrip()}"
+        return text
+
+    def _stored_json(self, key: str) -> dict | None:
+        found = self.store.get(key)
+        return json.loads(found[0]) if found else None
+
+
+def publish_page(app: skein.ApplicationClient, master: Master) -> None:
+    """Serve the job's page and link it from skein's UI, behind YARN's tracking URL."""
+    server = webpage.serve(master.view)  # loopback: skein's AM runs in this container
+    app.ui.add_page(webpage.PAGE_ROUTE, server.target, link_name="TensorFlow job")
+    # The target's path is the page's secret: only its port goes to the log.
+    log.info("job page on 127.0.0.1:%d (tracking URL /pages/%s/)", server.server_address[1],
+             webpage.PAGE_ROUTE)
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    app = skein.ApplicationClient.from_current()
+    plan = JobPlan.from_container()
+    work_dir = plan.resolved_work_dir(app.id)
+    attempt = attempts.attempt_number()
+    log.info("tfyarn AppMaster attempt %d of %d for %s", attempt, plan.am_max_attempts, app.id)
+    decided = attempts.read_outcome(work_dir) if attempt > 1 else None
+    if decided:
+        outcome = EndJob(JobState(decided[0]), decided[1])
+    else:
+        master = Master(app, plan, work_dir, am_attempt=attempt)
+        reports = None
+        try:
+            master.begin()  # first: the agents wait for it, the page and the reports do not
+            reports = ReportWriter(work_dir, master.view, app.id).start()
+            publish_page(app, master)
+            outcome = master.run()
+        except Exception as exc:  # a bug of ours must still end the job with a reason
+            log.exception("the tfyarn master failed")
+            outcome = EndJob(JobState.FAILED, f"The tfyarn AppMaster failed: {exc!r}")
+        with master.lock:
+            master.job.ended(outcome.status, time.monotonic())
+        print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)
+        if reports is None:  # the start failed: one report, the final one
+            reports = ReportWriter(work_dir, master.view, app.id)
+        reports.final()  # in the work dir, where `tfyarn report` and `status` find it
+        if outcome.status == JobState.FAILED:
+            attempts.write_outcome(work_dir, str(outcome.status), outcome.diagnostics)
+    log.info("ending the application: %s: %s", outcome.status, outcome.diagnostics)
+    app.shutdown(str(outcome.status), outcome.diagnostics)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""What the job's rules decide, for the master to do (appmaster/master/main.py ``perform``): the
+actions a :class:`~appmaster.model.job.Job` returns. The job's end is one of them, its last."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.vocabulary import JobState
+from appmaster.model.jobtasks import Task
+
+
+@dataclass(frozen=True)
+class Request:
+    """Ask YARN for a container for ``task``, then tell the job with :meth:`Job.assigned`."""
+
+    task: Task
+    generation: int
+
+
+@dataclass(frozen=True)
+class Kill:
+    """Stop a container whose end the job no longer waits for."""
+
+    container: str
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Take a lost task's registry entry away: if its host comes back, its agent finds it
+    gone and ends its script, so an old task never rejoins the job."""
+
+    container: str
+
+
+@dataclass(frozen=True)
+class PublishSpec:
+    generation: int
+    spec: ClusterSpec
+
+
+@dataclass(frozen=True)
+class ShowTensorBoard:
+    address: str
+    path: str = ""  # the secret path its guard forwards (appmaster/common/pageguard.py): not shown
+
+
+@dataclass(frozen=True)
+class TrainingDone:
+    """Tell the evaluator that training ended: the last checkpoint is on HDFS."""
+
+
+@dataclass(frozen=True)
+class EndJob:
+    status: JobState  # SUCCEEDED or FAILED
+    diagnostics: str
+
+
+Action = Request | Kill | Fence | PublishSpec | ShowTensorBoard | TrainingDone | EndJob

@@ -1,0 +1,156 @@
+"""The job as people see it: one typed task table, built by the master, read by every view.
+
+The master builds a :class:`JobView` from its :class:`~appmaster.model.job.Job`; the web page
+serves it as JSON (``tasks.json``) and logs it when the job ends; `tfyarn status`, the
+tracking page and the CLI's progress lines read it back with :meth:`JobView.from_dict`.
+Only the standard library: this module runs inside YARN containers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field, fields
+
+from appmaster.common.vocabulary import Role, TaskState
+from appmaster.model import verdicts
+from appmaster.model.job import Job, Task
+
+
+@dataclass
+class TaskRow:
+    """One task as shown: where it runs, how it stands, what its agent reported."""
+
+    role: str
+    index: int
+    state: TaskState
+    address: str | None = None  # host:port its TensorFlow server listens on
+    container: str = ""  # skein's name for its container (``worker_3``)
+    yarn_container_id: str | None = None
+    node: str | None = None  # the NodeManager's host:http-port
+    restarts: int = 0
+    exit_code: int | None = None
+    log_url: str | None = None  # its logs on its NodeManager's web UI
+    mirror: dict | None = None  # its local work dir against HDFS (appmaster/agent/mirror.py)
+    gpus: dict | None = None  # the GPUs its agent holds (appmaster/common/gpus.py)
+    silent_s: float | None = None  # since its agent's last heartbeat was heard
+    progress: dict | None = None  # its event files' newest figures (appmaster/agent/tfevents.py)
+    # its containers' ends by YARN's verdict: {"failed": 1, "preempted": 2} (none: {})
+    verdicts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.role} {self.index}"
+
+    @classmethod
+    def of(cls, task: Task, silent_s: float | None = None) -> TaskRow:
+        log_url = (f"http://{task.node}/node/containerlogs/{task.yarn_container_id}/{task.user}"
+                   if task.node and task.yarn_container_id and task.user else None)
+        return cls(task.role, task.index, task.state, task.address, task.container,
+                   task.yarn_container_id, task.node, task.attempt, task.exit_code, log_url,
+                   task.mirror, task.gpus, silent_s, task.progress,
+                   verdicts.counts(task.verdicts))
+
+    def to_dict(self) -> dict:
+        # Field by field, not dataclasses.asdict: its deep copy of every value was most of
+        # the view's cost at 1,000s of tasks (issue 28), and the job replaces a task's
+        # dicts (mirror, gpus, progress) when they change, never edits them in place.
+        return {name: getattr(self, name) for name in _ROW_FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TaskRow:
+        known = {f.name for f in fields(cls)}
+        row = cls(**{key: value for key, value in data.items() if key in known})
+        row.state = TaskState(row.state)
+        return row
+
+
+_ROW_FIELDS = tuple(f.name for f in fields(TaskRow))
+
+
+@dataclass
+class JobView:
+    """The whole job: its state, every task, restarts, start-up phases, where things are."""
+
+    app_id: str
+    name: str
+    state: str  # a JobState while it runs; SUCCEEDED or FAILED once it ended
+    generation: int = 0
+    updated: int = 0  # when the view was made, ms since the epoch
+    work_dir: str | None = None
+    tasks: list[TaskRow] = field(default_factory=list)
+    heartbeat_timeout_s: float = 0.0
+    lost_nodes: list[str] = field(default_factory=list)
+    tensorboard: TaskRow | None = None
+    tensorboard_url: str | None = None
+    cluster_spec: dict | None = None  # {role: [host:port, ...]}
+    restarts: list[str] = field(default_factory=list)  # one line each, oldest first
+    phases: dict[str, float] = field(default_factory=dict)  # start-up phase -> seconds
+    # how far training got (the chief's event files) and the evaluator's last metrics:
+    # {step, steps_per_s, scalars, updated, evaluation: {step, scalars, updated}}
+    progress: dict | None = None
+    # every task's containers' ends by YARN's verdict, added up (appmaster/model/verdicts.py)
+    verdicts: dict[str, int] = field(default_factory=dict)
+    # training's curves, faults and every container's life over time, in wall-clock seconds
+    # (appmaster/model/history.py): what the page's charts and timeline draw
+    history: dict | None = None
+
+    @property
+    def chief(self) -> TaskRow | None:
+        """The task that drives training: the chief worker, or worker 0 (Slider's)."""
+        chiefs = [t for t in self.tasks if t.role == Role.CHIEFWORKER]
+        chiefs += [t for t in self.tasks if (t.role, t.index) == (Role.WORKER, 0)]
+        return chiefs[0] if chiefs else None
+
+    @property
+    def evaluator(self) -> TaskRow | None:
+        return next((t for t in self.tasks if t.role == Role.EVALUATOR), None)
+
+    def select(self, role: str | None = None, index: int | None = None) -> list[TaskRow]:
+        return [t for t in self.tasks
+                if (role is None or t.role == role) and (index is None or t.index == index)]
+
+    @classmethod
+    def of(cls, job: Job, app_id: str, work_dir: str | None, now: float) -> JobView:
+        board, evaluator = job.tensorboard, job.evaluator
+        tasks = [*job.tasks.values(), *([evaluator] if evaluator else [])]
+        return cls(
+            app_id=app_id, name=job.plan.name, state=str(job.state), generation=job.generation,
+            updated=int(time.time() * 1000), work_dir=work_dir,
+            tasks=[TaskRow.of(task, job.liveness.silent_for(task.container, now))
+                   for task in tasks],
+            heartbeat_timeout_s=job.plan.heartbeat_timeout_s, lost_nodes=sorted(job.lost_nodes),
+            tensorboard=TaskRow.of(board) if board else None,
+            tensorboard_url=f"http://{board.address}" if board and board.address else None,
+            cluster_spec=job.spec.to_dict() if job.spec else None,
+            restarts=list(job.restarts), phases=job.clock.seconds(),
+            progress=job_progress(job), verdicts=verdicts.counts(sum(
+                (task.verdicts for task in tasks), Counter())),
+            history=job.history.to_dict())
+
+    def to_dict(self) -> dict:
+        view = {f.name: getattr(self, f.name) for f in fields(self)}
+        view["tasks"] = [task.to_dict() for task in self.tasks]
+        view["tensorboard"] = self.tensorboard.to_dict() if self.tensorboard else None
+        return view
+
+    @classmethod
+    def from_dict(cls, data: dict) -> JobView:
+        known = {f.name for f in fields(cls)}
+        view = cls(**{key: value for key, value in data.items() if key in known})
+        view.tasks = [TaskRow.from_dict(task) for task in data.get("tasks", [])]
+        board = data.get("tensorboard")
+        view.tensorboard = TaskRow.from_dict(board) if board else None
+        return view
+
+
+def job_progress(job: Job) -> dict | None:
+    """The chief's training figures, with the evaluator's last metrics beside them."""
+    chief = job.tasks.get(job.plan.chief)
+    training = dict(chief.progress) if chief and chief.progress else {}
+    evaluated = job.evaluator.progress if job.evaluator else None
+    if evaluated:
+        training["evaluation"] = {"step": evaluated.get("evaluated_step"),
+                                  "scalars": evaluated.get("scalars", {}),
+                                  "updated": evaluated.get("updated")}
+    return training or None
