@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from appmaster.common.vocabulary import FailurePolicy, SuccessPolicy
+
 # Where a setting is written.
 COMPONENT_SCOPE = "component"  # resources.json, per component or in "global" for every component
 APPMASTER_SCOPE = "appmaster"  # resources.json's "slider-appmaster" component
@@ -49,8 +51,8 @@ class Setting:
         return "none" if self.default is None else str(self.default)
 
 
-FAILURE_POLICIES = ("restart", "fatal", "ignore")
-SUCCESS_POLICIES = ("chief", "all-workers")
+FAILURE_POLICIES = tuple(p.value for p in FailurePolicy)
+SUCCESS_POLICIES = tuple(p.value for p in SuccessPolicy)
 FAILURE_THRESHOLD_MEANING = (
     'yarn.container.failure.threshold N means "N failures of that component are tolerated, '
     'each replaced; failure N+1 fails the job", 0 = no failure tolerated (the default when '

@@ -35,6 +35,21 @@ class Role(Word):
 TF_ROLES = (Role.PS, Role.CHIEFWORKER, Role.WORKER)
 
 
+class FailurePolicy(Word):
+    """What a component's failed task does (yarn.container.failure.policy)."""
+
+    RESTART = "restart"  # replaced (or the cluster restarted) within the failure threshold
+    FATAL = "fatal"  # the job fails
+    IGNORE = "ignore"  # dropped, the job goes on: workers and the evaluator only
+
+
+class SuccessPolicy(Word):
+    """What ends a job SUCCEEDED (site.global.success.policy)."""
+
+    CHIEF = "chief"  # the chief's exit 0
+    ALL_WORKERS = "all-workers"  # that of every worker too
+
+
 class TaskState(Word):
     """Where one task stands, from its container request to its end."""
 
