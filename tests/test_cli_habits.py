@@ -71,8 +71,8 @@ class FakeYarn:
 def yarn(monkeypatch: pytest.MonkeyPatch):
     """Every command asks ``use(FakeYarn(...))`` for reports; following polls at once."""
     def use(fake: FakeYarn) -> FakeYarn:
-        monkeypatch.setattr(monitor, "_reports", lambda driver: fake)
-        monkeypatch.setattr(jobs, "_reports", lambda driver: fake)
+        monkeypatch.setattr(monitor, "report_source", lambda driver: fake)
+        monkeypatch.setattr(jobs, "report_source", lambda driver: fake)
         monkeypatch.setattr(monitor, "skein_client", lambda driver: fake)
         return fake
 

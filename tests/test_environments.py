@@ -24,7 +24,7 @@ from barenodes import make_venv
 from jobtools import JobFiles, prepare_job, read_json, submit_and_wait
 
 from appmaster.common.jobplan import JOB_FILE, SCRIPTS_DIR
-from tfyarn.jobconfig import JobConfigError, load_job
+from tfyarn.jobconfig import JobConfigError, envvalues, load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout
 from tfyarn.submission import environments as envs
@@ -281,12 +281,12 @@ def test_docker_environment() -> None:
 @pytest.mark.parametrize("mount", ["/a:/b", "/a:/b:ro", "/a:/b:rw", "/a/b c:/d:ro",
                                    "/a:/b:rprivate", "/a:/b:ro+slave"])
 def test_docker_mount_ok(mount: str) -> None:
-    assert envs.docker_mount_problem(mount) is None
+    assert envvalues.docker_mount_problem(mount) is None
 
 
 @pytest.mark.parametrize("mount", ["/a", "a:/b", "/a:b", "/a:/b:x", "/a:/b,/c:/d", "/a:/b:ro:rw"])
 def test_docker_mount_problem(mount: str) -> None:
-    assert "is no mount" in (envs.docker_mount_problem(mount) or "")
+    assert "is no mount" in (envvalues.docker_mount_problem(mount) or "")
 
 
 # ---------------------------------------------------------------- job files, plan and spec

@@ -32,10 +32,11 @@ from jobtools import (
 from test_faults_yarn import Job
 
 from appmaster.model.job import REASK_S
-from tfyarn.hadoop.driver import SubmitError, submit
+from tfyarn.hadoop.driver import SubmitError
 from tfyarn.jobconfig import load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.siteconf import capacity_scheduler, xml_document
+from tfyarn.submission.launch import submit
 from tfyarn.submission.plan import Placement, build_plan
 
 pytestmark = pytest.mark.yarn

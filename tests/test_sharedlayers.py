@@ -12,7 +12,7 @@ import yaml
 from jobtools import write_doc
 
 from appmaster.common.storage import RemoteFile
-from tfyarn.jobconfig import JobConfigError, load_job
+from tfyarn.jobconfig import JobConfigError, envvalues, load_job
 from tfyarn.submission import sharedlayers
 from tfyarn.submission.sharedlayers import Subdir, choose, subdir_problem, writers
 
@@ -71,24 +71,24 @@ def test_a_subdir_is_trusted_only_when_its_writer_owns_it_and_nobody_else_may_wr
 
 def test_user_names() -> None:
     for good in ("alice", "hadoop", "svc_ml-01", "j.doe", "1234"):
-        assert sharedlayers.user_name_problem(good) is None, good
+        assert envvalues.user_name_problem(good) is None, good
     for bad in ("", "../alice", "a/b", ".hidden", "-x", "two words", 3, None):
-        assert "is not a user name" in (sharedlayers.user_name_problem(bad) or ""), bad
+        assert "is not a user name" in (envvalues.user_name_problem(bad) or ""), bad
 
 
-def test_read_settings() -> None:
-    d, t = sharedlayers.DIR_KEY, sharedlayers.TRUST_KEY
-    assert sharedlayers.read_settings({}) == (None, None, [])
-    assert sharedlayers.read_settings({d: " hdfs:///tfyarn/layers/ ", t: "alice, hadoop"}) == (
+def test_layers_settings() -> None:
+    d, t = envvalues.DIR_KEY, envvalues.TRUST_KEY
+    assert envvalues.layers_settings({}) == (None, None, [])
+    assert envvalues.layers_settings({d: " hdfs:///tfyarn/layers/ ", t: "alice, hadoop"}) == (
         "hdfs:///tfyarn/layers", ("alice", "hadoop"), [])
-    assert sharedlayers.read_settings({d: "hdfs:///l", t: []}) == ("hdfs:///l", (), [])
+    assert envvalues.layers_settings({d: "hdfs:///l", t: []}) == ("hdfs:///l", (), [])
     for url in ("/tfyarn/layers", "file:///tmp/layers", "hdfs:///${USER_NAME}/l", 3):
-        _, _, problems = sharedlayers.read_settings({d: url})
+        _, _, problems = envvalues.layers_settings({d: url})
         assert [p[0] for p in problems] == [d], url
         assert "hdfs:// or viewfs:// URL" in problems[0][1]
-    _, trusted, problems = sharedlayers.read_settings({t: ["alice", "../bob"]})
+    _, trusted, problems = envvalues.layers_settings({t: ["alice", "../bob"]})
     assert trusted is None and [(p[0], p[3]) for p in problems] == [(t, "../bob")]
-    _, _, problems = sharedlayers.read_settings({t: {"alice": 1}})
+    _, _, problems = envvalues.layers_settings({t: {"alice": 1}})
     assert "must be a list of user names" in problems[0][1]
 
 
@@ -103,7 +103,7 @@ def test_the_directory_is_named_alike_by_every_user() -> None:
 def test_the_errors_name_the_key_and_the_fix() -> None:
     url = "hdfs://nn:8020/tfyarn/layers"
     missing = sharedlayers.missing_dir(url).describe()
-    assert sharedlayers.DIR_KEY in missing and f"{url} does not exist" in missing
+    assert envvalues.DIR_KEY in missing and f"{url} does not exist" in missing
     assert f"hdfs dfs -mkdir -p {url} && hdfs dfs -chmod 1777 {url}" in missing
     closed = sharedlayers.may_not_write(url, "bob", "Permission denied: user=bob").describe()
     assert "bob may not write in" in closed and f"hdfs dfs -chmod 1777 {url}" in closed

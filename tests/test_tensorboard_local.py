@@ -301,7 +301,7 @@ class FakeYarn:
 def fake_job(monkeypatch: pytest.MonkeyPatch, job_dir: Path):
     """`tfyarn tensorboard` against FakeYarn, the work dir being ``job_dir`` (local)."""
     def use(yarn: FakeYarn) -> FakeYarn:
-        monkeypatch.setattr(tensorboard_local, "_reports", lambda driver: yarn)
+        monkeypatch.setattr(tensorboard_local, "report_source", lambda driver: yarn)
         monkeypatch.setattr(tensorboard_local, "find_work_dir", lambda app, report: str(job_dir))
         monkeypatch.setattr(tensorboard_local, "SYNC_INTERVAL_S", 0.01)
         return yarn

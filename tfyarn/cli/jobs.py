@@ -12,7 +12,6 @@ import click
 
 from appmaster.page.webpage import job_page_url
 from tfyarn.cli import exitcodes
-from tfyarn.cli.monitor import _report, _reports
 from tfyarn.cli.options import ScriptArgsCommand, driver_options
 from tfyarn.hadoop.driver import (
     FINAL_STATES,
@@ -24,6 +23,7 @@ from tfyarn.hadoop.driver import (
 from tfyarn.submission.api import SubmitOptions, plan_job
 from tfyarn.submission.plan import format_plan, format_plan_json
 from tfyarn.watch import jobview
+from tfyarn.watch.applications import application_report, report_source
 
 
 @click.command("submit", cls=ScriptArgsCommand, epilog=exitcodes.epilog())
@@ -121,8 +121,8 @@ def wait_command(driver: DriverSettings | None, app_id: str, kill_on_exit: bool,
                  as_json: bool) -> None:
     """Follow a submitted job to its end, as `submit --wait` does (the same output and exit
     codes): for a job submitted with --detach, or after Ctrl-C."""
-    with _reports(driver) as client:
-        report = _report(client, app_id)
+    with report_source(driver) as client:
+        report = application_report(client, app_id)
         if not as_json:
             click.echo(f"Following {app_id} ({report.name}) in queue {report.queue}.")
             if report.tracking_url:  # none until YARN has started the AppMaster

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from tfyarn import __version__
 from tfyarn.cli import exitcodes
 from tfyarn.cli.cluster import cluster_group
 from tfyarn.cli.config import config_command
@@ -17,8 +16,8 @@ from tfyarn.cli.monitor import (
     status_command,
 )
 from tfyarn.cli.options import CONTEXT_SETTINGS, GlobalOptions, global_options
+from tfyarn.cli.tensorboard import tensorboard_command
 from tfyarn.errors import TfyarnError
-from tfyarn.watch.tensorboard_local import tensorboard_command
 
 
 class TfyarnGroup(click.Group):
@@ -33,7 +32,7 @@ class TfyarnGroup(click.Group):
 
 
 @click.group(cls=TfyarnGroup, context_settings=CONTEXT_SETTINGS, epilog=exitcodes.epilog())
-@click.version_option(__version__, prog_name="tfyarn")
+@click.version_option(package_name="tfyarn", prog_name="tfyarn")  # tfyarn.__version__
 @global_options
 @click.pass_context
 def main(ctx: click.Context, principal: str | None, keytab: str | None, verbose: bool) -> None:

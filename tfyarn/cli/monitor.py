@@ -17,43 +17,18 @@ from appmaster.page.view import JobView, TaskRow
 from tfyarn.cli import exitcodes
 from tfyarn.cli.options import driver_options, iso_time
 from tfyarn.errors import TfyarnError
-from tfyarn.hadoop import hadoopconf, rmrest
+from tfyarn.hadoop import hadoopconf
 from tfyarn.hadoop.driver import FINAL_STATES, DriverSettings, plain_diagnosis, skein_client
 from tfyarn.security import kerberos
 from tfyarn.submission.environments import cluster_user
 from tfyarn.watch import jobreport, jobview
+from tfyarn.watch.applications import application_report, is_tfyarn_job, report_source
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
               "KILLED"]
 ACTIVE_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"]
 LOG_ROLES = tuple(role.value for role in Role)  # every component's tasks write <role>-<i>.*
 STREAMS = ("stdout", "stderr")
-APP_ID = re.compile(r"application_\d+_\d+")
-
-
-def _report(client, app_id: str):
-    """YARN's report of a tfyarn application, or a clear error for anything else."""
-    if not APP_ID.fullmatch(app_id):
-        raise TfyarnError(
-            f"{app_id!r} is not a YARN application id (like application_1700000000000_0001); "
-            "`tfyarn list` shows yours.")
-    try:
-        report = client.application_report(app_id)
-    except Exception as exc:
-        raise TfyarnError(f"YARN knows no application {app_id}: {plain_diagnosis(exc)}",
-                          "check the id; `tfyarn list --all` shows your tfyarn jobs, "
-                          "`yarn application -list -appStates ALL` every application.") from exc
-    if not is_tfyarn_job(report):
-        raise TfyarnError(
-            f"{app_id} ({report.name}) is not a tfyarn job; use `yarn application -status "
-            f"{app_id}` and `yarn logs -applicationId {app_id}` for it.")
-    return report
-
-
-def is_tfyarn_job(report) -> bool:
-    """tfyarn tags every application it submits `tfyarn` (skein's applicationType is
-    SKEIN's own for any skein application)."""
-    return "tfyarn" in {tag.lower() for tag in report.tags}
 
 
 def _view(report) -> tuple[JobView | None, str]:
@@ -120,8 +95,8 @@ def _with_iso(data: dict, part: str, key: str) -> dict | None:
 def status_command(driver: DriverSettings | None, app_id: str, as_json: bool, show_all: bool,
                    role: str | None, state: str | None, exit_code: bool) -> None:
     """The application's state and a table of its tasks, with the cluster spec."""
-    with _reports(driver) as client:
-        report = _report(client, app_id)
+    with report_source(driver) as client:
+        report = application_report(client, app_id)
     _show_status(report, as_json, show_all, role, state)
     if exit_code:
         sys.exit(exitcodes.of_report(report))
@@ -185,7 +160,7 @@ def list_command(driver: DriverSettings | None, show_all: bool, states: tuple[st
     """Your tfyarn jobs (running ones; --all or --state for others)."""
     user = user or default_user(driver)
     wanted = list_states(states, show_all)
-    with _reports(driver) as client:
+    with report_source(driver) as client:
         reports = [r for r in client.get_applications(states=wanted)
                    if is_tfyarn_job(r) and listed(r, user, queue, name)]
     reports.sort(key=lambda r: r.id)
@@ -250,8 +225,8 @@ def logs_command(driver: DriverSettings | None, app_id: str, role: str | None,
     if as_json and follow:
         raise click.UsageError("--json and --follow exclude each other: --json prints the "
                                "logs as they are now, once.")
-    with _reports(driver) as client:
-        report = _report(client, app_id)
+    with report_source(driver) as client:
+        report = application_report(client, app_id)
         if str(report.state) in FINAL_STATES:
             _print_aggregated_logs(app_id, role, index, as_json)
             return
@@ -362,8 +337,8 @@ def report_command(driver: DriverSettings | None, app_id: str, output: Path | No
                    as_json: bool) -> None:
     """Save the job's report: its page, training curves and containers' timeline in one
     HTML file that opens anywhere, with no network (for a running or finished job)."""
-    with _reports(driver) as client:
-        report = _report(client, app_id)
+    with report_source(driver) as client:
+        report = application_report(client, app_id)
     html, source = jobreport.fetch(report)
     output = output or Path(f"{app_id}.html")
     output.write_bytes(html)
@@ -383,7 +358,7 @@ def report_command(driver: DriverSettings | None, app_id: str, output: Path | No
 def kill_command(driver: DriverSettings | None, app_id: str, as_json: bool) -> None:
     """Kill the job: YARN ends every one of its containers; checkpoints stay."""
     with skein_client(driver) as client:
-        report = _report(client, app_id)
+        report = application_report(client, app_id)
         if str(report.state) in FINAL_STATES:
             if as_json:
                 click.echo(json.dumps({"application_id": app_id, "killed": False,
@@ -403,10 +378,3 @@ def kill_command(driver: DriverSettings | None, app_id: str, as_json: bool) -> N
                                "final_status": "KILLED"}))
         return
     click.echo(f"Killed {app_id}.")
-
-
-def _reports(driver: DriverSettings | None):
-    """Where application reports come from: the RM's REST API when the configuration allows
-    (no JVM to start), else skein's driver."""
-    return rmrest.reports_reader() or skein_client(driver)
-

@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import hadoopconf, keptdriver
 from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
 from tfyarn.security.kerberos import check_login, login_from_keytab
-
-if TYPE_CHECKING:  # `import tfyarn` loads this module: it stays light (see tfyarn/__init__.py)
-    from appmaster.common.jobplan import JobPlan
-    from tfyarn.jobconfig import JobConfig
-    from tfyarn.submission.environments import JobEnvironment
-    from tfyarn.submission.plan import Placement
 
 # skein's own log4j.properties logs everything at INFO; this one follows --verbose.
 LOG4J = Path(__file__).with_name("driver-log4j.properties")
@@ -134,32 +125,6 @@ def skein_client(driver: DriverSettings | None = None):
                             log_level=driver.log_level, java_options=java_options)
     except Exception as exc:
         raise SubmitError(f"Could not start skein's driver: {exc}") from exc
-
-
-def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
-           environment: JobEnvironment | None = None,
-           driver: DriverSettings | None = None) -> str:
-    """Upload the scripts, the AppMaster code and the plan; return the application id."""
-    from appmaster.common.jobplan import JOB_FILE
-    from tfyarn.submission import codepack
-    from tfyarn.submission.appspec import (  # imports skein: when submitting
-        application_spec,
-        code_packs,
-    )
-
-    driver = driver or DriverSettings()
-    with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
-        job_file = Path(tmp) / JOB_FILE
-        if driver.keytab:  # the master gets new HDFS tokens as this principal
-            plan = dataclasses.replace(plan, principal=driver.principal)
-        job_file.write_text(plan.to_json())
-        packs = codepack.upload(code_packs(job.app.scripts_dir, job_file.parent))
-        spec = application_spec(plan, job.app.scripts_dir, job_file, placement,
-                                job.app.secrets, environment, driver.keytab, packs)
-        try:
-            return client.submit(spec)
-        except Exception as exc:
-            raise SubmitError(f"YARN refused the application: {plain_diagnosis(exc)}") from exc
 
 
 def follow(client, app_id: str, show: Callable[[object], None], poll_s: float = 1.0):

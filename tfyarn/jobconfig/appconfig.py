@@ -22,8 +22,8 @@ from tfyarn.jobconfig.documents import (
     report_unknown,
     top_level,
 )
+from tfyarn.jobconfig.envvalues import archive_kind, docker_mount_problem, layers_settings
 from tfyarn.jobconfig.model import AppConfig
-from tfyarn.submission import environments, sharedlayers
 
 # appConfig.json keys, all under "global".
 _G = "site.global."
@@ -143,7 +143,7 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
               'write "chief" (the job ends with the chief) or "all-workers".',
               value=success_policy)
-    layers_dir, layers_trust, problems = sharedlayers.read_settings(settings)
+    layers_dir, layers_trust, problems = layers_settings(settings)
     for key, message, fix, value in problems:
         c.add(key_path("global", key), message, fix, value=value)
     bounds = setting(_AM_ATTEMPTS)
@@ -249,9 +249,7 @@ def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None
     if text is None:
         return None
     path = _local_path(base, text)
-    try:
-        environments.archive_suffix(path)
-    except environments.JobEnvironmentError:
+    if archive_kind(path) is None:
         c.add(key_path("global", _PYTHON_ENV), "not an archive YARN can unpack",
               "pack the env with venv-pack or conda-pack into a .tar.gz (or .tgz, .tar, .zip).",
               value=text)
@@ -276,7 +274,7 @@ def _docker_mounts(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
               value=settings[_DOCKER_MOUNTS])
         return ()
     for mount in value:
-        if problem := environments.docker_mount_problem(mount):
+        if problem := docker_mount_problem(mount):
             c.add(where, problem, "give each as /host/path:/container/path:ro (or :rw).",
                   value=mount)
     return tuple(value)

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 from appmaster.common.storage import REMOTE_SCHEMES
 from tfyarn.jobconfig.documents import COMMAND_LINE, Checker, kind_of
+from tfyarn.jobconfig.envvalues import ARCHIVE_SUFFIXES
 from tfyarn.jobconfig.model import DataEntry, JobConfig, JobConfigError, Problem
-from tfyarn.submission.environments import ARCHIVE_SUFFIXES
 
 DATA_OPTION = "--data"
 EXAMPLE = "hdfs:///user/${USER_NAME}/mnist.tar.gz#mnist"

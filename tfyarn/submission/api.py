@@ -19,13 +19,13 @@ from appmaster.common.jobplan import JobPlan
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.hadoop import haconf, hadoopconf
 from tfyarn.hadoop.driver import DriverSettings, driver_settings, skein_client
-from tfyarn.hadoop.driver import submit as submit_to_yarn
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
 from tfyarn.jobconfig.defaults import where_set
 from tfyarn.jobconfig.overrides import Override, parse_set
 from tfyarn.security import kerberos
 from tfyarn.submission import jobenv, preflight, workdir
+from tfyarn.submission.launch import submit as submit_to_yarn
 from tfyarn.submission.plan import Placement, build_plan, plan_document
 
 log = logging.getLogger(__name__)

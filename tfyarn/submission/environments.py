@@ -27,10 +27,14 @@ from urllib.parse import urlsplit
 
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import hadoopconf
+from tfyarn.jobconfig.envvalues import (
+    ARCHIVE_SUFFIXES,
+    archive_kind,
+    docker_mount_problem,
+)
 
 ENV_DIR = "pyenv"  # the name the packed environment is unpacked under in every container
 # What YARN unpacks (by the resource's name), longest first: ".tar.gz" before ".tar".
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 CACHE_DIR = ".tfyarn/envs"  # under the user's home directory on the default filesystem
 # The interpreter inside an archive: venv-pack and conda-pack put the env at its top; an
 # archive of the env's directory has it one level down.
@@ -40,12 +44,6 @@ _ENV_NEEDS = "the env must contain skein and hdfs-native (tfyarn's code in the c
              "TensorFlow (for the training script)"
 
 DOCKER_NETWORK = "host"  # tasks are reached at their node's address: no bridged ports
-_MOUNT = re.compile(
-    r"(?P<source>/[^:,]*):(?P<dest>/[^:,]*)"
-    r"(?::(?P<mode>(?:ro|rw)(?:\+(?:shared|rshared|slave|rslave|private|rprivate))?"
-    r"|shared|rshared|slave|rslave|private|rprivate))?"
-)
-
 
 class JobEnvironmentError(TfyarnError, RuntimeError):
     """The packed env or the Docker settings cannot be used; the message says what to do."""
@@ -56,10 +54,8 @@ class JobEnvironmentError(TfyarnError, RuntimeError):
 
 def archive_suffix(path: str | os.PathLike[str]) -> str:
     """The archive kind by its name (".tar.gz", ".tgz", ".tar" or ".zip"), as YARN reads it."""
-    name = Path(path).name.lower()
-    for suffix in ARCHIVE_SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return suffix
+    if suffix := archive_kind(path):
+        return suffix
     raise JobEnvironmentError(
         f"{path}: not an archive YARN can unpack.",
         hint="pack the env with venv-pack or conda-pack into a .tar.gz (or .tgz, .tar, .zip) "
@@ -276,14 +272,6 @@ def env_file(url: str):
 
 
 # ---------------------------------------------------------------- Docker
-
-
-def docker_mount_problem(mount: str) -> str | None:
-    """Why a YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS entry is malformed; None when it is fine."""
-    if _MOUNT.fullmatch(mount):
-        return None
-    return (f"{mount!r} is no mount: write /host/path:/container/path[:ro|rw], both paths "
-            "absolute, without commas")
 
 
 def docker_environment(image: str, mounts: Sequence[str] = ()) -> dict[str, str]:

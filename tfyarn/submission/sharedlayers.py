@@ -24,30 +24,15 @@ adds the user's subdirectory.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from appmaster.common.storage import RemoteFile
+from tfyarn.jobconfig.envvalues import DIR_KEY
 from tfyarn.submission.environments import JobEnvironmentError, default_fs
 
-DIR_KEY = "site.global.python.layers.dir"
-TRUST_KEY = "site.global.python.layers.trust"
 SUBDIR_MODE = 0o755
-# A user name that is one path component: no "/", no leading "." or "-", no spaces.
-_USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
-
-
-def user_name_problem(name: object) -> str | None:
-    """Why ``name`` cannot be a writer of the shared directory; None when it can."""
-    if not isinstance(name, str) or not _USER_NAME.fullmatch(name):
-        return (f"{name!r} is not a user name (letters, digits, '_', '.', '-'; no '/', "
-                "not starting with '.' or '-')")
-    return None
-
-
 @dataclass(frozen=True)
 class Subdir:
     """A writer's subdirectory as the shared directory's listing shows it."""
@@ -222,34 +207,3 @@ class SharedStore:
         counts = {writer: sum(path.startswith(f"{writer}/") for path in used)
                   for writer in self.order}
         return f"; from {self.url}: " + ", ".join(f"{n} of {w}'s" for w, n in counts.items())
-
-
-
-def read_settings(settings: dict[str, Any]) -> tuple[str | None, tuple[str, ...] | None,
-                                                     list[tuple[str, str, str, Any]]]:
-    """(the shared directory, whom to trust, problems: (key, what is wrong, the fix, the
-    value)) from a job's or a defaults file's settings; nothing read from HDFS."""
-    from appmaster.common.storage import is_remote
-
-    problems: list[tuple[str, str, str, Any]] = []
-    url = settings.get(DIR_KEY)
-    if url is not None and (not isinstance(url, str) or not is_remote(url.strip())
-                            or "${" in url):
-        problems.append((DIR_KEY, "must be a directory on HDFS, as an hdfs:// or viewfs:// URL",
-                         'write e.g. "hdfs:///tfyarn/layers", or remove the key to keep the '
-                         "layers in your HDFS home.", url))
-        url = None
-    trusted = settings.get(TRUST_KEY)
-    if isinstance(trusted, str):
-        trusted = [name.strip() for name in trusted.split(",") if name.strip()]
-    if trusted is not None and not isinstance(trusted, list):
-        problems.append((TRUST_KEY, "must be a list of user names or one comma-separated "
-                         "string", 'write e.g. ["hadoop", "alice"], or [] to trust nobody.',
-                         settings[TRUST_KEY]))
-        trusted = None
-    for name in trusted or ():
-        if problem := user_name_problem(name):
-            problems.append((TRUST_KEY, problem, "give the HDFS user names of those whose "
-                             'layers you run, e.g. ["hadoop"].', name))
-    return (url.strip().rstrip("/") if url else None,
-            None if trusted is None or problems else tuple(trusted), problems)

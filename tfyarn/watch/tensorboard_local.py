@@ -26,12 +26,11 @@ import click
 import requests
 
 from appmaster.common.storage import REMOTE_SCHEMES, StorageError, is_remote
-from tfyarn.cli.monitor import APP_ID, _report, _reports
-from tfyarn.cli.options import driver_options
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import hadoopconf
 from tfyarn.hadoop.driver import FINAL_STATES, DriverSettings
 from tfyarn.security import kerberos
+from tfyarn.watch.applications import APP_ID, application_report, report_source
 from tfyarn.watch.eventcache import EventCache, EventSource, HdfsEvents, LocalEvents, SyncResult
 from tfyarn.watch.jobrecord import find_work_dir, work_dir_of
 
@@ -387,29 +386,9 @@ def serve(client, report, events: EventCache, board: LocalBoard, interval_s: flo
 
 # ---------------------------------------------------------------- the command
 
-@click.command("tensorboard")
-@click.argument("app_id")
-@click.option("--once", is_flag=True,
-              help="Copy the event files, print the cache's path and exit (no TensorBoard).")
-@click.option("--cache", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the event files go, and TensorBoard's --logdir "
-                   "[default: ~/.cache/tfyarn/tensorboard/<app id>].")
-@click.option("--port", type=click.IntRange(1, 65535), default=None,
-              help=f"TensorBoard's port [default: {DEFAULT_PORT}, or a free one if taken].")
-@click.option("--host", default="localhost", show_default=True,
-              help="The address TensorBoard listens on (0.0.0.0: every IPv4 interface).")
-@click.option("--bind-all", is_flag=True,
-              help="Serve on every interface, IPv4 and IPv6 (others on the network can see "
-                   "the job's curves).")
-@click.option("--interval", type=click.FloatRange(min=0.5), default=SYNC_INTERVAL_S,
-              show_default=True, help="Seconds between copies while the job runs.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Machine-readable output on stdout: {application_id, cache, url} once "
-                   "TensorBoard answers (--once: url null, and the event files' count).")
-@driver_options
-def tensorboard_command(driver: DriverSettings | None, app_id: str, once: bool,
-                        cache: Path | None, port: int | None, host: str, bind_all: bool,
-                        interval: float, as_json: bool) -> None:
+def show_tensorboard(driver: DriverSettings | None, app_id: str, once: bool,
+                     cache: Path | None, port: int | None, host: str, bind_all: bool,
+                     interval: float, as_json: bool) -> None:
     """TensorBoard on this machine for a job, running or finished: its event files are
     copied from HDFS into a local cache (only new bytes, every few seconds while it runs).
     """
@@ -420,9 +399,10 @@ def tensorboard_command(driver: DriverSettings | None, app_id: str, once: bool,
     if not once:
         require_tensorboard()
     cache = (cache or default_cache(app_id)).expanduser().absolute()
-    with interrupted_by_termination(), _reports(driver) as client:
+    with interrupted_by_termination(), report_source(driver) as client:
         try:
-            report, work_dir = await_work_dir(client, _report(client, app_id), wait=not once)
+            report = application_report(client, app_id)
+            report, work_dir = await_work_dir(client, report, wait=not once)
             events = EventCache(event_source(work_dir), cache)
             result = first_sync(events)
             note(f"{app_id} ({report.state}): {result.files} event file(s) from {work_dir} "
