@@ -12,17 +12,20 @@ from appmaster.common.agentlink import TOKEN_FILE
 from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
 from appmaster.common.jobplan import JOB_FILE
 from tfyarn.jobconfig import load_job
+from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.appspec import application_spec
 from tfyarn.submission.plan import Placement, build_plan
 
 
-def spec_of(tmp_path: Path, placement: Placement | None = None, keytab: str | None = None):
+def spec_of(tmp_path: Path, placement: Placement | None = None, keytab: str | None = None,
+            sets: tuple[str, ...] = ()):
     tmp_path.mkdir(parents=True, exist_ok=True)
-    job = load_job(*prepare_job(tmp_path, scripts_dir=REPO / "examples"), user="alice")
+    job = load_job(*prepare_job(tmp_path, scripts_dir=REPO / "examples"), user="alice",
+                   overrides=SubmitOptions(sets=sets).overrides())
     plan = build_plan(job)
     job_file = tmp_path / JOB_FILE
     job_file.write_text(plan.to_json())
-    return application_spec(plan, job.app.scripts_dir, job_file, placement or Placement(),
+    return application_spec(plan, job.client.scripts_dir, job_file, placement or Placement(),
                             keytab=keytab)
 
 
@@ -46,10 +49,11 @@ def test_access_lists_become_yarns_acls_and_skeins_ui_stays_open_without_a_web_l
         tmp_path: Path) -> None:
     """Where the cluster's web UI logs nobody in, the RM's proxy names every caller alike:
     skein's UI cannot tell users apart, so it stays open."""
-    acls = spec_of(tmp_path, Placement(view_acl="alice,bob ml-team", modify_acl=" admins")).acls
+    acls = spec_of(tmp_path, sets=("site.global.acl.view=alice,bob ml-team",
+                                   "site.global.acl.modify=carol admins")).acls
     assert acls.enable
     assert (acls.view_users, acls.view_groups) == (["alice", "bob"], ["ml-team"])
-    assert (acls.modify_users, acls.modify_groups) == ([], ["admins"])
+    assert (acls.modify_users, acls.modify_groups) == (["carol"], ["admins"])
     assert acls.ui_users == ["*"]
     assert not spec_of(tmp_path / "default").acls.enable  # YARN's own: owner and admins
 
@@ -62,7 +66,8 @@ def test_access_lists_become_yarns_acls_and_skeins_ui_stays_open_without_a_web_l
 ])
 def test_with_a_web_login_the_job_page_admits_the_view_acls_users(
         tmp_path: Path, view_acl: str | None, page_users: list[str]) -> None:
-    acls = spec_of(tmp_path, Placement(view_acl=view_acl, web_login=True)).acls
+    sets = () if view_acl is None else (f"site.global.acl.view={view_acl}",)
+    acls = spec_of(tmp_path, Placement(web_login=True), sets=sets).acls
     assert acls.enable and acls.ui_users == page_users
 
 
@@ -74,4 +79,4 @@ def test_every_role_is_asked_for_at_submit_each_with_its_label(tmp_path: Path) -
     job = load_job(*prepare_job(tmp_path / "again", scripts_dir=REPO / "examples"), user="alice")
     assert {name: (service.instances, service.node_label)
             for name, service in spec.services.items()} == {
-        role.name: (role.instances, role.label or "") for role in job.components}
+        role.name: (role.instances, role.label or "") for role in job.spec.components}

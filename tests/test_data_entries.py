@@ -12,7 +12,8 @@ from appmaster.agent.main import gather_data
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import DATA_ENTRY_PREFIX, JobPlan
 from tfyarn.jobconfig import JobConfig, JobConfigError, load_job
-from tfyarn.jobconfig.datasets import DataEntry, with_data
+from tfyarn.jobconfig.datasets import DataEntry
+from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.plan import build_plan
 
 RESOURCES = {"components": {
@@ -41,8 +42,8 @@ def test_entries_from_a_list_or_a_comma_separated_string(tmp_path: Path) -> None
               DataEntry("viewfs://cluster/data/dir", "dir", False))
     texts = ["hdfs:///user/${USER_NAME}/mnist.tar.gz#mnist", "hdfs://nn:8020/data/vocab.txt",
              "viewfs://cluster/data/dir/"]
-    assert load(tmp_path, data=texts).app.data == wanted
-    assert load(tmp_path, data=", ".join(texts)).app.data == wanted
+    assert load(tmp_path, data=texts).spec.data == wanted
+    assert load(tmp_path, data=", ".join(texts)).spec.data == wanted
 
 
 @pytest.mark.parametrize(("entry", "fragment"), [
@@ -72,12 +73,19 @@ def test_duplicate_names_and_both_data_keys_refused(tmp_path: Path) -> None:
 
 
 def test_data_option_replaces_the_key_and_names_itself(tmp_path: Path) -> None:
-    job = load(tmp_path, data=["hdfs:///a/x"])
-    assert with_data(job, ()).app.data == job.app.data
-    assert with_data(job, ["hdfs:///b/y.zip#y"]).app.data == (
-        DataEntry("hdfs:///b/y.zip", "y", True),)
+    """--data is site.global.data given on the command line: checked with the files, named
+    by the option in its problems and in the settings' origins."""
+    def with_data(*entries: str) -> JobConfig:
+        load(tmp_path, data=["hdfs:///a/x"])  # the files
+        return load_job(tmp_path / "resources.json", tmp_path / "appConfig.json", user="alice",
+                        overrides=SubmitOptions(data=entries).overrides())
+
+    assert with_data().spec.data == load(tmp_path, data=["hdfs:///a/x"]).spec.data
+    job = with_data("hdfs:///b/y.zip#y")
+    assert job.spec.data == (DataEntry("hdfs:///b/y.zip", "y", True),)
+    assert str(job.settings["site.global.data"][1]) == "--data (command line)"
     with pytest.raises(JobConfigError) as info:
-        with_data(job, ["hdfs:///b/y", "hdfs:///c/y", "local/file"])
+        with_data("hdfs:///b/y", "hdfs:///c/y", "local/file")
     text = str(info.value)
     assert text.count("command line: --data = ") == 2
     assert '"hdfs:///c/y": the name "y" is given twice' in text
@@ -91,7 +99,8 @@ def test_plan_passes_data_dir_and_localizes_each_entry(tmp_path: Path,
         "</property></configuration>")
     job = load(tmp_path, data=["hdfs:///d/mnist.tgz#mnist", "hdfs://other:9000/v.txt"])
     plan = JobPlan.from_json(build_plan(job).to_json())  # as the containers read it
-    assert plan.data == {"mnist": "hdfs://nn:8020/d/mnist.tgz", "v.txt": "hdfs://other:9000/v.txt"}
+    assert plan.data == (DataEntry("hdfs://nn:8020/d/mnist.tgz", "mnist", True),
+                         DataEntry("hdfs://other:9000/v.txt", "v.txt", False))
     spec = ClusterSpec(chief=("c:1",), workers=("w0:1", "w1:1"))
     assert "--data_dir=/c/data" in plan.task_command(spec, "worker", 1, "/c")
     without = build_plan(load(tmp_path))

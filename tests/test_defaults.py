@@ -14,7 +14,7 @@ from jobtools import write_doc
 
 from tfyarn.cli.main import main
 from tfyarn.jobconfig import Defaults, JobConfig, JobConfigError, load_job, read_defaults
-from tfyarn.submission import jobenv
+from tfyarn.submission.api import SubmitOptions
 
 RESOURCES = {"global": {}, "components": {
     "ps": {"yarn.role.priority": "1", "yarn.component.instances": "1"},
@@ -88,17 +88,20 @@ def test_each_level_beats_those_below(where: dict[str, Path]) -> None:
                   G + "queue": "p", "yarn.vcores": 2},
         app=app_with(**{"docker.image": "j:1", "queue": "j"}),
     )
-    assert job.app.evaluation_timeout_s == 21  # the cluster's alone
-    assert job.app.heartbeat_timeout_s == 12  # the person's beats the cluster's
-    assert (job.app.queue, job.app.docker_image) == ("j", "j:1")  # the job's beats both
-    # the command line beats the job's (tfyarn submit applies its options after load_job)
-    assert jobenv.with_overrides(job, None, "cli:1", ()).app.docker_image == "cli:1"
-    ps, worker = job.component("ps"), job.component("worker")
+    assert job.spec.evaluation_timeout_s == 21  # the cluster's alone
+    assert job.spec.heartbeat_timeout_s == 12  # the person's beats the cluster's
+    assert (job.spec.queue, job.spec.docker_image) == ("j", "j:1")  # the job's beats both
+    # the command line beats the job's, and is named as where the value came from
+    job = load_job("resources.json", "appConfig.json",
+                   overrides=SubmitOptions(docker_image="cli:1").overrides())
+    assert job.spec.docker_image == "cli:1"
+    assert str(job.settings[G + "docker.image"][1]) == "--docker-image (command line)"
+    ps, worker = job.spec.role("ps"), job.spec.role("worker")
     assert ps is not None and worker is not None
     assert (ps.memory_mb, ps.vcores) == (2048, 2)
     assert worker.memory_mb == 4096  # a component's own value beats every default
     # the AppMaster's own default, else everyone's, as in a job's "global"
-    assert (job.am_memory_mb, job.am_vcores) == (1024, 2)
+    assert (job.spec.am_memory_mb, job.spec.am_vcores) == (1024, 2)
 
 
 def test_job_files_beat_defaults_for_everyone_and_the_appmaster(where: dict[str, Path]) -> None:
@@ -107,21 +110,21 @@ def test_job_files_beat_defaults_for_everyone_and_the_appmaster(where: dict[str,
     resources["components"]["slider-appmaster"] = {"yarn.vcores": "2"}
     job = load(where, cluster={"yarn.memory": 2048, "slider-appmaster.yarn.vcores": 4,
                                "slider-appmaster.yarn.memory": 768}, resources=resources)
-    ps = job.component("ps")
+    ps = job.spec.role("ps")
     assert ps is not None and ps.memory_mb == 3072
     # the AppMaster's own default is more particular than the job's for every component
-    assert (job.am_memory_mb, job.am_vcores) == (768, 2)
+    assert (job.spec.am_memory_mb, job.spec.am_vcores) == (768, 2)
 
 
 def test_without_defaults_files_nothing_changes(where: dict[str, Path]) -> None:
     job = load(where)
-    assert (job.app.queue, job.am_memory_mb, job.am_vcores) == ("default", 512, 1)
+    assert (job.spec.queue, job.spec.am_memory_mb, job.spec.am_vcores) == ("default", 512, 1)
     assert job == load_job("resources.json", "appConfig.json", defaults=Defaults())
     assert [f.settings for f in read_defaults().files] == [None, None]
 
 
 def test_empty_defaults_file_is_no_defaults(where: dict[str, Path]) -> None:
-    assert load(where, cluster="# nothing yet\n", personal="").app.queue == "default"
+    assert load(where, cluster="# nothing yet\n", personal="").spec.queue == "default"
 
 
 def test_tfyarn_config_replaces_the_personal_file(where: dict[str, Path],
@@ -129,7 +132,7 @@ def test_tfyarn_config_replaces_the_personal_file(where: dict[str, Path],
     other = write_yaml(where["job"].parent / "mine.conf", {G + "queue": "mine"})
     monkeypatch.setenv("TFYARN_CONFIG", str(other))
     # read as YAML whatever its name; the usual personal file is not read
-    assert load(where, personal={G + "queue": "usual"}).app.queue == "mine"
+    assert load(where, personal={G + "queue": "usual"}).spec.queue == "mine"
 
 
 def test_tfyarn_config_must_exist(where: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +155,7 @@ def test_rival_keys_of_a_job_file_hide_the_defaults(where: dict[str, Path]) -> N
     prefix = "hdfs:///user/alice/ckpt"
     job = load(where, cluster={G + "user.work.dir": "hdfs:///jobs/${USER_NAME}"},
                app=app_with(**{"user.checkpoint.prefix": prefix}))
-    assert (job.app.work_dir, job.app.checkpoint_prefix) == (None, prefix)
+    assert (job.spec.work_dir, job.spec.checkpoint_prefix) == (None, prefix)
 
 
 # ---- paths: relative to the defaults file's directory ----
@@ -164,8 +167,8 @@ def test_relative_paths_are_the_defaults_files(where: dict[str, Path]) -> None:
     (config / "token").write_text("secret")
     job = load(where, personal={G + "python.env": "envs/tf.tar.gz",
                                 G + "user.secrets": {"TOKEN": "token"}})
-    assert job.app.python_env == config / "envs" / "tf.tar.gz"
-    assert job.app.secrets == {"TOKEN": config / "token"}
+    assert job.client.python_env == config / "envs" / "tf.tar.gz"
+    assert job.client.secret_files == {"TOKEN": config / "token"}
 
 
 def test_relative_path_missing_names_the_defaults_file(where: dict[str, Path]) -> None:

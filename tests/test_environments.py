@@ -17,6 +17,7 @@ import time
 import uuid
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import barenodes
 import pytest
@@ -28,7 +29,7 @@ from tfyarn.jobconfig import JobConfigError, envvalues, load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout
 from tfyarn.submission import environments as envs
-from tfyarn.submission import jobenv
+from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.appspec import application_spec
 from tfyarn.submission.environments import JobEnvironment, JobEnvironmentError
 from tfyarn.submission.plan import Placement, build_plan, format_plan, plan_document
@@ -313,11 +314,11 @@ def test_appconfig_keys(tmp_path: Path) -> None:
         "python.env": "envs/tf.tar.gz", "docker.image": "tf:2",
         "docker.mounts": "/etc/hadoop/conf:/etc/hadoop/conf:ro, /data:/data",
     }))
-    assert job.app.python_env == tmp_path / "envs" / "tf.tar.gz"
-    assert job.app.docker_image == "tf:2"
-    assert job.app.docker_mounts == ("/etc/hadoop/conf:/etc/hadoop/conf:ro", "/data:/data")
+    assert job.client.python_env == tmp_path / "envs" / "tf.tar.gz"
+    assert job.spec.docker_image == "tf:2"
+    assert job.spec.docker_mounts == ("/etc/hadoop/conf:/etc/hadoop/conf:ro", "/data:/data")
     plain = load_job(*job_files(tmp_path))
-    assert (plain.app.python_env, plain.app.docker_image, plain.app.docker_mounts) == (
+    assert (plain.client.python_env, plain.spec.docker_image, plain.spec.docker_mounts) == (
         None, None, ()
     )
 
@@ -338,17 +339,29 @@ def test_appconfig_problems(tmp_path: Path) -> None:
     assert "'nope' is no mount" in text
 
 
-def test_with_overrides(tmp_path: Path) -> None:
-    job = load_job(*job_files(tmp_path, **{"docker.image": "from-config:1"}))
+def test_the_environment_options_are_settings_of_the_command_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--python-env, --docker-image and --docker-mount stand for their settings: they beat the
+    job files, are checked as the files are, and their problems name the option."""
+    files = job_files(tmp_path, **{"docker.image": "from-config:1"})
     archive = make_tar(tmp_path / "env.tar.gz", {"bin/python": None})
-    changed = jobenv.with_overrides(job, str(archive), "from-cli:2", ("/a:/b:ro",))
-    assert changed.app.python_env == archive
-    assert (changed.app.docker_image, changed.app.docker_mounts) == ("from-cli:2", ("/a:/b:ro",))
-    assert jobenv.with_overrides(job, None, None, ()) == job
-    with pytest.raises(JobEnvironmentError, match="--docker-mount"):
-        jobenv.with_overrides(job, None, None, ("relative:/b",))
-    with pytest.raises(JobEnvironmentError, match="not an archive"):
-        jobenv.with_overrides(job, str(tmp_path / "train.py"), None, ())
+    monkeypatch.chdir(tmp_path)  # --python-env is relative to where tfyarn runs
+
+    def with_options(**options: Any) -> JobConfig:
+        return load_job(*files, overrides=SubmitOptions(**options).overrides())
+
+    changed = with_options(python_env="env.tar.gz", docker_image="from-cli:2",
+                           docker_mounts=("/a:/b:ro",))
+    assert changed.client.python_env == archive
+    assert (changed.spec.docker_image, changed.spec.docker_mounts) == ("from-cli:2", ("/a:/b:ro",))
+    assert str(changed.settings[G + "python.env"][1]) == "--python-env (command line)"
+    assert with_options() == load_job(*files)
+    with pytest.raises(JobConfigError, match="command line: --docker-mount = "):
+        with_options(docker_mounts=("relative:/b",))
+    with pytest.raises(JobConfigError, match="--python-env = .*not an archive"):
+        with_options(python_env="train.py")
+    with pytest.raises(JobConfigError, match="--docker-image = .*not an image name"):
+        with_options(docker_image="two words")
 
 
 def test_plan_with_packed_env_and_docker(tmp_path: Path) -> None:
@@ -375,9 +388,9 @@ def test_plan_in_docker_without_env(tmp_path: Path) -> None:
 
 
 def test_application_spec(tmp_path: Path) -> None:
-    job = load_job(*job_files(tmp_path))
-    plan = build_plan(jobenv.with_overrides(job, str(make_tar(tmp_path / "e.tar.gz", {
-        "bin/python": None})), None, ()))
+    archive = make_tar(tmp_path / "e.tar.gz", {"bin/python": None})
+    plan = build_plan(load_job(*job_files(tmp_path), overrides=SubmitOptions(
+        python_env=str(archive)).overrides()))
     url = f"hdfs://nn:8020/user/alice/.tfyarn/envs/{SHA}.tar.gz"
     job_file = tmp_path / JOB_FILE
     job_file.write_text(plan.to_json())

@@ -22,8 +22,8 @@ import yaml
 from click.testing import CliRunner
 from jobtools import TFYARN, write_doc
 
+from appmaster.common.settings import FAILURE_THRESHOLD_MEANING
 from tfyarn.cli.main import main
-from tfyarn.jobconfig import FAILURE_THRESHOLD_MEANING
 from tfyarn.submission.workdir import LOCAL_DEFAULT as DEFAULT_WORK_DIR
 
 REPO = Path(__file__).resolve().parent.parent
@@ -350,6 +350,6 @@ def test_slider_package_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     assert spec.tf_config("worker", 0) == {
         "cluster": {"worker": workers, "ps": ["p0:1", "p1:1"]},
         "task": {"type": "worker", "index": 0}}
-    assert set(job.app.ignored) == {f"site.global.{key}" for key in (
+    assert set(job.client.ignored) == {f"site.global.{key}" for key in (
         "hadoop.conf", "yarn.cgroup.root", "user.name", "zookeeper.quorum", "ps.port",
         "worker.port", "tensor.board.port")}

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from jobtools import write_doc
 
+from appmaster.common.jobplan import RolePlan
+from appmaster.common.settings import FAILURE_THRESHOLD_MEANING
 from tfyarn.jobconfig import (
-    FAILURE_THRESHOLD_MEANING,
-    AppConfig,
-    Component,
+    ClientFacts,
     JobConfig,
     JobConfigError,
     Problem,
@@ -81,8 +81,8 @@ def app_with(**settings: Any) -> dict[str, Any]:
     return doc
 
 
-def comp(job: JobConfig, name: str) -> Component:
-    component = job.component(name)
+def comp(job: JobConfig, name: str) -> RolePlan:
+    component = job.spec.role(name)
     assert component is not None
     return component
 
@@ -96,8 +96,8 @@ def resource_error(job_dir: Path, component: str, key: str, value: Any) -> str:
 
 def test_slider_documents_load(job_dir: Path) -> None:
     job = load(job_dir)
-    assert [c.name for c in job.components] == ["ps", "chiefworker", "worker", "tensorboard"]
-    assert job.component("ps") == Component(
+    assert [c.name for c in job.spec.components] == ["ps", "chiefworker", "worker", "tensorboard"]
+    assert job.spec.role("ps") == RolePlan(
         name="ps",
         priority=1,
         instances=2,
@@ -108,23 +108,16 @@ def test_slider_documents_load(job_dir: Path) -> None:
         gpus=0,
     )
     assert comp(job, "tensorboard").failure_threshold == 0
-    assert job.component("slider-appmaster") is None
-    assert [c.name for c in job.tasks()] == ["ps", "chiefworker", "worker"]
-    assert job.total_tasks() == 8
-    assert (job.am_memory_mb, job.am_vcores) == (512, 1)
-    assert job.resources_path == Path("resources.json")  # as given
-    app = job.app
-    assert app == AppConfig(
-        entry="ymnist.py",
+    assert job.spec.role("slider-appmaster") is None
+    assert [c.name for c in job.spec.roles] == ["ps", "chiefworker", "worker"]
+    assert job.spec.total_tasks() == 8
+    assert (job.spec.am_memory_mb, job.spec.am_vcores) == (512, 1)
+    assert job.client.resources_path == Path("resources.json")  # as given
+    assert job.client == ClientFacts(
+        resources_path=Path("resources.json"),  # as given
+        app_config_path=Path("appConfig.json"),
         scripts_dir=job_dir,
         entry_path=job_dir / "ymnist.py",
-        script_args=(),
-        env={},
-        queue="default",
-        name="tfyarn-ymnist",
-        work_dir=None,
-        registration_timeout_s=300.0,
-        python=None,
         ignored=(
             "site.global.hadoop.conf",
             "site.global.yarn.cgroup.root",
@@ -135,10 +128,16 @@ def test_slider_documents_load(job_dir: Path) -> None:
             "site.global.worker.port",
             "site.global.tensorboard.port",
         ),
-        docker_image="ytensorflow:0.2.1",
-        checkpoint_prefix=f"hdfs://hdpdev/user/{getpass.getuser()}/.slider/cluster",
     )
-    assert app.scripts_dir.is_absolute() and app.entry_path.is_absolute()
+    spec = job.spec
+    assert (spec.entry, spec.script_args, spec.env, spec.queue, spec.name) == (
+        "ymnist.py", (), {}, "default", "tfyarn-ymnist")
+    assert (spec.work_dir, spec.python, spec.registration_timeout_s) == (None, None, 300.0)
+    assert spec.docker_image == "ytensorflow:0.2.1"
+    assert spec.checkpoint_prefix == f"hdfs://hdpdev/user/{getpass.getuser()}/.slider/cluster"
+    assert spec.work_dir_flag == "--ckp_dir"  # Slider's, worked out by its declaration
+    app = job
+    assert app.client.scripts_dir.is_absolute() and app.client.entry_path.is_absolute()
 
 
 @pytest.mark.parametrize("suffix", [".yaml", ".yml"])
@@ -147,7 +146,8 @@ def test_yaml_equals_json(job_dir: Path, suffix: str) -> None:
     res = write_doc(job_dir / f"resources{suffix}", slider_resources())
     cfg = write_doc(job_dir / f"appConfig{suffix}", slider_app())
     from_yaml = load_job(res, cfg)
-    assert from_yaml == dataclasses.replace(from_json, resources_path=res, app_config_path=cfg)
+    assert from_yaml == dataclasses.replace(from_json, client=dataclasses.replace(
+        from_json.client, resources_path=res, app_config_path=cfg))
 
 
 def test_yaml_plain_numbers_and_empty_sections(job_dir: Path) -> None:
@@ -160,7 +160,7 @@ def test_yaml_plain_numbers_and_empty_sections(job_dir: Path) -> None:
         job_dir / "appConfig.yml", {"global": {"site.global.user.scripts.entry": "ymnist.py"}}
     )
     job = load_job(res, cfg)
-    assert job.components == (Component(name="chiefworker", priority=2, instances=1,
+    assert job.spec.components == (RolePlan(name="chiefworker", priority=2, instances=1,
                                         memory_mb=4096, vcores=1),)
 
 
@@ -174,9 +174,9 @@ def test_global_values_are_defaults_for_every_component(job_dir: Path) -> None:
     job = load(job_dir, doc)
     assert comp(job, "ps").memory_mb == 3000
     assert comp(job, "worker").memory_mb == 8192
-    assert {c.vcores for c in job.components} == {2}
-    assert {c.label for c in job.components} == {"cpu"}
-    assert (job.am_memory_mb, job.am_vcores) == (3000, 2)  # the AppMaster inherits too
+    assert {c.vcores for c in job.spec.components} == {2}
+    assert {c.label for c in job.spec.components} == {"cpu"}
+    assert (job.spec.am_memory_mb, job.spec.am_vcores) == (3000, 2)  # the AppMaster inherits too
 
 
 def test_global_value_error_points_at_global_once(job_dir: Path) -> None:
@@ -192,21 +192,21 @@ def test_numbers_may_be_strings_or_ints(job_dir: Path) -> None:
     for settings in doc["components"].values():
         for key, value in settings.items():
             settings[key] = int(value)
-    assert load(job_dir, doc).components == load(job_dir).components
+    assert load(job_dir, doc).spec.components == load(job_dir).spec.components
 
 
 def test_missing_memory_and_vcores_default(job_dir: Path) -> None:
     doc = slider_resources()
     del doc["components"]["worker"]["yarn.memory"], doc["components"]["worker"]["yarn.vcores"]
     del doc["components"]["worker"]["yarn.container.failure.threshold"]
-    worker = load(job_dir, doc).component("worker")
+    worker = load(job_dir, doc).spec.role("worker")
     assert worker is not None
     assert (worker.memory_mb, worker.vcores, worker.failure_threshold) == (1024, 1, 0)
 
 
 def test_appmaster_size(job_dir: Path) -> None:
     job = load(job_dir, resources_with("slider-appmaster", **{"yarn.memory": "1024"}))
-    assert (job.am_memory_mb, job.am_vcores) == (1024, 1)
+    assert (job.spec.am_memory_mb, job.spec.am_vcores) == (1024, 1)
     text = resource_error(job_dir, "slider-appmaster", "yarn.vcores", "0")
     assert_problem(text, "resources.json", 'components.slider-appmaster."yarn.vcores"', "1024")
 
@@ -303,9 +303,9 @@ def test_zero_ps_and_workers_allowed(job_dir: Path) -> None:
     doc["components"]["ps"]["yarn.component.instances"] = "0"
     doc["components"]["worker"]["yarn.component.instances"] = 0
     job = load(job_dir, doc)
-    assert [c.name for c in job.tasks()] == ["chiefworker"]
-    assert job.total_tasks() == 1
-    assert job.component("ps") is not None  # still listed, with no containers
+    assert [c.name for c in job.spec.roles] == ["chiefworker"]
+    assert job.spec.total_tasks() == 1
+    assert job.spec.role("ps") is None  # a component without containers: nothing to run
 
 
 def test_without_chiefworker_worker_0_is_the_chief(job_dir: Path) -> None:
@@ -313,7 +313,7 @@ def test_without_chiefworker_worker_0_is_the_chief(job_dir: Path) -> None:
     doc = slider_resources()
     del doc["components"]["chiefworker"]
     job = load(job_dir, doc)
-    assert [c.name for c in job.tasks()] == ["ps", "worker"]
+    assert [c.name for c in job.spec.roles] == ["ps", "worker"]
 
 
 def test_neither_chiefworker_nor_worker(job_dir: Path) -> None:
@@ -341,9 +341,9 @@ def test_slider_data_and_checkpoint_keys(job_dir: Path) -> None:
     app = app_with(**{"user.data.dir": "hdfs://default/user/${USER_NAME}/mnist-data",
                       "tensor.board.port": "${tensorboard.ALLOCATED_PORT}{PER_CONTAINER}"})
     job = load(job_dir, app=app, user="alice")
-    assert job.app.data_dir == "hdfs://default/user/alice/mnist-data"
-    assert job.app.checkpoint_prefix == "hdfs://hdpdev/user/alice/.slider/cluster"
-    assert "site.global.tensor.board.port" in job.app.ignored
+    assert job.spec.data_dir == "hdfs://default/user/alice/mnist-data"
+    assert job.spec.checkpoint_prefix == "hdfs://hdpdev/user/alice/.slider/cluster"
+    assert "site.global.tensor.board.port" in job.client.ignored
     both = app_with(**{"user.work.dir": "hdfs:///jobs/${APP_ID}"})
     assert_problem(errors(job_dir, app=both), "appConfig.json",
                    'global."site.global.user.checkpoint.prefix"', "both this and")
@@ -431,8 +431,8 @@ def test_tensorboard_is_optional(job_dir: Path) -> None:
     doc = slider_resources()
     del doc["components"]["tensorboard"], doc["components"]["slider-appmaster"]
     job = load(job_dir, doc)
-    assert job.component("tensorboard") is None
-    assert job.total_tasks() == 8
+    assert job.spec.role("tensorboard") is None
+    assert job.spec.total_tasks() == 8
 
 
 def test_all_problems_of_both_files_at_once(job_dir: Path) -> None:
@@ -480,10 +480,10 @@ def test_entry_stays_in_scripts_dir(job_dir: Path, entry: str) -> None:
 def test_entry_in_subdirectory(job_dir: Path) -> None:
     (job_dir / "pkg").mkdir()
     (job_dir / "pkg" / "train.py").write_text("")
-    app = load(job_dir, app=app_with(**{"user.scripts.entry": "pkg/train.py"})).app
-    assert app.entry == "pkg/train.py"
-    assert app.entry_path == job_dir / "pkg" / "train.py"
-    assert app.name == "tfyarn-train"
+    app = load(job_dir, app=app_with(**{"user.scripts.entry": "pkg/train.py"}))
+    assert app.spec.entry == "pkg/train.py"
+    assert app.client.entry_path == job_dir / "pkg" / "train.py"
+    assert app.spec.name == "tfyarn-train"
 
 
 def test_scripts_dir_relative_to_app_config(job_dir: Path, monkeypatch: Any) -> None:
@@ -492,9 +492,9 @@ def test_scripts_dir_relative_to_app_config(job_dir: Path, monkeypatch: Any) -> 
     write_doc(job_dir / "resources.json", slider_resources())
     cfg = write_doc(job_dir / "appConfig.json", app_with(**{"user.scripts.dir": "src"}))
     monkeypatch.chdir("/")  # relative to appConfig.json, not the working directory
-    app = load_job(job_dir / "resources.json", cfg).app
-    assert app.scripts_dir == job_dir / "src"
-    assert app.entry_path == job_dir / "src" / "ymnist.py"
+    app = load_job(job_dir / "resources.json", cfg)
+    assert app.client.scripts_dir == job_dir / "src"
+    assert app.client.entry_path == job_dir / "src" / "ymnist.py"
 
 
 def test_scripts_dir_must_exist(job_dir: Path) -> None:
@@ -511,7 +511,7 @@ def test_scripts_dir_must_exist(job_dir: Path) -> None:
     ],
 )
 def test_script_args(job_dir: Path, args: Any, expected: tuple[str, ...]) -> None:
-    assert load(job_dir, app=app_with(**{"user.scripts.args": args})).app.script_args == expected
+    assert load(job_dir, app=app_with(**{"user.scripts.args": args})).spec.script_args == expected
 
 
 @pytest.mark.parametrize("args", ["--name 'unclosed", ["--epochs", 5], {"a": "b"}])
@@ -522,7 +522,7 @@ def test_script_args_errors(job_dir: Path, args: Any) -> None:
 
 def test_env(job_dir: Path) -> None:
     env = {"DATA_DIR": "/data", "_X1": ""}
-    assert load(job_dir, app=app_with(**{"user.env": env})).app.env == env
+    assert load(job_dir, app=app_with(**{"user.env": env})).spec.env == env
 
 
 @pytest.mark.parametrize(
@@ -550,10 +550,10 @@ def test_queue_name_python_docker(job_dir: Path) -> None:
     app = load(
         job_dir,
         app=app_with(queue="research", **{"app.name": "mnist", "python": "/opt/py/bin/python3"}),
-    ).app
-    assert (app.queue, app.name, app.python) == ("research", "mnist", "/opt/py/bin/python3")
-    assert app.docker_image == "ytensorflow:0.2.1"
-    assert "site.global.docker.image" not in app.ignored
+    )
+    assert (app.spec.queue, app.spec.name, app.spec.python) == ("research", "mnist", "/opt/py/bin/python3")
+    assert app.spec.docker_image == "ytensorflow:0.2.1"
+    assert "site.global.docker.image" not in app.client.ignored
 
 
 @pytest.mark.parametrize("key", ["queue", "app.name", "python", "docker.image"])
@@ -564,7 +564,7 @@ def test_text_settings_not_empty(job_dir: Path, key: str, value: Any) -> None:
 
 
 def test_app_name_length(job_dir: Path) -> None:
-    assert load(job_dir, app=app_with(**{"app.name": "n" * 256})).app.name == "n" * 256
+    assert load(job_dir, app=app_with(**{"app.name": "n" * 256})).spec.name == "n" * 256
     text = errors(job_dir, app=app_with(**{"app.name": "n" * 257}))
     assert_problem(text, "appConfig.json", 'global."site.global.app.name"', "256 characters")
 
@@ -573,8 +573,8 @@ def test_work_dir_placeholders(job_dir: Path) -> None:
     work_dir = "hdfs:///user/${USER_NAME}/jobs/${APP_ID}"
     doc = app_with(**{"user.work.dir": work_dir})
     del doc["global"]["site.global.user.checkpoint.prefix"]  # one or the other says where
-    app = load(job_dir, app=doc, user="alice").app
-    assert app.work_dir == "hdfs:///user/alice/jobs/${APP_ID}"
+    app = load(job_dir, app=doc, user="alice")
+    assert app.spec.work_dir == "hdfs:///user/alice/jobs/${APP_ID}"
 
 
 def test_work_dir_unknown_placeholder(job_dir: Path) -> None:
@@ -585,8 +585,8 @@ def test_work_dir_unknown_placeholder(job_dir: Path) -> None:
 
 @pytest.mark.parametrize("value, expected", [("60", 60.0), (2.5, 2.5), (10, 10.0)])
 def test_registration_timeout(job_dir: Path, value: Any, expected: float) -> None:
-    app = load(job_dir, app=app_with(**{"registration.timeout": value})).app
-    assert app.registration_timeout_s == expected
+    app = load(job_dir, app=app_with(**{"registration.timeout": value}))
+    assert app.spec.registration_timeout_s == expected
 
 
 @pytest.mark.parametrize("value", ["0", -5, "soon", True, "nan", "inf"])
@@ -597,8 +597,8 @@ def test_registration_timeout_positive(job_dir: Path, value: Any) -> None:
 
 
 def test_port_keys_ignored_for_any_component(job_dir: Path) -> None:
-    app = load(job_dir, app=app_with(**{"evaluator.port": "1234"})).app
-    assert "site.global.evaluator.port" in app.ignored
+    app = load(job_dir, app=app_with(**{"evaluator.port": "1234"}))
+    assert "site.global.evaluator.port" in app.client.ignored
 
 
 def test_unknown_app_key(job_dir: Path) -> None:
@@ -667,9 +667,9 @@ def test_app_config_path_with_dot_dot(job_dir: Path) -> None:
     (job_dir / "other").mkdir()
     write_doc(job_dir / "resources.json", slider_resources())
     write_doc(job_dir / "appConfig.json", slider_app())
-    app = load_job("resources.json", "other/../appConfig.json").app
-    assert app.scripts_dir == job_dir
-    assert app.entry_path == job_dir / "ymnist.py"
+    app = load_job("resources.json", "other/../appConfig.json")
+    assert app.client.scripts_dir == job_dir
+    assert app.client.entry_path == job_dir / "ymnist.py"
 
 
 # ---- failure handling, timeouts, secrets ----
@@ -715,17 +715,17 @@ def test_the_evaluator_is_planned_beside_the_cluster(job_dir: Path) -> None:
 
 
 def test_job_settings_defaults(job_dir: Path) -> None:
-    app = load(job_dir).app
-    assert (app.success_policy, app.allocation_timeout_s, app.deadline_s, app.am_max_attempts,
-            app.secrets) == ("chief", 120.0, None, 2, {})
+    app = load(job_dir)
+    assert (app.spec.success_policy, app.spec.allocation_timeout_s, app.spec.deadline_s, app.spec.am_max_attempts,
+            app.client.secret_files) == ("chief", 120.0, None, 2, {})
 
 
 def test_job_settings(job_dir: Path) -> None:
     app = load(job_dir, app=app_with(**{
         "success.policy": "all-workers", "allocation.timeout": "30", "job.deadline": 3600,
-        "am.max.attempts": "3"})).app
-    assert (app.success_policy, app.allocation_timeout_s, app.deadline_s,
-            app.am_max_attempts) == ("all-workers", 30.0, 3600.0, 3)
+        "am.max.attempts": "3"}))
+    assert (app.spec.success_policy, app.spec.allocation_timeout_s, app.spec.deadline_s,
+            app.spec.am_max_attempts) == ("all-workers", 30.0, 3600.0, 3)
 
 
 @pytest.mark.parametrize(("key", "value", "fragment"), [
@@ -742,8 +742,8 @@ def test_job_settings_checked(job_dir: Path, key: str, value: Any, fragment: str
 
 def test_secrets_are_paths_never_contents(job_dir: Path) -> None:
     (job_dir / "token").write_text("hunter2")
-    app = load(job_dir, app=app_with(**{"user.secrets": {"API_TOKEN": "token"}})).app
-    assert app.secrets == {"API_TOKEN": job_dir / "token"}
+    app = load(job_dir, app=app_with(**{"user.secrets": {"API_TOKEN": "token"}}))
+    assert app.client.secret_files == {"API_TOKEN": job_dir / "token"}
     assert "hunter2" not in repr(app)
 
 
@@ -789,9 +789,9 @@ def test_key_written_twice_in_json_that_yaml_cannot_read(job_dir: Path) -> None:
 
 def test_access_lists_are_yarns_users_and_groups(job_dir: Path) -> None:
     app = load(job_dir, app=app_with(**{"acl.view": "alice,bob ml-team",
-                                        "acl.modify": " ml-admins"})).app
-    assert (app.view_acl, app.modify_acl) == ("alice,bob ml-team", " ml-admins")
-    assert (load(job_dir).app.view_acl, load(job_dir).app.modify_acl) == (None, None)
+                                        "acl.modify": " ml-admins"}))
+    assert (app.spec.view_acl, app.spec.modify_acl) == ("alice,bob ml-team", " ml-admins")
+    assert (load(job_dir).spec.view_acl, load(job_dir).spec.modify_acl) == (None, None)
 
 
 @pytest.mark.parametrize("value", ["alice, bob", "", "alice bob carol", 3, ",", "a,,b\tc"])

@@ -44,9 +44,9 @@ def problems(*sets: str) -> list[str]:
 def test_set_beats_the_files_and_says_so(job: Path) -> None:
     config = load("components.worker.yarn.component.instances=8", "site.global.queue=ml",
                   "ps.yarn.vcores=2", "slider-appmaster.yarn.memory=1024")
-    assert config.component("worker").instances == 8
-    assert config.component("ps").vcores == 2
-    assert config.app.queue == "ml" and config.am_memory_mb == 1024
+    assert config.spec.role("worker").instances == 8
+    assert config.spec.role("ps").vcores == 2
+    assert config.spec.queue == "ml" and config.spec.am_memory_mb == 1024
     value, source = config.settings["worker.yarn.component.instances"]
     assert value == "8" and str(source) == (
         "--set components.worker.yarn.component.instances (command line)")
@@ -56,13 +56,13 @@ def test_set_beats_the_files_and_says_so(job: Path) -> None:
 
 def test_a_key_for_every_component_beats_each_ones_own(job: Path) -> None:
     config = load("yarn.memory=3072")
-    assert {c.name: c.memory_mb for c in config.components} == {"ps": 3072, "worker": 3072}
+    assert {c.name: c.memory_mb for c in config.spec.components} == {"ps": 3072, "worker": 3072}
     assert config.settings["worker.yarn.memory"][0] == "3072"
 
 
 def test_lists_are_json(job: Path) -> None:
     config = load('site.global.user.scripts.args=["--epochs", "5"]')
-    assert config.app.script_args == ("--epochs", "5")
+    assert config.spec.script_args == ("--epochs", "5")
 
 
 def test_an_option_that_stands_for_a_setting(job: Path) -> None:

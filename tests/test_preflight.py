@@ -23,6 +23,7 @@ from jobtools import prepare_job
 
 from tfyarn.hadoop.driver import plain_diagnosis
 from tfyarn.jobconfig import load_job
+from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.plan import Placement, build_plan
 from tfyarn.submission.preflight import (
     ClusterView,
@@ -79,13 +80,9 @@ def job(tmp_path: Path, components: dict[str, dict[str, str]] | None = None,
         am_label: str | None = None, am_memory_mb: int | None = None) -> list[Request]:
     """The containers of the seed job (ps, chief on the default partition, 2 gpu workers)."""
     resources, app_config = prepare_job(tmp_path, components=components)
-    config = load_job(resources, app_config)
-    plan = build_plan(config, default_label=am_label)
-    placement = Placement(am_memory_mb=am_memory_mb or config.am_memory_mb,
-                          am_vcores=config.am_vcores, am_label=am_label)
-    given = frozenset({"--am-memory"} if am_memory_mb else set()) | frozenset(
-        {"--am-label"} if am_label else set())
-    return job_requests(config, plan, placement, given)
+    options = SubmitOptions(am_label=am_label, am_memory=am_memory_mb)
+    config = load_job(resources, app_config, overrides=options.overrides())
+    return job_requests(config, build_plan(config), Placement(), options.given())
 
 
 def verdict(tmp_path: Path, queue: str = "default", doc: dict[str, Any] | None = None,

@@ -50,15 +50,16 @@ def minimal_job(tmp_path: Path):
 
 
 def test_a_job_that_says_nothing_gets_the_declared_defaults(minimal_job) -> None:
-    worker = minimal_job.component("worker")
+    worker = minimal_job.spec.role("worker")
     for s in declared.settings(declared.COMPONENT_SCOPE):
         if s.default is not None:
             assert getattr(worker, s.field) == s.default, s.key
     for s in declared.settings(declared.APPMASTER_SCOPE):
-        assert getattr(minimal_job, s.field) == s.default, s.key
+        assert getattr(minimal_job.spec, s.field) == s.default, s.key
     for s in declared.settings(declared.APP_SCOPE):
         if s.default is not None:
-            assert getattr(minimal_job.app, s.field) == s.default, s.key
+            assert getattr(minimal_job.spec, s.field) == s.default, s.key
+    assert minimal_job.spec.work_dir_flag == "--work_dir"  # worked out by its declaration
 
 
 def test_the_plans_defaults_are_the_declared_ones() -> None:
@@ -68,11 +69,25 @@ def test_the_plans_defaults_are_the_declared_ones() -> None:
             assert getattr(plan, s.field) == s.default, s.key
 
 
-def test_what_travels_is_what_the_plan_holds(minimal_job) -> None:
-    """A setting marked `travels` reaches the AppMaster as the files give it."""
+def test_every_setting_has_one_home(minimal_job) -> None:
+    """Each declaration's field is the spec's (which travels to the AppMaster) or, for what
+    only the submitting machine knows, the client's facts beside it: never both."""
+    spec, client = minimal_job.spec, minimal_job.client
+    for s in declared.SETTINGS:
+        homes = [hasattr(spec if s.scope == declared.APP_SCOPE else spec, s.field),
+                 hasattr(client, s.field)]
+        if s.scope == declared.COMPONENT_SCOPE:
+            homes = [hasattr(spec.role("worker"), s.field), False]
+        assert homes.count(True) == 1, s.key
+
+
+def test_the_plan_is_the_spec_completed(minimal_job) -> None:
+    """What travels is the job's own spec: the plan changes only what is decided at submit."""
     from tfyarn.submission.plan import build_plan
 
     plan = build_plan(minimal_job)
-    for s in declared.settings(declared.APP_SCOPE):
-        if s.travels:
-            assert getattr(plan, s.field) == getattr(minimal_job.app, s.field), s.key
+    assert plan.planned and not minimal_job.spec.planned
+    decided = {"python", "work_dir", "roles", "tensorboard", "evaluator", "script_args",
+               "data_dir", "data", "principal"}
+    for name in set(JobPlan.__dataclass_fields__) - decided:
+        assert getattr(plan, name) == getattr(minimal_job.spec, name), name

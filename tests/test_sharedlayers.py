@@ -129,7 +129,7 @@ def test_an_administrator_sets_the_directory_once_in_the_cluster_defaults(
     app = {"site.global.user.scripts.entry": "train.py"}
     write_doc(tmp_path / "appConfig.json", {"global": app})
     job = load_job("resources.json", "appConfig.json")
-    assert (job.app.layers_dir, job.app.layers_trust) == ("hdfs:///tfyarn/layers", ("hadoop",))
+    assert (job.spec.layers_dir, job.spec.layers_trust) == ("hdfs:///tfyarn/layers", ("hadoop",))
     write_doc(tmp_path / "appConfig.json", {"global": {
         **app, "site.global.python.layers.trust": ["alice", "a/b"]}})
     with pytest.raises(JobConfigError) as raised:

@@ -75,7 +75,7 @@ def test_by_default_tasks_get_work_dir_and_with_slider_s_prefix_ckp_dir(tmp_path
 @pytest.mark.parametrize("flag", ["--model_dir", "--train_dir", "--logdir", "--checkpoint-dir"])
 def test_another_flag_carries_the_work_dir(tmp_path: Path, flag: str) -> None:
     job = load(tmp_path, **{"user.scripts.work_dir_flag": f" {flag} "})
-    assert job.app.work_dir_flag == flag
+    assert job.spec.work_dir_flag == flag
     plan = JobPlan.from_json(build_plan(job).to_json())  # as the containers read it
     assert plan.work_dir_flag == flag
     assert worker_command(plan) == [*FOUR_FLAGS, f"{flag}=/c/work"]
@@ -112,7 +112,7 @@ def test_a_defaults_file_may_give_it(tmp_path: Path, monkeypatch: pytest.MonkeyP
     defaults = tmp_path / "defaults.yaml"
     defaults.write_text(f'"{KEY}": "--model_dir"\n')
     monkeypatch.setenv("TFYARN_CONFIG", str(defaults))
-    assert load(tmp_path).app.work_dir_flag == "--model_dir"
+    assert load(tmp_path).spec.work_dir_flag == "--model_dir"
 
 
 # ---------------------------------------------------------------- a refused flag

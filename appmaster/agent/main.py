@@ -342,7 +342,7 @@ def _command_and_environment(link: AgentLink, plan: JobPlan, app_id: str,
     env = task_environment(spec, task, work.path, plan.secrets,
                            work.job_dir if work.mirror else None)
     if plan.data_dir or plan.data:  # what --data_dir says, for scripts without the flag
-        env["TFYARN_DATA_DIR"] = gather_data(plan.data)
+        env["TFYARN_DATA_DIR"] = gather_data(entry.name for entry in plan.data)
     if task.role == Role.EVALUATOR:
         env["TFYARN_TRAINING_DONE_FILE"] = str(work.done_file)
         work.wait_for_training(link)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from appmaster.common.cluster_spec import ClusterSpec
-from appmaster.common.settings import default
+from appmaster.common.settings import APPMASTER_SCOPE, default
 from appmaster.common.storage import is_remote
-from appmaster.common.vocabulary import Role
+from appmaster.common.vocabulary import TF_ROLES, FailurePolicy, Role, SuccessPolicy, Word
 
 JOB_FILE = "tfyarn-job.json"
 SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
@@ -28,69 +29,187 @@ DATA_ENTRY_PREFIX = "data-"
 # own fast disk, kept in step with HDFS by the agent (appmaster/agent/mirror.py)
 LOCAL_WORK_DIR = "work"
 
-# Defaults of the job's settings (appmaster/common/settings.py declares them).
-DEFAULT_REGISTRATION_TIMEOUT_S: float = default("site.global.registration.timeout")
-DEFAULT_ALLOCATION_TIMEOUT_S: float = default("site.global.allocation.timeout")
-DEFAULT_AM_ATTEMPTS: int = default("site.global.am.max.attempts")
-DEFAULT_MIRROR_INTERVAL_S: float = default("site.global.checkpoint.mirror.interval")
-DEFAULT_HEARTBEAT_TIMEOUT_S: float = default("site.global.task.heartbeat.timeout")
-DEFAULT_EVALUATION_TIMEOUT_S: float = default("site.global.evaluation.timeout")
+
+class SpecError(ValueError):
+    """A spec that breaks its own rules: raised where it is built (the job files' checks say
+    the same to users first, with the file and the fix)."""
+
+
+def _default(key: str, scope: str | None = None) -> Any:
+    return default(key, scope)
+
+
+@dataclass(frozen=True)
+class DataEntry:
+    """One entry of site.global.data (or --data): a file or archive on HDFS, ``url#name``."""
+
+    url: str  # hdfs://… or viewfs://…, without the #name
+    name: str  # where it appears in the task's data dir
+    archive: bool  # YARN unpacks it into a directory called name
+
+    def __post_init__(self) -> None:
+        if not self.url or not self.name or "/" in self.name:
+            raise SpecError(f"data entry {self.url!r}#{self.name!r}: a URL and a plain name")
+
+    def __str__(self) -> str:
+        return f"{self.url}#{self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "name": self.name, "archive": self.archive}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataEntry:
+        return cls(**data)
 
 
 @dataclass(frozen=True)
 class RolePlan:
-    name: str  # ps | chiefworker | worker
+    """One component of resources.json: its containers and its failure rules."""
+
+    name: str  # a Role: ps | chiefworker | worker | evaluator | tensorboard
     instances: int
     priority: int
     memory_mb: int
     vcores: int
-    gpus: int = 0
+    gpus: int = _default("yarn.gpus")
     label: str | None = None
-    failure_threshold: int = default("yarn.container.failure.threshold")  # -1 = unlimited
-    failure_policy: str = default("yarn.container.failure.policy")  # restart | fatal | ignore
+    failure_threshold: int = _default("yarn.container.failure.threshold")  # -1 = unlimited
+    failure_policy: str = _default("yarn.container.failure.policy")  # a FailurePolicy
+
+    def __post_init__(self) -> None:
+        if self.name not in set(Role):
+            raise SpecError(f"{self.name!r} is no role: one of {', '.join(Role)}")
+        if self.failure_policy not in set(FailurePolicy):
+            raise SpecError(f"{self.name}: failure policy {self.failure_policy!r} is not one "
+                            f"of {', '.join(FailurePolicy)}")
+        for what, value, low in (("instances", self.instances, 0), ("priority", self.priority, 1),
+                                 ("memory_mb", self.memory_mb, 1), ("vcores", self.vcores, 1),
+                                 ("gpus", self.gpus, 0),
+                                 ("failure_threshold", self.failure_threshold, -1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise SpecError(f"{self.name}: {what} must be a whole number >= {low}, "
+                                f"not {value!r}")
+        object.__setattr__(self, "name", Role(self.name))
+        object.__setattr__(self, "failure_policy", FailurePolicy(self.failure_policy))
 
     def may_restart(self, failures: int) -> bool:
         """Whether the task may be started again after its role's ``failures``-th failure."""
-        if self.failure_policy != "restart":
+        if self.failure_policy != FailurePolicy.RESTART:
             return False
         return self.failure_threshold < 0 or failures <= self.failure_threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RolePlan:
+        return cls(**data)
 
 
 @dataclass(frozen=True)
 class JobPlan:
+    """The job, one typed spec from the job files to the AppMaster and every agent: checked
+    and built by the client (tfyarn/jobconfig/), completed by the plan at submit (the
+    interpreter, the work dir, the principal: tfyarn/submission/plan.py), written as
+    ``tfyarn-job.json`` and read back in every container (``from_container``).
+
+    Each appConfig setting is a field named by its declaration's ``field``
+    (appmaster/common/settings.py), its default the declaration's. What only the submitting
+    machine knows (local paths) is beside it, in tfyarn's ``ClientFacts``.
+    """
+
     name: str
     entry: str  # path of the script inside the shipped scripts dir
-    python: str  # interpreter the tasks run (the same path on every node)
-    work_dir: str  # may hold ${APP_ID}, filled in inside YARN
-    roles: tuple[RolePlan, ...]  # in priority order
+    python: str | None  # the interpreter the tasks run (the same path on every node); None:
+    # the shipped env's, decided when the plan is made
+    work_dir: str | None  # may hold ${APP_ID}, filled in inside YARN; None: the default,
+    # decided when the plan is made
+    roles: tuple[RolePlan, ...]  # the TensorFlow cluster's, with tasks, in priority order
     script_args: tuple[str, ...] = ()
-    registration_timeout_s: float = DEFAULT_REGISTRATION_TIMEOUT_S
+    registration_timeout_s: float = _default("site.global.registration.timeout")
     env: dict[str, str] = field(default_factory=dict)
-    success_policy: str = default("site.global.success.policy")  # chief | all-workers
-    allocation_timeout_s: float = DEFAULT_ALLOCATION_TIMEOUT_S
+    success_policy: str = _default("site.global.success.policy")  # a SuccessPolicy
+    allocation_timeout_s: float = _default("site.global.allocation.timeout")
     deadline_s: float | None = None
-    am_max_attempts: int = DEFAULT_AM_ATTEMPTS
+    am_max_attempts: int = _default("site.global.am.max.attempts")
     secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
     tensorboard: RolePlan | None = None  # a TensorBoard beside the tasks, on the work dir
     # an evaluator beside the tasks: evaluates each checkpoint the chief mirrors to HDFS
     evaluator: RolePlan | None = None
     # once the chief finished: how long the evaluator may take over the last checkpoint
-    evaluation_timeout_s: float = DEFAULT_EVALUATION_TIMEOUT_S
+    evaluation_timeout_s: float = _default("site.global.evaluation.timeout")
     # the chief's local work dir -> HDFS, this often
-    mirror_interval_s: float = DEFAULT_MIRROR_INTERVAL_S
+    mirror_interval_s: float = _default("site.global.checkpoint.mirror.interval")
     # Slider's site.global.user.data.dir on HDFS: YARN localizes it as DATA_DIR_NAME and the
     # script gets --data_dir; None: no --data_dir
     data_dir: str | None = None
-    # site.global.user.scripts.work_dir_flag: the flag that names the task's local work dir
-    # ("--ckp_dir" by default with Slider's site.global.user.checkpoint.prefix); "": none
+    # site.global.user.scripts.work_dir_flag: the flag that names the task's local work dir;
+    # "": none. Its default is worked out by its declaration (Slider's --ckp_dir with
+    # site.global.user.checkpoint.prefix)
     work_dir_flag: str = "--work_dir"
     # an agent silent this long: its task is lost
-    heartbeat_timeout_s: float = DEFAULT_HEARTBEAT_TIMEOUT_S
-    # site.global.data: name -> URL on HDFS, seen as DATA_DIR_NAME/<name>; --data_dir too
-    data: dict[str, str] = field(default_factory=dict)
+    heartbeat_timeout_s: float = _default("site.global.task.heartbeat.timeout")
+    # site.global.data: HDFS files and archives, each seen as DATA_DIR_NAME/<name>
+    data: tuple[DataEntry, ...] = ()
     # who submitted with --principal/--keytab: the master gets new HDFS tokens as them
     # (appmaster/common/hdfstokens.py); None: a ticket cache or no Kerberos
     principal: str | None = None
+    queue: str = _default("site.global.queue")
+    am_memory_mb: int = _default("yarn.memory", APPMASTER_SCOPE)
+    am_vcores: int = _default("yarn.vcores", APPMASTER_SCOPE)
+    # the application's node label (YARN gives it to the AppMaster and to every request
+    # without its own); None: the default partition
+    am_label: str | None = None
+    docker_image: str | None = None
+    docker_mounts: tuple[str, ...] = ()  # source:dest[:mode] for the tasks' Docker containers
+    # the shipped env's layers in a directory all users share (None: the user's HDFS home),
+    # and whose layers there a job runs besides the user's own (None: the directory's owner)
+    layers_dir: str | None = None
+    layers_trust: tuple[str, ...] | None = None
+    # Slider's: the work dir is <prefix>/<application name>.<application id>
+    checkpoint_prefix: str | None = None
+    # YARN access lists ("users groups") besides the owner and YARN's admins; None: nobody
+    view_acl: str | None = None
+    modify_acl: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.entry:
+            raise SpecError("a job has a name and an entry script")
+        if self.success_policy not in set(SuccessPolicy):
+            raise SpecError(f"success policy {self.success_policy!r} is not one of "
+                            f"{', '.join(SuccessPolicy)}")
+        object.__setattr__(self, "success_policy", SuccessPolicy(self.success_policy))
+        if any(role.name not in TF_ROLES or role.instances < 1 for role in self.roles):
+            raise SpecError("roles are the TensorFlow cluster's (ps, chiefworker, worker), "
+                            "each with tasks")
+        if [r.priority for r in self.roles] != sorted(r.priority for r in self.roles):
+            raise SpecError("roles come in priority order")
+        for name, role in ((Role.TENSORBOARD, self.tensorboard), (Role.EVALUATOR, self.evaluator)):
+            if role is not None and (role.name != name or role.instances < 1):
+                raise SpecError(f"the {name} beside the tasks is a {name} with a container")
+        everyone = [*self.roles, *self.side_roles]
+        if len({r.name for r in everyone}) < len(everyone) or len(
+                {r.priority for r in everyone}) < len(everyone):
+            raise SpecError("each role once, each with a priority of its own")
+        for what, seconds in (("registration timeout", self.registration_timeout_s),
+                              ("allocation timeout", self.allocation_timeout_s),
+                              ("evaluation timeout", self.evaluation_timeout_s),
+                              ("mirror interval", self.mirror_interval_s),
+                              ("heartbeat timeout", self.heartbeat_timeout_s),
+                              ("deadline", 1.0 if self.deadline_s is None else self.deadline_s)):
+            if not seconds > 0:
+                raise SpecError(f"the {what} must be a positive number of seconds")
+        if self.am_max_attempts < 1 or self.am_memory_mb < 1 or self.am_vcores < 1:
+            raise SpecError("the AppMaster has at least one attempt, a MB and a vcore")
+        if self.work_dir_flag and not self.work_dir_flag.startswith("--"):
+            raise SpecError(f"work dir flag {self.work_dir_flag!r}: --name, or \"\" for none")
+        if len({entry.name for entry in self.data}) < len(self.data):
+            raise SpecError("each data entry has a name of its own")
+
+    @property
+    def planned(self) -> bool:
+        """Whether the plan named the interpreter and the work dir: what containers need."""
+        return self.python is not None and self.work_dir is not None
 
     @property
     def heartbeat_interval_s(self) -> float:
@@ -108,6 +227,11 @@ class JobPlan:
         """The containers beside the TensorFlow cluster (not in its spec)."""
         return tuple(role for role in (self.tensorboard, self.evaluator) if role)
 
+    @property
+    def components(self) -> tuple[RolePlan, ...]:
+        """Every role with containers, the cluster's and those beside it, in priority order."""
+        return tuple(sorted((*self.roles, *self.side_roles), key=lambda role: role.priority))
+
     def role(self, name: str) -> RolePlan | None:
         return next((role for role in (*self.roles, *self.side_roles) if role.name == name),
                     None)
@@ -115,11 +239,16 @@ class JobPlan:
     def task_keys(self) -> list[tuple[str, int]]:
         return [(role.name, i) for role in self.roles for i in range(role.instances)]
 
+    def total_tasks(self) -> int:
+        return sum(role.instances for role in self.roles)
+
     def resolved_work_dir(self, app_id: str) -> str:
+        assert self.work_dir is not None, "a planned job's work dir"
         return self.work_dir.replace("${APP_ID}", app_id)
 
     def tensorboard_command(self, port: int, work_dir: str, flag_file: str) -> list[str]:
         """On loopback, its path prefix (a secret: appmaster/common/pageguard.py) in a flag file."""
+        assert self.python is not None, "a planned job's interpreter"
         return [self.python, "-m", "tensorboard.main", "--logdir", work_dir,
                 "--host", "127.0.0.1", "--port", str(port), "--flagfile", flag_file]
 
@@ -135,28 +264,55 @@ class JobPlan:
                      app_id: str = "${APP_ID}") -> list[str]:
         """The exact command line one task runs in its container's directory
         ``container_dir``: the agent's, and the dry run's with placeholders."""
+        assert self.python is not None, "a planned job's interpreter"
         script = f"{SCRIPTS_DIR}/{self.entry}"
         data = f"{container_dir}/{DATA_DIR_NAME}" if self.data_dir or self.data else None
         flags = spec.flags(role, index, self.task_work_dir(app_id, container_dir),
                            data_dir=data, work_dir_flag=self.work_dir_flag)
         return [self.python, script, *flags, *self.script_args]
 
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobPlan:
+        given = dict(data)
+        given["roles"] = tuple(RolePlan.from_dict(role) for role in given["roles"])
+        for side in ("tensorboard", "evaluator"):
+            if given.get(side):
+                given[side] = RolePlan.from_dict(given[side])
+        given["data"] = tuple(DataEntry.from_dict(entry) for entry in given.get("data", ()))
+        for name in ("script_args", "secrets", "docker_mounts"):
+            given[name] = tuple(given.get(name, ()))
+        if given.get("layers_trust") is not None:
+            given["layers_trust"] = tuple(given["layers_trust"])
+        return cls(**given)
+
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        return json.dumps(self.to_dict(), indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> JobPlan:
-        data = json.loads(text)
-        data["roles"] = tuple(RolePlan(**role) for role in data["roles"])
-        for side in ("tensorboard", "evaluator"):
-            if data.get(side):
-                data[side] = RolePlan(**data[side])
-        data["script_args"] = tuple(data.get("script_args", ()))
-        data["secrets"] = tuple(data.get("secrets", ()))
-        return cls(**data)
+        return cls.from_dict(json.loads(text))
 
     @classmethod
     def from_container(cls) -> JobPlan:
         """The plan YARN localized into this container's working directory."""
-        return cls.from_json(Path(os.environ.get("TFYARN_JOB_FILE", JOB_FILE)).read_text())
+        plan = cls.from_json(Path(os.environ.get("TFYARN_JOB_FILE", JOB_FILE)).read_text())
+        if not plan.planned:
+            raise SpecError(f"{JOB_FILE} names no interpreter or work dir: not a planned job")
+        return plan
 
+
+def _plain(value: Any) -> Any:
+    """A field's value as JSON holds it: words as their text, tuples as lists, nested specs
+    as their dicts."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, Word):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value

@@ -11,6 +11,7 @@ Adding a setting: docs/architecture.md, "Adding a setting".
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +42,14 @@ class Setting:
     choices: tuple[str, ...] = ()
     example: str = ""
     job_only: bool = False  # each job's (or component's) own: no defaults file gives it
-    field: str = ""  # its attribute in the job's typed spec (AppConfig, Component, JobPlan)
-    travels: bool = False  # the AppMaster reads it: copied as it is from AppConfig to JobPlan
+    field: str = ""  # its attribute in the job's spec (JobPlan, RolePlan) or ClientFacts
+    # its default worked out from the other settings of its file (keys to values, as
+    # written), where a fixed one would not do
+    derived: Callable[[Mapping[str, Any]], Any] | None = None
+
+    def default_for(self, given: Mapping[str, Any]) -> Any:
+        """The value a file that does not give this setting gets, the others being ``given``."""
+        return self.derived(given) if self.derived is not None else self.default
 
     @property
     def shown_default(self) -> str:
@@ -61,6 +68,13 @@ FAILURE_THRESHOLD_MEANING = (
 )
 
 _G = APP_PREFIX
+
+
+def _work_dir_flag(given: Mapping[str, Any]) -> str:
+    """Slider's TensorFlow package read its checkpoint dir from --ckp_dir."""
+    return "--ckp_dir" if given.get(_G + "user.checkpoint.prefix") else "--work_dir"
+
+
 SETTINGS: tuple[Setting, ...] = (
     # resources.json: each component's (or "global"'s, for every component)
     Setting("yarn.role.priority", COMPONENT_SCOPE, "whole",
@@ -100,6 +114,10 @@ SETTINGS: tuple[Setting, ...] = (
             field="am_memory_mb"),
     Setting("yarn.vcores", APPMASTER_SCOPE, "whole", "virtual cores of the AppMaster's container",
             default=1, low=1, high=1024, noun="virtual cores", example="1", field="am_vcores"),
+    Setting("yarn.label.expression", APPMASTER_SCOPE, "label",
+            "the YARN node label the AppMaster runs on; YARN gives it to every component "
+            "without a label of its own too", default_text="the default partition",
+            example="gpu", field="am_label"),
     # appConfig.json's "global"
     Setting(_G + "user.scripts.entry", APP_SCOPE, "path",
             "the training script every task runs, relative to the scripts directory",
@@ -116,7 +134,7 @@ SETTINGS: tuple[Setting, ...] = (
             "scripts written for e.g. --model_dir, --train_dir, --logdir or --checkpoint_dir; "
             '"" for none (a script that defines no such flag)',
             default_text="--work_dir (--ckp_dir with site.global.user.checkpoint.prefix)",
-            example="--model_dir", field="work_dir_flag"),
+            example="--model_dir", field="work_dir_flag", derived=_work_dir_flag),
     Setting(_G + "user.env", APP_SCOPE, "map", "environment variables set for every task",
             example='{"DATA_FORMAT": "tfrecord"}', field="env"),
     Setting(_G + "queue", APP_SCOPE, "text", "the YARN queue the application goes to",
@@ -131,8 +149,7 @@ SETTINGS: tuple[Setting, ...] = (
             example="hdfs:///user/${USER_NAME}/tfyarn", field="work_dir"),
     Setting(_G + "registration.timeout", APP_SCOPE, "seconds",
             "how long every task may take to start and register its host:port",
-            default=300.0, example="300", field="registration_timeout_s",
-            travels=True),
+            default=300.0, example="300", field="registration_timeout_s"),
     Setting(_G + "python", APP_SCOPE, "path",
             "the interpreter every node has at this absolute path",
             default_text="none: tfyarn packs and ships the submitting environment",
@@ -158,35 +175,28 @@ SETTINGS: tuple[Setting, ...] = (
             example='["/etc/hadoop/conf:/etc/hadoop/conf:ro"]', field="docker_mounts"),
     Setting(_G + "success.policy", APP_SCOPE, "choice",
             "what ends the job SUCCEEDED: the chief's exit 0, or that of every worker too",
-            default="chief", choices=SUCCESS_POLICIES, field="success_policy",
-            travels=True),
+            default="chief", choices=SUCCESS_POLICIES, field="success_policy"),
     Setting(_G + "allocation.timeout", APP_SCOPE, "seconds",
             "how long YARN may take to allocate the containers before the job fails",
-            default=120.0, example="120", field="allocation_timeout_s",
-            travels=True),
+            default=120.0, example="120", field="allocation_timeout_s"),
     Setting(_G + "job.deadline", APP_SCOPE, "seconds",
             "the whole job's time limit from submission; past it the job is stopped",
-            example="86400", field="deadline_s",
-            travels=True),
+            example="86400", field="deadline_s"),
     Setting(_G + "am.max.attempts", APP_SCOPE, "whole",
             "how many times YARN starts the AppMaster (1 = no retry)", default=2, low=1,
-            high=10, noun="attempts", example="2", field="am_max_attempts",
-            travels=True),
+            high=10, noun="attempts", example="2", field="am_max_attempts"),
     Setting(_G + "user.secrets", APP_SCOPE, "map",
             "name -> local file; each task gets the file, its path in TFYARN_SECRET_<name>",
             example='{"db_password": "~/.secrets/db"}', field="secrets"),
     Setting(_G + "checkpoint.mirror.interval", APP_SCOPE, "seconds",
             "seconds between copies of the chief's checkpoints to the work dir on HDFS",
-            default=10.0, example="10", field="mirror_interval_s",
-            travels=True),
+            default=10.0, example="10", field="mirror_interval_s"),
     Setting(_G + "task.heartbeat.timeout", APP_SCOPE, "seconds",
             "a task whose agent is silent this long is lost (its host died or was cut off)",
-            default=30.0, example="30", field="heartbeat_timeout_s",
-            travels=True),
+            default=30.0, example="30", field="heartbeat_timeout_s"),
     Setting(_G + "evaluation.timeout", APP_SCOPE, "seconds",
             "once the chief finished, how long the evaluator may take over the last checkpoint",
-            default=600.0, example="600", field="evaluation_timeout_s",
-            travels=True),
+            default=600.0, example="600", field="evaluation_timeout_s"),
     Setting(_G + "user.data.dir", APP_SCOPE, "url",
             "Slider's training data dir on HDFS, localized into every task as --data_dir",
             example="hdfs:///user/${USER_NAME}/mnist-data", field="data_dir"),

@@ -81,7 +81,8 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
     planned = plan_job(resources_path, app_config_path, SubmitOptions(
         name=name, queue=queue, tags=tags, am_memory=am_memory, am_vcores=am_vcores,
         am_label=am_label, python_env=python_env, docker_image=docker_image,
-        docker_mounts=docker_mounts, data=data, sets=sets, script_args=script_args))
+        docker_mounts=docker_mounts, data=data, sets=sets, script_args=script_args,
+        principal=driver.principal if driver and driver.keytab else None))
     if dry_run:
         document = planned.document()
         click.echo(format_plan_json(document) if as_json

@@ -13,20 +13,15 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from appmaster.common.jobplan import JobPlan
+from appmaster.common.vocabulary import TF_ROLES, Role
 from tfyarn.jobconfig.appconfig import parse_app
 from tfyarn.jobconfig.defaults import Defaults, effective, read_defaults
 from tfyarn.jobconfig.documents import Checker, read_document
 from tfyarn.jobconfig.model import (
     APPMASTER,
     COMPONENT_NAMES,
-    EVALUATOR,
-    FAILURE_POLICIES,
-    FAILURE_THRESHOLD_MEANING,
-    SUCCESS_POLICIES,
-    TASK_KINDS,
-    TENSORBOARD,
-    AppConfig,
-    Component,
+    ClientFacts,
     JobConfig,
     JobConfigError,
     Problem,
@@ -36,10 +31,8 @@ from tfyarn.jobconfig.overrides import OverriddenChecker, Override, apply
 from tfyarn.jobconfig.resources import parse_resources
 
 __all__ = [
-    "APPMASTER", "COMPONENT_NAMES", "EVALUATOR", "FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING",
-    "SUCCESS_POLICIES", "TASK_KINDS", "TENSORBOARD", "AppConfig", "Component", "Defaults",
-    "JobConfig", "JobConfigError", "Override", "Problem", "describe_problems", "load_job",
-    "read_defaults",
+    "APPMASTER", "COMPONENT_NAMES", "ClientFacts", "Defaults", "JobConfig", "JobConfigError",
+    "Override", "Problem", "describe_problems", "load_job", "read_defaults",
 ]
 
 
@@ -76,14 +69,16 @@ def load_job(
     if problems:
         raise JobConfigError(problems)
     assert resources is not None and app is not None  # no problems means both parsed
-    components, am_memory_mb, am_vcores = resources
-    return JobConfig(
-        components=components,
-        am_memory_mb=am_memory_mb,
-        am_vcores=am_vcores,
-        app=app,
-        resources_path=Path(resources_path),
-        app_config_path=Path(app_config_path),
-        settings=effective(defaults, [(str(resources_path), resources_doc or {}),
-                                      (str(app_config_path), app_doc or {})], overrides),
-    )
+    components, am_memory_mb, am_vcores, am_label = resources
+    spec_fields, client_facts = app
+    with_tasks = [c for c in components if c.instances > 0]
+    side = {c.name: c for c in with_tasks if c.name not in TF_ROLES}
+    spec = JobPlan(roles=tuple(c for c in with_tasks if c.name in TF_ROLES),
+                   tensorboard=side.get(Role.TENSORBOARD), evaluator=side.get(Role.EVALUATOR),
+                   am_memory_mb=am_memory_mb, am_vcores=am_vcores, am_label=am_label,
+                   **spec_fields)
+    client = ClientFacts(resources_path=Path(resources_path),
+                         app_config_path=Path(app_config_path), **client_facts)
+    settings = effective(defaults, [(str(resources_path), resources_doc or {}),
+                                    (str(app_config_path), app_doc or {})], overrides)
+    return JobConfig(spec=spec, client=client, settings=settings)

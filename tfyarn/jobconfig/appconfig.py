@@ -23,7 +23,6 @@ from tfyarn.jobconfig.documents import (
     top_level,
 )
 from tfyarn.jobconfig.envvalues import archive_kind, docker_mount_problem, layers_settings
-from tfyarn.jobconfig.model import AppConfig
 
 # appConfig.json keys, all under "global".
 _G = "site.global."
@@ -81,7 +80,10 @@ _MAX_APP_NAME = 256
 _WORK_DIR_PLACEHOLDERS = {"USER_NAME", "APP_ID"}
 
 
-def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> AppConfig | None:
+def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None
+              ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """appConfig.json's settings, checked: (the spec's fields, the client's facts), each by
+    the name JobPlan and ClientFacts give it; None when the problems leave no job."""
     settings, components = top_level(c, doc)
     if components:
         c.add(
@@ -103,15 +105,20 @@ def parse_app(c: Checker, doc: dict[str, Any], path: Path, user: str | None) -> 
     checked = check_settings(c, settings, base, user)
     if entry is None or scripts_dir is None:
         return None
+    secret_files = checked.pop("secrets")
+    client = dict(scripts_dir=scripts_dir, entry_path=entry[1], ignored=tuple(ignored),
+                  python_env=checked.pop("python_env"), secret_files=secret_files)
     name = checked.pop("name") or "tfyarn-" + Path(entry[0]).stem
-    return AppConfig(entry=entry[0], scripts_dir=scripts_dir, entry_path=entry[1], name=name,
-                     ignored=tuple(ignored), **checked)
+    spec = dict(checked, name=name, entry=entry[1].relative_to(scripts_dir).as_posix(),
+                secrets=tuple(sorted(secret_files)))
+    return spec, client
 
 
 def check_settings(c: Checker, settings: dict[str, Any], base: Path,
                    user: str | None) -> dict[str, Any]:
-    """Every setting but the script's, checked one by one: AppConfig's other fields. A
-    defaults file's settings are checked here too, their paths relative to its ``base``."""
+    """Every setting but the script's, checked one by one, by their declarations' fields
+    (the spec's, and the client's python_env and secrets). A defaults file's settings are
+    checked here too, their paths relative to its ``base``."""
     script_args = _script_args(c, settings)
     env = _env(c, settings)
     queue = _text(c, settings, _QUEUE, "default") or BUILT_IN[_QUEUE]
@@ -161,7 +168,7 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         work_dir=work_dir,
         registration_timeout_s=_seconds(c, settings, _REGISTRATION_TIMEOUT),
         python=_python(c, settings),
-        docker_image=_text(c, settings, _DOCKER_IMAGE, "tensorflow/tensorflow:latest"),
+        docker_image=_docker_image(c, settings),
         success_policy=success_policy,
         allocation_timeout_s=_seconds(c, settings, _ALLOCATION_TIMEOUT),
         deadline_s=_seconds(c, settings, _DEADLINE),
@@ -261,6 +268,15 @@ def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None
     return path
 
 
+def _docker_image(c: Checker, settings: dict[str, Any]) -> str | None:
+    image = _text(c, settings, _DOCKER_IMAGE, "tensorflow/tensorflow:latest")
+    if image is not None and any(ch.isspace() for ch in image):
+        c.add(key_path("global", _DOCKER_IMAGE), "not an image name",
+              "give one such as tensorflow/tensorflow:2.16.1.", value=image)
+        return None
+    return image
+
+
 def _docker_mounts(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
     if _DOCKER_MOUNTS not in settings:
         return ()
@@ -358,10 +374,11 @@ def _script_args(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def _work_dir_flag(c: Checker, settings: dict[str, Any]) -> str | None:
-    """The flag that names the task's local work dir: ``--name``, or "" for none."""
+def _work_dir_flag(c: Checker, settings: dict[str, Any]) -> str:
+    """The flag that names the task's local work dir: ``--name``, or "" for none; absent,
+    its declaration's default for these settings."""
     if _WORK_DIR_FLAG not in settings:
-        return None
+        return setting(_WORK_DIR_FLAG).default_for(settings)
     value = settings[_WORK_DIR_FLAG]
     flag = value.strip() if isinstance(value, str) else None
     if flag is None or (flag and not _FLAG.fullmatch(flag)):
@@ -371,7 +388,7 @@ def _work_dir_flag(c: Checker, settings: dict[str, Any]) -> str | None:
               'write the flag your script reads its model or checkpoint dir from, e.g. '
               '"--model_dir", or "" if it has none (the path is in TFYARN_WORK_DIR).',
               value=value)
-        return None
+        return setting(_WORK_DIR_FLAG).default_for(settings)
     return flag
 
 

@@ -9,16 +9,13 @@ checked against HDFS before submitting (tfyarn/submission/workdir.py).
 
 from __future__ import annotations
 
-import getpass
-from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from appmaster.common.storage import REMOTE_SCHEMES
-from tfyarn.jobconfig.documents import COMMAND_LINE, Checker, kind_of
+from tfyarn.jobconfig.documents import Checker, kind_of
 from tfyarn.jobconfig.envvalues import ARCHIVE_SUFFIXES
-from tfyarn.jobconfig.model import DataEntry, JobConfig, JobConfigError, Problem
+from tfyarn.jobconfig.model import DataEntry
 
 DATA_OPTION = "--data"
 EXAMPLE = "hdfs:///user/${USER_NAME}/mnist.tar.gz#mnist"
@@ -80,19 +77,3 @@ def parse_entries(c: Checker, where: str, value: Any, user: str) -> tuple[DataEn
         else:
             entries[entry.name] = entry
     return tuple(entries.values())
-
-
-def with_data(job: JobConfig, options: Sequence[str], user: str | None = None) -> JobConfig:
-    """The job with `tfyarn submit --data`'s entries in place of site.global.data's."""
-    if not options:
-        return job
-    problems: list[Problem] = []
-    checker = Checker(COMMAND_LINE, problems)
-    entries = parse_entries(checker, DATA_OPTION, list(options), user or getpass.getuser())
-    if job.app.data_dir is not None:  # both would be the tasks' --data_dir
-        checker.add(DATA_OPTION, 'the job also has "site.global.user.data.dir"',
-                    f"keep one: remove that key, or give its directory as --data "
-                    f"{job.app.data_dir}#data.", value=list(options))
-    if problems:
-        raise JobConfigError(problems)
-    return replace(job, app=replace(job.app, data=entries))

@@ -142,7 +142,7 @@ def effective(
     own = [key for path, doc in job_files for key in _flat(doc)]
     levels += [(Source(COMMAND_LINE, o.option), _overridden(o, own)) for o in overrides]
     table = _layered(levels)
-    for key in resources.APPMASTER_KEYS:  # the AppMaster's own default yields to everyone's
+    for key in resources.APPMASTER_BUILT_IN:  # the AppMaster's own default yields to everyone's
         if table[_APPMASTER_PREFIX + key][1].level == BUILT_IN and table[key][1].level != BUILT_IN:
             del table[_APPMASTER_PREFIX + key]
     return dict(sorted(table.items(), key=lambda item: (_group(item[0]), item[0])))

@@ -7,24 +7,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from appmaster.common.jobplan import RolePlan
+from appmaster.common.jobplan import DataEntry, JobPlan
 from appmaster.common.settings import (
     APPMASTER_COMPONENT,
     FAILURE_POLICIES,
     FAILURE_THRESHOLD_MEANING,
     SUCCESS_POLICIES,
-    default,
 )
 from appmaster.common.vocabulary import TF_ROLES, Role
 from tfyarn.errors import TfyarnError
 
 APPMASTER = APPMASTER_COMPONENT
-TASK_KINDS = TF_ROLES  # without a chiefworker, worker 0 is the chief
-TENSORBOARD = Role.TENSORBOARD
-EVALUATOR = Role.EVALUATOR
-COMPONENT_NAMES = (APPMASTER, *TASK_KINDS, EVALUATOR, TENSORBOARD)
+COMPONENT_NAMES = (APPMASTER, *TF_ROLES, Role.EVALUATOR, Role.TENSORBOARD)
 
-__all__ = ["FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING", "SUCCESS_POLICIES"]  # declared
+__all__ = ["FAILURE_POLICIES", "FAILURE_THRESHOLD_MEANING", "SUCCESS_POLICIES",  # declared
+           "DataEntry"]  # the spec's, appmaster/common/jobplan.py
 
 
 # Where a setting came from, weakest first.
@@ -69,18 +66,6 @@ def describe_problems(problems: Sequence[Problem]) -> str:
     return "\n".join(str(p) for p in problems)
 
 
-@dataclass(frozen=True)
-class DataEntry:
-    """One entry of site.global.data (or --data): hdfs:///path#name (jobconfig/datasets.py)."""
-
-    url: str  # hdfs://… or viewfs://…, without the #name
-    name: str  # where it appears in the task's data dir
-    archive: bool  # YARN unpacks it into a directory called name
-
-    def __str__(self) -> str:
-        return f"{self.url}#{self.name}"
-
-
 class JobConfigError(TfyarnError, ValueError):
     """The job files have problems; `problems` lists all of them."""
 
@@ -89,76 +74,27 @@ class JobConfigError(TfyarnError, ValueError):
         super().__init__(describe_problems(self.problems))
 
 
-# One type for a component, from resources.json to the AppMaster's plan.
-Component = RolePlan
-
-
 @dataclass(frozen=True)
-class AppConfig:
-    entry: str  # as written, relative to scripts_dir
-    scripts_dir: Path  # absolute
-    entry_path: Path  # absolute, an existing file
-    script_args: tuple[str, ...]
-    env: dict[str, str]
-    queue: str
-    name: str
-    work_dir: str | None  # None: the submitter picks a default; may contain ${APP_ID}
-    registration_timeout_s: float
-    python: str | None  # interpreter in containers; None: the submitting interpreter
-    ignored: tuple[str, ...]  # Slider-only keys that were accepted but have no effect
-    docker_image: str | None
-    success_policy: str = default("site.global.success.policy")  # one of SUCCESS_POLICIES
-    allocation_timeout_s: float = default("site.global.allocation.timeout")
-    deadline_s: float | None = None  # the whole job's, from submission; None = none
-    am_max_attempts: int = default("site.global.am.max.attempts")
+class ClientFacts:
+    """What only the submitting machine knows of a job, beside its spec: its files' paths,
+    the local files it ships. None of it travels to the cluster as written here."""
+
+    resources_path: Path
+    app_config_path: Path
+    scripts_dir: Path  # absolute: shipped to every container as the script's own
+    entry_path: Path  # absolute, an existing file inside scripts_dir
     python_env: Path | None = None  # a packed env archive (absolute) every container runs
-    docker_mounts: tuple[str, ...] = ()  # source:dest[:mode] for the tasks' Docker containers
-    # the shipped env's layers in a directory all users share (None: the user's HDFS home),
-    # and whose layers there a job runs besides the user's own (None: the directory's owner)
-    layers_dir: str | None = None
-    layers_trust: tuple[str, ...] | None = None
-    # name -> local file; each task gets the file, and its path in TFYARN_SECRET_<name>
-    secrets: dict[str, Path] = field(default_factory=dict)
-    # seconds between copies of the chief's checkpoints to the work dir on HDFS
-    mirror_interval_s: float = default("site.global.checkpoint.mirror.interval")
-    # a task whose agent is silent this long is lost (its host died or was cut off)
-    heartbeat_timeout_s: float = default("site.global.task.heartbeat.timeout")
-    # once the chief finished: how long the evaluator may take over the last checkpoint
-    evaluation_timeout_s: float = default("site.global.evaluation.timeout")
-    # Slider's keys: training data on HDFS, which every task gets as a local --data_dir
-    data_dir: str | None = None
-    # the job's work dir is <prefix>/<application name>.<application id>; tasks get --ckp_dir
-    checkpoint_prefix: str | None = None
-    # the flag that gives each task its local work dir; "" for none; None: --work_dir, or
-    # --ckp_dir with checkpoint_prefix (work_dir_flag() says which)
-    work_dir_flag: str | None = None
-    # site.global.data (or --data): HDFS files and archives YARN localizes into every task's
-    # data dir, each under its #name
-    data: tuple[DataEntry, ...] = ()
-    # YARN access lists ("users groups") of who besides the owner and YARN's admins may view
-    # the application and kill it; None: nobody else
-    view_acl: str | None = None
-    modify_acl: str | None = None
+    # name -> local file; each task gets the file, its path in TFYARN_SECRET_<name>
+    secret_files: dict[str, Path] = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()  # Slider-only keys that were accepted but have no effect
 
 
 @dataclass(frozen=True)
 class JobConfig:
-    components: tuple[Component, ...]  # in priority order; the AppMaster is not among them
-    am_memory_mb: int
-    am_vcores: int
-    app: AppConfig
-    resources_path: Path
-    app_config_path: Path
+    """A checked job: its spec (the one the AppMaster runs, before the plan completes it),
+    the client's facts beside it, and every setting with where it came from."""
+
+    spec: JobPlan
+    client: ClientFacts
     # every setting the job got, with where it came from (defaults.effective)
     settings: dict[str, SettingValue] = field(default_factory=dict, compare=False)
-
-    def component(self, name: str) -> Component | None:
-        return next((c for c in self.components if c.name == name), None)
-
-    def tasks(self) -> list[Component]:
-        """TensorFlow tasks (ps, chiefworker, worker) that have containers, in priority order."""
-        return [c for c in self.components if c.name in TASK_KINDS and c.instances > 0]
-
-    def total_tasks(self) -> int:
-        return sum(c.instances for c in self.tasks())
-

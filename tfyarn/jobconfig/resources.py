@@ -6,9 +6,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from appmaster.common.jobplan import RolePlan
 from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
+    FAILURE_POLICIES,
     built_in,
     setting,
     settings,
@@ -23,14 +25,7 @@ from tfyarn.jobconfig.documents import (
     report_unknown,
     top_level,
 )
-from tfyarn.jobconfig.model import (
-    APPMASTER,
-    COMPONENT_NAMES,
-    EVALUATOR,
-    FAILURE_POLICIES,
-    TENSORBOARD,
-    Component,
-)
+from tfyarn.jobconfig.model import APPMASTER, COMPONENT_NAMES
 
 # resources.json keys, per component (or in "global" as defaults for all components).
 _PRIORITY = "yarn.role.priority"
@@ -48,7 +43,7 @@ JOB_ONLY_KEYS = tuple(s.key for s in settings(COMPONENT_SCOPE) if s.job_only)
 # component's, and the AppMaster's (it alone has no priority or instances).
 BUILT_IN: dict[str, Any] = built_in(COMPONENT_SCOPE)
 APPMASTER_BUILT_IN: dict[str, Any] = built_in(APPMASTER_SCOPE)
-APPMASTER_KEYS = tuple(APPMASTER_BUILT_IN)
+APPMASTER_KEYS = tuple(s.key for s in settings(APPMASTER_SCOPE))
 
 _LABEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _WHOLE = tuple(s.key for s in settings(COMPONENT_SCOPE) if s.kind == "whole")
@@ -96,16 +91,17 @@ class _Settings:
 
 def parse_resources(
     c: Checker, doc: dict[str, Any]
-) -> tuple[tuple[Component, ...], int, int] | None:
+) -> tuple[tuple[RolePlan, ...], int, int, str | None] | None:
     defaults, components = top_level(c, doc)
     for key in defaults or {}:
         if key not in RESOURCE_KEYS:
             report_unknown(c, key_path("global", key), key, RESOURCE_KEYS, "key")
     if components is None:
         return None
-    found: list[Component] = []
+    found: list[RolePlan] = []
     priorities: dict[int, str] = {}
     am_memory_mb, am_vcores = APPMASTER_BUILT_IN[_MEMORY], APPMASTER_BUILT_IN[_VCORES]
+    am_label: str | None = None
     for name, value in components.items():
         if name not in COMPONENT_NAMES:
             report_unknown(c, key_path("components", name), name, COMPONENT_NAMES, "component")
@@ -118,15 +114,17 @@ def parse_resources(
                 report_unknown(c, key_path("components", name, key), key, RESOURCE_KEYS, "key")
         settings = _Settings(c, name, own, defaults or {})
         if name == APPMASTER:
-            # Only the AppMaster's container size matters; YARN places it itself.
+            # Its container's size and label: YARN places it itself. Its label is its own,
+            # never "global"'s: YARN gives it to every component without a label.
             am_memory_mb = settings.whole(_MEMORY, am_memory_mb, APPMASTER_SCOPE) or am_memory_mb
             am_vcores = settings.whole(_VCORES, am_vcores, APPMASTER_SCOPE) or am_vcores
+            am_label, _ = _label(_Settings(c, name, own, {}))
             continue
         component = _component(settings, priorities)
         if component is not None:
             found.append(component)
     _check_chief(c, components, found)
-    return tuple(sorted(found, key=lambda x: x.priority)), am_memory_mb, am_vcores
+    return tuple(sorted(found, key=lambda x: x.priority)), am_memory_mb, am_vcores, am_label
 
 
 def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, Any]) -> None:
@@ -141,11 +139,12 @@ def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, An
               "workers or the evaluator in the job's resources.json.", value="ignore")
     _label(every)
     own = _Settings(c, APPMASTER, appmaster, {})
-    for key in APPMASTER_KEYS:
+    for key in APPMASTER_BUILT_IN:  # its sizes; its label is checked as a component's
         own.whole(key, None, APPMASTER_SCOPE)
+    _label(own)
 
 
-def _check_chief(c: Checker, components: dict[str, Any], found: list[Component]) -> None:
+def _check_chief(c: Checker, components: dict[str, Any], found: list[RolePlan]) -> None:
     """A job needs a chief: the chiefworker, or worker 0 when there is none (Slider's own
     package has no chiefworker: its script makes worker 0 the chief)."""
     if "chiefworker" in components:
@@ -168,7 +167,7 @@ def _check_chief(c: Checker, components: dict[str, Any], found: list[Component])
               'use "restart" or "fatal", or add a "chiefworker" component.', value="ignore")
 
 
-def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
+def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     """Checks every setting of a task component; None when any is wrong."""
     priority = _priority(s, priorities)
     instances = s.whole(_INSTANCES, 1)
@@ -181,12 +180,12 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
             value=value,
         )
         instances = None
-    if s.name == TENSORBOARD and instances not in (None, 0, 1):
+    if s.name == Role.TENSORBOARD and instances not in (None, 0, 1):
         value, where = s.find(_INSTANCES) or (None, "")
         s.c.add(where, "at most 1 TensorBoard per job", 'set it to "1" (or "0" for none).',
                 value=value)
         instances = None
-    if s.name == EVALUATOR and instances not in (None, 0, 1):
+    if s.name == Role.EVALUATOR and instances not in (None, 0, 1):
         value, where = s.find(_INSTANCES) or (None, "")
         s.c.add(where, "at most 1 evaluator per job: it evaluates every checkpoint the chief "
                 "saves, one after the other", 'set it to "1" (or "0" for none).', value=value)
@@ -196,7 +195,7 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
     gpus = s.whole(_GPUS, BUILT_IN[_GPUS])
     threshold = s.whole(_THRESHOLD, BUILT_IN[_THRESHOLD])
     policy = _choice(s, _POLICY, FAILURE_POLICIES, BUILT_IN[_POLICY])
-    if policy == "ignore" and s.name not in (Role.WORKER, EVALUATOR):
+    if policy == "ignore" and s.name not in (Role.WORKER, Role.EVALUATOR):
         value, where = s.find(_POLICY) or (None, "")
         s.c.add(where, f"a {s.name} cannot be ignored: the job cannot go on without it",
                 'use "restart" or "fatal"; "ignore" is for workers and the evaluator.',
@@ -214,7 +213,7 @@ def _component(s: _Settings, priorities: dict[int, str]) -> Component | None:
         or not label_ok
     ):
         return None
-    return Component(name=s.name, priority=priority, instances=instances, memory_mb=memory,
+    return RolePlan(name=s.name, priority=priority, instances=instances, memory_mb=memory,
                      vcores=vcores, failure_threshold=threshold, label=label, gpus=gpus,
                      failure_policy=policy)
 

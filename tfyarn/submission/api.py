@@ -16,11 +16,13 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from appmaster.common.jobplan import JobPlan
+from appmaster.common.settings import APPMASTER_COMPONENT as APPMASTER
+from appmaster.common.settings import setting
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.hadoop import haconf, hadoopconf
 from tfyarn.hadoop.driver import DriverSettings, driver_settings, skein_client
 from tfyarn.jobconfig import JobConfig, load_job
-from tfyarn.jobconfig.datasets import DATA_OPTION, with_data
+from tfyarn.jobconfig.datasets import DATA_OPTION
 from tfyarn.jobconfig.defaults import where_set
 from tfyarn.jobconfig.overrides import Override, parse_set
 from tfyarn.security import kerberos
@@ -29,6 +31,14 @@ from tfyarn.submission.launch import submit as submit_to_yarn
 from tfyarn.submission.plan import Placement, build_plan, plan_document
 
 log = logging.getLogger(__name__)
+# The settings an option of `tfyarn submit` stands for, named by their declarations.
+QUEUE, APP_NAME = setting("site.global.queue").key, setting("site.global.app.name").key
+PYTHON_ENV = setting("site.global.python.env").key
+DOCKER_IMAGE = setting("site.global.docker.image").key
+DOCKER_MOUNTS = setting("site.global.docker.mounts").key
+DATA = setting("site.global.data").key
+MEMORY, VCORES = setting("yarn.memory").key, setting("yarn.vcores").key
+LABEL = setting("yarn.label.expression").key
 FilePath = str | os.PathLike[str]
 
 
@@ -50,15 +60,26 @@ class SubmitOptions:
     # after site.global.user.scripts.args, for every task (`tfyarn submit ... -- ARGS`)
     script_args: tuple[str, ...] = ()
 
+    # with --keytab: who the job gets new HDFS tokens as, past its tokens' maximum lifetime
+    principal: str | None = None
+
     def overrides(self) -> list[Override]:
         """The settings the command line gives: the options that stand for one, then each
-        --set (checked here: a bad one raises JobConfigError naming it)."""
-        options = [("site.global.queue", self.queue, "--queue"),
-                   ("site.global.app.name", self.name, "--name"),
-                   ("slider-appmaster.yarn.memory", self.am_memory, "--am-memory"),
-                   ("slider-appmaster.yarn.vcores", self.am_vcores, "--am-vcores")]
-        return [*(Override(key, str(value), option) for key, value, option in options
-                  if value is not None),
+        --set (checked here: a bad one raises JobConfigError naming it). Each is checked
+        with the job files, as if written there, and named by its option in messages and
+        in the dry run's list of where each setting came from."""
+        python_env = None if self.python_env is None else os.path.abspath(
+            os.path.expanduser(self.python_env))  # from here, not from appConfig.json's dir
+        options = [(QUEUE, self.queue, "--queue"), (APP_NAME, self.name, "--name"),
+                   (f"{APPMASTER}.{MEMORY}", self.am_memory, "--am-memory"),
+                   (f"{APPMASTER}.{VCORES}", self.am_vcores, "--am-vcores"),
+                   (f"{APPMASTER}.{LABEL}", self.am_label, "--am-label"),
+                   (PYTHON_ENV, python_env, "--python-env"),
+                   (DOCKER_IMAGE, self.docker_image, "--docker-image"),
+                   (DOCKER_MOUNTS, list(self.docker_mounts) or None, "--docker-mount"),
+                   (DATA, list(self.data) or None, DATA_OPTION)]
+        return [*(Override(key, value if isinstance(value, list) else str(value), option)
+                  for key, value, option in options if value is not None),
                 *(parse_set(text) for text in self.sets)]
 
     def given(self) -> frozenset[str]:
@@ -108,28 +129,21 @@ def plan_job(resources: FilePath, app_config: FilePath,
              options: SubmitOptions = SubmitOptions()) -> PlannedJob:
     """Read, check and plan the job, and ask the cluster; submits nothing."""
     with in_context(NOTHING_SUBMITTED):
-        job = with_data(load_job(resources, app_config, overrides=options.overrides()),
-                        options.data)
-        # the job's Python env and Docker image (tfyarn/submission/jobenv.py)
-        job = jobenv.with_overrides(job, options.python_env, options.docker_image,
-                                    options.docker_mounts)
-        plan = build_plan(job, default_label=options.am_label, extra_args=options.script_args)
+        job = load_job(resources, app_config, overrides=options.overrides())
+        plan = build_plan(job, extra_args=options.script_args, principal=options.principal)
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
         haconf.check_client(conf, ", ".join(map(str, hadoopconf.conf_dirs())))
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
             plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY,
-            checkpoint_prefix=bool(job.app.checkpoint_prefix))
-    placement = Placement(queue=job.app.queue, tags=options.tags,
-                          am_memory_mb=job.am_memory_mb, am_vcores=job.am_vcores,
-                          am_label=options.am_label, view_acl=job.app.view_acl,
-                          modify_acl=job.app.modify_acl, web_login=hadoopconf.web_login(conf))
+            checkpoint_prefix=bool(plan.checkpoint_prefix))
+    placement = Placement(tags=options.tags, web_login=hadoopconf.web_login(conf))
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
     # user wrote.
-    queue_source = where_set(job.settings, str(app_config), "site.global.queue")
+    queue_source = where_set(job.settings, str(app_config), QUEUE)
     with in_context(NOTHING_SUBMITTED):  # no active RM of an HA pair, say
         checked = preflight.run_preflight(
-            preflight.job_requests(job, plan, placement, options.given()), placement.queue,
+            preflight.job_requests(job, plan, placement, options.given()), plan.queue,
             queue_source)
     return PlannedJob(job, plan, placement, checked)
 
@@ -167,7 +181,8 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
                             am_vcores=am_vcores, am_label=am_label, python_env=python_env,
                             docker_image=docker_image, docker_mounts=tuple(docker_mounts),
                             data=tuple(data), sets=tuple(sets),
-                            script_args=tuple(script_args))
+                            script_args=tuple(script_args),
+                            principal=principal if keytab else None)
     driver = driver_settings(principal, keytab)
     planned = plan_job(resources, app_config, options)
     environment = planned.prepare(echo)

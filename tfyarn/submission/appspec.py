@@ -27,7 +27,7 @@ from tfyarn.hadoop.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
 from tfyarn.jobconfig.datasets import is_archive
 from tfyarn.submission.codepack import tar_directory
 from tfyarn.submission.environments import JobEnvironment
-from tfyarn.submission.plan import Placement, acl_names
+from tfyarn.submission.plan import Placement, acl_names, page_users
 from tfyarn.submission.workdir import qualified
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
@@ -128,19 +128,19 @@ def kerberos_files(keytab: str | None) -> dict[str, skein.File]:
     return files
 
 
-def application_acls(placement: Placement) -> skein.ACLs:
+def application_acls(plan: JobPlan, placement: Placement) -> skein.ACLs:
     """YARN's application ACLs from the job's access lists; none given: YARN's default, the
     owner and YARN's admins. skein's UI (the job page behind it) admits the owner and the view
     ACL's users by the name the RM's proxy passes, where the cluster's web UI logs users in
     (docs/secure.md, "The tracking page"); elsewhere that name is nobody's and it stays open."""
-    page_users = placement.page_users()
-    if placement.view_acl is None and placement.modify_acl is None and page_users == ["*"]:
+    users = page_users(plan, placement.web_login)
+    if plan.view_acl is None and plan.modify_acl is None and users == ["*"]:
         return skein.ACLs()
     (view_users, view_groups), (modify_users, modify_groups) = (
-        acl_names(placement.view_acl), acl_names(placement.modify_acl))
+        acl_names(plan.view_acl), acl_names(plan.modify_acl))
     return skein.ACLs(enable=True, view_users=view_users, view_groups=view_groups,
                       modify_users=modify_users, modify_groups=modify_groups,
-                      ui_users=page_users)
+                      ui_users=users)
 
 
 def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement: Placement,
@@ -171,9 +171,10 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     if plan.data_dir:  # Slider's user.data.dir: YARN copies it from HDFS once per node
         task_files[DATA_DIR_NAME] = skein.File(qualified(plan.data_dir), type="file",
                                                visibility="application")
-    for name, url in plan.data.items():  # site.global.data: kept on each node for later jobs
-        task_files[DATA_ENTRY_PREFIX + name] = skein.File(
-            url, type="archive" if is_archive(url) else "file", visibility="private")
+    for entry in plan.data:  # site.global.data: kept on each node for later jobs
+        task_files[DATA_ENTRY_PREFIX + entry.name] = skein.File(
+            entry.url, type="archive" if is_archive(entry.url) else "file",
+            visibility="private")
     services = {
         role.name: skein.Service(
             # Every container is asked for the moment skein's AppMaster registers, in its
@@ -196,7 +197,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         for role in (*plan.roles, *plan.side_roles)
     }
     master = skein.Master(
-        resources=skein.Resources(memory=placement.am_memory_mb, vcores=placement.am_vcores),
+        resources=skein.Resources(memory=plan.am_memory_mb, vcores=plan.am_vcores),
         files={**files, **kerberos_files(keytab), skeinui.UI_DIR: code[skeinui.UI_DIR]},
         script=_launch(plan, "appmaster.master.main", environment.master_python),
         log_config=skein.File(str(skeinui.write_log_config(
@@ -210,9 +211,9 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     )
     return skein.ApplicationSpec(
         name=plan.name,
-        queue=placement.queue,
-        acls=application_acls(placement),
-        node_label=placement.am_label or "",
+        queue=plan.queue,
+        acls=application_acls(plan, placement),
+        node_label=plan.am_label or "",
         master=master,
         services=services,
         max_attempts=plan.am_max_attempts,

@@ -3,7 +3,6 @@ skein's application spec submitted."""
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -27,12 +26,10 @@ def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
     driver = driver or DriverSettings()
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
         job_file = Path(tmp) / JOB_FILE
-        if driver.keytab:  # the master gets new HDFS tokens as this principal
-            plan = dataclasses.replace(plan, principal=driver.principal)
         job_file.write_text(plan.to_json())
-        packs = codepack.upload(code_packs(job.app.scripts_dir, job_file.parent))
-        spec = application_spec(plan, job.app.scripts_dir, job_file, placement,
-                                job.app.secrets, environment, driver.keytab, packs)
+        packs = codepack.upload(code_packs(job.client.scripts_dir, job_file.parent))
+        spec = application_spec(plan, job.client.scripts_dir, job_file, placement,
+                                job.client.secret_files, environment, driver.keytab, packs)
         try:
             return client.submit(spec)
         except Exception as exc:

@@ -12,15 +12,9 @@ from dataclasses import dataclass
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.pageguard import FLAG_FILE
-from appmaster.common.settings import APP_SCOPE, APPMASTER_SCOPE, default, settings
-from appmaster.common.vocabulary import Role
-from tfyarn.jobconfig import (
-    EVALUATOR,
-    FAILURE_THRESHOLD_MEANING,
-    TENSORBOARD,
-    Component,
-    JobConfig,
-)
+from appmaster.common.settings import FAILURE_THRESHOLD_MEANING
+from appmaster.common.vocabulary import FailurePolicy, Role
+from tfyarn.jobconfig import JobConfig
 from tfyarn.jobconfig.model import BUILT_IN, JOB_FILE
 from tfyarn.submission import environments
 from tfyarn.submission.workdir import default_work_dir, qualified
@@ -36,29 +30,21 @@ CONTAINER_DIR = "<container-dir>"
 
 @dataclass(frozen=True)
 class Placement:
-    """Where YARN puts the application: queue, tags, and the AppMaster's container."""
+    """What the application gets besides its spec: tfyarn's tags, and whether the cluster's
+    web UI knows who asks (SPNEGO, `hadoop.http.authentication.type`), so that the RM's proxy
+    passes a real user name and the job page can admit by it."""
 
-    queue: str = default("site.global.queue")
     tags: tuple[str, ...] = ()
-    am_memory_mb: int = default("yarn.memory", APPMASTER_SCOPE)
-    am_vcores: int = default("yarn.vcores", APPMASTER_SCOPE)
-    # YARN applies an application's label to the AppMaster and to every request without
-    # its own label; build_plan gives unlabelled roles this label explicitly to match.
-    am_label: str | None = None
-    # YARN access lists ("users groups") besides the owner and admins; None: nobody else
-    view_acl: str | None = None
-    modify_acl: str | None = None
-    # The cluster's web UI knows who asks (SPNEGO, `hadoop.http.authentication.type`), so the
-    # RM's proxy passes a real user name and the job page can admit by it.
     web_login: bool = False
 
-    def page_users(self) -> list[str]:
-        """Who besides the owner opens the job page: the view ACL's users ("*": everyone who
-        passes the RM's proxy). Without a web login the proxy names nobody: open, "*"."""
-        users, groups = acl_names(self.view_acl)
-        if not self.web_login or "*" in users or "*" in groups:
-            return ["*"]
-        return users
+
+def page_users(plan: JobPlan, web_login: bool) -> list[str]:
+    """Who besides the owner opens the job page: the view ACL's users ("*": everyone who
+    passes the RM's proxy). Without a web login the proxy names nobody: open, "*"."""
+    users, groups = acl_names(plan.view_acl)
+    if not web_login or "*" in users or "*" in groups:
+        return ["*"]
+    return users
 
 
 def acl_names(acl: str | None) -> tuple[list[str], list[str]]:
@@ -67,56 +53,40 @@ def acl_names(acl: str | None) -> tuple[list[str], list[str]]:
     return [u for u in users.split(",") if u], [g for g in groups.split(",") if g]
 
 
-def role_plan(c: Component, default_label: str | None = None) -> RolePlan:
-    """The component as the AppMaster asks for it: with the application's label where it
-    names none, as YARN would apply it."""
-    return c if c.label or not default_label else dataclasses.replace(c, label=default_label)
+def with_label(role: RolePlan, label: str | None) -> RolePlan:
+    """The role as the AppMaster asks for it: with the application's label where it names
+    none, as YARN would apply it."""
+    return role if role.label or not label else dataclasses.replace(role, label=label)
 
 
-def build_plan(job: JobConfig, name: str | None = None,
-               default_label: str | None = None, extra_args: Sequence[str] = ()) -> JobPlan:
-    """The AppMaster's plan. ``default_label`` is the application's label (--am-label), which
-    YARN gives every request without one; the plan says so explicitly. ``extra_args`` go to
-    the script after site.global.user.scripts.args (`tfyarn submit ... -- ARGS`)."""
-    app = job.app
-    roles = tuple(role_plan(c, default_label) for c in job.tasks())
-    tensorboard = job.component(TENSORBOARD)
-    evaluator = job.component(EVALUATOR)
-    name = name or app.name
-    work_dir = app.work_dir or default_work_dir()
-    if app.checkpoint_prefix:  # Slider's layout: <prefix>/<application name>.<application id>
+def build_plan(job: JobConfig, extra_args: Sequence[str] = (),
+               principal: str | None = None) -> JobPlan:
+    """The job's spec completed for the containers: the interpreter the tasks run, the work
+    dir, HDFS URLs with the cluster's authority, the application's label (YARN gives it to
+    every request without one; the plan says so explicitly), ``extra_args`` after
+    site.global.user.scripts.args (`tfyarn submit ... -- ARGS`), and the ``principal`` whose
+    keytab the job holds (the master gets new HDFS tokens as them)."""
+    spec = job.spec
+    work_dir = spec.work_dir or default_work_dir()
+    if spec.checkpoint_prefix:  # Slider's layout: <prefix>/<application name>.<application id>
         # hdfs:///… named with the cluster's fs.defaultFS, which the containers need not know
-        work_dir = qualified(f"{app.checkpoint_prefix.rstrip('/')}/{name}.${{APP_ID}}")
-    return JobPlan(
-        name=name,
-        entry=app.entry_path.relative_to(app.scripts_dir).as_posix(),
+        work_dir = qualified(f"{spec.checkpoint_prefix.rstrip('/')}/{spec.name}.${{APP_ID}}")
+    python_env = job.client.python_env
+    return dataclasses.replace(
+        spec,
         python=environments.task_python(  # may raise environments.JobEnvironmentError
-            None if app.python_env is None else environments.archive_python(app.python_env),
-            app.python, app.docker_image,
+            None if python_env is None else environments.archive_python(python_env),
+            spec.python, spec.docker_image,
         ),
         work_dir=work_dir,
-        roles=roles,
-        # the settings the AppMaster reads as the files give them (appmaster/common/settings.py)
-        **{s.field: getattr(app, s.field) for s in settings(APP_SCOPE) if s.travels},
-        script_args=(*app.script_args, *extra_args),
-        env=dict(app.env),
-        secrets=tuple(sorted(app.secrets)),
-        tensorboard=(role_plan(tensorboard, default_label)
-                     if tensorboard and tensorboard.instances else None),
-        evaluator=(role_plan(evaluator, default_label)
-                   if evaluator and evaluator.instances else None),
-        data_dir=app.data_dir and qualified(app.data_dir),
-        data={entry.name: qualified(entry.url) for entry in app.data},
-        work_dir_flag=work_dir_flag(app),
+        roles=tuple(with_label(role, spec.am_label) for role in spec.roles),
+        tensorboard=spec.tensorboard and with_label(spec.tensorboard, spec.am_label),
+        evaluator=spec.evaluator and with_label(spec.evaluator, spec.am_label),
+        script_args=(*spec.script_args, *extra_args),
+        data_dir=spec.data_dir and qualified(spec.data_dir),
+        data=tuple(dataclasses.replace(entry, url=qualified(entry.url)) for entry in spec.data),
+        principal=principal,
     )
-
-
-def work_dir_flag(app) -> str:
-    """site.global.user.scripts.work_dir_flag, or its default: --work_dir, or Slider's
-    --ckp_dir with site.global.user.checkpoint.prefix."""
-    if app.work_dir_flag is not None:
-        return app.work_dir_flag
-    return "--ckp_dir" if app.checkpoint_prefix else "--work_dir"
 
 
 def placeholder_spec(plan: JobPlan) -> ClusterSpec:
@@ -130,15 +100,15 @@ def placeholder_spec(plan: JobPlan) -> ClusterSpec:
 
 def restart_limit(role: RolePlan) -> str:
     if role.name == Role.EVALUATOR:  # beside training: its end never ends the job by default
-        if role.failure_policy == "fatal":
+        if role.failure_policy == FailurePolicy.FATAL:
             return "its failure fails the job (failure policy fatal)"
-        kept = (0 if role.failure_policy == "ignore" else role.failure_threshold)
+        kept = (0 if role.failure_policy == FailurePolicy.IGNORE else role.failure_threshold)
         return ("a failed evaluator is dropped and training goes on" if kept == 0 else
                 f"{'unlimited' if kept < 0 else kept} failure(s) replaced, then it is dropped "
                 "and training goes on")
-    if role.failure_policy == "ignore":
+    if role.failure_policy == FailurePolicy.IGNORE:
         return "a failed task is dropped and the job goes on"
-    if role.failure_policy == "fatal" or role.failure_threshold == 0:
+    if role.failure_policy == FailurePolicy.FATAL or role.failure_threshold == 0:
         return "no failure tolerated (the first fails the job)"
     if role.failure_threshold < 0:
         return "unlimited failures tolerated, each replaced"
@@ -182,36 +152,35 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         })
     return {
         "name": plan.name,
-        "queue": placement.queue,
+        "queue": plan.queue,
         "tags": ["tfyarn", *placement.tags],
-        "scripts_dir": str(job.app.scripts_dir),
+        "scripts_dir": str(job.client.scripts_dir),
         "entry": plan.entry,
         "python": plan.python,
-        "python_env": None if job.app.python_env is None else str(job.app.python_env),
+        "python_env": None if job.client.python_env is None else str(job.client.python_env),
         # tfyarn packs and ships the environment running it (tfyarn/submission/envpack.py)
-        "shipped_env": (sys.prefix if environments.ships_own_env(job.app.python,
-                                                                 job.app.python_env) else None),
-        "docker": None if job.app.docker_image is None else {
-            "image": job.app.docker_image, "mounts": list(job.app.docker_mounts),
+        "shipped_env": (sys.prefix if environments.ships_own_env(job.spec.python,
+                                                                 job.client.python_env) else None),
+        "docker": None if plan.docker_image is None else {
+            "image": plan.docker_image, "mounts": list(plan.docker_mounts),
         },
         "work_dir": work_dir,
-        "checkpoint_prefix": job.app.checkpoint_prefix,
+        "checkpoint_prefix": plan.checkpoint_prefix,
         # what each task's script is told, and how (site.global.user.scripts.work_dir_flag)
         "task_work_dir": plan.task_work_dir("${APP_ID}", CONTAINER_DIR),
         "work_dir_flag": plan.work_dir_flag,
         "data_dir": plan.data_dir,
-        "data": [{"name": e.name, "url": plan.data[e.name], "unpacked": e.archive}
-                 for e in job.app.data],
+        "data": [{"name": e.name, "url": e.url, "unpacked": e.archive} for e in plan.data],
         "chief": "{} {}".format(*plan.chief),
         "registration_timeout_s": plan.registration_timeout_s,
         "allocation_timeout_s": plan.allocation_timeout_s,
         "deadline_s": plan.deadline_s,
         "success_policy": plan.success_policy,
         "appmaster_max_attempts": plan.am_max_attempts,
-        "appmaster": {"memory_mb": placement.am_memory_mb, "vcores": placement.am_vcores,
-                      "node_label": placement.am_label},
-        "acls": {"view": placement.view_acl, "modify": placement.modify_acl,
-                 "page": placement.page_users()},
+        "appmaster": {"memory_mb": plan.am_memory_mb, "vcores": plan.am_vcores,
+                      "node_label": plan.am_label},
+        "acls": {"view": plan.view_acl, "modify": plan.modify_acl,
+                 "page": page_users(plan, placement.web_login)},
         "roles": roles,
         "env": sorted(plan.env),
         "secrets": list(plan.secrets),
@@ -226,7 +195,7 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "settings": {key: {"value": value, "from": str(source)}
                      for key, (value, source) in job.settings.items()
                      if source.level != BUILT_IN},
-        "ignored_keys": list(job.app.ignored),
+        "ignored_keys": list(job.client.ignored),
         "failure_threshold_meaning": FAILURE_THRESHOLD_MEANING,
     }
 

@@ -71,7 +71,7 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
     ``given`` names the command-line options the user gave (--am-memory, --am-vcores,
     --am-label), so that problems point at what the user wrote.
     """
-    resources = str(job.resources_path)
+    resources = str(job.client.resources_path)
 
     def component_keys(name: str, label_from_am: bool) -> dict[str, str]:
         keys = {d: key_path("components", name, k) for d, k in KEYS.items()}
@@ -80,11 +80,11 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
         return keys
 
     def role_request(role: RolePlan) -> Request:
-        own_label = (job.component(role.name) or role).label
+        own_label = (job.spec.role(role.name) or role).label
         return Request(role.name, role.instances,
                        Resources(role.memory_mb, role.vcores, role.gpus), role.label or "",
                        resources, component_keys(role.name, not own_label and
-                                                 bool(placement.am_label)))
+                                                 bool(plan.am_label)))
 
     containers = [role_request(r) for r in (*plan.roles, *plan.side_roles)]
     am_keys = component_keys(APPMASTER, "--am-label" in given)
@@ -92,8 +92,8 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
         if option in given:
             am_keys[dimension] = option
     containers.append(Request("AppMaster", 1,
-                            Resources(placement.am_memory_mb, placement.am_vcores),
-                            placement.am_label or "", resources, am_keys, appmaster=True))
+                            Resources(plan.am_memory_mb, plan.am_vcores),
+                            plan.am_label or "", resources, am_keys, appmaster=True))
     return containers
 
 

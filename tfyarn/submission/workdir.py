@@ -62,7 +62,7 @@ def check_plan(plan, environ: Mapping[str, str] | None = None, data_key: str = D
     if plan.data_dir:
         check_data_dir(plan.data_dir, environ)
     if plan.data:
-        check_data(plan.data, environ, data_key)
+        check_data({entry.name: entry.url for entry in plan.data}, environ, data_key)
 
 
 def qualified(url: str, environ: Mapping[str, str] | None = None) -> str:
