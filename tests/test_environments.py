@@ -25,7 +25,7 @@ from barenodes import make_venv
 from jobtools import JobFiles, prepare_job, read_json, submit_and_wait
 
 from appmaster.common.jobplan import JOB_FILE, SCRIPTS_DIR
-from tfyarn.jobconfig import JobConfigError, envvalues, load_job
+from tfyarn.jobconfig import JobConfig, JobConfigError, envvalues, load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout
 from tfyarn.submission import environments as envs

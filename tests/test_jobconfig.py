@@ -551,7 +551,8 @@ def test_queue_name_python_docker(job_dir: Path) -> None:
         job_dir,
         app=app_with(queue="research", **{"app.name": "mnist", "python": "/opt/py/bin/python3"}),
     )
-    assert (app.spec.queue, app.spec.name, app.spec.python) == ("research", "mnist", "/opt/py/bin/python3")
+    assert (app.spec.queue, app.spec.name, app.spec.python) == (
+        "research", "mnist", "/opt/py/bin/python3")
     assert app.spec.docker_image == "ytensorflow:0.2.1"
     assert "site.global.docker.image" not in app.client.ignored
 
@@ -716,7 +717,8 @@ def test_the_evaluator_is_planned_beside_the_cluster(job_dir: Path) -> None:
 
 def test_job_settings_defaults(job_dir: Path) -> None:
     app = load(job_dir)
-    assert (app.spec.success_policy, app.spec.allocation_timeout_s, app.spec.deadline_s, app.spec.am_max_attempts,
+    spec = app.spec
+    assert (spec.success_policy, spec.allocation_timeout_s, spec.deadline_s, spec.am_max_attempts,
             app.client.secret_files) == ("chief", 120.0, None, 2, {})
 
 
