@@ -100,7 +100,7 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
                                    "job_page": job_page}))
             return
         click.echo(f"Submitted {app_id} ({planned.plan.name}) to queue "
-                   f"{planned.placement.queue}.")
+                   f"{planned.plan.queue}.")
         click.echo(f"Tracking URL: {report.tracking_url}")
         click.echo(f"Job page: {job_page}")
         click.echo(f"Logs: yarn logs -applicationId {app_id}")
