@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-WORK_DIR_FLAG_KEY = "site.global.user.scripts.work_dir_flag"
+from appmaster.common.settings import WORK_DIR_FLAG
+
+WORK_DIR_FLAG_KEY = WORK_DIR_FLAG.key
 CLUSTER_FLAGS = ("--ps_hosts", "--worker_hosts", "--job_name", "--task_index")
 DATA_DIR_FLAG = "--data_dir"
 HINT_PREFIX = "tfyarn: "

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from appmaster.common import settings
 from appmaster.common.cluster_spec import ClusterSpec
-from appmaster.common.settings import APPMASTER_SCOPE, default
 from appmaster.common.storage import is_remote
 from appmaster.common.vocabulary import TF_ROLES, FailurePolicy, Role, SuccessPolicy, Word
 
@@ -33,10 +33,6 @@ LOCAL_WORK_DIR = "work"
 class SpecError(ValueError):
     """A spec that breaks its own rules: raised where it is built (the job files' checks say
     the same to users first, with the file and the fix)."""
-
-
-def _default(key: str, scope: str | None = None) -> Any:
-    return default(key, scope)
 
 
 @dataclass(frozen=True)
@@ -71,10 +67,10 @@ class RolePlan:
     priority: int
     memory_mb: int
     vcores: int
-    gpus: int = _default("yarn.gpus")
+    gpus: int = settings.GPUS.default
     label: str | None = None
-    failure_threshold: int = _default("yarn.container.failure.threshold")  # -1 = unlimited
-    failure_policy: str = _default("yarn.container.failure.policy")  # a FailurePolicy
+    failure_threshold: int = settings.FAILURE_THRESHOLD.default  # -1 = unlimited
+    failure_policy: str = settings.FAILURE_POLICY.default  # a FailurePolicy
 
     def __post_init__(self) -> None:
         if self.name not in set(Role):
@@ -126,37 +122,37 @@ class JobPlan:
     # decided when the plan is made
     roles: tuple[RolePlan, ...]  # the TensorFlow cluster's, with tasks, in priority order
     script_args: tuple[str, ...] = ()
-    registration_timeout_s: float = _default("site.global.registration.timeout")
+    registration_timeout_s: float = settings.REGISTRATION_TIMEOUT.default
     env: dict[str, str] = field(default_factory=dict)
-    success_policy: str = _default("site.global.success.policy")  # a SuccessPolicy
-    allocation_timeout_s: float = _default("site.global.allocation.timeout")
+    success_policy: str = settings.SUCCESS_POLICY.default  # a SuccessPolicy
+    allocation_timeout_s: float = settings.ALLOCATION_TIMEOUT.default
     deadline_s: float | None = None
-    am_max_attempts: int = _default("site.global.am.max.attempts")
+    am_max_attempts: int = settings.AM_MAX_ATTEMPTS.default
     secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
     tensorboard: RolePlan | None = None  # a TensorBoard beside the tasks, on the work dir
     # an evaluator beside the tasks: evaluates each checkpoint the chief mirrors to HDFS
     evaluator: RolePlan | None = None
     # once the chief finished: how long the evaluator may take over the last checkpoint
-    evaluation_timeout_s: float = _default("site.global.evaluation.timeout")
+    evaluation_timeout_s: float = settings.EVALUATION_TIMEOUT.default
     # the chief's local work dir -> HDFS, this often
-    mirror_interval_s: float = _default("site.global.checkpoint.mirror.interval")
+    mirror_interval_s: float = settings.MIRROR_INTERVAL.default
     # Slider's site.global.user.data.dir on HDFS: YARN localizes it as DATA_DIR_NAME and the
     # script gets --data_dir; None: no --data_dir
     data_dir: str | None = None
     # site.global.user.scripts.work_dir_flag: the flag that names the task's local work dir;
     # "": none. Its default is worked out by its declaration (Slider's --ckp_dir with
     # site.global.user.checkpoint.prefix)
-    work_dir_flag: str = "--work_dir"
+    work_dir_flag: str = settings.WORK_DIR_FLAG.default_for({})
     # an agent silent this long: its task is lost
-    heartbeat_timeout_s: float = _default("site.global.task.heartbeat.timeout")
+    heartbeat_timeout_s: float = settings.HEARTBEAT_TIMEOUT.default
     # site.global.data: HDFS files and archives, each seen as DATA_DIR_NAME/<name>
     data: tuple[DataEntry, ...] = ()
     # who submitted with --principal/--keytab: the master gets new HDFS tokens as them
     # (appmaster/common/hdfstokens.py); None: a ticket cache or no Kerberos
     principal: str | None = None
-    queue: str = _default("site.global.queue")
-    am_memory_mb: int = _default("yarn.memory", APPMASTER_SCOPE)
-    am_vcores: int = _default("yarn.vcores", APPMASTER_SCOPE)
+    queue: str = settings.QUEUE.default
+    am_memory_mb: int = settings.AM_MEMORY.default
+    am_vcores: int = settings.AM_VCORES.default
     # the application's node label (YARN gives it to the AppMaster and to every request
     # without its own); None: the default partition
     am_label: str | None = None

@@ -72,147 +72,232 @@ _G = APP_PREFIX
 
 def _work_dir_flag(given: Mapping[str, Any]) -> str:
     """Slider's TensorFlow package read its checkpoint dir from --ckp_dir."""
-    return "--ckp_dir" if given.get(_G + "user.checkpoint.prefix") else "--work_dir"
+    return "--ckp_dir" if given.get(CHECKPOINT_PREFIX.key) else "--work_dir"
 
 
+# resources.json: each component's (or "global"'s, for every component)
+PRIORITY = Setting(
+    "yarn.role.priority", COMPONENT_SCOPE, "whole",
+    "the order of the roles, lowest first, and of their containers' requests after "
+    "the start (replacements, restarts); at submit all are asked for at once; each "
+    "component its own",
+    low=1, noun="the priority", example="1", note=" (each component its own)",
+    default_text="required", job_only=True, field="priority")
+
+INSTANCES = Setting(
+    "yarn.component.instances", COMPONENT_SCOPE, "whole",
+    "how many containers (tasks) of this component", default=1, low=0,
+    noun="the number of containers", example="1", job_only=True, field="instances")
+
+MEMORY = Setting(
+    "yarn.memory", COMPONENT_SCOPE, "whole",
+    "memory of each container in MB; YARN kills a container that uses more",
+    default=1024, low=32, high=1048576, unit=" MB", noun="megabytes", example="2048",
+    field="memory_mb")
+
+VCORES = Setting(
+    "yarn.vcores", COMPONENT_SCOPE, "whole", "virtual cores of each container", default=1,
+    low=1, high=1024, noun="virtual cores", example="1", field="vcores")
+
+FAILURE_THRESHOLD = Setting(
+    "yarn.container.failure.threshold", COMPONENT_SCOPE, "whole",
+    "failures of this component tolerated, each replaced; the next fails the job "
+    "(-1: unlimited)", default=0, low=-1, noun="tolerated failures", example="0",
+    note=" (-1 = unlimited)", field="failure_threshold")
+
+LABEL = Setting(
+    "yarn.label.expression", COMPONENT_SCOPE, "label",
+    "the YARN node label its containers run on; empty: the default partition",
+    default_text="the application's label (--am-label), else the default partition",
+    example="gpu", field="label")
+
+GPUS = Setting(
+    "yarn.gpus", COMPONENT_SCOPE, "whole",
+    "GPUs (yarn.io/gpu) of each container; each task sees its own in "
+    "CUDA_VISIBLE_DEVICES", default=0, low=0, high=64, noun="GPUs per container",
+    example="1", field="gpus")
+
+FAILURE_POLICY = Setting(
+    "yarn.container.failure.policy", COMPONENT_SCOPE, "choice",
+    "what a failed task does: restart (within the threshold), fatal (fails the job) "
+    "or ignore (dropped; workers and the evaluator only)", default="restart",
+    choices=FAILURE_POLICIES, field="failure_policy")
+
+# resources.json's "slider-appmaster": the AppMaster's container
+AM_MEMORY = Setting(
+    "yarn.memory", APPMASTER_SCOPE, "whole", "memory of the AppMaster's container in MB",
+    default=512, low=32, high=1048576, unit=" MB", noun="megabytes", example="2048",
+    field="am_memory_mb")
+
+AM_VCORES = Setting(
+    "yarn.vcores", APPMASTER_SCOPE, "whole", "virtual cores of the AppMaster's container",
+    default=1, low=1, high=1024, noun="virtual cores", example="1", field="am_vcores")
+
+AM_LABEL = Setting(
+    "yarn.label.expression", APPMASTER_SCOPE, "label",
+    "the YARN node label the AppMaster runs on; YARN gives it to every component "
+    "without a label of its own too", default_text="the default partition",
+    example="gpu", field="am_label")
+
+# appConfig.json's "global"
+ENTRY = Setting(
+    _G + "user.scripts.entry", APP_SCOPE, "path",
+    "the training script every task runs, relative to the scripts directory",
+    example="train.py", default_text="required", job_only=True, field="entry")
+
+SCRIPTS_DIR = Setting(
+    _G + "user.scripts.dir", APP_SCOPE, "path",
+    "the directory shipped to every container as the script's own (relative to "
+    "appConfig.json)", default_text="appConfig.json's directory", example="src",
+    job_only=True, field="scripts_dir")
+
+SCRIPT_ARGS = Setting(
+    _G + "user.scripts.args", APP_SCOPE, "list",
+    "arguments added after tfyarn's flags on every task's command line",
+    example='["--epochs", "5"]', field="script_args")
+
+WORK_DIR_FLAG = Setting(
+    _G + "user.scripts.work_dir_flag", APP_SCOPE, "flag",
+    "the flag that gives every task its local work dir (also in TFYARN_WORK_DIR), for "
+    "scripts written for e.g. --model_dir, --train_dir, --logdir or --checkpoint_dir; "
+    '"" for none (a script that defines no such flag)',
+    default_text="--work_dir (--ckp_dir with site.global.user.checkpoint.prefix)",
+    example="--model_dir", field="work_dir_flag", derived=_work_dir_flag)
+
+ENV = Setting(
+    _G + "user.env", APP_SCOPE, "map", "environment variables set for every task",
+    example='{"DATA_FORMAT": "tfrecord"}', field="env")
+
+QUEUE = Setting(
+    _G + "queue", APP_SCOPE, "text", "the YARN queue the application goes to",
+    default="default", example="default", field="queue")
+
+APP_NAME = Setting(
+    _G + "app.name", APP_SCOPE, "text", "the application's name in YARN",
+    default_text="tfyarn-<the entry script's name>", example="my-training",
+    job_only=True, field="name")
+
+WORK_DIR = Setting(
+    _G + "user.work.dir", APP_SCOPE, "url",
+    "the job's work dir on HDFS: checkpoints, the chief's mirror, the report; "
+    "${USER_NAME} and ${APP_ID} are filled in",
+    default_text="<your HDFS home>/tfyarn/jobs/${APP_ID}",
+    example="hdfs:///user/${USER_NAME}/tfyarn", field="work_dir")
+
+REGISTRATION_TIMEOUT = Setting(
+    _G + "registration.timeout", APP_SCOPE, "seconds",
+    "how long every task may take to start and register its host:port",
+    default=300.0, example="300", field="registration_timeout_s")
+
+PYTHON = Setting(
+    _G + "python", APP_SCOPE, "path",
+    "the interpreter every node has at this absolute path",
+    default_text="none: tfyarn packs and ships the submitting environment",
+    example="/usr/bin/python3", field="python")
+
+DOCKER_IMAGE = Setting(
+    _G + "docker.image", APP_SCOPE, "text",
+    "a Docker image the tasks run in (YARN's Docker runtime)",
+    example="tensorflow/tensorflow:latest", field="docker_image")
+
+PYTHON_ENV = Setting(
+    _G + "python.env", APP_SCOPE, "path",
+    "a packed env archive (venv-pack, conda-pack) every container runs, relative to "
+    "the file", example="envs/tf2.tar.gz", field="python_env")
+
+LAYERS_DIR = Setting(
+    _G + "python.layers.dir", APP_SCOPE, "url",
+    "where the shipped env's layers go: a directory all users share (each writes "
+    "only <dir>/<user>/), named once in the site defaults by an administrator",
+    default_text="<your HDFS home>/.tfyarn/envs, yours alone",
+    example="hdfs:///tfyarn/layers", field="layers_dir")
+
+LAYERS_TRUST = Setting(
+    _G + "python.layers.trust", APP_SCOPE, "list",
+    "with python.layers.dir: the users whose layers your jobs run when you have "
+    "none of your own (trusting them runs their files)",
+    default_text="the owner of python.layers.dir", example='["hadoop"]',
+    field="layers_trust")
+
+DOCKER_MOUNTS = Setting(
+    _G + "docker.mounts", APP_SCOPE, "list",
+    "host paths mounted into the tasks' Docker containers, src:dest[:ro|rw]",
+    example='["/etc/hadoop/conf:/etc/hadoop/conf:ro"]', field="docker_mounts")
+
+SUCCESS_POLICY = Setting(
+    _G + "success.policy", APP_SCOPE, "choice",
+    "what ends the job SUCCEEDED: the chief's exit 0, or that of every worker too",
+    default="chief", choices=SUCCESS_POLICIES, field="success_policy")
+
+ALLOCATION_TIMEOUT = Setting(
+    _G + "allocation.timeout", APP_SCOPE, "seconds",
+    "how long YARN may take to allocate the containers before the job fails",
+    default=120.0, example="120", field="allocation_timeout_s")
+
+DEADLINE = Setting(
+    _G + "job.deadline", APP_SCOPE, "seconds",
+    "the whole job's time limit from submission; past it the job is stopped",
+    example="86400", field="deadline_s")
+
+AM_MAX_ATTEMPTS = Setting(
+    _G + "am.max.attempts", APP_SCOPE, "whole",
+    "how many times YARN starts the AppMaster (1 = no retry)", default=2, low=1,
+    high=10, noun="attempts", example="2", field="am_max_attempts")
+
+SECRETS = Setting(
+    _G + "user.secrets", APP_SCOPE, "map",
+    "name -> local file; each task gets the file, its path in TFYARN_SECRET_<name>",
+    example='{"db_password": "~/.secrets/db"}', field="secrets")
+
+MIRROR_INTERVAL = Setting(
+    _G + "checkpoint.mirror.interval", APP_SCOPE, "seconds",
+    "seconds between copies of the chief's checkpoints to the work dir on HDFS",
+    default=10.0, example="10", field="mirror_interval_s")
+
+HEARTBEAT_TIMEOUT = Setting(
+    _G + "task.heartbeat.timeout", APP_SCOPE, "seconds",
+    "a task whose agent is silent this long is lost (its host died or was cut off)",
+    default=30.0, example="30", field="heartbeat_timeout_s")
+
+EVALUATION_TIMEOUT = Setting(
+    _G + "evaluation.timeout", APP_SCOPE, "seconds",
+    "once the chief finished, how long the evaluator may take over the last checkpoint",
+    default=600.0, example="600", field="evaluation_timeout_s")
+
+DATA_DIR = Setting(
+    _G + "user.data.dir", APP_SCOPE, "url",
+    "Slider's training data dir on HDFS, localized into every task as --data_dir",
+    example="hdfs:///user/${USER_NAME}/mnist-data", field="data_dir")
+
+CHECKPOINT_PREFIX = Setting(
+    _G + "user.checkpoint.prefix", APP_SCOPE, "url",
+    "Slider's checkpoint prefix: the work dir is <prefix>/<name>.<application id>, "
+    "given to tasks as --ckp_dir", example="hdfs:///user/${USER_NAME}/ckpt",
+    field="checkpoint_prefix")
+
+DATA = Setting(
+    _G + "data", APP_SCOPE, "list",
+    "HDFS files and archives (url#name) YARN localizes into every task's data dir",
+    example='["hdfs:///user/${USER_NAME}/mnist.tar.gz#mnist"]', field="data")
+
+VIEW_ACL = Setting(
+    _G + "acl.view", APP_SCOPE, "acl",
+    'who else may view the application, as YARN writes it: "users groups"',
+    example="alice,bob ml-team", field="view_acl")
+
+MODIFY_ACL = Setting(
+    _G + "acl.modify", APP_SCOPE, "acl",
+    'who else may kill the application, as YARN writes it: "users groups"',
+    example="alice,bob ml-team", field="modify_acl")
+
+# Every declaration, in the order the key reference lists them.
 SETTINGS: tuple[Setting, ...] = (
-    # resources.json: each component's (or "global"'s, for every component)
-    Setting("yarn.role.priority", COMPONENT_SCOPE, "whole",
-            "the order of the roles, lowest first, and of their containers' requests after "
-            "the start (replacements, restarts); at submit all are asked for at once; each "
-            "component its own",
-            low=1, noun="the priority", example="1", note=" (each component its own)",
-            default_text="required", job_only=True, field="priority"),
-    Setting("yarn.component.instances", COMPONENT_SCOPE, "whole",
-            "how many containers (tasks) of this component", default=1, low=0,
-            noun="the number of containers", example="1", job_only=True, field="instances"),
-    Setting("yarn.memory", COMPONENT_SCOPE, "whole",
-            "memory of each container in MB; YARN kills a container that uses more",
-            default=1024, low=32, high=1048576, unit=" MB", noun="megabytes", example="2048",
-            field="memory_mb"),
-    Setting("yarn.vcores", COMPONENT_SCOPE, "whole", "virtual cores of each container", default=1,
-            low=1, high=1024, noun="virtual cores", example="1", field="vcores"),
-    Setting("yarn.container.failure.threshold", COMPONENT_SCOPE, "whole",
-            "failures of this component tolerated, each replaced; the next fails the job "
-            "(-1: unlimited)", default=0, low=-1, noun="tolerated failures", example="0",
-            note=" (-1 = unlimited)", field="failure_threshold"),
-    Setting("yarn.label.expression", COMPONENT_SCOPE, "label",
-            "the YARN node label its containers run on; empty: the default partition",
-            default_text="the application's label (--am-label), else the default partition",
-            example="gpu", field="label"),
-    Setting("yarn.gpus", COMPONENT_SCOPE, "whole",
-            "GPUs (yarn.io/gpu) of each container; each task sees its own in "
-            "CUDA_VISIBLE_DEVICES", default=0, low=0, high=64, noun="GPUs per container",
-            example="1", field="gpus"),
-    Setting("yarn.container.failure.policy", COMPONENT_SCOPE, "choice",
-            "what a failed task does: restart (within the threshold), fatal (fails the job) "
-            "or ignore (dropped; workers and the evaluator only)", default="restart",
-            choices=FAILURE_POLICIES, field="failure_policy"),
-    # resources.json's "slider-appmaster": the AppMaster's container
-    Setting("yarn.memory", APPMASTER_SCOPE, "whole", "memory of the AppMaster's container in MB",
-            default=512, low=32, high=1048576, unit=" MB", noun="megabytes", example="2048",
-            field="am_memory_mb"),
-    Setting("yarn.vcores", APPMASTER_SCOPE, "whole", "virtual cores of the AppMaster's container",
-            default=1, low=1, high=1024, noun="virtual cores", example="1", field="am_vcores"),
-    Setting("yarn.label.expression", APPMASTER_SCOPE, "label",
-            "the YARN node label the AppMaster runs on; YARN gives it to every component "
-            "without a label of its own too", default_text="the default partition",
-            example="gpu", field="am_label"),
-    # appConfig.json's "global"
-    Setting(_G + "user.scripts.entry", APP_SCOPE, "path",
-            "the training script every task runs, relative to the scripts directory",
-            example="train.py", default_text="required", job_only=True, field="entry"),
-    Setting(_G + "user.scripts.dir", APP_SCOPE, "path",
-            "the directory shipped to every container as the script's own (relative to "
-            "appConfig.json)", default_text="appConfig.json's directory", example="src",
-            job_only=True, field="scripts_dir"),
-    Setting(_G + "user.scripts.args", APP_SCOPE, "list",
-            "arguments added after tfyarn's flags on every task's command line",
-            example='["--epochs", "5"]', field="script_args"),
-    Setting(_G + "user.scripts.work_dir_flag", APP_SCOPE, "flag",
-            "the flag that gives every task its local work dir (also in TFYARN_WORK_DIR), for "
-            "scripts written for e.g. --model_dir, --train_dir, --logdir or --checkpoint_dir; "
-            '"" for none (a script that defines no such flag)',
-            default_text="--work_dir (--ckp_dir with site.global.user.checkpoint.prefix)",
-            example="--model_dir", field="work_dir_flag", derived=_work_dir_flag),
-    Setting(_G + "user.env", APP_SCOPE, "map", "environment variables set for every task",
-            example='{"DATA_FORMAT": "tfrecord"}', field="env"),
-    Setting(_G + "queue", APP_SCOPE, "text", "the YARN queue the application goes to",
-            default="default", example="default", field="queue"),
-    Setting(_G + "app.name", APP_SCOPE, "text", "the application's name in YARN",
-            default_text="tfyarn-<the entry script's name>", example="my-training",
-            job_only=True, field="name"),
-    Setting(_G + "user.work.dir", APP_SCOPE, "url",
-            "the job's work dir on HDFS: checkpoints, the chief's mirror, the report; "
-            "${USER_NAME} and ${APP_ID} are filled in",
-            default_text="<your HDFS home>/tfyarn/jobs/${APP_ID}",
-            example="hdfs:///user/${USER_NAME}/tfyarn", field="work_dir"),
-    Setting(_G + "registration.timeout", APP_SCOPE, "seconds",
-            "how long every task may take to start and register its host:port",
-            default=300.0, example="300", field="registration_timeout_s"),
-    Setting(_G + "python", APP_SCOPE, "path",
-            "the interpreter every node has at this absolute path",
-            default_text="none: tfyarn packs and ships the submitting environment",
-            example="/usr/bin/python3", field="python"),
-    Setting(_G + "docker.image", APP_SCOPE, "text",
-            "a Docker image the tasks run in (YARN's Docker runtime)",
-            example="tensorflow/tensorflow:latest", field="docker_image"),
-    Setting(_G + "python.env", APP_SCOPE, "path",
-            "a packed env archive (venv-pack, conda-pack) every container runs, relative to "
-            "the file", example="envs/tf2.tar.gz", field="python_env"),
-    Setting(_G + "python.layers.dir", APP_SCOPE, "url",
-            "where the shipped env's layers go: a directory all users share (each writes "
-            "only <dir>/<user>/), named once in the site defaults by an administrator",
-            default_text="<your HDFS home>/.tfyarn/envs, yours alone",
-            example="hdfs:///tfyarn/layers", field="layers_dir"),
-    Setting(_G + "python.layers.trust", APP_SCOPE, "list",
-            "with python.layers.dir: the users whose layers your jobs run when you have "
-            "none of your own (trusting them runs their files)",
-            default_text="the owner of python.layers.dir", example='["hadoop"]',
-            field="layers_trust"),
-    Setting(_G + "docker.mounts", APP_SCOPE, "list",
-            "host paths mounted into the tasks' Docker containers, src:dest[:ro|rw]",
-            example='["/etc/hadoop/conf:/etc/hadoop/conf:ro"]', field="docker_mounts"),
-    Setting(_G + "success.policy", APP_SCOPE, "choice",
-            "what ends the job SUCCEEDED: the chief's exit 0, or that of every worker too",
-            default="chief", choices=SUCCESS_POLICIES, field="success_policy"),
-    Setting(_G + "allocation.timeout", APP_SCOPE, "seconds",
-            "how long YARN may take to allocate the containers before the job fails",
-            default=120.0, example="120", field="allocation_timeout_s"),
-    Setting(_G + "job.deadline", APP_SCOPE, "seconds",
-            "the whole job's time limit from submission; past it the job is stopped",
-            example="86400", field="deadline_s"),
-    Setting(_G + "am.max.attempts", APP_SCOPE, "whole",
-            "how many times YARN starts the AppMaster (1 = no retry)", default=2, low=1,
-            high=10, noun="attempts", example="2", field="am_max_attempts"),
-    Setting(_G + "user.secrets", APP_SCOPE, "map",
-            "name -> local file; each task gets the file, its path in TFYARN_SECRET_<name>",
-            example='{"db_password": "~/.secrets/db"}', field="secrets"),
-    Setting(_G + "checkpoint.mirror.interval", APP_SCOPE, "seconds",
-            "seconds between copies of the chief's checkpoints to the work dir on HDFS",
-            default=10.0, example="10", field="mirror_interval_s"),
-    Setting(_G + "task.heartbeat.timeout", APP_SCOPE, "seconds",
-            "a task whose agent is silent this long is lost (its host died or was cut off)",
-            default=30.0, example="30", field="heartbeat_timeout_s"),
-    Setting(_G + "evaluation.timeout", APP_SCOPE, "seconds",
-            "once the chief finished, how long the evaluator may take over the last checkpoint",
-            default=600.0, example="600", field="evaluation_timeout_s"),
-    Setting(_G + "user.data.dir", APP_SCOPE, "url",
-            "Slider's training data dir on HDFS, localized into every task as --data_dir",
-            example="hdfs:///user/${USER_NAME}/mnist-data", field="data_dir"),
-    Setting(_G + "user.checkpoint.prefix", APP_SCOPE, "url",
-            "Slider's checkpoint prefix: the work dir is <prefix>/<name>.<application id>, "
-            "given to tasks as --ckp_dir", example="hdfs:///user/${USER_NAME}/ckpt",
-            field="checkpoint_prefix"),
-    Setting(_G + "data", APP_SCOPE, "list",
-            "HDFS files and archives (url#name) YARN localizes into every task's data dir",
-            example='["hdfs:///user/${USER_NAME}/mnist.tar.gz#mnist"]', field="data"),
-    Setting(_G + "acl.view", APP_SCOPE, "acl",
-            'who else may view the application, as YARN writes it: "users groups"',
-            example="alice,bob ml-team", field="view_acl"),
-    Setting(_G + "acl.modify", APP_SCOPE, "acl",
-            'who else may kill the application, as YARN writes it: "users groups"',
-            example="alice,bob ml-team", field="modify_acl"),
+    PRIORITY, INSTANCES, MEMORY, VCORES, FAILURE_THRESHOLD, LABEL, GPUS, FAILURE_POLICY,
+    AM_MEMORY, AM_VCORES, AM_LABEL, ENTRY, SCRIPTS_DIR, SCRIPT_ARGS, WORK_DIR_FLAG, ENV, QUEUE,
+    APP_NAME, WORK_DIR, REGISTRATION_TIMEOUT, PYTHON, DOCKER_IMAGE, PYTHON_ENV, LAYERS_DIR,
+    LAYERS_TRUST, DOCKER_MOUNTS, SUCCESS_POLICY, ALLOCATION_TIMEOUT, DEADLINE, AM_MAX_ATTEMPTS,
+    SECRETS, MIRROR_INTERVAL, HEARTBEAT_TIMEOUT, EVALUATION_TIMEOUT, DATA_DIR,
+    CHECKPOINT_PREFIX, DATA, VIEW_ACL, MODIFY_ACL,
 )
 
 

@@ -10,7 +10,38 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from appmaster.common.settings import APP_SCOPE, SUCCESS_POLICIES, built_in, setting
+from appmaster.common.settings import (
+    ALLOCATION_TIMEOUT,
+    AM_MAX_ATTEMPTS,
+    APP_NAME,
+    APP_PREFIX,
+    APP_SCOPE,
+    CHECKPOINT_PREFIX,
+    DATA,
+    DATA_DIR,
+    DEADLINE,
+    DOCKER_IMAGE,
+    DOCKER_MOUNTS,
+    ENTRY,
+    ENV,
+    EVALUATION_TIMEOUT,
+    HEARTBEAT_TIMEOUT,
+    MIRROR_INTERVAL,
+    MODIFY_ACL,
+    PYTHON,
+    PYTHON_ENV,
+    QUEUE,
+    REGISTRATION_TIMEOUT,
+    SCRIPT_ARGS,
+    SCRIPTS_DIR,
+    SECRETS,
+    SUCCESS_POLICIES,
+    SUCCESS_POLICY,
+    VIEW_ACL,
+    WORK_DIR,
+    WORK_DIR_FLAG,
+    built_in,
+)
 from appmaster.common.settings import settings as declared
 from tfyarn.jobconfig.datasets import parse_entries
 from tfyarn.jobconfig.documents import (
@@ -24,42 +55,14 @@ from tfyarn.jobconfig.documents import (
 )
 from tfyarn.jobconfig.envvalues import archive_kind, docker_mount_problem, layers_settings
 
-# appConfig.json keys, all under "global".
-_G = "site.global."
-_ENTRY = _G + "user.scripts.entry"
-_SCRIPTS_DIR = _G + "user.scripts.dir"
-_ARGS = _G + "user.scripts.args"
-_WORK_DIR_FLAG = _G + "user.scripts.work_dir_flag"
-_ENV = _G + "user.env"
-_QUEUE = _G + "queue"
-_APP_NAME = _G + "app.name"
-_WORK_DIR = _G + "user.work.dir"
-_REGISTRATION_TIMEOUT = _G + "registration.timeout"
-_PYTHON = _G + "python"
-_DOCKER_IMAGE = _G + "docker.image"
-_PYTHON_ENV = _G + "python.env"  # a packed env (tfyarn.submission.environments)
-_DOCKER_MOUNTS = _G + "docker.mounts"
-_SUCCESS_POLICY = _G + "success.policy"
-_ALLOCATION_TIMEOUT = _G + "allocation.timeout"
-_DEADLINE = _G + "job.deadline"
-_AM_ATTEMPTS = _G + "am.max.attempts"
-_SECRETS = _G + "user.secrets"
-_MIRROR_INTERVAL = _G + "checkpoint.mirror.interval"
-_HEARTBEAT_TIMEOUT = _G + "task.heartbeat.timeout"
-_EVALUATION_TIMEOUT = _G + "evaluation.timeout"
-# Slider's TensorFlow package: training data on HDFS (--data_dir), checkpoints on HDFS under
-# <prefix>/<application name>.<application id> (--ckp_dir).
-_DATA_DIR = _G + "user.data.dir"
-_CHECKPOINT_PREFIX = _G + "user.checkpoint.prefix"
-_DATA = _G + "data"  # hdfs:///path#name entries, localized into each task's data dir
-_VIEW_ACL = _G + "acl.view"  # who else may see the application (YARN's VIEW_APP)
-_MODIFY_ACL = _G + "acl.modify"  # who else may kill it (YARN's MODIFY_APP)
+# appConfig.json's keys are its settings' declarations' (appmaster/common/settings.py).
+_G = APP_PREFIX
 APP_KEYS = tuple(s.key for s in declared(APP_SCOPE))
 # Each job's own: a defaults file (tfyarn/jobconfig/defaults.py) cannot give them.
 JOB_ONLY_KEYS = tuple(s.key for s in declared(APP_SCOPE) if s.job_only)
 # Keys of which a job gives one or the other; a job file's hides a defaults file's rival.
-RIVAL_KEYS = {_DATA: _DATA_DIR, _DATA_DIR: _DATA, _CHECKPOINT_PREFIX: _WORK_DIR,
-              _WORK_DIR: _CHECKPOINT_PREFIX}
+RIVAL_KEYS = {DATA.key: DATA_DIR.key, DATA_DIR.key: DATA.key, CHECKPOINT_PREFIX.key: WORK_DIR.key,
+              WORK_DIR.key: CHECKPOINT_PREFIX.key}
 # tfyarn's own value where no file gives one (`tfyarn config` shows it as "default").
 BUILT_IN: dict[str, Any] = built_in(APP_SCOPE)
 # Slider needed these; tfyarn finds the same facts itself, so they are accepted and listed.
@@ -121,72 +124,73 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
     checked here too, their paths relative to its ``base``."""
     script_args = _script_args(c, settings)
     env = _env(c, settings)
-    queue = _text(c, settings, _QUEUE, "default") or BUILT_IN[_QUEUE]
-    name = _text(c, settings, _APP_NAME, "my-training")
+    queue = _text(c, settings, QUEUE.key, "default") or BUILT_IN[QUEUE.key]
+    name = _text(c, settings, APP_NAME.key, "my-training")
     if name is not None and len(name) > _MAX_APP_NAME:
         c.add(
-            key_path("global", _APP_NAME),
+            key_path("global", APP_NAME.key),
             f"longer than {_MAX_APP_NAME} characters",
             "give a shorter name.",
             value=name,
         )
     work_dir = _work_dir(c, settings, user)
-    data_dir = _hdfs_dir(c, settings, _DATA_DIR, user)
-    checkpoint_prefix = _hdfs_dir(c, settings, _CHECKPOINT_PREFIX, user)
-    data = () if _DATA not in settings else parse_entries(
-        c, key_path("global", _DATA), settings[_DATA], user or getpass.getuser())
+    data_dir = _hdfs_dir(c, settings, DATA_DIR.key, user)
+    checkpoint_prefix = _hdfs_dir(c, settings, CHECKPOINT_PREFIX.key, user)
+    data = () if DATA.key not in settings else parse_entries(
+        c, key_path("global", DATA.key), settings[DATA.key], user or getpass.getuser())
     if data and data_dir is not None:  # both would be the tasks' --data_dir
-        c.add(key_path("global", _DATA), f'both this and "{_DATA_DIR}" give the tasks\' data',
+        c.add(key_path("global", DATA.key), f'both this and "{DATA_DIR.key}" give the tasks\' data',
               f'keep one: list the directory as an entry, e.g. "{data_dir}#data", and read '
-              "it as <--data_dir>/data.", value=settings[_DATA])
-    if checkpoint_prefix is not None and _WORK_DIR in settings:
-        c.add(key_path("global", _CHECKPOINT_PREFIX),
-              f'both this and "{_WORK_DIR}" say where the checkpoints go',
-              f'keep one: with "{_CHECKPOINT_PREFIX}" the work dir is '
+              "it as <--data_dir>/data.", value=settings[DATA.key])
+    if checkpoint_prefix is not None and WORK_DIR.key in settings:
+        c.add(key_path("global", CHECKPOINT_PREFIX.key),
+              f'both this and "{WORK_DIR.key}" say where the checkpoints go',
+              f'keep one: with "{CHECKPOINT_PREFIX.key}" the work dir is '
               "<prefix>/<application name>.<application id>, as in Slider.",
-              value=settings[_CHECKPOINT_PREFIX])
-    success_policy = settings.get(_SUCCESS_POLICY, BUILT_IN[_SUCCESS_POLICY])
+              value=settings[CHECKPOINT_PREFIX.key])
+    success_policy = settings.get(SUCCESS_POLICY.key, BUILT_IN[SUCCESS_POLICY.key])
     if success_policy not in SUCCESS_POLICIES:
-        c.add(key_path("global", _SUCCESS_POLICY), 'must be "chief" or "all-workers"',
+        c.add(key_path("global", SUCCESS_POLICY.key), 'must be "chief" or "all-workers"',
               'write "chief" (the job ends with the chief) or "all-workers".',
               value=success_policy)
     layers_dir, layers_trust, problems = layers_settings(settings)
     for key, message, fix, value in problems:
         c.add(key_path("global", key), message, fix, value=value)
-    bounds = setting(_AM_ATTEMPTS)
+    bounds = AM_MAX_ATTEMPTS
     assert bounds.low is not None and bounds.high is not None
-    attempts = as_int(settings.get(_AM_ATTEMPTS, BUILT_IN[_AM_ATTEMPTS]))
+    attempts = as_int(settings.get(AM_MAX_ATTEMPTS.key, BUILT_IN[AM_MAX_ATTEMPTS.key]))
     if attempts is None or not bounds.low <= attempts <= bounds.high:
-        c.add(key_path("global", _AM_ATTEMPTS),
+        c.add(key_path("global", AM_MAX_ATTEMPTS.key),
               f"must be a whole number from {bounds.low} to {bounds.high}",
-              'write e.g. "2" (one retry of the AppMaster).', value=settings.get(_AM_ATTEMPTS))
+              'write e.g. "2" (one retry of the AppMaster).',
+              value=settings.get(AM_MAX_ATTEMPTS.key))
     return dict(
         script_args=script_args,
         env=env,
         queue=queue,
         name=name,
         work_dir=work_dir,
-        registration_timeout_s=_seconds(c, settings, _REGISTRATION_TIMEOUT),
+        registration_timeout_s=_seconds(c, settings, REGISTRATION_TIMEOUT.key),
         python=_python(c, settings),
         docker_image=_docker_image(c, settings),
         success_policy=success_policy,
-        allocation_timeout_s=_seconds(c, settings, _ALLOCATION_TIMEOUT),
-        deadline_s=_seconds(c, settings, _DEADLINE),
-        am_max_attempts=attempts or BUILT_IN[_AM_ATTEMPTS],
+        allocation_timeout_s=_seconds(c, settings, ALLOCATION_TIMEOUT.key),
+        deadline_s=_seconds(c, settings, DEADLINE.key),
+        am_max_attempts=attempts or BUILT_IN[AM_MAX_ATTEMPTS.key],
         python_env=_python_env(c, settings, base),
         docker_mounts=_docker_mounts(c, settings),
         layers_dir=layers_dir,
         layers_trust=layers_trust,
         secrets=_secrets(c, settings, base),
-        mirror_interval_s=_seconds(c, settings, _MIRROR_INTERVAL),
-        heartbeat_timeout_s=_seconds(c, settings, _HEARTBEAT_TIMEOUT),
-        evaluation_timeout_s=_seconds(c, settings, _EVALUATION_TIMEOUT),
+        mirror_interval_s=_seconds(c, settings, MIRROR_INTERVAL.key),
+        heartbeat_timeout_s=_seconds(c, settings, HEARTBEAT_TIMEOUT.key),
+        evaluation_timeout_s=_seconds(c, settings, EVALUATION_TIMEOUT.key),
         data_dir=data_dir,
         checkpoint_prefix=checkpoint_prefix,
         work_dir_flag=_work_dir_flag(c, settings),
         data=data,
-        view_acl=_acl(c, settings, _VIEW_ACL),
-        modify_acl=_acl(c, settings, _MODIFY_ACL),
+        view_acl=_acl(c, settings, VIEW_ACL.key),
+        modify_acl=_acl(c, settings, MODIFY_ACL.key),
     )
 
 
@@ -194,11 +198,11 @@ def with_paths_from(settings: dict[str, Any], base: Path) -> dict[str, Any]:
     """The settings with the local files they name (the packed env, the secrets) made
     absolute from ``base``, so that they mean the same merged into another file."""
     resolved = dict(settings)
-    if isinstance(settings.get(_PYTHON_ENV), str):
-        resolved[_PYTHON_ENV] = str(_local_path(base, settings[_PYTHON_ENV]))
-    if isinstance(settings.get(_SECRETS), dict):
-        resolved[_SECRETS] = {name: str(_local_path(base, value)) if isinstance(value, str)
-                              else value for name, value in settings[_SECRETS].items()}
+    if isinstance(settings.get(PYTHON_ENV.key), str):
+        resolved[PYTHON_ENV.key] = str(_local_path(base, settings[PYTHON_ENV.key]))
+    if isinstance(settings.get(SECRETS.key), dict):
+        resolved[SECRETS.key] = {name: str(_local_path(base, value)) if isinstance(value, str)
+                              else value for name, value in settings[SECRETS.key].items()}
     return resolved
 
 
@@ -209,9 +213,9 @@ def _local_path(base: Path, text: str) -> Path:
 
 def _python(c: Checker, settings: dict[str, Any]) -> str | None:
     """The interpreter every node has at this path: only an absolute path says that."""
-    python = _text(c, settings, _PYTHON, "/usr/bin/python3")
+    python = _text(c, settings, PYTHON.key, "/usr/bin/python3")
     if python is not None and not python.startswith("/"):
-        c.add(key_path("global", _PYTHON), "not an absolute path: it names the interpreter "
+        c.add(key_path("global", PYTHON.key), "not an absolute path: it names the interpreter "
               "every node has at that path",
               "give the interpreter's absolute path on the nodes, e.g. /usr/bin/python3, or "
               "remove the key to ship your environment.", value=python)
@@ -252,42 +256,42 @@ def _acl(c: Checker, settings: dict[str, Any], key: str) -> str | None:
 def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:
     """The packed env's archive, relative to the file's directory; its contents are read
     when the plan is made (tfyarn.submission.environments.archive_python)."""
-    text = _text(c, settings, _PYTHON_ENV, "envs/tf2.tar.gz")
+    text = _text(c, settings, PYTHON_ENV.key, "envs/tf2.tar.gz")
     if text is None:
         return None
     path = _local_path(base, text)
     if archive_kind(path) is None:
-        c.add(key_path("global", _PYTHON_ENV), "not an archive YARN can unpack",
+        c.add(key_path("global", PYTHON_ENV.key), "not an archive YARN can unpack",
               "pack the env with venv-pack or conda-pack into a .tar.gz (or .tgz, .tar, .zip).",
               value=text)
         return None
     if not path.is_file():
-        c.add(key_path("global", _PYTHON_ENV), f"no such file ({path})",
+        c.add(key_path("global", PYTHON_ENV.key), f"no such file ({path})",
               f"pack the env there, or give its path relative to {base}.", value=text)
         return None
     return path
 
 
 def _docker_image(c: Checker, settings: dict[str, Any]) -> str | None:
-    image = _text(c, settings, _DOCKER_IMAGE, "tensorflow/tensorflow:latest")
+    image = _text(c, settings, DOCKER_IMAGE.key, "tensorflow/tensorflow:latest")
     if image is not None and any(ch.isspace() for ch in image):
-        c.add(key_path("global", _DOCKER_IMAGE), "not an image name",
+        c.add(key_path("global", DOCKER_IMAGE.key), "not an image name",
               "give one such as tensorflow/tensorflow:2.16.1.", value=image)
         return None
     return image
 
 
 def _docker_mounts(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
-    if _DOCKER_MOUNTS not in settings:
+    if DOCKER_MOUNTS.key not in settings:
         return ()
-    value = settings[_DOCKER_MOUNTS]
-    where = key_path("global", _DOCKER_MOUNTS)
+    value = settings[DOCKER_MOUNTS.key]
+    where = key_path("global", DOCKER_MOUNTS.key)
     if isinstance(value, str):
         value = [m.strip() for m in value.split(",") if m.strip()]
     if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
         c.add(where, "must be a list of strings or one comma-separated string",
               'write e.g. ["/etc/hadoop/conf:/etc/hadoop/conf:ro"].',
-              value=settings[_DOCKER_MOUNTS])
+              value=settings[DOCKER_MOUNTS.key])
         return ()
     for mount in value:
         if problem := docker_mount_problem(mount):
@@ -297,9 +301,9 @@ def _docker_mounts(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _scripts_dir(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:
-    if _SCRIPTS_DIR not in settings:
+    if SCRIPTS_DIR.key not in settings:
         return base
-    text = _text(c, settings, _SCRIPTS_DIR, "src")
+    text = _text(c, settings, SCRIPTS_DIR.key, "src")
     if text is None:
         return None
     # Relative to appConfig.json rather than the working directory, so the job can be
@@ -307,7 +311,7 @@ def _scripts_dir(c: Checker, settings: dict[str, Any], base: Path) -> Path | Non
     path = _local_path(base, text)
     if not path.is_dir():
         c.add(
-            key_path("global", _SCRIPTS_DIR),
+            key_path("global", SCRIPTS_DIR.key),
             f"no such directory ({path})",
             f"create it, or give a path relative to {base}.",
             value=text,
@@ -319,15 +323,15 @@ def _scripts_dir(c: Checker, settings: dict[str, Any], base: Path) -> Path | Non
 def _entry(
     c: Checker, settings: dict[str, Any], scripts_dir: Path | None
 ) -> tuple[str, Path] | None:
-    where = key_path("global", _ENTRY)
-    if _ENTRY not in settings:
+    where = key_path("global", ENTRY.key)
+    if ENTRY.key not in settings:
         c.add(
             where,
             "missing: the training script to run",
-            f'add "{_ENTRY}": "train.py", a path relative to the scripts directory.',
+            f'add "{ENTRY.key}": "train.py", a path relative to the scripts directory.',
         )
         return None
-    entry = _text(c, settings, _ENTRY, "train.py")
+    entry = _text(c, settings, ENTRY.key, "train.py")
     if entry is None or scripts_dir is None:
         return None
     # Only the scripts directory is shipped to the containers, so the entry must be inside it.
@@ -336,7 +340,7 @@ def _entry(
         c.add(
             where,
             f"outside the scripts directory {scripts_dir}",
-            f'give a path inside it, e.g. "train.py", or set "{_SCRIPTS_DIR}".',
+            f'give a path inside it, e.g. "train.py", or set "{SCRIPTS_DIR.key}".',
             value=entry,
         )
         return None
@@ -352,10 +356,10 @@ def _entry(
 
 
 def _script_args(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
-    if _ARGS not in settings:
+    if SCRIPT_ARGS.key not in settings:
         return ()
-    value = settings[_ARGS]
-    where = key_path("global", _ARGS)
+    value = settings[SCRIPT_ARGS.key]
+    where = key_path("global", SCRIPT_ARGS.key)
     if isinstance(value, str):
         try:
             return tuple(shlex.split(value))
@@ -377,29 +381,29 @@ def _script_args(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
 def _work_dir_flag(c: Checker, settings: dict[str, Any]) -> str:
     """The flag that names the task's local work dir: ``--name``, or "" for none; absent,
     its declaration's default for these settings."""
-    if _WORK_DIR_FLAG not in settings:
-        return setting(_WORK_DIR_FLAG).default_for(settings)
-    value = settings[_WORK_DIR_FLAG]
+    if WORK_DIR_FLAG.key not in settings:
+        return WORK_DIR_FLAG.default_for(settings)
+    value = settings[WORK_DIR_FLAG.key]
     flag = value.strip() if isinstance(value, str) else None
     if flag is None or (flag and not _FLAG.fullmatch(flag)):
-        c.add(key_path("global", _WORK_DIR_FLAG),
+        c.add(key_path("global", WORK_DIR_FLAG.key),
               "must be a flag such as \"--model_dir\" (two dashes, then letters, digits, _ "
               "or -), or \"\" for none",
               'write the flag your script reads its model or checkpoint dir from, e.g. '
               '"--model_dir", or "" if it has none (the path is in TFYARN_WORK_DIR).',
               value=value)
-        return setting(_WORK_DIR_FLAG).default_for(settings)
+        return WORK_DIR_FLAG.default_for(settings)
     return flag
 
 
 def _env(c: Checker, settings: dict[str, Any]) -> dict[str, str]:
-    if _ENV not in settings:
+    if ENV.key not in settings:
         return {}
-    env = mapping(c, settings[_ENV], key_path("global", _ENV))
+    env = mapping(c, settings[ENV.key], key_path("global", ENV.key))
     if env is None:
         return {}
     for name, value in env.items():
-        where = key_path("global", _ENV, name)
+        where = key_path("global", ENV.key, name)
         if not _ENV_NAME.fullmatch(name):
             fix = 'use letters, digits and "_", not starting with a digit, e.g. "DATA_DIR".'
             c.add(where, "not a valid environment variable name", fix)
@@ -414,12 +418,12 @@ def _env(c: Checker, settings: dict[str, Any]) -> dict[str, str]:
 
 def _secrets(c: Checker, settings: dict[str, Any], base: Path) -> dict[str, Path]:
     """Secret files by name. Only paths are read here: contents never enter any setting."""
-    if _SECRETS not in settings:
+    if SECRETS.key not in settings:
         return {}
-    found = mapping(c, settings[_SECRETS], key_path("global", _SECRETS))
+    found = mapping(c, settings[SECRETS.key], key_path("global", SECRETS.key))
     secrets: dict[str, Path] = {}
     for name, value in (found or {}).items():
-        where = key_path("global", _SECRETS, name)
+        where = key_path("global", SECRETS.key, name)
         if not re.fullmatch(r"[A-Za-z0-9_]+", name):
             c.add(where, "not a valid secret name",
                   'use letters, digits and "_" (it becomes TFYARN_SECRET_<name>).')
@@ -438,13 +442,13 @@ def _secrets(c: Checker, settings: dict[str, Any], base: Path) -> dict[str, Path
 
 
 def _work_dir(c: Checker, settings: dict[str, Any], user: str | None) -> str | None:
-    work_dir = _text(c, settings, _WORK_DIR, "hdfs:///user/${USER_NAME}/tfyarn")
+    work_dir = _text(c, settings, WORK_DIR.key, "hdfs:///user/${USER_NAME}/tfyarn")
     if work_dir is None:
         return None
     unknown = sorted(set(re.findall(r"\$\{([^}]*)\}", work_dir)) - _WORK_DIR_PLACEHOLDERS)
     if unknown:
         c.add(
-            key_path("global", _WORK_DIR),
+            key_path("global", WORK_DIR.key),
             "unknown placeholder " + ", ".join("${" + u + "}" for u in unknown),
             "use only ${USER_NAME} (the submitting user) and ${APP_ID} (the YARN application).",
             value=work_dir,

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from appmaster.common.settings import APP_PREFIX
 from tfyarn.jobconfig import appconfig, resources
 from tfyarn.jobconfig.documents import (
     COMMAND_LINE,
@@ -54,7 +55,6 @@ SYSTEM_FILE = "/etc/tfyarn/tfyarn.yaml"
 SYSTEM_ENV = "TFYARN_SYSTEM_CONFIG"  # another cluster's file: for tests and packagers
 PERSONAL_ENV = "TFYARN_CONFIG"
 
-_APP_PREFIX = "site.global."
 _APPMASTER_PREFIX = APPMASTER + "."
 _APP_KEYS = tuple(k for k in appconfig.APP_KEYS if k not in appconfig.JOB_ONLY_KEYS)
 _RESOURCE_KEYS = tuple(k for k in resources.RESOURCE_KEYS if k not in resources.JOB_ONLY_KEYS)
@@ -89,7 +89,7 @@ class Defaults:
 
     def app_document(self, doc: dict[str, Any]) -> dict[str, Any]:
         """appConfig's document with the defaults in its "global"."""
-        return _with_defaults(doc, "global", [_part(s, _APP_PREFIX) for _, s in self.levels()])
+        return _with_defaults(doc, "global", [_part(s, APP_PREFIX) for _, s in self.levels()])
 
     def resources_document(self, doc: dict[str, Any]) -> dict[str, Any]:
         """resources.json's document with the defaults in its "global", and the AppMaster's
@@ -195,7 +195,7 @@ def _check(c: Checker, path: Path) -> dict[str, Any]:
         elif key not in KEYS:
             report_unknown(c, key_path(key), key, KEYS, "key")
     base = path.absolute().parent
-    appconfig.check_settings(c, _part(settings, _APP_PREFIX), base, None)
+    appconfig.check_settings(c, _part(settings, APP_PREFIX), base, None)
     resources.check_defaults(c, _part(settings, ""), _part(settings, _APPMASTER_PREFIX))
     return appconfig.with_paths_from(settings, base)
 
@@ -215,12 +215,12 @@ class _DefaultsChecker(Checker):
 def _part(settings: dict[str, Any], prefix: str) -> dict[str, Any]:
     """The settings of one section: appConfig's (site.global.*), the AppMaster's (without
     its prefix), or every component's ("")."""
-    if prefix == _APP_PREFIX:
+    if prefix == APP_PREFIX:
         return {k: v for k, v in settings.items() if k.startswith(prefix)}
     if prefix:
         return {k.removeprefix(prefix): v for k, v in settings.items() if k.startswith(prefix)}
     return {k: v for k, v in settings.items()
-            if not k.startswith((_APP_PREFIX, _APPMASTER_PREFIX))}
+            if not k.startswith((APP_PREFIX, _APPMASTER_PREFIX))}
 
 
 def _with_defaults(doc: dict[str, Any], section: str,
@@ -258,13 +258,13 @@ def _flat(doc: dict[str, Any]) -> dict[str, Any]:
 def _overridden(o: Override, own: list[str]) -> dict[str, Any]:
     """What an override sets, keyed as in the table: every component's key also replaces
     each component's own value."""
-    if o.component is not None or o.key.startswith(_APP_PREFIX):
+    if o.component is not None or o.key.startswith(APP_PREFIX):
         return {o.key: o.value}
     return {o.key: o.value, **{key: o.value for key in own if key.endswith("." + o.key)}}
 
 
 def _group(key: str) -> int:
     """appConfig's keys first, then every component's, then each component's own."""
-    if key.startswith(_APP_PREFIX):
+    if key.startswith(APP_PREFIX):
         return 0
     return 1 if key in resources.RESOURCE_KEYS else 2

@@ -9,12 +9,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from appmaster.common.settings import setting
+from appmaster.common.settings import LAYERS_DIR, LAYERS_TRUST
 from appmaster.common.storage import is_remote
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-DIR_KEY = setting("site.global.python.layers.dir").key
-TRUST_KEY = setting("site.global.python.layers.trust").key
+DIR_KEY, TRUST_KEY = LAYERS_DIR.key, LAYERS_TRUST.key
 _MOUNT = re.compile(
     r"(?P<source>/[^:,]*):(?P<dest>/[^:,]*)"
     r"(?::(?P<mode>(?:ro|rw)(?:\+(?:shared|rshared|slave|rslave|private|rprivate))?"

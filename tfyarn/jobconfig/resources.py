@@ -11,11 +11,19 @@ from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
     FAILURE_POLICIES,
+    FAILURE_POLICY,
+    FAILURE_THRESHOLD,
+    GPUS,
+    INSTANCES,
+    LABEL,
+    MEMORY,
+    PRIORITY,
+    VCORES,
     built_in,
     setting,
     settings,
 )
-from appmaster.common.vocabulary import Role
+from appmaster.common.vocabulary import FailurePolicy, Role
 from tfyarn.jobconfig.documents import (
     Checker,
     as_int,
@@ -27,15 +35,7 @@ from tfyarn.jobconfig.documents import (
 )
 from tfyarn.jobconfig.model import APPMASTER, COMPONENT_NAMES
 
-# resources.json keys, per component (or in "global" as defaults for all components).
-_PRIORITY = "yarn.role.priority"
-_INSTANCES = "yarn.component.instances"
-_MEMORY = "yarn.memory"
-_VCORES = "yarn.vcores"
-_THRESHOLD = "yarn.container.failure.threshold"
-_LABEL = "yarn.label.expression"
-_GPUS = "yarn.gpus"
-_POLICY = "yarn.container.failure.policy"
+# resources.json's keys are its settings' declarations' (appmaster/common/settings.py).
 RESOURCE_KEYS = tuple(s.key for s in settings(COMPONENT_SCOPE))
 # Each component's own: a defaults file (tfyarn/jobconfig/defaults.py) cannot give them.
 JOB_ONLY_KEYS = tuple(s.key for s in settings(COMPONENT_SCOPE) if s.job_only)
@@ -100,7 +100,7 @@ def parse_resources(
         return None
     found: list[RolePlan] = []
     priorities: dict[int, str] = {}
-    am_memory_mb, am_vcores = APPMASTER_BUILT_IN[_MEMORY], APPMASTER_BUILT_IN[_VCORES]
+    am_memory_mb, am_vcores = APPMASTER_BUILT_IN[MEMORY.key], APPMASTER_BUILT_IN[VCORES.key]
     am_label: str | None = None
     for name, value in components.items():
         if name not in COMPONENT_NAMES:
@@ -116,8 +116,8 @@ def parse_resources(
         if name == APPMASTER:
             # Its container's size and label: YARN places it itself. Its label is its own,
             # never "global"'s: YARN gives it to every component without a label.
-            am_memory_mb = settings.whole(_MEMORY, am_memory_mb, APPMASTER_SCOPE) or am_memory_mb
-            am_vcores = settings.whole(_VCORES, am_vcores, APPMASTER_SCOPE) or am_vcores
+            am_memory_mb = settings.whole(MEMORY.key, am_memory_mb, APPMASTER_SCOPE) or am_memory_mb
+            am_vcores = settings.whole(VCORES.key, am_vcores, APPMASTER_SCOPE) or am_vcores
             am_label, _ = _label(_Settings(c, name, own, {}))
             continue
         component = _component(settings, priorities)
@@ -133,8 +133,9 @@ def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, An
     every = _Settings(c, "", {}, defaults)
     for key in _WHOLE:
         every.whole(key, None)
-    if _choice(every, _POLICY, FAILURE_POLICIES, BUILT_IN[_POLICY]) == "ignore":
-        c.add(key_path("global", _POLICY), "a default for every component, and a ps or the "
+    policy = FAILURE_POLICY.key
+    if _choice(every, policy, FAILURE_POLICIES, BUILT_IN[policy]) == FailurePolicy.IGNORE:
+        c.add(key_path("global", policy), "a default for every component, and a ps or the "
               "chief cannot be ignored", 'write "restart" or "fatal"; give "ignore" to the '
               "workers or the evaluator in the job's resources.json.", value="ignore")
     _label(every)
@@ -157,11 +158,11 @@ def _check_chief(c: Checker, components: dict[str, Any], found: list[RolePlan]) 
               'add "worker": {"yarn.role.priority": "2", "yarn.component.instances": "1"} '
               '(worker 0 is then the chief), or a "chiefworker" component.')
     elif worker is not None and worker.instances == 0:
-        c.add(key_path("components", "worker", _INSTANCES),
+        c.add(key_path("components", "worker", INSTANCES.key),
               "a job without a chiefworker needs at least 1 worker: worker 0 is its chief",
               'give "1" or more, or add a "chiefworker" component.', value=str(worker.instances))
-    elif worker is not None and worker.failure_policy == "ignore":
-        c.add(key_path("components", "worker", _POLICY),
+    elif worker is not None and worker.failure_policy == FailurePolicy.IGNORE:
+        c.add(key_path("components", "worker", FAILURE_POLICY.key),
               "without a chiefworker, worker 0 is the chief, which cannot be ignored: the job "
               "cannot go on without it",
               'use "restart" or "fatal", or add a "chiefworker" component.', value="ignore")
@@ -170,9 +171,9 @@ def _check_chief(c: Checker, components: dict[str, Any], found: list[RolePlan]) 
 def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     """Checks every setting of a task component; None when any is wrong."""
     priority = _priority(s, priorities)
-    instances = s.whole(_INSTANCES, 1)
+    instances = s.whole(INSTANCES.key, 1)
     if s.name == "chiefworker" and instances not in (None, 1):
-        value, where = s.find(_INSTANCES) or (None, "")  # the default is 1, so it was written
+        value, where = s.find(INSTANCES.key) or (None, "")  # the default is 1, so it was written
         s.c.add(
             where,
             "there must be exactly 1 chief worker",
@@ -181,22 +182,22 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
         )
         instances = None
     if s.name == Role.TENSORBOARD and instances not in (None, 0, 1):
-        value, where = s.find(_INSTANCES) or (None, "")
+        value, where = s.find(INSTANCES.key) or (None, "")
         s.c.add(where, "at most 1 TensorBoard per job", 'set it to "1" (or "0" for none).',
                 value=value)
         instances = None
     if s.name == Role.EVALUATOR and instances not in (None, 0, 1):
-        value, where = s.find(_INSTANCES) or (None, "")
+        value, where = s.find(INSTANCES.key) or (None, "")
         s.c.add(where, "at most 1 evaluator per job: it evaluates every checkpoint the chief "
                 "saves, one after the other", 'set it to "1" (or "0" for none).', value=value)
         instances = None
-    memory = s.whole(_MEMORY, BUILT_IN[_MEMORY])
-    vcores = s.whole(_VCORES, BUILT_IN[_VCORES])
-    gpus = s.whole(_GPUS, BUILT_IN[_GPUS])
-    threshold = s.whole(_THRESHOLD, BUILT_IN[_THRESHOLD])
-    policy = _choice(s, _POLICY, FAILURE_POLICIES, BUILT_IN[_POLICY])
-    if policy == "ignore" and s.name not in (Role.WORKER, Role.EVALUATOR):
-        value, where = s.find(_POLICY) or (None, "")
+    memory = s.whole(MEMORY.key, BUILT_IN[MEMORY.key])
+    vcores = s.whole(VCORES.key, BUILT_IN[VCORES.key])
+    gpus = s.whole(GPUS.key, BUILT_IN[GPUS.key])
+    threshold = s.whole(FAILURE_THRESHOLD.key, BUILT_IN[FAILURE_THRESHOLD.key])
+    policy = _choice(s, FAILURE_POLICY.key, FAILURE_POLICIES, BUILT_IN[FAILURE_POLICY.key])
+    if policy == FailurePolicy.IGNORE and s.name not in (Role.WORKER, Role.EVALUATOR):
+        value, where = s.find(FAILURE_POLICY.key) or (None, "")
         s.c.add(where, f"a {s.name} cannot be ignored: the job cannot go on without it",
                 'use "restart" or "fatal"; "ignore" is for workers and the evaluator.',
                 value=value)
@@ -231,16 +232,16 @@ def _choice(s: _Settings, key: str, allowed: Sequence[str], default: str) -> str
 
 
 def _priority(s: _Settings, priorities: dict[int, str]) -> int | None:
-    found = s.find(_PRIORITY)
+    found = s.find(PRIORITY.key)
     if found is None:
         s.c.add(
-            key_path("components", s.name, _PRIORITY),
+            key_path("components", s.name, PRIORITY.key),
             "missing",
-            f'add "{_PRIORITY}": "N" with a whole number N >= 1 that no other component uses.',
+            f'add "{PRIORITY.key}": "N" with a whole number N >= 1 that no other component uses.',
         )
         return None
     value, where = found
-    priority = _whole(s.c, where, value, _PRIORITY)
+    priority = _whole(s.c, where, value, PRIORITY.key)
     if priority is None:
         return None
     # YARN tells containers' requests apart by priority, so two components cannot share one.
@@ -258,7 +259,7 @@ def _priority(s: _Settings, priorities: dict[int, str]) -> int | None:
 
 def _label(s: _Settings) -> tuple[str | None, bool]:
     """The node label (None: default partition), and whether the setting was valid."""
-    found = s.find(_LABEL)
+    found = s.find(LABEL.key)
     if found is None or found[0] is None:
         return None, True
     value, where = found

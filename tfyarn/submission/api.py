@@ -16,8 +16,18 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from appmaster.common.jobplan import JobPlan
+from appmaster.common.settings import (
+    AM_LABEL,
+    AM_MEMORY,
+    AM_VCORES,
+    APP_NAME,
+    DATA,
+    DOCKER_IMAGE,
+    DOCKER_MOUNTS,
+    PYTHON_ENV,
+    QUEUE,
+)
 from appmaster.common.settings import APPMASTER_COMPONENT as APPMASTER
-from appmaster.common.settings import setting
 from tfyarn.errors import NOTHING_SUBMITTED, in_context
 from tfyarn.hadoop import haconf, hadoopconf
 from tfyarn.hadoop.driver import DriverSettings, driver_settings, skein_client
@@ -31,14 +41,6 @@ from tfyarn.submission.launch import submit as submit_to_yarn
 from tfyarn.submission.plan import Placement, build_plan, plan_document
 
 log = logging.getLogger(__name__)
-# The settings an option of `tfyarn submit` stands for, named by their declarations.
-QUEUE, APP_NAME = setting("site.global.queue").key, setting("site.global.app.name").key
-PYTHON_ENV = setting("site.global.python.env").key
-DOCKER_IMAGE = setting("site.global.docker.image").key
-DOCKER_MOUNTS = setting("site.global.docker.mounts").key
-DATA = setting("site.global.data").key
-MEMORY, VCORES = setting("yarn.memory").key, setting("yarn.vcores").key
-LABEL = setting("yarn.label.expression").key
 FilePath = str | os.PathLike[str]
 
 
@@ -70,14 +72,14 @@ class SubmitOptions:
         in the dry run's list of where each setting came from."""
         python_env = None if self.python_env is None else os.path.abspath(
             os.path.expanduser(self.python_env))  # from here, not from appConfig.json's dir
-        options = [(QUEUE, self.queue, "--queue"), (APP_NAME, self.name, "--name"),
-                   (f"{APPMASTER}.{MEMORY}", self.am_memory, "--am-memory"),
-                   (f"{APPMASTER}.{VCORES}", self.am_vcores, "--am-vcores"),
-                   (f"{APPMASTER}.{LABEL}", self.am_label, "--am-label"),
-                   (PYTHON_ENV, python_env, "--python-env"),
-                   (DOCKER_IMAGE, self.docker_image, "--docker-image"),
-                   (DOCKER_MOUNTS, list(self.docker_mounts) or None, "--docker-mount"),
-                   (DATA, list(self.data) or None, DATA_OPTION)]
+        options = [(QUEUE.key, self.queue, "--queue"), (APP_NAME.key, self.name, "--name"),
+                   (f"{APPMASTER}.{AM_MEMORY.key}", self.am_memory, "--am-memory"),
+                   (f"{APPMASTER}.{AM_VCORES.key}", self.am_vcores, "--am-vcores"),
+                   (f"{APPMASTER}.{AM_LABEL.key}", self.am_label, "--am-label"),
+                   (PYTHON_ENV.key, python_env, "--python-env"),
+                   (DOCKER_IMAGE.key, self.docker_image, "--docker-image"),
+                   (DOCKER_MOUNTS.key, list(self.docker_mounts) or None, "--docker-mount"),
+                   (DATA.key, list(self.data) or None, DATA_OPTION)]
         return [*(Override(key, value if isinstance(value, list) else str(value), option)
                   for key, value, option in options if value is not None),
                 *(parse_set(text) for text in self.sets)]
@@ -140,7 +142,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
     placement = Placement(tags=options.tags, web_login=hadoopconf.web_login(conf))
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
     # user wrote.
-    queue_source = where_set(job.settings, str(app_config), QUEUE)
+    queue_source = where_set(job.settings, str(app_config), QUEUE.key)
     with in_context(NOTHING_SUBMITTED):  # no active RM of an HA pair, say
         checked = preflight.run_preflight(
             preflight.job_requests(job, plan, placement, options.given()), plan.queue,

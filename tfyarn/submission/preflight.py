@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import requests
 
 from appmaster.common.jobplan import JobPlan, RolePlan
-from appmaster.common.settings import COMPONENT_SCOPE, settings
+from appmaster.common.settings import COMPONENT_SCOPE, LABEL, settings
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
@@ -76,7 +76,7 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
     def component_keys(name: str, label_from_am: bool) -> dict[str, str]:
         keys = {d: key_path("components", name, k) for d, k in KEYS.items()}
         keys["label"] = ("--am-label" if label_from_am
-                         else key_path("components", name, "yarn.label.expression"))
+                         else key_path("components", name, LABEL.key))
         return keys
 
     def role_request(role: RolePlan) -> Request:

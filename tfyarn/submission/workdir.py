@@ -14,16 +14,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from appmaster.common import settings
 from appmaster.common.storage import REMOTE_SCHEMES, RemoteDir, StorageError, bounded, is_remote
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import hadoopconf
 from tfyarn.security import kerberos
 from tfyarn.submission import environments
 
-WORK_DIR_KEY = "site.global.user.work.dir"
-CHECKPOINT_PREFIX_KEY = "site.global.user.checkpoint.prefix"  # Slider's: <prefix>/<name>.<app id>
-DATA_DIR_KEY = "site.global.user.data.dir"  # Slider's: training data, localized by YARN
-DATA_KEY = "site.global.data"  # hdfs:///path#name entries, localized by YARN
+WORK_DIR_KEY = settings.WORK_DIR.key
+CHECKPOINT_PREFIX_KEY = settings.CHECKPOINT_PREFIX.key  # Slider's: <prefix>/<name>.<app id>
+DATA_DIR_KEY = settings.DATA_DIR.key  # Slider's: training data, localized by YARN
+DATA_KEY = settings.DATA.key  # hdfs:///path#name entries, localized by YARN
 LOCAL_DEFAULT = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
 CHECK_TIMEOUT_S = 20.0
 
