@@ -31,7 +31,7 @@ def test_the_checks_accept_exactly_the_declared_keys() -> None:
 
 def test_every_declaration_is_complete() -> None:
     for s in declared.SETTINGS:
-        assert s.meaning and s.field and s.kind, s.key
+        assert s.meaning and s.kind and (s.field or s.scope == declared.APP_SCOPE), s.key
         if s.kind == "whole":
             assert s.low is not None and s.noun and s.example, s.key
         if s.kind == "choice":
@@ -74,6 +74,8 @@ def test_every_setting_has_one_home(minimal_job) -> None:
     only the submitting machine knows, the client's facts beside it: never both."""
     spec, client = minimal_job.spec, minimal_job.client
     for s in declared.SETTINGS:
+        if not s.field:
+            continue  # carried by key in JobPlan.extra
         homes = [hasattr(spec if s.scope == declared.APP_SCOPE else spec, s.field),
                  hasattr(client, s.field)]
         if s.scope == declared.COMPONENT_SCOPE:
@@ -91,3 +93,42 @@ def test_the_plan_is_the_spec_completed(minimal_job) -> None:
                "data_dir", "data", "principal"}
     for name in set(JobPlan.__dataclass_fields__) - decided:
         assert getattr(plan, name) == getattr(minimal_job.spec, name), name
+
+
+ONE_DECLARATION = """
+import json, sys
+from appmaster.common import settings
+WARMUP = settings.Setting(
+    settings.APP_PREFIX + "user.warmup.timeout", settings.APP_SCOPE, "seconds",
+    "how long the script may warm up", default=30.0, example="30")
+settings.SETTINGS = (*settings.SETTINGS, WARMUP)  # as if written in settings.py
+
+from appmaster.common.jobplan import JobPlan
+from tfyarn.jobconfig import Defaults, load_job
+from tfyarn.submission.api import SubmitOptions
+from tfyarn.submission.plan import Placement, build_plan, plan_document
+
+def planned(*sets):
+    job = load_job(sys.argv[1], sys.argv[2], defaults=Defaults(),
+                   overrides=SubmitOptions(sets=sets).overrides())
+    plan = JobPlan.from_json(build_plan(job).to_json())  # as the AppMaster reads it
+    return plan.value(WARMUP), plan_document(job, plan, Placement())["settings"]
+
+print(json.dumps([planned(), planned(WARMUP.key + "=45")]))
+"""
+
+
+def test_a_setting_added_by_one_declaration_reaches_the_plan_and_the_dry_run(
+        minimal_job, tmp_path: Path) -> None:
+    """Nothing but the declaration: the files' checks, --set, the AppMaster's plan and the
+    dry run's origins take it (in a fresh interpreter, where it is declared before use)."""
+    import subprocess
+    import sys
+
+    files = [str(minimal_job.client.resources_path), str(minimal_job.client.app_config_path)]
+    done = subprocess.run([sys.executable, "-c", ONE_DECLARATION, *files], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    (default, _), (given, dry_settings) = json.loads(done.stdout)
+    assert (default, given) == (30.0, 45.0)
+    assert dry_settings["site.global.user.warmup.timeout"] == {
+        "value": "45", "from": "--set site.global.user.warmup.timeout (command line)"}

@@ -167,6 +167,9 @@ class JobPlan:
     # YARN access lists ("users groups") besides the owner and YARN's admins; None: nobody
     view_acl: str | None = None
     modify_acl: str | None = None
+    # the settings declared without a field of their own, by key (JSON values): read
+    # through their declarations, `value(setting)`
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not self.entry:
@@ -201,6 +204,10 @@ class JobPlan:
             raise SpecError(f"work dir flag {self.work_dir_flag!r}: --name, or \"\" for none")
         if len({entry.name for entry in self.data}) < len(self.data):
             raise SpecError("each data entry has a name of its own")
+
+    def value(self, setting: settings.Setting) -> Any:
+        """A setting of appConfig or the AppMaster as the job has it, by its declaration."""
+        return getattr(self, setting.field) if setting.field else self.extra[setting.key]
 
     @property
     def planned(self) -> bool:

@@ -42,7 +42,9 @@ class Setting:
     choices: tuple[str, ...] = ()
     example: str = ""
     job_only: bool = False  # each job's (or component's) own: no defaults file gives it
-    field: str = ""  # its attribute in the job's spec (JobPlan, RolePlan) or ClientFacts
+    # its attribute in the job's spec (JobPlan, RolePlan) or ClientFacts; "": an appConfig
+    # setting checked by its kind alone and carried by key (JobPlan.value reads either)
+    field: str = ""
     # its default worked out from the other settings of its file (keys to values, as
     # written), where a fixed one would not do
     derived: Callable[[Mapping[str, Any]], Any] | None = None

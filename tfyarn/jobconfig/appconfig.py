@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import math
 import os
 import re
 import shlex
@@ -43,6 +42,7 @@ from appmaster.common.settings import (
     built_in,
 )
 from appmaster.common.settings import settings as declared
+from tfyarn.jobconfig import appvalues
 from tfyarn.jobconfig.datasets import parse_entries
 from tfyarn.jobconfig.documents import (
     Checker,
@@ -78,7 +78,6 @@ _PORT_KEY = re.compile(r"site\.global\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.port")
 
 _FLAG = re.compile(r"--[A-Za-z0-9_-]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ACL_NAME = re.compile(r"[^\s,]+")
 _MAX_APP_NAME = 256
 _WORK_DIR_PLACEHOLDERS = {"USER_NAME", "APP_ID"}
 
@@ -124,8 +123,8 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
     checked here too, their paths relative to its ``base``."""
     script_args = _script_args(c, settings)
     env = _env(c, settings)
-    queue = _text(c, settings, QUEUE.key, "default") or BUILT_IN[QUEUE.key]
-    name = _text(c, settings, APP_NAME.key, "my-training")
+    queue = appvalues.text(c, settings, QUEUE.key, "default") or BUILT_IN[QUEUE.key]
+    name = appvalues.text(c, settings, APP_NAME.key, "my-training")
     if name is not None and len(name) > _MAX_APP_NAME:
         c.add(
             key_path("global", APP_NAME.key),
@@ -170,27 +169,29 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         queue=queue,
         name=name,
         work_dir=work_dir,
-        registration_timeout_s=_seconds(c, settings, REGISTRATION_TIMEOUT.key),
+        registration_timeout_s=appvalues.seconds(c, settings, REGISTRATION_TIMEOUT.key),
         python=_python(c, settings),
         docker_image=_docker_image(c, settings),
         success_policy=success_policy,
-        allocation_timeout_s=_seconds(c, settings, ALLOCATION_TIMEOUT.key),
-        deadline_s=_seconds(c, settings, DEADLINE.key),
+        allocation_timeout_s=appvalues.seconds(c, settings, ALLOCATION_TIMEOUT.key),
+        deadline_s=appvalues.seconds(c, settings, DEADLINE.key),
         am_max_attempts=attempts or BUILT_IN[AM_MAX_ATTEMPTS.key],
         python_env=_python_env(c, settings, base),
         docker_mounts=_docker_mounts(c, settings),
         layers_dir=layers_dir,
         layers_trust=layers_trust,
         secrets=_secrets(c, settings, base),
-        mirror_interval_s=_seconds(c, settings, MIRROR_INTERVAL.key),
-        heartbeat_timeout_s=_seconds(c, settings, HEARTBEAT_TIMEOUT.key),
-        evaluation_timeout_s=_seconds(c, settings, EVALUATION_TIMEOUT.key),
+        mirror_interval_s=appvalues.seconds(c, settings, MIRROR_INTERVAL.key),
+        heartbeat_timeout_s=appvalues.seconds(c, settings, HEARTBEAT_TIMEOUT.key),
+        evaluation_timeout_s=appvalues.seconds(c, settings, EVALUATION_TIMEOUT.key),
         data_dir=data_dir,
         checkpoint_prefix=checkpoint_prefix,
         work_dir_flag=_work_dir_flag(c, settings),
         data=data,
-        view_acl=_acl(c, settings, VIEW_ACL.key),
-        modify_acl=_acl(c, settings, MODIFY_ACL.key),
+        view_acl=appvalues.acl(c, settings, VIEW_ACL.key),
+        modify_acl=appvalues.acl(c, settings, MODIFY_ACL.key),
+        extra={s.key: appvalues.by_kind(c, settings, s)
+               for s in declared(APP_SCOPE) if not s.field},
     )
 
 
@@ -213,7 +214,7 @@ def _local_path(base: Path, text: str) -> Path:
 
 def _python(c: Checker, settings: dict[str, Any]) -> str | None:
     """The interpreter every node has at this path: only an absolute path says that."""
-    python = _text(c, settings, PYTHON.key, "/usr/bin/python3")
+    python = appvalues.text(c, settings, PYTHON.key, "/usr/bin/python3")
     if python is not None and not python.startswith("/"):
         c.add(key_path("global", PYTHON.key), "not an absolute path: it names the interpreter "
               "every node has at that path",
@@ -223,40 +224,10 @@ def _python(c: Checker, settings: dict[str, Any]) -> str | None:
     return python
 
 
-def _text(c: Checker, settings: dict[str, Any], key: str, example: str) -> str | None:
-    """A non-empty string setting, stripped; None when absent or wrong."""
-    if key not in settings:
-        return None
-    value = settings[key]
-    if not isinstance(value, str) or not value.strip():
-        message = "must not be empty" if isinstance(value, str) else "must be a string"
-        fix = f'give a value such as "{example}", or remove the key.'
-        c.add(key_path("global", key), message, fix, value=value)
-        return None
-    return value.strip()
-
-
-def _acl(c: Checker, settings: dict[str, Any], key: str) -> str | None:
-    """A YARN access control list as YARN writes it: users, a space, groups."""
-    if key not in settings:
-        return None
-    value = settings[key]
-    parts = value.split(" ") if isinstance(value, str) else []
-    names = [name for part in parts for name in part.split(",") if part]
-    if not value or not parts or len(parts) > 2 or not names or not all(
-            _ACL_NAME.fullmatch(name) for name in names):
-        c.add(key_path("global", key), 'must be a YARN access list, "users groups"',
-              'write e.g. "alice,bob ml-team" (users, one space, groups; no other spaces), '
-              '" ml-team" for groups only, or "*" for everyone; the owner and YARN\'s admins '
-              "always have access.", value=value)
-        return None
-    return value
-
-
 def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:
     """The packed env's archive, relative to the file's directory; its contents are read
     when the plan is made (tfyarn.submission.environments.archive_python)."""
-    text = _text(c, settings, PYTHON_ENV.key, "envs/tf2.tar.gz")
+    text = appvalues.text(c, settings, PYTHON_ENV.key, "envs/tf2.tar.gz")
     if text is None:
         return None
     path = _local_path(base, text)
@@ -273,7 +244,7 @@ def _python_env(c: Checker, settings: dict[str, Any], base: Path) -> Path | None
 
 
 def _docker_image(c: Checker, settings: dict[str, Any]) -> str | None:
-    image = _text(c, settings, DOCKER_IMAGE.key, "tensorflow/tensorflow:latest")
+    image = appvalues.text(c, settings, DOCKER_IMAGE.key, "tensorflow/tensorflow:latest")
     if image is not None and any(ch.isspace() for ch in image):
         c.add(key_path("global", DOCKER_IMAGE.key), "not an image name",
               "give one such as tensorflow/tensorflow:2.16.1.", value=image)
@@ -303,7 +274,7 @@ def _docker_mounts(c: Checker, settings: dict[str, Any]) -> tuple[str, ...]:
 def _scripts_dir(c: Checker, settings: dict[str, Any], base: Path) -> Path | None:
     if SCRIPTS_DIR.key not in settings:
         return base
-    text = _text(c, settings, SCRIPTS_DIR.key, "src")
+    text = appvalues.text(c, settings, SCRIPTS_DIR.key, "src")
     if text is None:
         return None
     # Relative to appConfig.json rather than the working directory, so the job can be
@@ -331,7 +302,7 @@ def _entry(
             f'add "{ENTRY.key}": "train.py", a path relative to the scripts directory.',
         )
         return None
-    entry = _text(c, settings, ENTRY.key, "train.py")
+    entry = appvalues.text(c, settings, ENTRY.key, "train.py")
     if entry is None or scripts_dir is None:
         return None
     # Only the scripts directory is shipped to the containers, so the entry must be inside it.
@@ -442,7 +413,7 @@ def _secrets(c: Checker, settings: dict[str, Any], base: Path) -> dict[str, Path
 
 
 def _work_dir(c: Checker, settings: dict[str, Any], user: str | None) -> str | None:
-    work_dir = _text(c, settings, WORK_DIR.key, "hdfs:///user/${USER_NAME}/tfyarn")
+    work_dir = appvalues.text(c, settings, WORK_DIR.key, "hdfs:///user/${USER_NAME}/tfyarn")
     if work_dir is None:
         return None
     unknown = sorted(set(re.findall(r"\$\{([^}]*)\}", work_dir)) - _WORK_DIR_PLACEHOLDERS)
@@ -462,7 +433,7 @@ def _work_dir(c: Checker, settings: dict[str, Any], user: str | None) -> str | N
 def _hdfs_dir(c: Checker, settings: dict[str, Any], key: str, user: str | None) -> str | None:
     """A directory URL of Slider's keys, ${USER_NAME} filled in; whether the cluster has it is
     checked before submitting (tfyarn/submission/workdir.py)."""
-    text = _text(c, settings, key, "hdfs:///user/${USER_NAME}/mnist-data")
+    text = appvalues.text(c, settings, key, "hdfs:///user/${USER_NAME}/mnist-data")
     if text is None:
         return None
     unknown = sorted(set(re.findall(r"\$\{([^}]*)\}", text)) - {"USER_NAME"})
@@ -474,26 +445,3 @@ def _hdfs_dir(c: Checker, settings: dict[str, Any], key: str, user: str | None) 
     return text.replace("${USER_NAME}", user or getpass.getuser()).rstrip("/") or "/"
 
 
-def _seconds(c: Checker, settings: dict[str, Any], key: str) -> float | None:
-    """A positive number of seconds (a number or a numeric string), or the built-in default."""
-    default = BUILT_IN.get(key)
-    if key not in settings:
-        return default
-    value = settings[key]
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str):
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = None
-    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
-        c.add(
-            key_path("global", key),
-            "must be a positive number of seconds",
-            'give seconds, e.g. "300".',
-            value=value,
-        )
-        return default
-    return seconds

@@ -1,0 +1,100 @@
+"""appConfig's values checked by their kind (text, seconds, an access list, ...), with the
+bounds and examples their declarations give: the checks several settings share."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from appmaster.common.settings import Setting, setting
+from tfyarn.jobconfig.documents import Checker, as_int, key_path
+
+_ACL_NAME = re.compile(r"[^\s,]+")
+
+
+def by_kind(c: Checker, settings: dict[str, Any], s: Setting) -> Any:
+    """A setting declared without a field of its own, checked by its kind alone; its
+    declaration's default where the files give none."""
+    if s.kind == "seconds":
+        return seconds(c, settings, s.key)
+    if s.kind == "text":
+        return text(c, settings, s.key, s.example) or s.default_for(settings)
+    if s.key not in settings:
+        return s.default_for(settings)
+    value, where = settings[s.key], key_path("global", s.key)
+    if s.kind == "whole":
+        number = as_int(value)
+        if number is not None and (s.low is None or number >= s.low) and (
+                s.high is None or number <= s.high):
+            return number
+        c.add(where, f"must be a whole number from {s.low} to {s.high}{s.unit}",
+              f'give {s.noun or "a number"}, e.g. "{s.example}"{s.note}.', value=value)
+    elif s.kind == "choice":
+        if value in s.choices:
+            return value
+        c.add(where, "must be one of " + ", ".join(f'"{v}"' for v in s.choices),
+              f'write e.g. "{s.default or s.choices[0]}".', value=value)
+    elif s.kind == "list":
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        c.add(where, "must be a list of strings", f"write e.g. {s.example or '[]'}.",
+              value=value)
+    else:
+        raise TypeError(f"{s.key}: a {s.kind} setting needs a field and a check of its own")
+    return s.default_for({})
+
+
+def text(c: Checker, settings: dict[str, Any], key: str, example: str) -> str | None:
+    """A non-empty string setting, stripped; None when absent or wrong."""
+    if key not in settings:
+        return None
+    value = settings[key]
+    if not isinstance(value, str) or not value.strip():
+        message = "must not be empty" if isinstance(value, str) else "must be a string"
+        fix = f'give a value such as "{example}", or remove the key.'
+        c.add(key_path("global", key), message, fix, value=value)
+        return None
+    return value.strip()
+
+
+def acl(c: Checker, settings: dict[str, Any], key: str) -> str | None:
+    """A YARN access control list as YARN writes it: users, a space, groups."""
+    if key not in settings:
+        return None
+    value = settings[key]
+    parts = value.split(" ") if isinstance(value, str) else []
+    names = [name for part in parts for name in part.split(",") if part]
+    if not value or not parts or len(parts) > 2 or not names or not all(
+            _ACL_NAME.fullmatch(name) for name in names):
+        c.add(key_path("global", key), 'must be a YARN access list, "users groups"',
+              'write e.g. "alice,bob ml-team" (users, one space, groups; no other spaces), '
+              '" ml-team" for groups only, or "*" for everyone; the owner and YARN\'s admins '
+              "always have access.", value=value)
+        return None
+    return value
+
+
+def seconds(c: Checker, settings: dict[str, Any], key: str) -> float | None:
+    """A positive number of seconds (a number or a numeric string), or the built-in default."""
+    default = setting(key).default
+    if key not in settings:
+        return default
+    value = settings[key]
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = None
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        c.add(
+            key_path("global", key),
+            "must be a positive number of seconds",
+            'give seconds, e.g. "300".',
+            value=value,
+        )
+        return default
+    return seconds
