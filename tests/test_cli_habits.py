@@ -148,7 +148,8 @@ def job_files(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
 def dry_run(job_files: tuple[Path, Path], *extra: str) -> click.testing.Result:
     resources, app_config = job_files
     return CliRunner().invoke(main, ["submit", "--resources", str(resources), "--app-config",
-                                     str(app_config), "--dry-run", "--json", *extra])
+                                     str(app_config), "--dry-run", "--skip-preflight", "--json",
+                                     *extra])
 
 
 def test_arguments_after_dashes_follow_the_scripts_args_in_every_task(job_files) -> None:
@@ -162,7 +163,7 @@ def test_arguments_after_dashes_follow_the_scripts_args_in_every_task(job_files)
     assert all(command.endswith("--epochs 5")
                for role in plain["roles"] for command in role["commands"])
     # the Python API's same option
-    planned = plan_job(*job_files, SubmitOptions(script_args=("--lr", "0.1")))
+    planned = plan_job(*job_files, SubmitOptions(script_args=("--lr", "0.1"), skip_preflight=True))
     assert planned.plan.script_args == ("--epochs", "5", "--lr", "0.1")
 
 

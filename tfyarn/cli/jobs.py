@@ -39,6 +39,9 @@ from tfyarn.watch import jobview
 @click.option("--kill-on-exit", is_flag=True,
               help="With --wait: kill the job if tfyarn is interrupted (Ctrl-C).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and submit nothing.")
+@click.option("--skip-preflight", is_flag=True,
+              help="Ask the cluster nothing before submitting (no Hadoop configuration "
+                   "needed): for a dry run that checks the job files away from any cluster.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--python-env", default=None, type=click.Path(exists=True, dir_okay=False),
               help="A packed virtualenv or conda env (venv-pack/conda-pack .tar.gz, .tgz, "
@@ -68,6 +71,7 @@ from tfyarn.watch import jobview
 def submit_command(driver: DriverSettings | None, resources_path: str, app_config_path: str,
                    name: str | None,
                    queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
+                   skip_preflight: bool,
                    as_json: bool, python_env: str | None, docker_image: str | None,
                    docker_mounts: tuple[str, ...], data: tuple[str, ...],
                    tags: tuple[str, ...], sets: tuple[str, ...],
@@ -81,7 +85,8 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
     planned = plan_job(resources_path, app_config_path, SubmitOptions(
         name=name, queue=queue, tags=tags, am_memory=am_memory, am_vcores=am_vcores,
         am_label=am_label, python_env=python_env, docker_image=docker_image,
-        docker_mounts=docker_mounts, data=data, sets=sets, script_args=script_args))
+        docker_mounts=docker_mounts, data=data, sets=sets, script_args=script_args,
+        skip_preflight=skip_preflight))
     if dry_run:
         document = planned.document()
         click.echo(format_plan_json(document) if as_json

@@ -49,6 +49,8 @@ class SubmitOptions:
     sets: tuple[str, ...] = ()  # --set KEY=VALUE, as typed
     # after site.global.user.scripts.args, for every task (`tfyarn submit ... -- ARGS`)
     script_args: tuple[str, ...] = ()
+    # ask the cluster nothing (no Hadoop configuration needed): the job files alone
+    skip_preflight: bool = False
 
     def overrides(self) -> list[Override]:
         """The settings the command line gives: the options that stand for one, then each
@@ -113,7 +115,10 @@ def plan_job(resources: FilePath, app_config: FilePath,
         # the job's Python env and Docker image (tfyarn/submission/jobenv.py)
         job = jobenv.with_overrides(job, options.python_env, options.docker_image,
                                     options.docker_mounts)
+        jobenv.check_frameworks(job)  # a thin client's env without TensorFlow, say
         plan = build_plan(job, default_label=options.am_label, extra_args=options.script_args)
+        if not options.skip_preflight:
+            hadoopconf.check_present()  # before a local work dir is picked for want of one
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
         haconf.check_client(conf, ", ".join(map(str, hadoopconf.conf_dirs())))
@@ -127,6 +132,9 @@ def plan_job(resources: FilePath, app_config: FilePath,
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
     # user wrote.
     queue_source = where_set(job.settings, str(app_config), "site.global.queue")
+    if options.skip_preflight:
+        return PlannedJob(job, plan, placement, preflight.Preflight(
+            False, skipped_reason="--skip-preflight was given"))
     with in_context(NOTHING_SUBMITTED):  # no active RM of an HA pair, say
         checked = preflight.run_preflight(
             preflight.job_requests(job, plan, placement, options.given()), placement.queue,

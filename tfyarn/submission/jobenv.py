@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tfyarn.jobconfig import JobConfig
-from tfyarn.submission import envpack, layership
+from tfyarn.submission import envpack, frameworks, layership
 from tfyarn.submission.environments import (
     JobEnvironment,
     JobEnvironmentError,
@@ -44,6 +44,17 @@ def with_overrides(job: JobConfig, python_env: str | None, docker_image: str | N
                 raise JobEnvironmentError(f"--docker-mount: {problem}.")
         app = replace(app, docker_mounts=tuple(docker_mounts))
     return replace(job, app=app)
+
+
+def check_frameworks(job: JobConfig) -> None:
+    """Refuse a job whose script imports a framework (TensorFlow) that the env tfyarn would
+    ship, this interpreter's, lacks; nothing to check where the job names its own Python or
+    runs in a Docker image."""
+    app = job.app
+    if not ships_own_env(app.python, app.python_env) or app.docker_image:
+        return
+    env = envpack.current_env()
+    frameworks.check_shipped_env(app.entry_path, app.scripts_dir, env.site_dirs, env.prefix)
 
 
 def prepare(job: JobConfig, task_python: str,
