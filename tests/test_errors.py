@@ -42,9 +42,10 @@ def test_job_config_error_keeps_its_problems() -> None:
 
 
 def test_the_cli_turns_a_tfyarn_error_into_one_error_line() -> None:
-    result = CliRunner().invoke(main, ["--principal", "someone", "list"])
+    result = CliRunner().invoke(main, ["--principal", "someone", "--keytab", "/no/such.keytab",
+                                       "list"])
     assert result.exit_code == 1, result.output
-    assert result.output.startswith("Error: --principal and --keytab go together"), result.output
+    assert result.output == "Error: --keytab /no/such.keytab: no such file.\n", result.output
     assert "Traceback" not in result.output
 
 

@@ -35,13 +35,15 @@ from tfyarn.watch import jobview
 @click.option("--queue", default=None, help="YARN queue [default: from appConfig, or default].")
 @click.option("--wait/--detach", default=False,
               help="Follow the job to its end (exit 0 only if it SUCCEEDED, 3 if it FAILED, "
-                   "4 if it was KILLED), or return at once.")
+                   "4 if it was KILLED), or return at once [default: --detach].")
 @click.option("--kill-on-exit", is_flag=True,
               help="With --wait: kill the job if tfyarn is interrupted (Ctrl-C).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and submit nothing.")
 @click.option("--skip-preflight", is_flag=True,
-              help="Ask the cluster nothing before submitting (no Hadoop configuration "
-                   "needed): for a dry run that checks the job files away from any cluster.")
+              help="Check the job files alone: ask the cluster nothing (no Hadoop "
+                   "configuration needed) and leave out what pre-flight checks (the cluster's "
+                   "room and queues, TensorFlow in the env shipped): for a dry run away from "
+                   "any cluster.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--python-env", default=None, type=click.Path(exists=True, dir_okay=False),
               help="A packed virtualenv or conda env (venv-pack/conda-pack .tar.gz, .tgz, "

@@ -49,7 +49,8 @@ class SubmitOptions:
     sets: tuple[str, ...] = ()  # --set KEY=VALUE, as typed
     # after site.global.user.scripts.args, for every task (`tfyarn submit ... -- ARGS`)
     script_args: tuple[str, ...] = ()
-    # ask the cluster nothing (no Hadoop configuration needed): the job files alone
+    # the job files alone: ask the cluster nothing (no Hadoop configuration needed), and do
+    # not check what would run (the shipped env's framework)
     skip_preflight: bool = False
 
     def overrides(self) -> list[Override]:
@@ -115,9 +116,9 @@ def plan_job(resources: FilePath, app_config: FilePath,
         # the job's Python env and Docker image (tfyarn/submission/jobenv.py)
         job = jobenv.with_overrides(job, options.python_env, options.docker_image,
                                     options.docker_mounts)
-        jobenv.check_frameworks(job)  # a thin client's env without TensorFlow, say
         plan = build_plan(job, default_label=options.am_label, extra_args=options.script_args)
         if not options.skip_preflight:
+            jobenv.check_frameworks(job)  # a thin client's env without TensorFlow, say
             hadoopconf.check_present()  # before a local work dir is picked for want of one
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
