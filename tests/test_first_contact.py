@@ -74,7 +74,7 @@ def test_a_tensorflow_script_and_an_env_without_it_are_refused(tmp_path: Path) -
                            "imports tensorflow), but the Python env tfyarn would ship to the "
                            "containers, this interpreter's (/venvs/thin), has no TensorFlow "
                            "installed. Fix: one of:"), text
-    for way_out in ('pip install "tfyarn[tf]"', "--python-env", "site.global.python"):
+    for way_out in ('pip install "<tfyarn\'s wheel>[tf]"', "--python-env", "site.global.python"):
         assert way_out in text
 
 

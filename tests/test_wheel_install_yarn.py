@@ -175,9 +175,9 @@ def test_the_thin_client_on_python_3_13(yarn_cluster, wheel: Path, tmp_path: Pat
         f"the job's script needs TensorFlow ({REPO / 'examples' / 'mnist1.py'} imports "
         f"tensorflow), but the Python env tfyarn would ship to the containers, this "
         f"interpreter's ({bin_dir.parent}), has no TensorFlow installed. Fix: one of: install "
-        'tfyarn with TensorFlow in this env (pip install "tfyarn[tf]"); give a packed env that '
-        "has TensorFlow (--python-env env.tar.gz, made with venv-pack or conda-pack); or name "
-        "an interpreter every node has, with TensorFlow ('\"site.global.python\": "
+        "tfyarn's [tf] extra in this env (pip install \"<tfyarn's wheel>[tf]\"); give a packed "
+        "env that has TensorFlow (--python-env env.tar.gz, made with venv-pack or conda-pack); "
+        "or name an interpreter every node has, with TensorFlow ('\"site.global.python\": "
         "\"/usr/bin/python3\"' in appConfig.json)."], refused.stderr
     release = ReleaseFile.fresh(yarn_cluster.layout)
     resources, app_config = prepare_light_job(

@@ -106,8 +106,8 @@ def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
     raise JobEnvironmentError(
         f"the job's script needs {what} ({files}), but the Python env tfyarn would ship to "
         f"the containers, this interpreter's ({prefix}), has no {what} installed.",
-        hint=f"one of: install tfyarn with TensorFlow in this env "
-        f"(pip install \"tfyarn[tf]\"); give a packed env that has {what} "
+        hint=f"one of: install tfyarn's [tf] extra in this env "
+        f"(pip install \"<tfyarn's wheel>[tf]\"); give a packed env that has {what} "
         "(--python-env env.tar.gz, made with venv-pack or conda-pack); or name an "
         f"interpreter every node has, with {what} ('\"site.global.python\": "
         "\"/usr/bin/python3\"' in appConfig.json).")
