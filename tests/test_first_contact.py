@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from appmaster.common.settings import APP_SCOPE, APPMASTER_SCOPE, COMPONENT_SCOPE, settings
 from tfyarn.cli.main import main
+from tfyarn.jobconfig.memory import megabytes
 from tfyarn.submission import frameworks
 from tfyarn.submission.environments import JobEnvironmentError
 from tfyarn.watch import joblogs
@@ -190,8 +191,9 @@ def test_config_checks_set_values_without_job_files(tmp_path: Path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     result = run("config", "--set", "worker.yarn.memory=abc")
     assert result.exit_code == 1
-    assert lines(result) == ['Error: command line: --set worker.yarn.memory = "abc": not a whole '
-                             'number. Fix: give megabytes as a whole number, e.g. "2048".']
+    assert lines(result) == [
+        'Error: command line: --set worker.yarn.memory = "abc": not a whole number. Fix: give '
+        'megabytes as a whole number, e.g. "2048", or with a unit, e.g. "2g" or "512 MiB".']
     assert run("config", "--set", "worker.yarn.memory=4096").exit_code == 0
 
 
@@ -236,3 +238,22 @@ def test_a_role_the_job_did_not_have_is_named_with_those_it_had() -> None:
 def test_no_log_aggregation_is_said_with_its_setting() -> None:
     text = str(joblogs.not_aggregated("application_1_0001"))
     assert "yarn.log-aggregation-enable" in text and "tfyarn logs -f application_1_0001" in text
+
+
+# ---- memory as Spark and skein write it ----
+
+@pytest.mark.parametrize(("text", "mb"), [
+    ("2048", 2048), (4096, 4096), ("2g", 2048), ("2G", 2048), ("512m", 512), ("512 MiB", 512),
+    ("1.5 GiB", 1536), ("4096 MB", 4096), ("1t", 1048576), ("2048k", 2),
+    ("abc", None), ("2 gallons", None), ("1.0001g", None), ("", None), (True, None)])
+def test_memory_sizes(text, mb) -> None:
+    assert megabytes(text) == mb
+
+
+def test_a_memory_with_its_unit_is_planned_in_mb(light_job: Path) -> None:
+    result = run("submit", "--dry-run", "--skip-preflight", "--json",
+                 "--set", "chiefworker.yarn.memory=2g", "--set", "slider-appmaster.yarn.memory=1g")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    chief = next(role for role in plan["roles"] if role["role"] == "chiefworker")
+    assert chief["memory_mb"] == 2048, chief
