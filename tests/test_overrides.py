@@ -74,7 +74,7 @@ def test_an_option_that_stands_for_a_setting(job: Path) -> None:
 def test_a_bad_value_names_the_option_not_the_file(job: Path) -> None:
     assert problems("worker.yarn.memory=lots") == [
         'command line: --set worker.yarn.memory = "lots": not a whole number. Fix: give '
-        'megabytes as a whole number, e.g. "2048".']
+        'megabytes as a whole number, e.g. "2048", or with a unit, e.g. "2g" or "512 MiB".']
 
 
 @pytest.mark.parametrize("text, expected", [
