@@ -64,12 +64,17 @@ def kind_of(value: Any) -> str:
     return type(value).__name__
 
 
+LISTS_THE_KEYS = "`tfyarn config --all` lists every key"
+
+
 def report_unknown(c: Checker, where: str, name: str, allowed: Sequence[str], what: str) -> None:
     match = difflib.get_close_matches(name, allowed, n=1)
     if match:
         fix = f'did you mean "{match[0]}"?'
     else:
         fix = "remove it; allowed: " + ", ".join(allowed) + "."
+    if what == "key":
+        fix += f" ({LISTS_THE_KEYS})"
     c.add(where, f"unknown {what}", fix)
 
 

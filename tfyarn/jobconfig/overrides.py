@@ -24,7 +24,13 @@ from appmaster.common.settings import (
     settings,
 )
 from tfyarn.jobconfig import appconfig, resources
-from tfyarn.jobconfig.documents import COMMAND_LINE, NO_VALUE, Checker, key_path
+from tfyarn.jobconfig.documents import (
+    COMMAND_LINE,
+    LISTS_THE_KEYS,
+    NO_VALUE,
+    Checker,
+    key_path,
+)
 from tfyarn.jobconfig.model import APPMASTER, COMPONENT_NAMES, JobConfigError, Problem
 
 
@@ -44,9 +50,6 @@ class Override:
     def setting_key(self) -> str:
         """The key inside its section: yarn.memory for worker.yarn.memory."""
         return self.key.split(".", 1)[1] if self.component else self.key
-
-
-LISTS_THE_KEYS = "`tfyarn config --all` lists every key"
 
 
 def _keys() -> list[str]:
