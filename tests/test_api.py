@@ -45,19 +45,20 @@ def test_import_tfyarn_loads_no_pipeline() -> None:
 
 @pytest.fixture
 def no_cluster(monkeypatch) -> None:
-    """No Hadoop configuration: the pre-flight check is skipped, the work dir is local."""
+    """No Hadoop configuration: with --skip-preflight, the work dir is local."""
     for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "HADOOP_HOME"):
         monkeypatch.delenv(name, raising=False)
 
 
 def test_plan_job_is_the_dry_run(no_cluster) -> None:
     resources, app_config = REPO / "resources.json", REPO / "appConfig.json"
-    planned = plan_job(resources, app_config, SubmitOptions(name="planned", am_memory=640))
+    planned = plan_job(resources, app_config, SubmitOptions(name="planned", am_memory=640,
+                                                            skip_preflight=True))
     planned.check_runnable()  # skipped: nothing to refuse
     assert not planned.preflight.checked
     cli = CliRunner().invoke(main, ["submit", "--resources", str(resources), "--app-config",
                                     str(app_config), "--name", "planned", "--am-memory", "640",
-                                    "--dry-run", "--json"])
+                                    "--dry-run", "--skip-preflight", "--json"])
     assert cli.exit_code == 0, cli.output
     assert json.loads(cli.output) == json.loads(json.dumps(planned.document(), default=str))
 

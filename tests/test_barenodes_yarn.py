@@ -5,6 +5,7 @@ checks each node is bare (tests/barenodes.py)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from pathlib import Path
@@ -55,6 +56,24 @@ def test_an_appmaster_without_its_interpreter_is_named(yarn_cluster, tmp_path: P
     assert "remove site.global.python" in line and "--python-env" in line
     status = run_tfyarn(yarn_cluster, "status", run.app_id)
     assert line in status.stdout, status.stdout
+    # `tfyarn logs`: no task wrote a log; the diagnosis, the AppMaster log's tail, the fix
+    logs = run_tfyarn(yarn_cluster, "logs", run.app_id)
+    assert logs.returncode == 1, logs.stdout + logs.stderr
+    assert logs.stdout.splitlines()[0] == (
+        f"{run.app_id} left no task logs. YARN's diagnosis: Application driver failed with "
+        "exit code 127, see logs for more information."), logs.stdout
+    assert line in logs.stdout.splitlines(), logs.stdout
+    assert logs.stderr.startswith(f"Error: no task of {run.app_id} wrote a log: the job ended "
+                                  "before its tasks started"), logs.stderr
+    assert f"`tfyarn logs {run.app_id} --role appmaster`" in logs.stderr
+    whole = run_tfyarn(yarn_cluster, "logs", run.app_id, "--role", "appmaster")
+    assert whole.returncode == 0, whole.stderr
+    assert whole.stdout.startswith("==> application.driver.log (container_"), whole.stdout
+    assert line in whole.stdout.splitlines()
+    every = run_tfyarn(yarn_cluster, "logs", run.app_id, "--all", "--json")
+    assert every.returncode == 0, every.stderr
+    assert {"application.driver.log", "application.master.log", "launch_container.sh"} <= {
+        entry["file"] for entry in json.loads(every.stdout)}
 
 
 def test_a_task_on_a_node_without_the_interpreter_is_named(yarn_cluster,

@@ -263,7 +263,7 @@ def test_config_json_says_where_each_setting_came_from(where: dict[str, Path]) -
     document = json.loads(result.output)
     assert document["settings"][G + "queue"]["meaning"] == (
         "the YARN queue the application goes to")  # from appmaster/common/settings.py
-    settings = {key: {k: v for k, v in entry.items() if k != "meaning"}
+    settings = {key: {k: v for k, v in entry.items() if k not in ("meaning", "default")}
                 for key, entry in document["settings"].items()}
     assert settings[G + "queue"] == {"value": "mine", "level": "personal",
                                      "file": str(where["personal"])}

@@ -38,3 +38,39 @@ def test_the_site_builds_with_every_link_resolved(tmp_path: Path) -> None:
                              str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+INSIDE = "Inside tfyarn"  # mkdocs.yml's section for those who work on tfyarn itself
+# What users cannot act on: the tracker's issue numbers, the test suite's files.
+INTERNAL = re.compile(r"\bissues? #?\d+|\btests/|\btest_\w+\.py\b", re.IGNORECASE)
+
+
+def user_pages(nav: list, inside: bool = False) -> list[tuple[str, str, bool]]:
+    """(nav title, page, whether under INSIDE) for every page of the site's nav."""
+    pages = []
+    for entry in nav:
+        for title, target in (entry.items() if isinstance(entry, dict) else [("", entry)]):
+            if isinstance(target, list):
+                pages += user_pages(target, inside or title == INSIDE)
+            else:
+                pages.append((title, target, inside))
+    return pages
+
+
+def test_user_pages_speak_of_users_things() -> None:
+    """No issue numbers or test files on a page outside the Inside section, nor in its nav
+    title; the site starts with the first job on one's own cluster."""
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    pages = user_pages(nav)
+    assert any(inside for *_, inside in pages), f"no {INSIDE!r} section in mkdocs.yml's nav"
+    found = []
+    for title, page, inside in pages:
+        if inside:
+            continue
+        found += [f"nav title {title!r}: {m}" for m in INTERNAL.findall(title)]
+        for number, line in enumerate((ROOT / "docs" / page).read_text().splitlines(), 1):
+            found += [f"docs/{page}:{number}: {m}" for m in INTERNAL.findall(line)]
+    assert not found, "user pages mention internals:\n" + "\n".join(found)
+    assert pages[1][1] == "start.md", "the first page after Home: a first job on your cluster"

@@ -27,11 +27,11 @@ def test_every_client_error_is_a_tfyarn_error(error: type) -> None:
 
 def test_message_hint_and_context() -> None:
     error = TfyarnError("no queue q", hint="use one of default, gpu.")
-    assert str(error) == "no queue q Fix: use one of default, gpu."
+    assert str(error) == "no queue q. Fix: use one of default, gpu."
     assert error.describe() == str(error)
     with pytest.raises(TfyarnError) as raised, in_context("outer"), in_context("inner"):
         raise error
-    assert raised.value.describe() == "inner:\nno queue q Fix: use one of default, gpu."
+    assert raised.value.describe() == "inner:\nno queue q. Fix: use one of default, gpu."
 
 
 def test_job_config_error_keeps_its_problems() -> None:
@@ -42,9 +42,10 @@ def test_job_config_error_keeps_its_problems() -> None:
 
 
 def test_the_cli_turns_a_tfyarn_error_into_one_error_line() -> None:
-    result = CliRunner().invoke(main, ["--principal", "someone", "list"])
+    result = CliRunner().invoke(main, ["--principal", "someone", "--keytab", "/no/such.keytab",
+                                       "list"])
     assert result.exit_code == 1, result.output
-    assert result.output.startswith("Error: --principal and --keytab go together"), result.output
+    assert result.output == "Error: --keytab /no/such.keytab: no such file.\n", result.output
     assert "Traceback" not in result.output
 
 

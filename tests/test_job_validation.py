@@ -98,7 +98,9 @@ def test_valid_job_gets_as_far_as_yarn(tmp_path: Path) -> None:
     (with an interpreter every node has: shipping this one needs the cluster's HDFS)."""
     app = seed_app(tmp_path)
     app["global"]["site.global.python"] = "/usr/bin/python3"
-    result = run_bad(tmp_path, app=app)
+    write_doc(tmp_path / "resources.json", seed_resources())
+    write_doc(tmp_path / "appConfig.json", app)
+    result = submit(tmp_path, "--wait", "--skip-preflight")  # no cluster to ask first
     out = result.stdout + result.stderr
     assert result.returncode != 0
     assert MISSING_YARN in out, out
@@ -238,13 +240,13 @@ def expected_commands() -> dict[str, list[str]]:
 
 def dry_run(monkeypatch: pytest.MonkeyPatch, *extra: str) -> str:
     # In-process, so the commands name this interpreter; no yarn reachable either way, and
-    # no Hadoop settings: the work dir is the local default and pre-flight is skipped.
+    # no Hadoop settings: the work dir is the local default, pre-flight skipped as asked.
     monkeypatch.setenv("PATH", env_without_yarn()["PATH"])
     for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR"):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(main, [
         "submit", "--resources", str(SEED_RESOURCES), "--app-config", str(SEED_APP_CONFIG),
-        "--dry-run", *extra,
+        "--dry-run", "--skip-preflight", *extra,
     ])
     assert result.exit_code == 0, result.output
     assert "Submitted" not in result.output

@@ -218,7 +218,8 @@ def test_message_format(job_dir: Path) -> None:
     text = resource_error(job_dir, "worker", "yarn.memory", "lots")
     assert text == (
         'resources.json: components.worker."yarn.memory" = "lots": not a whole number. '
-        'Fix: give megabytes as a whole number, e.g. "2048".'
+        'Fix: give megabytes as a whole number, e.g. "2048", or with a unit, e.g. "2g" or '
+        '"512 MiB".'
     )
 
 

@@ -74,7 +74,7 @@ def test_an_option_that_stands_for_a_setting(job: Path) -> None:
 def test_a_bad_value_names_the_option_not_the_file(job: Path) -> None:
     assert problems("worker.yarn.memory=lots") == [
         'command line: --set worker.yarn.memory = "lots": not a whole number. Fix: give '
-        'megabytes as a whole number, e.g. "2048".']
+        'megabytes as a whole number, e.g. "2048", or with a unit, e.g. "2g" or "512 MiB".']
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -98,7 +98,7 @@ def test_a_component_the_job_lacks(job: Path) -> None:
 
 @pytest.fixture
 def no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No Hadoop configuration: the pre-flight check is skipped, the work dir is local."""
+    """No Hadoop configuration: with --skip-preflight, the work dir is local."""
     for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "HADOOP_HOME"):
         monkeypatch.delenv(name, raising=False)
 
@@ -110,7 +110,7 @@ def test_the_dry_run_shows_set_and_its_origin(job: Path, no_cluster) -> None:
 
     from tfyarn.cli.main import main
 
-    result = CliRunner().invoke(main, ["submit", "--dry-run", "--json", "--set",
+    result = CliRunner().invoke(main, ["submit", "--dry-run", "--skip-preflight", "--json", "--set",
                                        "worker.yarn.component.instances=3"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)

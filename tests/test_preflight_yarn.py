@@ -36,6 +36,7 @@ from tfyarn.hadoop.driver import SubmitError
 from tfyarn.jobconfig import load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.siteconf import capacity_scheduler, xml_document
+from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.launch import submit
 from tfyarn.submission.plan import Placement, build_plan
 
@@ -162,10 +163,11 @@ def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
                                                 tmp_path: Path) -> None:
     """Past pre-flight (the cluster changed since): YARN's own refusal, once, no frames."""
     resources, app_config = prepare_job(tmp_path, components=SMALL_JOB)
-    job = load_job(resources, app_config)
+    job = load_job(resources, app_config,
+                   overrides=SubmitOptions(queue="nosuchqueue").overrides())
     before = application_ids(yarn_cluster)
     with pytest.raises(SubmitError) as refused:
-        submit(skein_client, job, build_plan(job), Placement(queue="nosuchqueue"))
+        submit(skein_client, job, build_plan(job), Placement())
     message = str(refused.value)
     assert message.startswith("YARN refused the application: Application application_"), message
     assert message.endswith("to unknown queue: nosuchqueue"), message

@@ -166,6 +166,19 @@ def test_the_thin_client_on_python_3_13(yarn_cluster, wheel: Path, tmp_path: Pat
     edge = EdgeNode(bin_dir, yarn_cluster.env)
     assert "3.13" in subprocess.run([str(bin_dir / "python"), "--version"], capture_output=True,
                                     text=True).stdout
+    # The seed job imports TensorFlow, which this env (the one tfyarn would ship) lacks.
+    refused = subprocess.run([str(bin_dir / "tfyarn"), "submit", "--dry-run"], env=edge.env,
+                             cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert refused.stderr.splitlines()[:2] == [
+        "Error: nothing was submitted:",
+        f"the job's script needs TensorFlow ({REPO / 'examples' / 'mnist1.py'} imports "
+        f"tensorflow), but the Python env tfyarn would ship to the containers, this "
+        f"interpreter's ({bin_dir.parent}), has no TensorFlow installed. Fix: one of: install "
+        "tfyarn's [tf] extra in this env (pip install \"<tfyarn's wheel>[tf]\"); give a packed "
+        "env that has TensorFlow (--python-env env.tar.gz, made with venv-pack or conda-pack); "
+        "or name an interpreter every node has, with TensorFlow ('\"site.global.python\": "
+        "\"/usr/bin/python3\"' in appConfig.json)."], refused.stderr
     release = ReleaseFile.fresh(yarn_cluster.layout)
     resources, app_config = prepare_light_job(
         tmp_path, ["--sleep", "240", "--release_file", release.url],

@@ -29,7 +29,12 @@ class TfyarnError(Exception):
         self.context: str | None = None
 
     def __str__(self) -> str:
-        return self.message if self.hint is None else f"{self.message} Fix: {self.hint}"
+        if self.hint is None:
+            return self.message
+        # the message is a sentence, ended before its fix (YARN's own words often are not)
+        ended = self.message.rstrip()
+        ended += "" if ended.endswith((".", "!", "?", ":")) else "."
+        return f"{ended} Fix: {self.hint}"
 
     def describe(self) -> str:
         """The whole text for a person: the context, then the message and its fix."""

@@ -8,9 +8,25 @@ from typing import Any
 
 import click
 
+from appmaster.common.settings import (
+    APP_SCOPE,
+    APPMASTER_COMPONENT,
+    APPMASTER_SCOPE,
+    COMPONENT_SCOPE,
+    settings,
+)
 from tfyarn.jobconfig import JobConfigError, load_job, read_defaults
-from tfyarn.jobconfig.defaults import JOB_FILE, Defaults, Source, effective
+from tfyarn.jobconfig.defaults import (
+    BUILT_IN,
+    JOB_FILE,
+    Defaults,
+    Source,
+    check_overrides,
+    effective,
+)
 from tfyarn.jobconfig.overrides import declared, parse_set
+
+UNSET = "not set"  # a setting no file gives and with no default
 
 
 @click.command("config")
@@ -23,10 +39,13 @@ from tfyarn.jobconfig.overrides import declared, parse_set
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="A setting as `tfyarn submit --set` gives it (repeatable): shown with "
                    "the command line as its origin.")
+@click.option("--all", "every", is_flag=True,
+              help="Every setting tfyarn knows, with its meaning, its default and where its "
+                   "value comes from (also those no file gives).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
 def config_command(ctx: click.Context, resources_path: str, app_config_path: str,
-                   sets: tuple[str, ...], as_json: bool) -> None:
+                   sets: tuple[str, ...], every: bool, as_json: bool) -> None:
     """Show the settings a job gets from the defaults files and its own files.
 
     Each setting is shown with where it came from: the cluster's defaults file
@@ -42,15 +61,21 @@ def config_command(ctx: click.Context, resources_path: str, app_config_path: str
         table = load_job(resources_path, app_config_path, defaults=defaults,
                          overrides=[parse_set(text) for text in sets]).settings
         job_files = [resources_path, app_config_path]
-    elif defaults.problems:
-        raise JobConfigError(defaults.problems)
     else:
-        table = effective(defaults, overrides=[parse_set(text) for text in sets])
+        overrides = [parse_set(text) for text in sets]
+        problems = [*defaults.problems, *check_overrides(overrides)]
+        if problems:  # as submit would refuse them
+            raise JobConfigError(problems)
+        table = effective(defaults, overrides=overrides)
+    if every:
+        table = {**{key: (setting.shown_default if setting.shown_default != "none" else UNSET,
+                          Source(BUILT_IN))
+                    for key, setting in all_settings().items()}, **table}
     files = _files(defaults, job_files)
     if as_json:
         click.echo(json.dumps({"files": files, "settings": {
             key: {"value": value, "level": source.level, "file": source.path,
-                  "meaning": meaning(key)}
+                  "meaning": meaning(key), "default": default_of(key)}
             for key, (value, source) in table.items()}}, indent=2))
         return
     for file in files:
@@ -65,6 +90,22 @@ def config_command(ctx: click.Context, resources_path: str, app_config_path: str
     values = max(len(value) for _, value, _ in shown)
     for key, value, source in shown:
         click.echo(f"{key:<{keys}}  {value:<{values}}  {source}")
+        if every:
+            click.echo(f"{'':<{keys}}  {meaning(key)} [default: {default_of(key)}]")
+
+
+def all_settings() -> dict:
+    """Every declared setting, keyed as `tfyarn config` names it (appmaster/common/settings.py:
+    appConfig's site.global.*, every component's yarn.*, the AppMaster's
+    slider-appmaster.yarn.*)."""
+    return {**{s.key: s for s in settings(APP_SCOPE)},
+            **{s.key: s for s in settings(COMPONENT_SCOPE)},
+            **{f"{APPMASTER_COMPONENT}.{s.key}": s for s in settings(APPMASTER_SCOPE)}}
+
+
+def default_of(key: str) -> str:
+    setting = declared(key)
+    return setting.shown_default if setting else ""
 
 
 def meaning(key: str) -> str:

@@ -48,5 +48,4 @@ def of_report(report) -> int:
 
 def epilog() -> str:
     """The table as a command's help shows it."""
-    return "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in TABLE
-                                      if code not in (USAGE, INTERRUPTED)) + "."
+    return "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in TABLE) + "."

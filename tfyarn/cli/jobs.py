@@ -35,10 +35,15 @@ from tfyarn.watch.applications import application_report, report_source
 @click.option("--queue", default=None, help="YARN queue [default: from appConfig, or default].")
 @click.option("--wait/--detach", default=False,
               help="Follow the job to its end (exit 0 only if it SUCCEEDED, 3 if it FAILED, "
-                   "4 if it was KILLED), or return at once.")
+                   "4 if it was KILLED), or return at once [default: --detach].")
 @click.option("--kill-on-exit", is_flag=True,
               help="With --wait: kill the job if tfyarn is interrupted (Ctrl-C).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and submit nothing.")
+@click.option("--skip-preflight", is_flag=True,
+              help="Check the job files alone: ask the cluster nothing (no Hadoop "
+                   "configuration needed) and leave out what pre-flight checks (the cluster's "
+                   "room and queues, TensorFlow in the env shipped): for a dry run away from "
+                   "any cluster.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--python-env", default=None, type=click.Path(exists=True, dir_okay=False),
               help="A packed virtualenv or conda env (venv-pack/conda-pack .tar.gz, .tgz, "
@@ -68,6 +73,7 @@ from tfyarn.watch.applications import application_report, report_source
 def submit_command(driver: DriverSettings | None, resources_path: str, app_config_path: str,
                    name: str | None,
                    queue: str | None, wait: bool, kill_on_exit: bool, dry_run: bool,
+                   skip_preflight: bool,
                    as_json: bool, python_env: str | None, docker_image: str | None,
                    docker_mounts: tuple[str, ...], data: tuple[str, ...],
                    tags: tuple[str, ...], sets: tuple[str, ...],
@@ -82,7 +88,8 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
         name=name, queue=queue, tags=tags, am_memory=am_memory, am_vcores=am_vcores,
         am_label=am_label, python_env=python_env, docker_image=docker_image,
         docker_mounts=docker_mounts, data=data, sets=sets, script_args=script_args,
-        principal=driver.principal if driver and driver.keytab else None))
+        principal=driver.principal if driver and driver.keytab else None,
+        skip_preflight=skip_preflight))
     if dry_run:
         document = planned.document()
         click.echo(format_plan_json(document) if as_json

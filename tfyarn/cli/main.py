@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from tfyarn.cli import exitcodes
@@ -19,16 +21,34 @@ from tfyarn.cli.options import CONTEXT_SETTINGS, GlobalOptions, global_options
 from tfyarn.cli.tensorboard import tensorboard_command
 from tfyarn.errors import TfyarnError
 
+ARGS = "tfyarn.args"  # the command line, as the group got it
+
 
 class TfyarnGroup(click.Group):
     """The one place where tfyarn's errors become click's `Error: ...` (exit 1): every
     command, and the group's own options, run inside this invoke."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[ARGS] = list(args)  # click empties ctx.args before the command runs
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except TfyarnError as exc:
+            if wants_json(ctx):  # a script reading stdout gets JSON, the error too
+                click.echo(json.dumps({"error": str(exc.message), "fix": exc.hint,
+                                       "context": exc.context,
+                                       "exit_code": exitcodes.ERROR}))
+                click.echo(f"Error: {exc.describe()}", err=True)
+                ctx.exit(exitcodes.ERROR)
             raise click.ClickException(exc.describe()) from exc
+
+
+def wants_json(ctx: click.Context) -> bool:
+    """Whether the command was given --json (before any `--`: the script's arguments)."""
+    args = ctx.meta.get(ARGS, [])
+    return "--json" in (args[:args.index("--")] if "--" in args else args)
 
 
 @click.group(cls=TfyarnGroup, context_settings=CONTEXT_SETTINGS, epilog=exitcodes.epilog())

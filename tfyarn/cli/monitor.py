@@ -21,7 +21,7 @@ from tfyarn.hadoop import hadoopconf
 from tfyarn.hadoop.driver import FINAL_STATES, DriverSettings, plain_diagnosis, skein_client
 from tfyarn.security import kerberos
 from tfyarn.submission.environments import cluster_user
-from tfyarn.watch import jobreport, jobview
+from tfyarn.watch import joblogs, jobreport, jobview
 from tfyarn.watch.applications import application_report, is_tfyarn_job, report_source
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
@@ -29,6 +29,7 @@ ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED
 ACTIVE_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING"]
 LOG_ROLES = tuple(role.value for role in Role)  # every component's tasks write <role>-<i>.*
 STREAMS = ("stdout", "stderr")
+APPMASTER_ROLE = "appmaster"
 
 
 def _view(report) -> tuple[JobView | None, str]:
@@ -172,12 +173,14 @@ def list_command(driver: DriverSettings | None, show_all: bool, states: tuple[st
         whose = "anyone" if user.upper() == "ALL" else user
         click.echo(" ".join(["No", *([which] if which else []), "tfyarn jobs of", whose]
                             + ([f"in queue {queue}"] if queue else [])
-                            + ([f"named {name}"] if name else [])) + ".")
+                            + ([f"named {name}"] if name else [])) + ".", err=True)
         return
+    rows = [["ID", "STATE", "FINAL", "STARTED", "NAME"]]
     for r in reports:
         started = datetime.fromtimestamp(r.start_time.timestamp()).strftime("%Y-%m-%d %H:%M") \
             if r.start_time else "-"
-        click.echo(f"{r.id}  {str(r.state):<9} {str(r.final_status):<10} {started}  {r.name}")
+        rows.append([r.id, str(r.state), str(r.final_status), started, r.name])
+    click.echo(jobview.aligned(rows))
 
 
 def list_states(states: tuple[str, ...], show_all: bool) -> list[str]:
@@ -210,25 +213,38 @@ def default_user(driver: DriverSettings | None) -> str:
 
 @click.command("logs")
 @click.argument("app_id")
-@click.option("--role", type=click.Choice(LOG_ROLES), default=None,
+@click.option("--role", type=click.Choice([*LOG_ROLES, APPMASTER_ROLE]), default=None,
               help="Only this role's tasks (the evaluator's and the tensorboard component's "
-                   "too) [default: every task].")
+                   "too), or the AppMaster's log (appmaster: why a job failed before its "
+                   "tasks started) [default: every task].")
 @click.option("--index", type=int, default=None, help="Task index within the role.")
+@click.option("--all", "every", is_flag=True,
+              help="Every log file of every container, the AppMaster's and YARN's own "
+                   "(launch scripts, prelaunch.err) included.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new output until the job ends.")
 @click.option("--json", "as_json", is_flag=True,
               help="Machine-readable output: a list of {role, index, container, node, stream, "
                    "text}, one per log file (live: each file's last 64 KB).")
 @driver_options
 def logs_command(driver: DriverSettings | None, app_id: str, role: str | None,
-                 index: int | None, follow: bool, as_json: bool) -> None:
-    """The tasks' output: live from the nodes while the job runs, from YARN after it ends."""
+                 index: int | None, every: bool, follow: bool, as_json: bool) -> None:
+    """The tasks' output: live from the nodes while the job runs, from YARN after it ends
+    (where the cluster aggregates logs)."""
     if as_json and follow:
         raise click.UsageError("--json and --follow exclude each other: --json prints the "
                                "logs as they are now, once.")
+    whole = every or role == APPMASTER_ROLE
+    if whole and (follow or index is not None or (every and role)):
+        raise click.UsageError("--all and --role appmaster show whole log files, once: "
+                               "without --follow, --index or another --role.")
     with report_source(driver) as client:
         report = application_report(client, app_id)
+        if whole:
+            _print_whole_logs(app_id, every, as_json)
+            return
         if str(report.state) in FINAL_STATES:
-            _print_aggregated_logs(app_id, role, index, as_json)
+            _print_aggregated_logs(app_id, role, index, as_json,
+                                   plain_diagnosis(report.diagnostics or ""))
             return
         if as_json:
             view = jobview.live_view(report.tracking_url)
@@ -307,22 +323,45 @@ def log_file_pattern(role: str | None, index: int | None) -> str:
 TASK_LOG = re.compile(rf"({'|'.join(LOG_ROLES)})-(\d+)\.({'|'.join(STREAMS)})")
 
 
-def log_entries(text: str) -> list[dict]:
-    """`yarn logs`' output as logs --json shows it: one entry per task log file."""
+def log_entries(text: str, every: bool = False) -> list[dict]:
+    """`yarn logs`' output as logs --json shows it: one entry per task log file (``every``:
+    per file, the AppMaster's and YARN's included, with its name as "file")."""
     entries = []
-    for container, node, name, body in jobview.aggregated_log_files(text):
-        if match := TASK_LOG.fullmatch(name):
-            entries.append({"role": match[1], "index": int(match[2]), "container": container,
-                            "node": node, "stream": match[3], "text": body})
+    for log in joblogs.files(text):
+        if match := TASK_LOG.fullmatch(log.name):
+            entries.append({"role": match[1], "index": int(match[2]), "container": log.container,
+                            "node": log.node, "stream": match[3], "text": log.text})
+        elif every:
+            entries.append({"role": APPMASTER_ROLE if log.appmaster else None, "index": None,
+                            "container": log.container, "node": log.node, "file": log.name,
+                            "text": log.text})
     return entries
 
 
+def _print_whole_logs(app_id: str, every: bool, as_json: bool) -> None:
+    """--all (every file) or --role appmaster (the AppMaster's files)."""
+    logs = joblogs.files(joblogs.fetch(app_id) or "") if every else joblogs.appmaster_files(app_id)
+    if not logs:
+        raise joblogs.not_aggregated(app_id)
+    if as_json:
+        click.echo(json.dumps([{"role": APPMASTER_ROLE if log.appmaster else None,
+                                "container": log.container, "node": log.node,
+                                "file": log.name, "text": log.text} for log in logs], indent=2))
+        return
+    click.echo("\n".join(joblogs.show(log) for log in logs))
+
+
 def _print_aggregated_logs(app_id: str, role: str | None, index: int | None,
-                           as_json: bool = False) -> None:
-    text = jobview.yarn_logs(app_id, "-log_files_pattern", log_file_pattern(role, index))
-    if not text.strip():
-        raise TfyarnError(f"no task output for {app_id} yet (log aggregation may lag the end "
-                          "by a few seconds)", "try again in a few seconds.")
+                           as_json: bool = False, diagnosis: str = "") -> None:
+    text = joblogs.fetch(app_id, log_file_pattern(role, index))
+    if text is None:
+        present = (joblogs.fetch(app_id, log_file_pattern(None, None))
+                   if role is not None or index is not None else None)
+        if present:
+            raise joblogs.no_such_role(app_id, role, index, joblogs.files(present))
+        shown, error = joblogs.before_tasks(app_id, diagnosis)
+        click.echo(shown, err=as_json)
+        raise error
     click.echo(json.dumps(log_entries(text), indent=2) if as_json else text)
 
 

@@ -52,8 +52,11 @@ def driver_options(command: Callable) -> Callable:
     def with_driver(*args: Any, principal: str | None, keytab: str | None, verbose: bool,
                     **kwargs: Any) -> Any:
         given = click.get_current_context().find_object(GlobalOptions) or GlobalOptions()
-        driver = driver_settings(principal or given.principal, keytab or given.keytab,
-                                 verbose or given.verbose)
+        principal, keytab = principal or given.principal, keytab or given.keytab
+        if bool(principal) != bool(keytab):  # the command line itself is wrong: exit 2
+            raise click.UsageError("--principal and --keytab go together: give both (or "
+                                   "neither, to use the ticket cache from `kinit`).")
+        driver = driver_settings(principal, keytab, verbose or given.verbose)
         return command(driver, *args, **kwargs)
 
     # No env vars here: those are the group's, and an option given before the command must

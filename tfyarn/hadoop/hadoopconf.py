@@ -15,10 +15,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from appmaster.common.hadoopxml import parse_properties
+from tfyarn.errors import TfyarnError
 
-__all__ = ["SITE_FILES", "client_configuration", "conf_dirs", "parse_properties", "site_file",
-           "web_login"]
+__all__ = ["SITE_FILES", "HadoopConfError", "check_present", "client_configuration",
+           "conf_dirs", "parse_properties", "site_file", "web_login"]
 SITE_FILES = ("core-site.xml", "hdfs-site.xml", "yarn-site.xml")
+NEEDED_FILES = ("core-site.xml", "yarn-site.xml")  # the file system; the ResourceManager
+CONF_FIX = ("set HADOOP_CONF_DIR to the cluster's client configuration, the directory that "
+            "holds its core-site.xml and yarn-site.xml (a cluster node's /etc/hadoop/conf, "
+            "or what the cluster's administrators hand out). For a dry run away from any "
+            "cluster, add --skip-preflight.")
 SYSTEM_CONF_DIR = Path("/etc/hadoop/conf")
 
 
@@ -31,6 +37,26 @@ def conf_dirs(environ: Mapping[str, str] | None = None) -> list[Path]:
         dirs.append(Path(environ["HADOOP_HOME"]) / "etc" / "hadoop")
     dirs.append(SYSTEM_CONF_DIR)
     return dirs
+
+
+class HadoopConfError(TfyarnError):
+    """No usable Hadoop client configuration: the message names the directories searched."""
+
+
+def check_present(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse a configuration directory named but absent, and a configuration without
+    core-site.xml or yarn-site.xml: tfyarn would not know which cluster to ask."""
+    environ = os.environ if environ is None else environ
+    for name in ("YARN_CONF_DIR", "HADOOP_CONF_DIR"):
+        value = environ.get(name)
+        if value and not Path(value).is_dir():
+            raise HadoopConfError(f"{name}={value}: no such directory.", hint=CONF_FIX)
+    absent = [name for name in NEEDED_FILES if site_file(name, environ) is None]
+    if absent:
+        searched = ", ".join(map(str, conf_dirs(environ)))
+        raise HadoopConfError(
+            f"no Hadoop client configuration: {' and '.join(absent)} not found in "
+            f"{searched} (searched in this order).", hint=CONF_FIX)
 
 
 def site_file(name: str, environ: Mapping[str, str] | None = None) -> Path | None:

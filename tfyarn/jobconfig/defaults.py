@@ -195,9 +195,35 @@ def _check(c: Checker, path: Path) -> dict[str, Any]:
         elif key not in KEYS:
             report_unknown(c, key_path(key), key, KEYS, "key")
     base = path.absolute().parent
+    _check_values(c, settings, base)
+    return appconfig.with_paths_from(settings, base)
+
+
+def _check_values(c: Checker, settings: dict[str, Any], base: Path) -> None:
     appconfig.check_settings(c, _part(settings, APP_PREFIX), base, None)
     resources.check_defaults(c, _part(settings, ""), _part(settings, _APPMASTER_PREFIX))
-    return appconfig.with_paths_from(settings, base)
+
+
+class _OptionChecker(Checker):
+    """Names the option the user typed (--set KEY) for any problem with its value."""
+
+    def __init__(self, option: str, problems: list[Problem]) -> None:
+        super().__init__(COMMAND_LINE, problems)
+        self.option = option
+
+    def add(self, key: str | None, message: str, fix: str, value: Any = NO_VALUE) -> None:
+        super().add(self.option, message, fix, value)
+
+
+def check_overrides(overrides: Sequence[Override]) -> list[Problem]:
+    """The values the command line gives, checked as the job files' own checks would, where
+    no job file is read (`tfyarn config` alone); each problem names its option."""
+    problems: list[Problem] = []
+    for o in overrides:
+        key = o.key if o.component is None or o.component == APPMASTER else o.setting_key
+        key = _APPMASTER_PREFIX + o.setting_key if o.component == APPMASTER else key
+        _check_values(_OptionChecker(o.option, problems), {key: o.value}, Path.cwd())
+    return problems
 
 
 class _DefaultsChecker(Checker):

@@ -64,12 +64,17 @@ def kind_of(value: Any) -> str:
     return type(value).__name__
 
 
+LISTS_THE_KEYS = "`tfyarn config --all` lists every key"
+
+
 def report_unknown(c: Checker, where: str, name: str, allowed: Sequence[str], what: str) -> None:
     match = difflib.get_close_matches(name, allowed, n=1)
     if match:
         fix = f'did you mean "{match[0]}"?'
     else:
         fix = "remove it; allowed: " + ", ".join(allowed) + "."
+    if what == "key":
+        fix += f" ({LISTS_THE_KEYS})"
     c.add(where, f"unknown {what}", fix)
 
 
@@ -87,15 +92,25 @@ def read_document(c: Checker, path: Path) -> dict[str, Any] | None:
     return {str(k): v for k, v in doc.items()}
 
 
+DEFAULT_NAMES = {"resources.json": "--resources", "appConfig.json": "--app-config"}
+
+
+def missing_file_fix(path: Path) -> str:
+    """A job file's default name looked for here: no path was typed, so none to check."""
+    option = DEFAULT_NAMES.get(str(path))
+    if option is None:
+        return "check the path given on the command line."
+    return (f"run tfyarn in the directory that holds the job's files, or name this one with "
+            f"{option} PATH (the repository's README has a first job to copy).")
+
+
 def read_file(c: Checker, path: Path, *, as_yaml: bool) -> Any:
     """The file's JSON or YAML, each key in it written once; NO_VALUE when it cannot be read
     (YAML's empty document is None)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        c.add(
-            None, f"no such file ({path.absolute()})", "check the path given on the command line."
-        )
+        c.add(None, f"no such file ({path.absolute()})", missing_file_fix(path))
         return NO_VALUE
     except UnicodeDecodeError:
         c.add(None, "not UTF-8 text", "save the file as UTF-8.")

@@ -24,7 +24,13 @@ from appmaster.common.settings import (
     settings,
 )
 from tfyarn.jobconfig import appconfig, resources
-from tfyarn.jobconfig.documents import COMMAND_LINE, NO_VALUE, Checker, key_path
+from tfyarn.jobconfig.documents import (
+    COMMAND_LINE,
+    LISTS_THE_KEYS,
+    NO_VALUE,
+    Checker,
+    key_path,
+)
 from tfyarn.jobconfig.model import APPMASTER, COMPONENT_NAMES, JobConfigError, Problem
 
 
@@ -79,11 +85,13 @@ def parse_set(text: str) -> Override:
     if not equals or not key:
         raise _refused(option, "not KEY=VALUE", "write e.g. --set "
                        "components.worker.yarn.component.instances=8 or --set "
-                       "site.global.queue=ml (`tfyarn config` lists the keys).")
+                       f"site.global.queue=ml ({LISTS_THE_KEYS}).")
     if declared(key) is None:
         match = difflib.get_close_matches(key, _keys(), n=1)
-        fix = (f'did you mean "{match[0]}"?' if match else
-               "`tfyarn config` lists the keys; a component's own is <component>.<key>.")
+        # in the user's own form: components.worker.… stays so
+        written = raw_key.strip()[: len(raw_key.strip()) - len(key)] if match else ""
+        fix = (f'did you mean "{written}{match[0]}"? ({LISTS_THE_KEYS})' if match else
+               f"{LISTS_THE_KEYS}; a component's own is <component>.<key>.")
         raise _refused(option, f'unknown key "{raw_key.strip()}"', fix)
     return Override(key, _value(key, raw_value.strip()), f"--set {raw_key.strip()}")
 

@@ -24,6 +24,7 @@ from appmaster.common.settings import (
     settings,
 )
 from appmaster.common.vocabulary import FailurePolicy, Role
+from tfyarn.jobconfig import memory
 from tfyarn.jobconfig.documents import (
     Checker,
     as_int,
@@ -53,9 +54,11 @@ def _whole(c: Checker, where: str, value: Any, key: str,
            scope: str = COMPONENT_SCOPE) -> int | None:
     rule = setting(key, scope)
     assert rule.low is not None
-    number = as_int(value)
+    sized = key == MEMORY.key  # megabytes, or a size with its unit (jobconfig/memory.py)
+    number = memory.megabytes(value) if sized else as_int(value)
     if number is None:
-        fix = f'give {rule.noun} as a whole number, e.g. "{rule.example}"{rule.note}.'
+        units = f", {memory.UNITS_HINT}" if sized else ""
+        fix = f'give {rule.noun} as a whole number, e.g. "{rule.example}"{units}{rule.note}.'
         c.add(where, "not a whole number", fix, value=value)
         return None
     if number < rule.low or (rule.high is not None and number > rule.high):

@@ -61,6 +61,9 @@ class SubmitOptions:
     sets: tuple[str, ...] = ()  # --set KEY=VALUE, as typed
     # after site.global.user.scripts.args, for every task (`tfyarn submit ... -- ARGS`)
     script_args: tuple[str, ...] = ()
+    # the job files alone: ask the cluster nothing (no Hadoop configuration needed), and do
+    # not check what would run (the shipped env's framework)
+    skip_preflight: bool = False
 
     # with --keytab: who the job gets new HDFS tokens as, past its tokens' maximum lifetime
     principal: str | None = None
@@ -133,6 +136,9 @@ def plan_job(resources: FilePath, app_config: FilePath,
     with in_context(NOTHING_SUBMITTED):
         job = load_job(resources, app_config, overrides=options.overrides())
         plan = build_plan(job, extra_args=options.script_args, principal=options.principal)
+        if not options.skip_preflight:
+            jobenv.check_frameworks(job)  # a thin client's env without TensorFlow, say
+            hadoopconf.check_present()  # before a local work dir is picked for want of one
         conf = hadoopconf.client_configuration()
         kerberos.check_login(conf)  # before HDFS is asked
         haconf.check_client(conf, ", ".join(map(str, hadoopconf.conf_dirs())))
@@ -143,6 +149,9 @@ def plan_job(resources: FilePath, app_config: FilePath,
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
     # user wrote.
     queue_source = where_set(job.settings, str(app_config), QUEUE.key)
+    if options.skip_preflight:
+        return PlannedJob(job, plan, placement, preflight.Preflight(
+            False, skipped_reason="--skip-preflight was given"))
     with in_context(NOTHING_SUBMITTED):  # no active RM of an HA pair, say
         checked = preflight.run_preflight(
             preflight.job_requests(job, plan, placement, options.given()), plan.queue,

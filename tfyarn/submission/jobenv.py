@@ -10,13 +10,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tfyarn.jobconfig import JobConfig
-from tfyarn.submission import envpack, layership
+from tfyarn.submission import envpack, frameworks, layership
 from tfyarn.submission.environments import (
     JobEnvironment,
     ensure_uploaded,
     master_python,
     ships_own_env,
 )
+
+
+def check_frameworks(job: JobConfig) -> None:
+    """Refuse a job whose script imports a framework (TensorFlow) that the env tfyarn would
+    ship, this interpreter's, lacks; nothing to check where the job names its own Python or
+    runs in a Docker image."""
+    spec, client = job.spec, job.client
+    if not ships_own_env(spec.python, client.python_env) or spec.docker_image:
+        return
+    env = envpack.current_env()
+    frameworks.check_shipped_env(client.entry_path, client.scripts_dir, env.site_dirs,
+                                 env.prefix)
 
 
 def prepare(job: JobConfig, task_python: str,

@@ -200,16 +200,25 @@ def format_table(view: JobView, tasks: list[TaskRow] | None = None,
     shown = {"gpus": lambda value: gpus.short_text(value),
              "verdicts": lambda value: verdicts.counts_text(value) or "-",
              "silent_s": lambda value: f"{value:.0f}s ago"}  # its agent's last heartbeat
-    rows = [[shown.get(key, str)(value) if (value := getattr(task, key)) is not None else "-"
+    rows = [[shown.get(key, str)(value) if (value := _cell(task, key)) is not None else "-"
              for key, _ in columns] for task in tasks]
     header = [title for _, title in columns]
     if why is not None:
         header.append("WHY")
         rows = [[*row, why.get(task.name, "")] for row, task in zip(rows, tasks, strict=True)]
-    return _aligned([header, *rows])
+    return aligned([header, *rows])
 
 
-def _aligned(rows: list[list[str]]) -> str:
+def _cell(task: TaskRow, key: str):
+    """A task's value for a column; an ended task's agent is heard no more (its last
+    heartbeat's age was the view's, not now's)."""
+    if key == "silent_s" and TaskState(task.state).ended:
+        return None
+    return getattr(task, key)
+
+
+def aligned(rows: list[list[str]]) -> str:
+    """Rows of cells as columns, two spaces apart (a header row first)."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
                      for r in rows)
@@ -252,7 +261,7 @@ def state_counts(view: JobView) -> str:
     header = ["ROLE", "TASKS", *(s.upper() for s in states)]
     rows = [[role, str(sum(c.values())), *(str(c[s]) if c[s] else "-" for s in states)]
             for role, c in counts.items()]
-    return _aligned([header, *rows])
+    return aligned([header, *rows])
 
 
 def format_status(view: JobView, role: str | None = None, state: str | None = None,

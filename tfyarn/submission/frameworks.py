@@ -1,0 +1,113 @@
+"""Whether the Python env tfyarn would ship can import the job's framework.
+
+A thin client (tfyarn installed without TensorFlow) packs and ships its own interpreter's env
+when the job names none: a TensorFlow script would then fail in every container, minutes
+later. The script's imports say which framework it needs (read, not run: `ast`), and the
+env's installed distributions (their ``*.dist-info``, not an import) say whether it has it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from tfyarn.submission.environments import JobEnvironmentError
+
+# A framework's import name -> the distributions that install it, normalized (PEP 503).
+PROVIDERS: dict[str, frozenset[str]] = {
+    "tensorflow": frozenset({
+        "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
+        "tensorflow-macos", "tensorflow-rocm", "tensorflow-aarch64", "tensorflow-cpu-aws",
+        "intel-tensorflow", "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu"}),
+}
+PROVIDERS["keras"] = PROVIDERS["tensorflow"] | {"keras", "tf-keras"}
+NAMES = {"tensorflow": "TensorFlow", "keras": "Keras"}
+MAX_MODULES = 200  # local modules followed from the entry script: a bound, not a limit met
+
+
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def imported_names(source: str) -> set[str]:
+    """The top-level names of the modules a Python source imports (absolute imports)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()  # not ours to judge here: the task reports it
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def frameworks_needed(entry: Path, scripts_dir: Path) -> dict[str, Path]:
+    """Each framework the entry script imports, itself or through the modules of its scripts
+    dir, with the first file seen importing it."""
+    needed: dict[str, Path] = {}
+    seen: set[Path] = set()
+    todo = [entry]
+    while todo and len(seen) < MAX_MODULES:
+        path = todo.pop(0)
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            names = imported_names(path.read_text(errors="replace"))
+        except OSError:
+            continue
+        for name in sorted(names):
+            if name in PROVIDERS:
+                needed.setdefault(name, path)
+            for local in (scripts_dir / f"{name}.py", scripts_dir / name / "__init__.py"):
+                if local.is_file():
+                    todo.append(local)
+    return needed
+
+
+def installed(site_dirs: Iterable[Path]) -> set[str]:
+    """The normalized names of the distributions installed in these site dirs."""
+    paths = [str(d) for d in site_dirs]
+    return {normalized(dist.metadata["Name"] or "") for dist in metadata.distributions(path=paths)
+            if dist.metadata is not None}
+
+
+@dataclass(frozen=True)
+class Missing:
+    framework: str  # its import name
+    script: Path  # the file that imports it
+
+
+def missing(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path]) -> list[Missing]:
+    """The frameworks the script imports that no distribution in ``site_dirs`` provides."""
+    needed = frameworks_needed(entry, scripts_dir)
+    if not needed:
+        return []
+    have = installed(site_dirs)
+    return [Missing(name, path) for name, path in needed.items() if not have & PROVIDERS[name]]
+
+
+def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
+                      prefix: Path) -> None:
+    """Refuse a job whose script imports a framework the env to be shipped (this
+    interpreter's, at ``prefix``) lacks, with the three ways out."""
+    gaps = missing(entry, scripts_dir, site_dirs)
+    if not gaps:
+        return
+    what = " and ".join(NAMES[gap.framework] for gap in gaps)
+    files = ", ".join(sorted({f"{gap.script} imports {gap.framework}" for gap in gaps}))
+    raise JobEnvironmentError(
+        f"the job's script needs {what} ({files}), but the Python env tfyarn would ship to "
+        f"the containers, this interpreter's ({prefix}), has no {what} installed.",
+        hint=f"one of: install tfyarn's [tf] extra in this env "
+        f"(pip install \"<tfyarn's wheel>[tf]\"); give a packed env that has {what} "
+        "(--python-env env.tar.gz, made with venv-pack or conda-pack); or name an "
+        f"interpreter every node has, with {what} ('\"site.global.python\": "
+        "\"/usr/bin/python3\"' in appConfig.json).")
