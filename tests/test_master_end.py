@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import replace
 
@@ -19,7 +18,7 @@ skein = pytest.importorskip("skein")
 
 
 def status_event(container: str, state: str, **fields) -> skein.kv.Event:
-    value = json.dumps({"state": state, **fields}).encode()
+    value = registry.AgentStatus(registry.AgentState(state), **fields).to_json().encode()
     return skein.kv.Event(registry.status_key(container), skein.kv.ValueOwnerPair(value, None),
                           "PUT", None)
 

@@ -27,7 +27,9 @@ the agents write and read, and skein's key-value store, which keeps what only YA
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+
+from appmaster.common.vocabulary import Role, Word
 
 # The agent's exit code when the script could not bind its port (another process listens
 # there): the master restarts the task on a new port without counting a failure.
@@ -51,7 +53,7 @@ STALE_EXIT = 76
 
 @dataclass(frozen=True)
 class TaskAssignment:
-    role: str
+    role: Role
     index: int
     generation: int
     attempt: int  # how many times this task was started before
@@ -62,7 +64,8 @@ class TaskAssignment:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> TaskAssignment:
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        return cls(**{**data, "role": Role(data["role"])})
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,47 @@ class Export:
     @classmethod
     def from_json(cls, text: str | bytes) -> Export:
         return cls(**json.loads(text))
+
+
+class AgentState(Word):
+    """Where an agent says its task stands (``status/<container>``'s ``state``)."""
+
+    STARTED = "started"  # the agent runs, and says where
+    REGISTERED = "registered"  # its address exported
+    RUNNING = "running"  # its script started
+    EXITED = "exited"  # its script ended, or never could start
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    """An agent's last word on its task. Only the fields it knows travel: a field left
+    ``None`` is not written, so each state's message carries the keys it always did."""
+
+    state: AgentState
+    time: float | None = None  # when the agent said it (its clock)
+    address: str | None = None  # registered, running, exited: where its server listens
+    exit_code: int | None = None  # exited
+    gpus: dict | None = None  # registered (what it holds), or exited for want of them
+    yarn_container_id: str | None = None  # started: where, in YARN's words
+    node: str | None = None  # started: the NodeManager's host:http-port
+    user: str | None = None  # started: who its script runs as
+
+    def to_dict(self) -> dict:
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {key: value for key, value in found.items() if value is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> AgentStatus:
+        known = {f.name for f in fields(cls)}
+        given = {key: value for key, value in data.items() if key in known}
+        return cls(**{**given, "state": AgentState(data["state"])})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> AgentStatus:
+        return cls.from_dict(json.loads(text))
 
 
 def task_key(container: str) -> str:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from appmaster.common import registry
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import JobState, Role, TaskState
+from appmaster.common.vocabulary import JobState, Role, SuccessPolicy, TaskState
 from appmaster.model.history import History, Mark
 from appmaster.model.jobactions import (
     Action,
@@ -315,7 +315,7 @@ class Job(FailureRules, Deadlines, JobMessages):
                 return EndJob(JobState.SUCCEEDED, self._success_message(
                     "The evaluator evaluated the last checkpoint."))
             return None  # it ended by itself; training goes on
-        if self.plan.success_policy == "chief":
+        if self.plan.success_policy == SuccessPolicy.CHIEF:
             done = task.key == self.plan.chief  # worker 0 without chiefworker
         else:  # every task but the ps finished (or was dropped)
             done = not self.index.count(*NOT_RUNNING_YET, TaskState.RUNNING, roles=[

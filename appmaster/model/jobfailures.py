@@ -13,7 +13,7 @@ from collections import Counter
 from appmaster.common import registry
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import JobState, Role, TaskState
+from appmaster.common.vocabulary import FailurePolicy, JobState, Role, TaskState
 from appmaster.model.history import History, Mark
 from appmaster.model.jobactions import Action, EndJob, Fence, Kill
 from appmaster.model.jobtasks import Key, Task, TaskIndex
@@ -176,7 +176,7 @@ class FailureRules:
         self.failures[task.role] += 1
         failures = self.failures[task.role]
         log.warning("failure %d of %s: %s", failures, task.role, reason)
-        if role.failure_policy == "ignore":
+        if role.failure_policy == FailurePolicy.IGNORE:
             task.state = TaskState.FAILED
             self._note(now, Mark.DROPPED, f"{task.name} dropped (failure policy ignore)")
             if not self.index.live(roles=[Role.WORKER]):
@@ -204,7 +204,7 @@ class FailureRules:
         self.failures[task.role] += 1
         failures = self.failures[task.role]
         log.warning("failure %d of the evaluator: %s", failures, reason)
-        if role.failure_policy == "fatal":
+        if role.failure_policy == FailurePolicy.FATAL:
             task.state = TaskState.FAILED
             return EndJob(JobState.FAILED, self._over_threshold_message(task, failures, reason))
         if self.state == JobState.EVALUATING:

@@ -5,7 +5,7 @@ words are compared by the integration tests: a change here is a change users see
 from __future__ import annotations
 
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import TaskState
+from appmaster.common.vocabulary import FailurePolicy, TaskState
 from appmaster.model.jobtasks import Task
 from appmaster.model.phases import PhaseClock
 from appmaster.model.verdicts import ContainerEnd
@@ -55,7 +55,7 @@ class JobMessages:
 
     def _over_threshold_message(self, task: Task, failures: int, reason: str) -> str:
         role = self.plan.role(task.role)
-        if role.failure_policy == "fatal":
+        if role.failure_policy == FailurePolicy.FATAL:
             rule = "its failure policy is fatal"
         else:
             rule = (f"that is more than its yarn.container.failure.threshold of "
