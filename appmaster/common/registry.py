@@ -11,7 +11,8 @@ the agents write and read, and skein's key-value store, which keeps what only YA
 - ``spec/<generation>``: the cluster spec, published once every task of a generation exported
   (also shown in skein's registry); ``spec/latest``: the newest with its generation, for the
   evaluator, which waits for any generation from its own on.
-- ``status/<container>``: the agent's last word on its task (started, running, exited...).
+- ``status/<container>``: the agent's last word on its task (:class:`AgentStatus`: started,
+  registered, running, exited).
 - ``tail/<container>``: the last stderr lines of a task that failed, for diagnostics.
 - ``mirror/<container>``: how the task's local work dir stands against HDFS (mirror.py).
 - ``alive/<container>``: the agent's heartbeat, a POST every few seconds that raises its
