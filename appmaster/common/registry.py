@@ -109,14 +109,14 @@ class AgentStatus:
     user: str | None = None  # started: who its script runs as
 
     def to_dict(self) -> dict:
-        found = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {key: value for key, value in found.items() if value is not None}
+        return {name: value for name in _STATUS_FIELDS
+                if (value := getattr(self, name)) is not None}
 
     @classmethod
     def from_dict(cls, data: dict) -> AgentStatus:
-        known = {f.name for f in fields(cls)}
-        given = {key: value for key, value in data.items() if key in known}
-        return cls(**{**given, "state": AgentState(data["state"])})
+        # one per event the master hears: the field names are looked up once, not per call
+        return cls(AgentState(data["state"]), **{key: value for key, value in data.items()
+                                                  if key in _STATUS_FIELDS and key != "state"})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
@@ -124,6 +124,9 @@ class AgentStatus:
     @classmethod
     def from_json(cls, text: str | bytes) -> AgentStatus:
         return cls.from_dict(json.loads(text))
+
+
+_STATUS_FIELDS = tuple(f.name for f in fields(AgentStatus))
 
 
 def task_key(container: str) -> str:
