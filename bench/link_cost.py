@@ -24,6 +24,7 @@ from pathlib import Path
 import skein
 
 from appmaster.common import agentlink, registry
+from appmaster.common.vocabulary import Role
 from appmaster.master import rendezvous
 from bench.common import REPO
 
@@ -45,7 +46,7 @@ def serve(directory: Path, tls: bool) -> rendezvous.RendezvousServer:
 
 def probe(server: rendezvous.RendezvousServer, directory: Path, container: str) -> dict:
     server.store.put(registry.task_key(container),
-                     registry.TaskAssignment("worker", 0, 0, 0).to_json().encode())
+                     registry.TaskAssignment(Role.WORKER, 0, 0, 0).to_json().encode())
     env = {**os.environ, agentlink.URL_ENV: server.url, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, str(REPO / "bench/lean_agent_probe.py"), container],
                          cwd=directory, env=env, capture_output=True, text=True, check=True)

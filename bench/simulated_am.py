@@ -44,6 +44,7 @@ from typing import Any
 
 from appmaster.common import agentlink, registry
 from appmaster.common.jobplan import JobPlan, RolePlan
+from appmaster.common.registry import AgentState
 from appmaster.common.vocabulary import JobState
 from appmaster.master import rendezvous
 from bench.common import REPO, RESULTS, log
@@ -175,13 +176,13 @@ class Simulation:
             self.master.seconds_to_next_deadline()
             self.events += 1
 
-    def status(self, container: str, state: str, **fields: Any) -> None:
+    def status(self, container: str, state: AgentState, **fields: Any) -> None:
         self.agent_put(registry.status_key(container),
-                       json.dumps({"state": state, **fields}).encode())
+                       registry.AgentStatus(state, **fields).to_json().encode())
 
     def started(self) -> None:
         for position, container in enumerate(self.order):
-            self.status(container, "started", node=self.node_of(position),
+            self.status(container, AgentState.STARTED, node=self.node_of(position),
                         yarn_container_id=f"container_1_0001_01_{position + 2:06d}", user="sim")
 
     def registered(self) -> float:
@@ -195,7 +196,7 @@ class Simulation:
             last_export = time.perf_counter()
             self.agent_put(registry.export_key(task.role, task.index), registry.Export(
                 address, container, task.generation).to_json().encode())
-            self.status(container, "registered", address=address)
+            self.status(container, AgentState.REGISTERED, address=address)
         published = self.store.get(registry.spec_key(0))
         assert published is not None, "no spec after every export"
         return time.perf_counter() - last_export
@@ -204,7 +205,7 @@ class Simulation:
         """Every agent reads the spec (its long poll's answer) and starts its script."""
         for container in self.order:
             self.store.get(registry.spec_key(0))
-            self.status(container, "running")
+            self.status(container, AgentState.RUNNING)
         assert self.master.job.state == JobState.RUNNING, self.master.job.state
 
     def beat_round(self) -> None:

@@ -625,7 +625,7 @@ def test_a_request_yarn_has_not_met_is_made_again_within_the_allocation_timeout(
     cluster.tick(1)
     cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"})  # given: not again
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
-    cluster.job.tasks[("worker", 1)].state = TaskState.REQUESTED  # say it never came
+    cluster.job.table.move(cluster.job.tasks[("worker", 1)], TaskState.REQUESTED)  # never came
     cluster.tick(100 - 2 * REASK_S - 1)  # just before the first ask's allocation timeout
     assert [type(a) for a in cluster.apply(cluster.job.on_tick(cluster.now))] == [Kill, Request]
     cluster.tick(1)  # 100 s after the first ask
@@ -644,7 +644,7 @@ def index_agrees(cluster: Cluster) -> None:
     waiting = [t for t in live if t.state == TaskState.REQUESTED]
     assert job.index.oldest_request() == (min(t.requested_at for t in waiting)
                                           if waiting else None)
-    assert {t.key for t in job._verdicts_awaited()} == {
+    assert {t.key for t in job.rules.verdicts_awaited()} == {
         t.key for t in (*job.tasks.values(), job.evaluator) if t and t.verdict_due
         and job.by_container.get(t.container) is t}
 
@@ -661,7 +661,7 @@ def test_the_index_of_tasks_follows_starts_failures_and_restarts() -> None:
     for role, index, code in (("worker", 2, 137), ("ps", 0, 143)):  # killed by a signal:
         container = cluster.container(role, index)  # YARN's verdict awaited
         cluster.apply(cluster.job.on_exited(container, code, cluster.now))
-    assert len(cluster.job._verdicts_awaited()) == 2
+    assert len(cluster.job.rules.verdicts_awaited()) == 2
     index_agrees(cluster)
     cluster.tick(VERDICT_WAIT_S + 1)
     cluster.apply(cluster.job.on_tick(cluster.now))  # no end came: judged as failures

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import replace
 
@@ -19,16 +18,17 @@ skein = pytest.importorskip("skein")
 
 
 def status_event(container: str, state: str, **fields) -> skein.kv.Event:
-    value = json.dumps({"state": state, **fields}).encode()
+    value = registry.AgentStatus(registry.AgentState(state), **fields).to_json().encode()
     return skein.kv.Event(registry.status_key(container), skein.kv.ValueOwnerPair(value, None),
                           "PUT", None)
 
 
-def running_master():
-    """A master whose every task (2 ps, the chief, 1 worker) started, registered and runs."""
+def running_master(**settings):
+    """A master whose every task (2 ps, the chief, 1 worker) started, registered and runs;
+    ``settings``: the plan's, changed from their defaults."""
     from appmaster.master.main import Master
 
-    master = Master(SimulatedSkein(), job_plan(4), "/tmp/unused")
+    master = Master(SimulatedSkein(), replace(job_plan(4), **settings), "/tmp/unused")
     assert master.perform(master.job.start(time.monotonic())) is None
     for position, task in enumerate(master.job.tasks.values()):
         assert master.handle(status_event(task.container, "started", node="nm:8042")) is None
@@ -53,12 +53,11 @@ def test_the_chief_finishing_returns_the_end_from_handle() -> None:
 
 
 def test_a_deadline_passed_returns_the_end_from_on_deadline() -> None:
-    master = running_master()
+    master = running_master(deadline_s=5)
     assert master.on_deadline(time.monotonic()) is None
-    master.job.plan = replace(master.plan, deadline_s=1)
     end = master.on_deadline(time.monotonic() + 10)
     assert isinstance(end, EndJob) and end.status == JobState.FAILED
-    assert "ran past its deadline of 1 s" in end.diagnostics
+    assert "ran past its deadline of 5 s" in end.diagnostics
 
 
 def test_perform_returns_the_end_after_the_actions_before_it() -> None:

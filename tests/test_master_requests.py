@@ -6,7 +6,6 @@ Driven with bench/simulated_am's in-memory skein: no YARN, no agents."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -36,7 +35,7 @@ def every_role(plan: JobPlan) -> dict[str, int]:
 
 
 def status(master, container: str, state: str, now: float, **fields) -> None:
-    value = json.dumps({"state": state, **fields}).encode()
+    value = registry.AgentStatus(registry.AgentState(state), **fields).to_json().encode()
     event = skein.kv.Event(registry.status_key(container), skein.kv.ValueOwnerPair(value, None),
                            "PUT", None)
     assert master.handle(event) is None

@@ -19,6 +19,7 @@ from appmaster.agent.refusedflags import refused_flag_hint, refused_flags
 from appmaster.common import registry
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan
+from appmaster.common.vocabulary import Role
 from tfyarn.jobconfig import JobConfig, JobConfigError, load_job
 from tfyarn.submission.plan import (
     CONTAINER_DIR,
@@ -248,7 +249,7 @@ def test_the_dry_run_and_the_agent_take_the_work_dir_from_one_function(
     # unchanged: the dry run's command is the agent's, the container dir in place
     spec = placeholder_spec(plan)
     address = spec.addresses("worker")[1]
-    task = registry.TaskAssignment("worker", 1, 0, 0)
+    task = registry.TaskAssignment(Role.WORKER, 1, 0, 0)
     work = agent.TaskWorkDir.__new__(agent.TaskWorkDir)  # no HDFS here: only its path
     work.path, work.job_dir, work.mirror = plan.task_work_dir("app_1", os.getcwd()), "x", None
     command, env = agent._command_and_environment(_Link(spec), plan, "app_1", task, work, None,

@@ -19,6 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from appmaster.agent.heartbeat import Heartbeat
 from appmaster.agent.mirror import MirrorStatus
@@ -28,6 +29,7 @@ from appmaster.common.agentlink import AgentLink, LinkError
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.common.pageguard import GuardedPage, redacting_copy
+from appmaster.common.registry import AgentState
 from appmaster.common.vocabulary import Role
 
 # What only some tasks use is imported where it is used (a keytab's tokens, the chief's
@@ -240,7 +242,7 @@ def main() -> int:
     # TensorBoard answers only YARN's proxy: behind a guard on its port (pageguard.py)
     page = GuardedPage.in_container(task.role) if task.role == Role.TENSORBOARD else None
     reservation, address = _export_address(link, container, task, name, page)
-    _status(link, container, "registered", address=address, gpus=held.summary())
+    _status(link, container, AgentState.REGISTERED, address=address, gpus=held.summary())
     command, env = _command_and_environment(link, plan, app_id, task, work, reservation,
                                             address, page)
     try:
@@ -252,14 +254,14 @@ def main() -> int:
                              page or reservation)
     work.finish(report_mirror)
     code = _exit_code(link, container, name, address, code, _with_hint(plan, name, code, tail))
-    _status(link, container, "exited", address=address, exit_code=code)
+    _status(link, container, AgentState.EXITED, address=address, exit_code=code)
     return code
 
 
 def _say_started(link: AgentLink, container: str) -> None:
     """Tell the master this agent runs, and where."""
     node = f"{os.environ.get('NM_HOST')}:{os.environ.get('NM_HTTP_PORT')}"
-    _status(link, container, "started", yarn_container_id=os.environ.get("CONTAINER_ID"),
+    _status(link, container, AgentState.STARTED, yarn_container_id=os.environ.get("CONTAINER_ID"),
             node=node, user=os.environ.get("USER"))
 
 
@@ -302,7 +304,8 @@ def _gpus_failed(link: AgentLink, container: str, name: str, exc: gpus.GpuError)
     with open(log_dir() / f"{name}.stderr", "a") as err:  # where `tfyarn logs` looks
         err.write(f"tfyarn: {reason}\n")
     link.put(registry.tail_key(container), reason.encode())
-    _status(link, container, "exited", exit_code=gpus.GPU_FAILED_EXIT, gpus={"error": str(exc)})
+    _status(link, container, AgentState.EXITED, exit_code=gpus.GPU_FAILED_EXIT,
+            gpus={"error": str(exc)})
     return gpus.GPU_FAILED_EXIT
 
 
@@ -361,7 +364,7 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
         progress = ProgressReporter(work.path, report_to(
             link, registry.progress_key(container))).start()
     log.info("starting %s: %s", name, " ".join(command))
-    _status(link, container, "running", address=address)
+    _status(link, container, AgentState.RUNNING, address=address)
     code, tail = run_task(command, env, name,
                           reservation.secret if isinstance(reservation, GuardedPage) else "")
     if reservation is not None:
@@ -408,13 +411,13 @@ def _cannot_start(link: AgentLink, container: str, reason: str,
     """Fail the task before its script: the reason goes to its log and the job's diagnostics."""
     log.error("%s", reason)
     link.put(registry.tail_key(container), reason.encode())
-    _status(link, container, "exited", exit_code=exit_code)
+    _status(link, container, AgentState.EXITED, exit_code=exit_code)
     return exit_code
 
 
-def _status(link: AgentLink, container: str, state: str, **extra: object) -> None:
-    record = {"state": state, "time": time.time(), **extra}
-    link.put(registry.status_key(container), json.dumps(record).encode())
+def _status(link: AgentLink, container: str, state: AgentState, **extra: Any) -> None:
+    record = registry.AgentStatus(state, time.time(), **extra)
+    link.put(registry.status_key(container), record.to_json().encode())
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ the agents write and read, and skein's key-value store, which keeps what only YA
 - ``spec/<generation>``: the cluster spec, published once every task of a generation exported
   (also shown in skein's registry); ``spec/latest``: the newest with its generation, for the
   evaluator, which waits for any generation from its own on.
-- ``status/<container>``: the agent's last word on its task (started, running, exited...).
+- ``status/<container>``: the agent's last word on its task (:class:`AgentStatus`: started,
+  registered, running, exited).
 - ``tail/<container>``: the last stderr lines of a task that failed, for diagnostics.
 - ``mirror/<container>``: how the task's local work dir stands against HDFS (mirror.py).
 - ``alive/<container>``: the agent's heartbeat, a POST every few seconds that raises its
@@ -27,7 +28,9 @@ the agents write and read, and skein's key-value store, which keeps what only YA
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+
+from appmaster.common.vocabulary import Role, Word
 
 # The agent's exit code when the script could not bind its port (another process listens
 # there): the master restarts the task on a new port without counting a failure.
@@ -51,7 +54,7 @@ STALE_EXIT = 76
 
 @dataclass(frozen=True)
 class TaskAssignment:
-    role: str
+    role: Role
     index: int
     generation: int
     attempt: int  # how many times this task was started before
@@ -62,7 +65,8 @@ class TaskAssignment:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> TaskAssignment:
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        return cls(**{**data, "role": Role(data["role"])})
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,50 @@ class Export:
     @classmethod
     def from_json(cls, text: str | bytes) -> Export:
         return cls(**json.loads(text))
+
+
+class AgentState(Word):
+    """Where an agent says its task stands (``status/<container>``'s ``state``)."""
+
+    STARTED = "started"  # the agent runs, and says where
+    REGISTERED = "registered"  # its address exported
+    RUNNING = "running"  # its script started
+    EXITED = "exited"  # its script ended, or never could start
+
+
+@dataclass(frozen=True)
+class AgentStatus:
+    """An agent's last word on its task. Only the fields it knows travel: a field left
+    ``None`` is not written, so each state's message carries the keys it always did."""
+
+    state: AgentState
+    time: float | None = None  # when the agent said it (its clock)
+    address: str | None = None  # registered, running, exited: where its server listens
+    exit_code: int | None = None  # exited
+    gpus: dict | None = None  # registered (what it holds), or exited for want of them
+    yarn_container_id: str | None = None  # started: where, in YARN's words
+    node: str | None = None  # started: the NodeManager's host:http-port
+    user: str | None = None  # started: who its script runs as
+
+    def to_dict(self) -> dict:
+        return {name: value for name in _STATUS_FIELDS
+                if (value := getattr(self, name)) is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> AgentStatus:
+        # one per event the master hears: the field names are looked up once, not per call
+        return cls(AgentState(data["state"]), **{key: value for key, value in data.items()
+                                                  if key in _STATUS_FIELDS and key != "state"})
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> AgentStatus:
+        return cls.from_dict(json.loads(text))
+
+
+_STATUS_FIELDS = tuple(f.name for f in fields(AgentStatus))
 
 
 def task_key(container: str) -> str:

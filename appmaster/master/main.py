@@ -22,6 +22,7 @@ import skein
 
 from appmaster.common import agentlink, hdfstokens, registry
 from appmaster.common.jobplan import JobPlan
+from appmaster.common.registry import AgentState, AgentStatus
 from appmaster.common.vocabulary import JobState, Role
 from appmaster.master import attempts, rendezvous
 from appmaster.model import verdicts
@@ -43,7 +44,6 @@ from appmaster.page.view import JobView
 
 log = logging.getLogger("tfyarn.master")
 
-ALL_STATES = ["WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED"]
 SKEIN_KEY_FILE = ".skein.pem"  # skein's per-application key, in the AppMaster's directory
 
 
@@ -128,7 +128,7 @@ class Master:
                                                    now))
         if kind == "status":
             return self.on_status(registry.container_of(event.key),
-                                  json.loads(event.result.value), now)
+                                  AgentStatus.from_json(event.result.value), now)
         if kind == "task":
             return self.on_container_end(registry.container_of(event.key), now)
         if kind in ("mirror", "progress"):
@@ -136,18 +136,18 @@ class Master:
                                **{kind: json.loads(event.result.value)}, now=now)
         return None
 
-    def on_status(self, container: str, status: dict, now: float) -> EndJob | None:
+    def on_status(self, container: str, status: AgentStatus, now: float) -> EndJob | None:
         """An agent's word on its task."""
-        if "gpus" in status:  # what its agent found: its own GPUs, or why it found none
-            self.job.on_status(container, gpus=status["gpus"])
-        if status["state"] == "started":
+        if status.gpus is not None:  # what its agent found: its own GPUs, or why it found none
+            self.job.on_status(container, gpus=status.gpus)
+        if status.state == AgentState.STARTED:
             return self.perform(self.job.on_started(
-                container, now, node=status.get("node"),
-                yarn_container_id=status.get("yarn_container_id"), user=status.get("user")))
-        if status["state"] == "running":
+                container, now, node=status.node, yarn_container_id=status.yarn_container_id,
+                user=status.user))
+        if status.state == AgentState.RUNNING:
             return self.perform(self.job.on_running(container, now))
-        if status["state"] == "exited":
-            code = status.get("exit_code")
+        if status.state == AgentState.EXITED:
+            code = status.exit_code
             task = self.job.task_of(container)
             failure = self.describe_failure(task, container, "exited", code) if (
                 task and code != 0 and task.role != Role.TENSORBOARD) else ""
@@ -280,7 +280,9 @@ class Master:
             return JobView.of(self.job, self.app.id, self.work_dir, time.monotonic()).to_dict()
 
     def container_report(self, role: str, container: str) -> skein.Container | None:
-        for report in self.app.get_containers(services=[role], states=ALL_STATES):
+        # every state, the ended ones too (skein's default: the active ones only)
+        every = [str(state) for state in skein.model.ContainerState]
+        for report in self.app.get_containers(services=[role], states=every):
             if report.id == container:
                 return report
         return None
@@ -292,7 +294,8 @@ class Master:
         where = (f"{report.yarn_container_id} on {report.yarn_node_http_address}"
                  if report else container)
         if code is None:
-            code = (self._stored_json(registry.status_key(container)) or {}).get("exit_code")
+            stored = self.store.get(registry.status_key(container))
+            code = AgentStatus.from_json(stored[0]).exit_code if stored else None
         tail = self.store.get(registry.tail_key(container))
         tail = tail[0].decode(errors="replace") if tail else ""
         message = report.exit_message if report else ""
@@ -304,10 +307,6 @@ class Master:
         if tail:
             text += f"\nLast stderr lines of {task.name}:\n{tail.rstrip()}"
         return text
-
-    def _stored_json(self, key: str) -> dict | None:
-        found = self.store.get(key)
-        return json.loads(found[0]) if found else None
 
 
 def publish_page(app: skein.ApplicationClient, master: Master) -> None:

@@ -2,17 +2,19 @@
 asked again after REASK_S), the tasks that must register (registration.timeout), the
 agents that must keep beating (task.heartbeat.timeout), the job's own deadline
 (job.deadline) and the evaluator's last word (evaluation.timeout). Time is what the master
-passes in: nothing here reads a clock."""
+passes in: nothing here reads a clock. An object handed the job's core (jobcore.py) and its
+failure rules, which judge what a deadline's passing reveals."""
 
 from __future__ import annotations
 
 import logging
 
-from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import JobState, TaskState
-from appmaster.model.jobactions import Action, EndJob, Kill
-from appmaster.model.jobtasks import Key, Task, TaskIndex
-from appmaster.model.liveness import Liveness
+from appmaster.model.jobactions import EndJob, Kill
+from appmaster.model.jobcore import JobCore
+from appmaster.model.jobfailures import FailureRules
+from appmaster.model.jobmessages import describe_request, describe_unregistered
+from appmaster.model.jobtasks import Key, Task
 
 log = logging.getLogger("tfyarn.master")
 
@@ -25,21 +27,30 @@ REASK_S = 30.0
 
 
 class Deadlines:
-    """:class:`~appmaster.model.job.Job`'s deadlines: when the next is due, what passing it does."""
+    """The job's deadlines: when the next is due, what passing it does."""
 
-    plan: JobPlan
-    state: JobState
-    started_at: float
-    allocation_deadline: float
-    registration_deadline: float
-    evaluation_deadline: float | None
-    next_liveness_check: float
-    by_container: dict[str, Task]
-    settling: dict[Key, tuple[str, float]]
-    asked_again: set[Key]
-    liveness: Liveness
-    index: TaskIndex
-    _actions: list[Action]
+    def __init__(self, core: JobCore, rules: FailureRules) -> None:
+        self.core = core
+        self.plan = core.plan
+        self.table = core.table
+        self.rules = rules
+        self.allocation_deadline = self.registration_deadline = 0.0
+        self.evaluation_deadline: float | None = None  # once training is done
+        self.next_liveness_check = 0.0
+        self.asked_again: set[Key] = set()  # their next container: no new deadline
+
+    def assigned(self, task: Task, now: float) -> None:
+        """``task`` was given a container: YARN must give and start the job's anew, unless
+        it was only asked for again."""
+        if task.key in self.asked_again:
+            self.asked_again.discard(task.key)
+        else:
+            self.allocation_deadline = now + self.plan.allocation_timeout_s
+            self.registration_deadline = now + self.plan.registration_timeout_s
+
+    def evaluate_last(self, now: float) -> None:
+        """Training is done: the evaluator's last word is due within its timeout."""
+        self.evaluation_deadline = now + self.plan.evaluation_timeout_s
 
     def waiting_for_yarn(self, now: float) -> bool:
         """Whether the allocation deadline passed with containers YARN may not have given:
@@ -50,45 +61,49 @@ class Deadlines:
 
     def next_deadline(self) -> float | None:
         """Asked after every event: it reads the index, never every task."""
+        index = self.table.index
         deadlines = []
-        oldest = self.index.oldest_request()
+        oldest = index.oldest_request()
         if oldest is not None:
             deadlines.append(self.allocation_deadline)
             deadlines.append(oldest + REASK_S)
-        if self.index.unregistered:
+        if index.unregistered:
             deadlines.append(self.registration_deadline)
         if self.plan.deadline_s:
-            deadlines.append(self.started_at + self.plan.deadline_s)
-        if self.liveness.count():
+            deadlines.append(self.core.started_at + self.plan.deadline_s)
+        if self.core.liveness.count():
             deadlines.append(self.next_liveness_check)
         if self.evaluation_deadline is not None:
             deadlines.append(self.evaluation_deadline)
-        verdicts = self._cluster_verdict_due()
-        deadlines += [max(due, verdicts or due) for _, due in self.settling.values()]
-        deadlines += [t.verdict_due for t in self._verdicts_awaited()]
+        verdicts = self.rules.cluster_verdict_due()
+        deadlines += [max(due, verdicts or due) for _, due in self.rules.settling.values()]
+        deadlines += [t.verdict_due for t in self.rules.verdicts_awaited()
+                      if t.verdict_due is not None]
         return min(deadlines) if deadlines else None
 
     def heartbeats_due(self, now: float) -> bool:
         """Whether the master should read the agents' heartbeats now."""
-        return bool(self.liveness.count()) and now >= self.next_liveness_check
+        return bool(self.core.liveness.count()) and now >= self.next_liveness_check
 
     def _not_given(self) -> list[Task]:
         """Tasks whose container YARN has not given yet, as far as the job knows."""
-        return self.index.in_state(TaskState.REQUESTED)
+        return self.table.index.in_state(TaskState.REQUESTED)
 
-    def _check_deadlines(self, now: float) -> EndJob | None:
-        end = self._judge_killed_scripts(now) or self._judge_settled_failures(now)
+    def check(self, now: float) -> EndJob | None:
+        """A deadline passed: what it ends, asks again or judges."""
+        end = self.rules.judge_killed_scripts(now) or self.rules.judge_settled_failures(now)
         if end is not None:
             return end
-        if self.plan.deadline_s and now >= self.started_at + self.plan.deadline_s:
+        plan = self.plan
+        if plan.deadline_s and now >= self.core.started_at + plan.deadline_s:
             return EndJob(JobState.FAILED, f"The job ran past its deadline of "
-                          f"{self.plan.deadline_s:.0f} s (site.global.job.deadline) and was "
+                          f"{plan.deadline_s:.0f} s (site.global.job.deadline) and was "
                           "stopped.")
-        if self.state == JobState.EVALUATING:
+        if self.core.state == JobState.EVALUATING:
             if self.evaluation_deadline is not None and now >= self.evaluation_deadline:
-                return EndJob(JobState.SUCCEEDED, self._success_message(
+                return EndJob(JobState.SUCCEEDED, self.core.success(
                     f"The evaluator did not finish the last checkpoint within "
-                    f"{self.plan.evaluation_timeout_s:.0f} s (site.global.evaluation.timeout) "
+                    f"{plan.evaluation_timeout_s:.0f} s (site.global.evaluation.timeout) "
                     "and was stopped."))
             return None  # the TensorFlow tasks are gone: nothing else to wait for
         waiting = self._not_given()
@@ -98,15 +113,15 @@ class Deadlines:
                     self._ask_again(task, now)
         if waiting and now >= self.allocation_deadline:
             lines = [f"YARN did not allocate {len(waiting)} container(s) within "
-                     f"{self.plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
-            lines += [f"  {t.name}: {self._describe_request(t)}" for t in waiting]
+                     f"{plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
+            lines += [f"  {t.name}: {describe_request(plan, t)}" for t in waiting]
             return EndJob(JobState.FAILED, "\n".join(lines))
-        missing = list(self.index.unregistered.values())
+        missing = list(self.table.index.unregistered.values())
         if missing and now >= self.registration_deadline:
-            lines = [f"Tasks did not register within {self.plan.registration_timeout_s:.0f} s "
+            lines = [f"Tasks did not register within {plan.registration_timeout_s:.0f} s "
                      f"(site.global.registration.timeout): {len(missing)} of "
-                     f"{self.index.live()} missing."]
-            lines += [f"  {t.name}: {self._describe_unregistered(t)}" for t in missing]
+                     f"{self.table.index.live()} missing."]
+            lines += [f"  {t.name}: {describe_unregistered(plan, t)}" for t in missing]
             return EndJob(JobState.FAILED, "\n".join(lines))
         return None
 
@@ -114,20 +129,21 @@ class Deadlines:
         """Withdraw a request YARN has not met (it may have lost it) and make it anew."""
         log.info("%s: no container after %.0f s; asking YARN again", task.name,
                  now - task.requested_at)
-        self._drop(task.container, now, "withdrawn: asked again")
-        self._actions.append(Kill(task.container))  # skein withdraws a pending request
+        self.core.drop(task.container, now, "withdrawn: asked again")
+        self.core.actions.append(Kill(task.container))  # skein withdraws a pending request
         self.asked_again.add(task.key)
-        self._request(task, now)
+        self.core.request(task)
 
-    def _heard(self, now: float, beats: dict[str, bytes]) -> EndJob | None:
+    def heard(self, now: float, beats: dict[str, bytes]) -> EndJob | None:
         """A task silent past the timeout is lost."""
+        liveness = self.core.liveness
         self.next_liveness_check = now + self.plan.heartbeat_interval_s
-        self.liveness.update(beats, now)
-        for container, silent_s in self.liveness.silent(now):
-            task = self.by_container.get(container)
-            self.liveness.forget(container)
+        liveness.update(beats, now)
+        for container, silent_s in liveness.silent(now):
+            task = self.table.by_container.get(container)
+            liveness.forget(container)
             if task is not None and not task.state.ended:
-                end = self._lost(task, silent_s, now)
+                end = self.rules.lost(task, silent_s, now)
                 if end is not None:
                     return end
         return None

@@ -1,83 +1,82 @@
 """The messages a user reads, in the job's diagnostics and status: why containers were not
 given, why tasks did not register, how a task failed, why the job stopped or succeeded. Their
-words are compared by the integration tests: a change here is a change users see."""
+words are compared by the integration tests: a change here is a change users see. Functions of
+the plan and of what the job counted, called by the rules."""
 
 from __future__ import annotations
 
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import TaskState
+from appmaster.common.vocabulary import FailurePolicy, TaskState
 from appmaster.model.jobtasks import Task
 from appmaster.model.phases import PhaseClock
 from appmaster.model.verdicts import ContainerEnd
 
 
-class JobMessages:
-    """:class:`~appmaster.model.job.Job`'s texts, from its plan and what it counted."""
+def describe_request(plan: JobPlan, task: Task) -> str:
+    role = plan.role(task.role)
+    gpus = f", {role.gpus} yarn.io/gpu" if role.gpus else ""
+    partition = f"node label {role.label!r}" if role.label else "the default partition"
+    return (f"asked for {role.memory_mb} MB, {role.vcores} vcore(s){gpus} in {partition}; "
+            "no node there has that much free for this queue (check `yarn node -list "
+            "-showDetails` and the queue's capacity for that label)")
 
-    plan: JobPlan
-    clock: PhaseClock
-    am_attempt: int
-    generation: int
-    restarts: list[str]
 
-    def _describe_request(self, task: Task) -> str:
-        role = self.plan.role(task.role)
-        gpus = f", {role.gpus} yarn.io/gpu" if role.gpus else ""
-        partition = f"node label {role.label!r}" if role.label else "the default partition"
-        return (f"asked for {role.memory_mb} MB, {role.vcores} vcore(s){gpus} in {partition}; "
-                "no node there has that much free for this queue (check `yarn node -list "
-                "-showDetails` and the queue's capacity for that label)")
+def describe_unregistered(plan: JobPlan, task: Task) -> str:
+    if task.state == TaskState.REQUESTED:
+        return f"container {task.container} not started yet: {describe_request(plan, task)}"
+    if task.state == TaskState.ALLOCATED:
+        return (f"container {task.container} was given on {task.node} but its agent never "
+                "started: YARN was still localizing its files (a large packed env takes "
+                "minutes the first time on a node; raise site.global.registration.timeout)")
+    return (f"container {task.container} ({task.yarn_container_id}) started on "
+            f"{task.node} but its agent never exported an address")
 
-    def _describe_unregistered(self, task: Task) -> str:
-        if task.state == TaskState.REQUESTED:
-            return f"container {task.container} not started yet: {self._describe_request(task)}"
-        if task.state == TaskState.ALLOCATED:
-            return (f"container {task.container} was given on {task.node} but its agent never "
-                    "started: YARN was still localizing its files (a large packed env takes "
-                    "minutes the first time on a node; raise site.global.registration.timeout)")
-        return (f"container {task.container} ({task.yarn_container_id}) started on "
-                f"{task.node} but its agent never exported an address")
 
-    def _failure_text(self, task: Task, failure: str) -> str:
-        return f"{task.name} (attempt {task.attempt}) failed {failure or '(no report)'}"
+def failure_text(task: Task, failure: str) -> str:
+    return f"{task.name} (attempt {task.attempt}) failed {failure or '(no report)'}"
 
-    def _memory_text(self, task: Task, end: ContainerEnd, failure: str) -> str:
-        """What YARN's memory verdict means and the fix: the role's yarn.memory, a value."""
-        role = self.plan.role(task.role)
-        limit = f"{end.limit_mb:.0f} MB" if end.limit_mb else f"{role.memory_mb} MB"
-        used = f"{end.used_mb:.0f} MB" if end.used_mb else "more"
-        suggested = end.suggested_memory_mb(role.memory_mb)
-        return (f"{task.name} (attempt {task.attempt}) was killed by YARN for memory: its "
-                f"processes used {used} of {end.memory_kind or 'physical'} memory, over the "
-                f"{limit} its container was given {failure}\nFix: raise \"yarn.memory\" of "
-                f"component \"{task.role}\" in resources.json from {role.memory_mb} to "
-                f"{suggested} or more (what the script holds at its peak, with room to spare).")
 
-    def _over_threshold_message(self, task: Task, failures: int, reason: str) -> str:
-        role = self.plan.role(task.role)
-        if role.failure_policy == "fatal":
-            rule = "its failure policy is fatal"
-        else:
-            rule = (f"that is more than its yarn.container.failure.threshold of "
-                    f"{role.failure_threshold}")
-        return (f"Component {task.role} failed {failures} time(s); {rule}. "
-                f"The job is stopped.\n{reason}")
+def memory_text(plan: JobPlan, task: Task, end: ContainerEnd, failure: str) -> str:
+    """What YARN's memory verdict means and the fix: the role's yarn.memory, a value."""
+    role = plan.role(task.role)
+    limit = f"{end.limit_mb:.0f} MB" if end.limit_mb else f"{role.memory_mb} MB"
+    used = f"{end.used_mb:.0f} MB" if end.used_mb else "more"
+    suggested = end.suggested_memory_mb(role.memory_mb)
+    return (f"{task.name} (attempt {task.attempt}) was killed by YARN for memory: its "
+            f"processes used {used} of {end.memory_kind or 'physical'} memory, over the "
+            f"{limit} its container was given {failure}\nFix: raise \"yarn.memory\" of "
+            f"component \"{task.role}\" in resources.json from {role.memory_mb} to "
+            f"{suggested} or more (what the script holds at its peak, with room to spare).")
 
-    def _success_message(self, evaluation: str = "") -> str:
-        text = f"The chief finished successfully. {self.clock.summary()}."
-        if evaluation:
-            text += f" {evaluation}"
-        if self.am_attempt > 1:
-            text += (f" AppMaster attempt {self.am_attempt}: the earlier attempt was lost and "
-                     "every task started again from the checkpoint.")
-        if self.restarts:
-            text += f" Restarts ({len(self.restarts)}): " + "; ".join(self.restarts) + "."
-        return text
 
-    def _restart_line(self, task: Task, how: str, alone: bool) -> str:
-        """``alone``: the task is replaced by itself, not with the whole cluster."""
-        if alone:
-            return (f"{task.name} replaced (attempt {task.attempt + 1})" if how == "failed" else
-                    f"{task.name} {how}: replaced (attempt {task.attempt + 1})")
-        return (f"{task.name} {how}: cluster restarted as generation {self.generation + 1} "
-                "from the last checkpoint")
+def over_threshold_message(plan: JobPlan, task: Task, failures: int, reason: str) -> str:
+    role = plan.role(task.role)
+    if role.failure_policy == FailurePolicy.FATAL:
+        rule = "its failure policy is fatal"
+    else:
+        rule = (f"that is more than its yarn.container.failure.threshold of "
+                f"{role.failure_threshold}")
+    return (f"Component {task.role} failed {failures} time(s); {rule}. "
+            f"The job is stopped.\n{reason}")
+
+
+def success_message(clock: PhaseClock, am_attempt: int, restarts: list[str],
+                    evaluation: str = "") -> str:
+    text = f"The chief finished successfully. {clock.summary()}."
+    if evaluation:
+        text += f" {evaluation}"
+    if am_attempt > 1:
+        text += (f" AppMaster attempt {am_attempt}: the earlier attempt was lost and "
+                 "every task started again from the checkpoint.")
+    if restarts:
+        text += f" Restarts ({len(restarts)}): " + "; ".join(restarts) + "."
+    return text
+
+
+def restart_line(task: Task, how: str, alone: bool, generation: int) -> str:
+    """``alone``: the task is replaced by itself, not with the whole cluster."""
+    if alone:
+        return (f"{task.name} replaced (attempt {task.attempt + 1})" if how == "failed" else
+                f"{task.name} {how}: replaced (attempt {task.attempt + 1})")
+    return (f"{task.name} {how}: cluster restarted as generation {generation + 1} "
+            "from the last checkpoint")

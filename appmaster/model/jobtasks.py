@@ -1,5 +1,7 @@
-"""The job's tasks and the index that groups them by where they stand (appmaster/model/job.py's
-state): what each task is, which container runs it, how its containers ended."""
+"""The job's task table: every task, what each is, which container runs it, how its containers
+ended, and the one place a task moves from state to state (:meth:`TaskTable.move`), checked
+against the table of the moves a task can make (:data:`MOVES`), with the index that groups
+the tasks by where they stand."""
 
 from __future__ import annotations
 
@@ -7,20 +9,21 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from appmaster.common.vocabulary import TaskState
+from appmaster.common.jobplan import JobPlan
+from appmaster.common.vocabulary import Role, TaskState
+
+Key = tuple[str, int]
 
 
 @dataclass
 class Task:
     """One task and the container currently running it."""
 
-    role: str
+    role: Role
     index: int
     container: str = ""
     attempt: int = 0
-    address: str | None = None
     previous_address: str | None = None  # before its last restart: its successor tries it
-    state: TaskState = TaskState.REQUESTED
     failed_at: float | None = None  # when its last failure was heard, for recovery times
     yarn_container_id: str | None = None
     node: str | None = None  # the NodeManager's host:http-port
@@ -32,23 +35,28 @@ class Task:
     requested_at: float = 0.0  # when its container was last asked for
     # How its containers ended, by YARN's verdict (model/verdicts.py): failed, preempted...
     verdicts: Counter[str] = field(default_factory=Counter)
+    signalled_failure: str = ""  # where and how, as the agent's word told it
+    # What the index groups tasks by: changed only by TaskTable, read through the properties.
+    _state: TaskState = field(default=TaskState.REQUESTED, init=False)
+    _address: str | None = field(default=None, init=False)  # where its TF server listens
     # Its script was killed by a signal: YARN's verdict on its container (memory, preemption)
     # is awaited until then before the exit is judged as the task's own failure.
-    verdict_due: float | None = None
-    signalled_failure: str = ""  # where and how, as the agent's word told it
-
-    def __setattr__(self, name: str, value: object) -> None:
-        # The job's index (TaskIndex) follows every change of the fields it groups by.
-        index = self.__dict__.get("_index")
-        if index is None or name not in TaskIndex.FIELDS:
-            object.__setattr__(self, name, value)
-            return
-        index.discard(self)
-        object.__setattr__(self, name, value)
-        index.add(self)
+    _verdict_due: float | None = field(default=None, init=False)
 
     @property
-    def key(self) -> tuple[str, int]:
+    def state(self) -> TaskState:
+        return self._state
+
+    @property
+    def address(self) -> str | None:
+        return self._address
+
+    @property
+    def verdict_due(self) -> float | None:
+        return self._verdict_due
+
+    @property
+    def key(self) -> Key:
         return (self.role, self.index)
 
     @property
@@ -60,31 +68,53 @@ class Task:
         return (self.node or "?").rsplit(":", 1)[0]
 
 
-Key = tuple[str, int]
 # Short of running: the states a task passes through on its way to its script.
 NOT_RUNNING_YET = (TaskState.REQUESTED, TaskState.ALLOCATED, TaskState.STARTED,
                    TaskState.REGISTERED, TaskState.STOPPED)
 
 
-class TaskIndex:
-    """The job's tasks grouped by where they stand, kept up to date as they change
-    (``Task.__setattr__``): an event's "has every task started / registered / run?" is then a
-    count, not a pass over every task. At 1,000 tasks those passes, one or more per event
-    and again for the next deadline, made the AppMaster's work per event grow with the job
-    (issue 28). A task enters its group's dict last when it changes, so the tasks still
-    waiting for a container are in the order they were asked for."""
+_LIVE = (TaskState.REQUESTED, TaskState.ALLOCATED, TaskState.STARTED, TaskState.REGISTERED,
+         TaskState.RUNNING)
+_ENDS = (TaskState.FINISHED, TaskState.FAILED, TaskState.STOPPED)
+# Every move a task can make: state -> the states it may go to. Forward along the way to its
+# script; back to REQUESTED when its container is asked for again (replaced, a new generation,
+# sent back from a lost node, asked again), from anywhere but STOPPED; to an end from any
+# live state, since a container can end at any moment; STOPPED (the job ended) is the last.
+MOVES: dict[TaskState, frozenset[TaskState]] = {
+    TaskState.REQUESTED: frozenset({TaskState.REQUESTED, TaskState.ALLOCATED,
+                                    TaskState.STARTED, *_ENDS}),
+    TaskState.ALLOCATED: frozenset({TaskState.REQUESTED, TaskState.STARTED, *_ENDS}),
+    # the evaluator runs without exporting; TensorBoard's export says it runs
+    TaskState.STARTED: frozenset({TaskState.REQUESTED, TaskState.REGISTERED, TaskState.RUNNING,
+                                  *_ENDS}),
+    TaskState.REGISTERED: frozenset({TaskState.REQUESTED, TaskState.RUNNING, *_ENDS}),
+    # TensorBoard runs from its export: its agent's "running" follows
+    TaskState.RUNNING: frozenset({TaskState.REQUESTED, TaskState.RUNNING, *_ENDS}),
+    # a new generation starts every task again, a finished or dropped one too
+    TaskState.FINISHED: frozenset({TaskState.REQUESTED}),
+    TaskState.FAILED: frozenset({TaskState.REQUESTED}),
+    TaskState.STOPPED: frozenset(),
+}
+assert set(MOVES) == set(TaskState) and set(_LIVE + _ENDS) == set(TaskState)
 
-    FIELDS = frozenset({"state", "address", "verdict_due"})
+
+class IllegalMove(ValueError):
+    """A rule moved a task where the table of moves does not allow: a bug of the rules."""
+
+
+class TaskIndex:
+    """The job's tasks grouped by where they stand, kept up to date by :class:`TaskTable` as
+    they move: an event's "has every task started / registered / run?" is then a count, not
+    a pass over every task. At 1,000 tasks those passes, one or more per event and again for
+    the next deadline, made the AppMaster's work per event grow with the job (issue 28). A
+    task enters its group's dict last when it changes, so the tasks still waiting for a
+    container are in the order they were asked for."""
 
     def __init__(self, cluster_roles: Iterable[str]) -> None:
         self.roles = tuple(cluster_roles)  # the TensorFlow cluster's; side tasks: verdicts only
         self.by_state: defaultdict[tuple[str, TaskState], dict[Key, Task]] = defaultdict(dict)
         self.unregistered: dict[Key, Task] = {}  # cluster tasks counted on, without an address
         self.verdict_awaited: dict[Key, Task] = {}  # tasks whose container's verdict is due
-
-    def track(self, task: Task) -> None:
-        object.__setattr__(task, "_index", self)
-        self.add(task)
 
     def add(self, task: Task) -> None:
         if task.verdict_due is not None:
@@ -117,3 +147,58 @@ class TaskIndex:
         firsts = [next(iter(group.values())).requested_at for role in self.roles
                   if (group := self.by_state[(role, TaskState.REQUESTED)])]
         return min(firsts) if firsts else None
+
+
+class _Keep:
+    """A field a move leaves as it is."""
+
+
+KEEP = _Keep()
+
+
+class TaskTable:
+    """Every task of the job (the TensorFlow cluster's, TensorBoard and the evaluator beside
+    it), the container each runs in, and the one place their states change."""
+
+    def __init__(self, plan: JobPlan, am_attempt: int = 1) -> None:
+        # A later AppMaster attempt starts every task again: count the earlier starts.
+        self.tasks = {(name, index): Task(Role(name), index, attempt=am_attempt - 1)
+                      for name, index in plan.task_keys()}
+        # Beside the TensorFlow cluster: not in its spec; their ends never end training.
+        self.tensorboard = Task(Role.TENSORBOARD, 0) if plan.tensorboard else None
+        self.evaluator = (Task(Role.EVALUATOR, 0, attempt=am_attempt - 1)
+                          if plan.evaluator else None)
+        self.by_container: dict[str, Task] = {}  # the containers the job waits on
+        self.index = TaskIndex(role.name for role in plan.roles)
+        for task in self.every_task():
+            self.index.add(task)
+
+    def every_task(self) -> list[Task]:
+        return [*self.tasks.values(), *(t for t in (self.tensorboard, self.evaluator) if t)]
+
+    def move(self, task: Task, state: TaskState, address: str | None | _Keep = KEEP,
+             verdict_due: float | None | _Keep = KEEP) -> None:
+        """``task`` goes to ``state`` (its address, its verdict's due time with it, if
+        given): :class:`IllegalMove` if :data:`MOVES` does not allow it."""
+        if state not in MOVES[task.state]:
+            raise IllegalMove(f"{task.name} cannot go from {task.state} to {state}")
+        self._change(task, state, address, verdict_due)
+
+    def update(self, task: Task, address: str | None | _Keep = KEEP,
+               verdict_due: float | None | _Keep = KEEP) -> None:
+        """``task``'s address or its verdict's due time change; its state does not."""
+        self._change(task, task.state, address, verdict_due)
+
+    def _change(self, task: Task, state: TaskState, address: str | None | _Keep,
+                verdict_due: float | None | _Keep) -> None:
+        self.index.discard(task)
+        task._state = state
+        if not isinstance(address, _Keep):
+            task._address = address
+        if not isinstance(verdict_due, _Keep):
+            task._verdict_due = verdict_due
+        self.index.add(task)
+
+    def live_tasks(self) -> list[Task]:
+        """Tasks the job still counts on (an ignored failed worker is dropped)."""
+        return [t for t in self.tasks.values() if t.state != TaskState.FAILED]

@@ -21,7 +21,7 @@ from appmaster.model.job import Job, Task
 class TaskRow:
     """One task as shown: where it runs, how it stands, what its agent reported."""
 
-    role: str
+    role: Role
     index: int
     state: TaskState
     address: str | None = None  # host:port its TensorFlow server listens on
@@ -61,7 +61,7 @@ class TaskRow:
     def from_dict(cls, data: dict) -> TaskRow:
         known = {f.name for f in fields(cls)}
         row = cls(**{key: value for key, value in data.items() if key in known})
-        row.state = TaskState(row.state)
+        row.role, row.state = Role(row.role), TaskState(row.state)
         return row
 
 

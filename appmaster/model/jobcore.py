@@ -1,0 +1,77 @@
+"""What the job's rules share: the plan and the task table, where the job stands (its
+generation, its state, the cluster spec), what it keeps over time (history, start-up phases,
+heartbeats, restarts), the actions decided for the event at hand, and the steps every rule
+takes: ask for a task's container, stop waiting on a container, note a restart.
+
+The rules (job.py's way to running and to success, jobfailures.py's failures, jobdeadlines.py's
+deadlines) are objects handed this core; they call its public steps and each other's public
+methods, never reach into one another."""
+
+from __future__ import annotations
+
+import logging
+
+from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.jobplan import JobPlan
+from appmaster.common.vocabulary import JobState
+from appmaster.model.history import History
+from appmaster.model.jobactions import Action, Request
+from appmaster.model.jobmessages import success_message
+from appmaster.model.jobtasks import Task, TaskTable
+from appmaster.model.liveness import Liveness
+from appmaster.model.phases import PhaseClock
+
+log = logging.getLogger("tfyarn.master")
+
+
+class JobCore:
+    """One job's shared state, and the steps its rules take on it."""
+
+    def __init__(self, plan: JobPlan, now: float, am_attempt: int = 1) -> None:
+        self.plan = plan
+        self.am_attempt = am_attempt
+        self.table = TaskTable(plan, am_attempt)
+        self.generation = 0
+        self.state = JobState.STARTING
+        self.spec: ClusterSpec | None = None
+        self.started_at = now
+        self.history = History()  # curves, faults and containers over time, bounded
+        self.clock = PhaseClock()
+        # Agents' heartbeats: a silent task is lost long before YARN notices its node.
+        self.liveness = Liveness(plan.heartbeat_timeout_s)
+        self.restarts: list[str] = []  # one line per restart, for diagnostics and status
+        self.actions: list[Action] = []  # decided for the event at hand
+
+    def request(self, task: Task) -> None:
+        """Ask YARN for a container for ``task`` (in this generation)."""
+        self.actions.append(Request(task, self.generation))
+
+    def request_all(self, now: float) -> None:
+        """Every task's container, role by role in priority order (YARN keeps FIFO)."""
+        self.clock.restart(now)
+        for role in self.plan.roles:
+            for index in range(role.instances):
+                self.request(self.table.tasks[(role.name, index)])
+        table = self.table
+        for side in (table.tensorboard, table.evaluator):  # once: a restart leaves them be
+            if side and side.container not in table.by_container and not side.state.ended:
+                self.request(side)
+        log.info("generation %d: requested %d containers (%s)", self.generation,
+                 len(table.tasks), ", ".join(f"{role.instances} {role.name}"
+                                             for role in self.plan.roles))
+
+    def drop(self, container: str, now: float, outcome: str) -> Task | None:
+        """The job stops waiting on ``container``: its later words are ignored. ``outcome``:
+        how it ended, for the timeline."""
+        self.liveness.forget(container)
+        self.history.ended(container, outcome, now)
+        return self.table.by_container.pop(container, None)
+
+    def note(self, now: float, kind: str, line: str) -> None:
+        """A restart: a line for the diagnostics and status, a mark on the time axis."""
+        self.restarts.append(line)
+        self.history.mark(now, kind, line)
+
+    def success(self, evaluation: str = "") -> str:
+        """The diagnostics of a job that succeeded."""
+        return success_message(self.clock, self.am_attempt, self.restarts, evaluation)
