@@ -1,0 +1,93 @@
+"""The job's one typed spec (appmaster/common/jobplan.py), type by type as skein tests its
+specifications: built plainly, its invariants refused at construction, and the round trip
+through to_dict/from_dict (and JSON, as the containers read it) giving the same value."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from appmaster.common.jobplan import DataEntry, JobPlan, RolePlan, SpecError
+from appmaster.common.vocabulary import FailurePolicy, Role, SuccessPolicy
+
+
+def role(name: str = "worker", **changes: Any) -> RolePlan:
+    given = dict(name=name, instances=2, priority=3, memory_mb=1024, vcores=1)
+    return RolePlan(**{**given, **changes})
+
+
+def plan(**changes: Any) -> JobPlan:
+    given = dict(name="job", entry="train.py", python="python3", work_dir="hdfs:///w",
+                 roles=(role("ps", priority=1, instances=1), role()))
+    return JobPlan(**{**given, **changes})
+
+
+def test_data_entry() -> None:
+    entry = DataEntry("hdfs:///d/mnist.tgz", "mnist", True)
+    assert str(entry) == "hdfs:///d/mnist.tgz#mnist"
+    assert DataEntry.from_dict(json.loads(json.dumps(entry.to_dict()))) == entry
+    for url, name in (("", "x"), ("hdfs:///d", ""), ("hdfs:///d", "a/b")):
+        with pytest.raises(SpecError):
+            DataEntry(url, name, False)
+
+
+def test_role_plan() -> None:
+    worker = role(gpus=1, label="gpu", failure_threshold=-1, failure_policy="ignore")
+    assert worker.name is Role.WORKER and worker.failure_policy is FailurePolicy.IGNORE
+    assert RolePlan.from_dict(json.loads(json.dumps(worker.to_dict()))) == worker
+    assert worker.to_dict()["failure_policy"] == "ignore"  # plain JSON, its word's text
+    assert not role().may_restart(1)  # the first failure fails it (threshold 0)
+    assert role(failure_threshold=2).may_restart(2) and not role(failure_threshold=2).may_restart(3)
+    for changes in ({"name": "driver"}, {"instances": -1}, {"priority": 0},
+                    {"memory_mb": 0}, {"vcores": True}, {"failure_threshold": -2},
+                    {"failure_policy": "retry"}, {"gpus": 1.5}):
+        with pytest.raises(SpecError):
+            role(**changes)
+
+
+def test_job_plan_round_trip() -> None:
+    full = plan(script_args=("--lr", "0.1"), env={"A": "1"}, secrets=("db",),
+                tensorboard=role("tensorboard", instances=1, priority=9),
+                evaluator=role("evaluator", instances=1, priority=4),
+                data=(DataEntry("hdfs:///d/x.zip", "x", True),), docker_mounts=("/a:/b:ro",),
+                layers_trust=("hadoop",), deadline_s=60.0, success_policy="all-workers",
+                am_label="gpu", view_acl="alice ml", principal="alice@EXAMPLE",
+                extra={"site.global.user.warmup.timeout": 45.0})
+    assert JobPlan.from_dict(full.to_dict()) == full
+    assert JobPlan.from_json(full.to_json()) == full
+    assert full.success_policy is SuccessPolicy.ALL_WORKERS
+    assert [r.name for r in full.components] == ["ps", "worker", "evaluator", "tensorboard"]
+    assert plan().planned and not plan(python=None).planned
+
+
+@pytest.mark.parametrize("changes", [
+    {"name": ""},
+    {"entry": ""},
+    {"success_policy": "first"},
+    {"roles": (role(), role("ps", priority=1, instances=1))},  # not in priority order
+    {"roles": (role("tensorboard", instances=1),)},  # beside the cluster, not in it
+    {"roles": (role(instances=0),)},  # a role without tasks is not in the spec
+    {"roles": (role("ps", priority=3, instances=1), role())},  # two with one priority
+    {"evaluator": role("tensorboard", instances=1, priority=9)},
+    {"registration_timeout_s": 0},
+    {"deadline_s": -1.0},
+    {"am_max_attempts": 0},
+    {"work_dir_flag": "model_dir"},
+    {"data": (DataEntry("hdfs:///a", "x", False), DataEntry("hdfs:///b", "x", False))},
+])
+def test_job_plan_invariants(changes: dict[str, Any]) -> None:
+    with pytest.raises(SpecError):
+        plan(**changes)
+
+
+def test_a_plan_without_interpreter_or_work_dir_does_not_run(tmp_path, monkeypatch) -> None:
+    """The containers read only a planned job: the checked job's spec lacks both."""
+    job_file = tmp_path / "tfyarn-job.json"
+    monkeypatch.setenv("TFYARN_JOB_FILE", str(job_file))
+    job_file.write_text(plan(work_dir=None).to_json())
+    with pytest.raises(SpecError, match="not a planned job"):
+        JobPlan.from_container()
+    job_file.write_text(plan().to_json())
+    assert JobPlan.from_container() == plan()
