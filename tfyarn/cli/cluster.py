@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from tfyarn.cli import exitcodes
-from tfyarn.localyarn import cluster, hosts
+from tfyarn.localyarn import cluster, hosts, releases
 from tfyarn.localyarn.layout import (
     DEFAULT_NODES,
     GPUS_PER_GPU_NODE,
@@ -25,7 +25,8 @@ state_dir_option = click.option(
     type=click.Path(file_okay=False),
     default=None,
     help="Where the cluster keeps configuration, logs and pid files "
-    "[default: $TFYARN_CLUSTER_DIR or ~/.local/state/tfyarn/cluster].",
+    "[default: $TFYARN_CLUSTER_DIR or ~/.local/state/tfyarn/cluster; for another Hadoop "
+    f"release than {releases.DEFAULT} ($TFYARN_HADOOP_VERSION), cluster-hadoop-<release>].",
 )
 
 
