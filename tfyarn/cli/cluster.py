@@ -80,7 +80,8 @@ def up_command(state_dir: str | None, nodes: int | None, gpus: int | None,
     if result.already_running:
         click.echo(f"The local YARN cluster is already running: {result.webapp_url} (unchanged).")
         return
-    click.echo(f"Local YARN cluster up in {result.seconds:.1f} s. Web UI: {result.webapp_url}")
+    click.echo(f"Local YARN cluster (Hadoop {layout.hadoop_version}) up in {result.seconds:.1f} s. "
+               f"Web UI: {result.webapp_url}")
     click.echo("Strict as production: memory enforced (pmem), queues default and urgent "
                "(half each, preempting), small (a quarter at most).")
     click.echo('Point `yarn` and tfyarn at it with: eval "$(tfyarn cluster env)"')
