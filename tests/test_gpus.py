@@ -188,7 +188,8 @@ def test_a_container_that_sees_only_its_own_gpus_uses_them(tmp_path: Path) -> No
 # ---------------------------------------------------------------- the local cluster's settings
 
 def test_only_the_gpu_node_runs_yarns_gpu_plugin_with_the_stand_in(tmp_path: Path) -> None:
-    layout = Layout(tmp_path, port_offset=0, nodes=3, gpus=4)
+    # 3.4 and later are given the stand-in itself; 3.3.x its directory (test_releases.py).
+    layout = Layout(tmp_path, port_offset=0, nodes=3, gpus=4, hadoop_version="3.5.0")
     nms = layout.node_managers
     assert [nm.gpus for nm in nms] == [0, 0, 4]
     gpu_site = siteconf.node_manager_site(layout, nms[-1])

@@ -521,6 +521,7 @@ def test_cluster_cli_lifecycle_on_a_throwaway_cluster(throwaway_dir: Path) -> No
     assert match, up.stdout
     assert match[2] == web
     assert 0 < float(match[1]) <= up_wall
+    assert f"(Hadoop {layout.hadoop_version})" in up.stdout
     pids = daemon_pids(state)
     assert set(pids) == {"rm", "namenode", "datanode", *nm_ids}
     for pid in pids.values():
@@ -551,6 +552,11 @@ def test_cluster_cli_lifecycle_on_a_throwaway_cluster(throwaway_dir: Path) -> No
     assert sorted(node["nodeHostName"] for node in rest_nodes) == sorted(nm.host for nm in nms)
     assert len({nm.host for nm in nms}) == THROWAWAY_NODES
     assert all(node["state"] == "RUNNING" for node in rest_nodes), rest_nodes
+    # The release asked for (TFYARN_HADOOP_VERSION) is the one every daemon runs.
+    info = requests.get(f"{web}/ws/v1/cluster/info", timeout=10).json()["clusterInfo"]
+    assert info["hadoopVersion"] == layout.hadoop_version, info
+    assert {node["version"] for node in rest_nodes} == {layout.hadoop_version}, rest_nodes
+    assert f"(Hadoop {layout.hadoop_version}, state dir {state})" in status.stdout
 
     env = run_cli(state, "env")
     assert env.returncode == 0, env.stderr

@@ -113,6 +113,25 @@ def test_the_recording_reads_as_the_local_cluster_is() -> None:
     assert cluster.active_nodes("")[0].total == Resources(16384, 16, 0)
 
 
+def test_hadoop_3_3s_answer_reads_as_later_releases_do(tmp_path: Path) -> None:
+    """3.3.x writes neither queuePath nor queueType for a queue (3.4.0 added both): paths
+    come from the tree, leaves from their having no children. Recorded from the local
+    cluster on 3.3.6 (TFYARN_HADOOP_VERSION), its three queues as configured now."""
+    doc = json.loads(RECORDING.with_name("test_preflight_rm_3.3.6.json").read_text())
+    assert "queuePath" not in json.dumps(doc["scheduler"])
+    cluster = view(doc)
+    assert cluster.leaves() == ["root.default", "root.small", "root.urgent"]
+    assert not cluster.queues["root"].leaf
+    assert cluster.find_queue("small") is cluster.queues["root.small"]
+    assert cluster.labels == {"gpu"} and cluster.max_allocation == Resources(8192, 8, 2)
+    assert cluster.queues["root.small"].max_capacity_by_label[""] == 25.0
+    assert cluster.queues["root.default"].may_use("gpu")
+    assert texts(verdict(tmp_path, queue="nosuchqueue", doc=doc)) == [
+        'appConfig.json: global."site.global.queue" = "nosuchqueue": no such queue in the '
+        "cluster. Fix: use one of its running leaf queues: root.default, root.small, "
+        "root.urgent."]
+
+
 def test_the_seed_job_passes(tmp_path: Path) -> None:
     assert verdict(tmp_path) == Verdict([], [])
 

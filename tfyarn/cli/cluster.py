@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from tfyarn.cli import exitcodes
-from tfyarn.localyarn import cluster, hosts
+from tfyarn.localyarn import cluster, hosts, releases
 from tfyarn.localyarn.layout import (
     DEFAULT_NODES,
     GPUS_PER_GPU_NODE,
@@ -25,7 +25,8 @@ state_dir_option = click.option(
     type=click.Path(file_okay=False),
     default=None,
     help="Where the cluster keeps configuration, logs and pid files "
-    "[default: $TFYARN_CLUSTER_DIR or ~/.local/state/tfyarn/cluster].",
+    "[default: $TFYARN_CLUSTER_DIR or ~/.local/state/tfyarn/cluster; for another Hadoop "
+    f"release than {releases.DEFAULT} ($TFYARN_HADOOP_VERSION), cluster-hadoop-<release>].",
 )
 
 
@@ -79,7 +80,8 @@ def up_command(state_dir: str | None, nodes: int | None, gpus: int | None,
     if result.already_running:
         click.echo(f"The local YARN cluster is already running: {result.webapp_url} (unchanged).")
         return
-    click.echo(f"Local YARN cluster up in {result.seconds:.1f} s. Web UI: {result.webapp_url}")
+    click.echo(f"Local YARN cluster (Hadoop {layout.hadoop_version}) up in {result.seconds:.1f} s. "
+               f"Web UI: {result.webapp_url}")
     click.echo("Strict as production: memory enforced (pmem), queues default and urgent "
                "(half each, preempting), small (a quarter at most).")
     click.echo('Point `yarn` and tfyarn at it with: eval "$(tfyarn cluster env)"')

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import requests
 
-from tfyarn.localyarn import daemons, ha, hasite, hdfs, hostview, kdc, localfs, secure
+from tfyarn.localyarn import daemons, ha, hasite, hdfs, hostview, kdc, localfs, releases, secure
 from tfyarn.localyarn.daemons import NM_CLASS, RM_CLASS, Daemon
 from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout
 from tfyarn.localyarn.provision import ClusterError, ensure_hadoop_jars, find_java_home
@@ -72,6 +72,7 @@ def is_running(layout: Layout) -> bool:
 
 def up(layout: Layout, echo: Echo = print, kerberos: bool = False) -> UpResult:
     """Start the cluster (with a KDC and Kerberos everywhere if ``kerberos``, secure.py)."""
+    releases.check_state_dir(layout.state_dir, layout.hadoop_version)
     if is_running(layout):
         if kerberos != secure.is_secure(layout):
             running = "with" if secure.is_secure(layout) else "without"
@@ -104,6 +105,7 @@ def up(layout: Layout, echo: Echo = print, kerberos: bool = False) -> UpResult:
     if layout.ha is not None:
         layout.state_dir.mkdir(parents=True, exist_ok=True)
         layout.ha_file.write_text(f"{str(layout.ha).lower()}\n")
+    releases.record(layout.state_dir, layout.hadoop_version)
     _check_ports_free(layout)
     secure.set_secure(layout, kerberos)  # before the configuration, which follows it
     write_configuration(layout)
@@ -235,6 +237,7 @@ def write_launcher(layout: Layout, java_home: Path) -> Path:
 def env_lines(layout: Layout) -> list[str]:
     """Shell lines that point `yarn` and skein at this cluster."""
     java_home = find_java_home()
+    releases.check_state_dir(layout.state_dir, layout.hadoop_version)  # the launchers' jars
     if (layout.bin_dir / "yarn").is_file():
         # A cluster started by an older tfyarn gets the launchers added since (bin/hadoop).
         write_launcher(layout, java_home)
@@ -296,7 +299,8 @@ def node_gpus(node: dict) -> tuple[int, int]:
 
 def status_lines(layout: Layout, lost_hosts: Sequence[str] = ()) -> list[str]:
     """`tfyarn cluster status`; ``lost_hosts`` as hosts.lost_hosts lists them."""
-    lines = [f"ResourceManager: {web_url(layout)} (state dir {layout.state_dir})",
+    lines = [f"ResourceManager: {web_url(layout)} (Hadoop {layout.hadoop_version}, state dir "
+             f"{layout.state_dir})",
              *([ha_line(layout)] if layout.is_ha else []), hdfs.status_line(layout), "Nodes:"]
     for node in nodes(layout):
         used_gpus, total_gpus = node_gpus(node)
@@ -339,7 +343,7 @@ def status_document(layout: Layout, lost_hosts: Sequence[str] = ()) -> dict:
             "gpus": {"used": used_gpus, "total": total_gpus},
             "containers": node.get("numContainers", 0)})
     return {
-        "running": True, "state_dir": str(layout.state_dir),
+        "running": True, "state_dir": str(layout.state_dir), "hadoop": layout.hadoop_version,
         "resourcemanager": web_url(layout), "hdfs": hdfs.status_line(layout),
         **({"ha": ha.pair_states(layout)} if layout.is_ha else {}),
         "nodes": found, "lost_hosts": list(lost_hosts),

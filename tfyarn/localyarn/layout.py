@@ -6,7 +6,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HADOOP_VERSION = os.environ.get("TFYARN_HADOOP_VERSION", "3.5.0")
+from tfyarn.localyarn import releases
+
+HADOOP_VERSION = releases.asked()
 
 
 def cache_root() -> Path:
@@ -20,7 +22,7 @@ def default_state_dir() -> Path:
     if explicit:
         return Path(explicit).expanduser().resolve()
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "tfyarn" / "cluster"
+    return Path(base) / "tfyarn" / releases.state_dir_name(HADOOP_VERSION)
 
 
 @dataclass(frozen=True)
@@ -99,10 +101,10 @@ class Layout:
 
     state_dir: Path
     hadoop_version: str = HADOOP_VERSION
-    # Shifts every port, so a second cluster (a test's, say) can run beside the first.
-    port_offset: int = field(
-        default_factory=lambda: int(os.environ.get("TFYARN_CLUSTER_PORT_OFFSET", "0"))
-    )
+    # Shifts every port, so a second cluster (a test's, another release's) can run beside
+    # the first.
+    port_offset: int = field(default_factory=lambda: int(
+        os.environ.get("TFYARN_CLUSTER_PORT_OFFSET") or releases.port_window(HADOOP_VERSION)))
     # NodeManagers: given to `up`; otherwise what the running cluster was started with.
     nodes: int | None = None
     node_vcores: int = NODE_VCORES

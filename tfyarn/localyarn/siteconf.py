@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from tfyarn.localyarn import hasite, localfs, secure
+from tfyarn.localyarn import hasite, localfs, releases, secure
 from tfyarn.localyarn.gpunode import write_stand_in
 from tfyarn.localyarn.layout import (
     GPU_LABEL,
@@ -195,9 +195,11 @@ def gpu_plugin_site(layout: Layout, nm: NodeManagerSpec) -> dict[str, object]:
     With the DefaultContainerExecutor the plugin discovers and counts, but assigns and
     isolates nothing (docs/gpus.md); tfyarn's agent assigns (appmaster/common/gpus.py)."""
     stand_in = layout.node_dir(nm) / "bin" / "nvidia-smi"
+    discovery = (stand_in.parent if releases.gpu_discovery_wants_directory(layout.hadoop_version)
+                 else stand_in)
     return {
         "yarn.nodemanager.resource-plugins": "yarn.io/gpu",
-        "yarn.nodemanager.resource-plugins.gpu.path-to-discovery-executables": stand_in,
+        "yarn.nodemanager.resource-plugins.gpu.path-to-discovery-executables": discovery,
         "yarn.nodemanager.resource-plugins.gpu.allowed-gpu-devices": "auto",
         # The node's containers find the same nvidia-smi on their PATH, as on a real node.
         "yarn.nodemanager.admin-env": (

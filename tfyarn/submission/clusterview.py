@@ -139,7 +139,7 @@ def _queue(info: Mapping) -> Queue:
     acls = {row.get("accessType", ""): row.get("accessControlList", "")
             for row in (info.get("queueAcls") or {}).get("queueAcl") or []}
     return Queue(
-        path=info.get("queuePath") or info.get("queueName", ""), leaf=leaf,
+        path=info["queuePath"], leaf=leaf,
         state=info.get("state", "RUNNING"),
         labels=frozenset(info.get("nodeLabels") or ()),
         max_allocation=Resources.from_json(info.get("maximumAllocation")),
@@ -153,10 +153,16 @@ def _queue(info: Mapping) -> Queue:
     )
 
 
-def _walk(info: Mapping) -> Iterable[Mapping]:
+def _walk(info: Mapping, parent: str = "") -> Iterable[Mapping]:
+    """Every queue under ``info``, each with its path: Hadoop 3.3.x leaves queuePath out of
+    its answer (and queueType: _queue tells a leaf by its children), 3.4.0 and later write
+    both; the path is then the parent's and the queue's name."""
+    name = info.get("queueName", "")
+    path = info.get("queuePath") or (f"{parent}.{name}" if parent else name)
+    info = {**info, "queuePath": path}
     yield info
     for child in (info.get("queues") or {}).get("queue") or []:
-        yield from _walk(child)
+        yield from _walk(child, path)
 
 
 def cluster_view(scheduler: Mapping, nodes: Mapping) -> ClusterView:
