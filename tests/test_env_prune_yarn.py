@@ -57,7 +57,7 @@ def test_prune_keeps_what_is_used_and_frees_what_it_says(yarn_cluster, skein_cli
     admin.set_permission(shared, 0o1777)  # as the cluster's shared directory
     as_user(monkeypatch, CAROL)  # carol's submit used my layer a: a marker in her subdir
     layeruse.record(RemoteDir(f"{fs}{shared}"), CAROL, [f"{me}/layer-a.tar"], shared=True,
-                    echo=print)
+                    known={}, echo=print)
     as_user(monkeypatch, None)
     assert admin.get_file_info(f"{shared}/{CAROL}/.used/{me}/layer-a.tar").owner == CAROL
     # A job of mine is live: what I used since an hour before it was submitted stays.

@@ -44,3 +44,22 @@ def test_another_writers_layers_are_never_in_the_plan() -> None:
     listing = files(("me/layer-a.tar", 1, 90, "me"), ("me/layer-a.tar.json", 1, 90, "me"),
                     ("bob/layer-b.tar", 1, 90, "bob"), ("bob/layer-b.tar.json", 1, 90, "bob"))
     assert plan(listing, "me", "me/", 7, {}, NOW).delete == [("me/layer-a.tar", 2)]
+
+
+def test_a_use_recorded_today_is_not_recorded_again() -> None:
+    """A day's later submits make no call: here none could answer (nothing listens)."""
+    import time
+
+    from appmaster.common.storage import RemoteDir
+    from tfyarn.submission.layeruse import record
+
+    now_ms = int(time.time() * 1000)
+    known = {"layer-a.tar.json": RemoteFile("layer-a.tar.json", 10, now_ms - 3_600_000),
+             "me/.used/ann/layer-b.tar": RemoteFile("me/.used/ann/layer-b.tar", 0, now_ms)}
+    lines: list[str] = []
+    started = time.monotonic()
+    record(RemoteDir("hdfs://127.0.0.1:1/home"), "me", ["layer-a.tar"], False, known,
+           lines.append)
+    record(RemoteDir("hdfs://127.0.0.1:1/shared"), "me", ["ann/layer-b.tar"], True, known,
+           lines.append)
+    assert lines == [] and time.monotonic() - started < 1

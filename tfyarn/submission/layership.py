@@ -147,7 +147,8 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
                 uploaded.append(label)
                 echo(f"  uploaded {label} to {url} in {seconds:.1f} s")
     verified.save()
-    layeruse.record(store.remote, cluster_user(), used, shared=bool(shared_url), echo=echo)
+    layeruse.record(store.remote, cluster_user(), used, shared=bool(shared_url),
+                    known=store.known(), echo=echo)
     prune_cache({layer.archive_name(SUFFIX) for layer in layers})
     reused = len(layers) - len(uploaded)
     visibilities = sorted({visibility for _, _, visibility in shipped})
@@ -193,6 +194,10 @@ class HomeStore:
 
     def whose(self, used: list[str]) -> str:
         return ""
+
+    def known(self) -> dict[str, RemoteFile]:
+        """The files listed, by path under the directory."""
+        return self.present
 
 
 class Verified:

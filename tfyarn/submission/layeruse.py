@@ -29,6 +29,7 @@ USED_DIR = ".used"
 # A job's use is recorded just before YARN takes the job: its start time comes seconds later.
 RUNNING_MARGIN_S = 3600.0
 DAY_S = 86400.0
+FRESH_S = DAY_S  # a use recorded this recently is not recorded again
 
 
 @dataclass(frozen=True)
@@ -93,23 +94,34 @@ def plan(files: dict[str, RemoteFile], writer: str, area: str, older_than_days: 
 
 
 def record(remote: RemoteDir, me: str, used: Iterable[str], shared: bool,
-           echo: Callable[[str], None]) -> None:
+           known: dict[str, RemoteFile], echo: Callable[[str], None]) -> None:
     """Record this submit's use of the layers ``used`` (paths relative to ``remote``: a
-    layer's name in a home directory, ``<writer>/<name>`` in the shared one)."""
+    layer's name in a home directory, ``<writer>/<name>`` in the shared one). ``known``:
+    the files the submit listed; a use recorded in the last day is not recorded again, so
+    a day's later submits make no call."""
     from appmaster.common.storage import StorageError, bounded
 
-    now_ms = int(time.time() * 1000)
+    now = time.time()
+    now_ms = int(now * 1000)
+    todo = []
+    for path in used:
+        writer = path.partition("/")[0] if shared else me
+        mark = path + RECORD_SUFFIX if writer == me else f"{me}/{USED_DIR}/{path}"
+        if (info := known.get(mark)) is None or info.modified_ms / 1000 < now - FRESH_S:
+            todo.append((writer == me, mark))
 
-    def mark() -> None:
-        for path in used:
-            writer = path.partition("/")[0] if shared else me
-            if writer == me:
-                remote.client.set_times(remote.path(path + RECORD_SUFFIX), now_ms, now_ms)
-            else:
-                remote.write_bytes(f"{me}/{USED_DIR}/{path}", b"")
+    def mark_all() -> None:
+        for own, mark in todo:
+            try:
+                if own:
+                    remote.client.set_times(remote.path(mark), now_ms, now_ms)
+                else:
+                    remote.write_bytes(mark, b"")
+            except FileNotFoundError:  # a record another submit is still writing
+                continue
 
     try:
-        bounded(mark, what=f"HDFS ({remote.url})")
+        bounded(mark_all, what=f"HDFS ({remote.url})")
     except StorageError as exc:  # bookkeeping only: the job runs without it
         echo(f"  could not record the layers' use in {remote.url} ({exc}); "
              "`tfyarn env prune` may count them unused")
