@@ -42,6 +42,22 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = 120.0)
     return value
 
 
+def wait_for_hdfs(layout, timeout_s: float = 150.0) -> float:
+    """Waits for the local cluster's NameNode to be out of safe mode with a DataNode;
+    returns when it was seen so (time.time(), asked every 0.1 s)."""
+    from tfyarn.localyarn import hdfs
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if hdfs.ready(layout):
+                return time.time()
+        except Exception:  # noqa: BLE001 (its web server is not up yet)
+            pass
+        assert time.monotonic() < deadline, f"HDFS not back after {timeout_s:.0f} s"
+        time.sleep(0.1)
+
+
 def write_doc(path: Path, doc: Any) -> Path:
     """Writes a document: text as is, anything else as JSON or YAML by the suffix."""
     if isinstance(doc, str):

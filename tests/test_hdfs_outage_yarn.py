@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from jobtools import JobFiles, prepare_job, run_tfyarn, wait_for
+from jobtools import JobFiles, prepare_job, run_tfyarn, wait_for, wait_for_hdfs
 
 from tfyarn.localyarn import daemons, hdfs
 from tfyarn.localyarn.provision import find_java_home
 
 pytestmark = pytest.mark.yarn
 WAIT_S = 150
+DOWN_S = 10
 
 # The chief saves a TF-shaped checkpoint (index, data, state file last) every 0.3 s into its
 # local work dir until the test puts "release" in the job's key-value store.
@@ -77,19 +80,24 @@ def chief_mirror(yarn_cluster, app_id: str) -> dict:
     return (chief[0].get("mirror") or {}) if chief else {}
 
 
-def test_mirror_survives_an_hdfs_outage(yarn_cluster, skein_client, tmp_path: Path) -> None:
+def submit_saver(yarn_cluster, tmp_path: Path, interval_s: int) -> tuple[str, JobFiles]:
+    """The saver job, its chief's work dir mirrored every ``interval_s``."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     (scripts / "saver.py").write_text(SAVER)
     resources, app_config = prepare_job(
         tmp_path, scripts_dir=scripts, entry="saver.py",
         components={r: {"yarn.memory": "256"} for r in ("ps", "chiefworker", "worker")},
-        settings={"checkpoint.mirror.interval": "1"})
+        settings={"checkpoint.mirror.interval": str(interval_s)})
     out = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
                      str(app_config), "--detach", "--json")
     assert out.returncode == 0, out.stderr
     app_id = json.loads(out.stdout.splitlines()[-1])["application_id"]
-    files = JobFiles(yarn_cluster.layout, app_id)
+    return app_id, JobFiles(yarn_cluster.layout, app_id)
+
+
+def test_mirror_survives_an_hdfs_outage(yarn_cluster, skein_client, tmp_path: Path) -> None:
+    app_id, files = submit_saver(yarn_cluster, tmp_path, 1)
     layout = yarn_cluster.layout
     namenode = hdfs.daemons_of(layout)[0]
     try:
@@ -104,7 +112,7 @@ def test_mirror_survives_an_hdfs_outage(yarn_cluster, skein_client, tmp_path: Pa
     finally:
         if daemons.running_pid(layout, namenode.name) is None:
             daemons.start(layout, find_java_home(), namenode)
-        wait_for("HDFS back", lambda: _ready(layout), WAIT_S)
+        wait_for_hdfs(layout)
     caught_up = wait_for("the mirror to catch up", lambda: (
         (m := chief_mirror(yarn_cluster, app_id)).get("error") is None
         and hdfs_step(files) > before and m), WAIT_S)
@@ -121,8 +129,35 @@ def test_mirror_survives_an_hdfs_outage(yarn_cluster, skein_client, tmp_path: Pa
     assert hdfs_step(files) >= after
 
 
-def _ready(layout) -> bool:
+def test_mirror_resumes_within_an_interval_of_a_namenode_restart(
+        yarn_cluster, skein_client, tmp_path: Path) -> None:
+    """The NameNode goes away while the chief trains and comes back: the chief's next copy
+    reaches HDFS within one mirror interval (plus 5 s) of the NameNode leaving safe mode."""
+    interval_s = 2
+    app_id, files = submit_saver(yarn_cluster, tmp_path, interval_s)
+    layout = yarn_cluster.layout
+    namenode = hdfs.daemons_of(layout)[0]
     try:
-        return hdfs.ready(layout)
-    except Exception:  # noqa: BLE001 (the web server is not up yet)
-        return False
+        before = wait_for("a checkpoint on HDFS", lambda: hdfs_step(files) >= 3 and
+                          hdfs_step(files), WAIT_S)
+        assert daemons.stop(layout, namenode.name)
+        time.sleep(DOWN_S)
+    finally:
+        if daemons.running_pid(layout, namenode.name) is None:
+            daemons.start(layout, find_java_home(), namenode)
+    ready = wait_for_hdfs(layout)
+    try:
+        synced = wait_for("the chief's next copy", lambda: (
+            (last := _last_sync(yarn_cluster, app_id)) > ready and last), WAIT_S)
+        print(f"\n[{app_id}] NameNode out of safe mode; the chief's next copy "
+              f"{synced - ready:.1f} s later (interval {interval_s} s)")
+        assert hdfs_step(files) > before
+        assert synced - ready <= interval_s + 5
+    finally:
+        skein_client.connect(app_id).kv.put("release", b"1")
+
+
+def _last_sync(yarn_cluster, app_id: str) -> float:
+    """When the chief's mirror last copied, by its own clock (0: never)."""
+    last = chief_mirror(yarn_cluster, app_id).get("last_sync")
+    return datetime.fromisoformat(last).timestamp() if last else 0.0

@@ -7,6 +7,7 @@ name a file that is not there, and a task restoring from HDFS gets a complete ch
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -14,9 +15,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from jobtools import wait_for_hdfs
 
 from appmaster.agent.mirror import WorkDirMirror, listed_checkpoints, missing_shards
-from appmaster.common.storage import RemoteDir, StorageError, bounded, plain_reason
+from appmaster.common.storage import TEMPORARY_MARK, RemoteDir, StorageError, bounded, plain_reason
+from tfyarn.localyarn import daemons, hdfs
+from tfyarn.localyarn.provision import find_java_home
 
 pytestmark = pytest.mark.yarn
 
@@ -150,3 +154,50 @@ def test_namenode_errors_lose_their_java_frames() -> None:
                          '"Permission denied: user=alice, access=WRITE'
                          '\\n\\tat org.apache.x(X.java:1)")')
     assert plain_reason(error) == "Permission denied: user=alice, access=WRITE"
+
+
+class DeletedBeforeClose:
+    """A source that, read to its end, deletes the temporary file being written from it:
+    the upload's close then fails, as it does when the NameNode goes away mid-close."""
+
+    def __init__(self, remote: RemoteDir) -> None:
+        self.remote, self.sent = remote, False
+
+    def read(self, size: int) -> bytes:
+        if not self.sent:
+            self.sent = True
+            return b"x" * 1000
+        for status in self.remote.client.list_status(self.remote.root):
+            if TEMPORARY_MARK in status.path:
+                self.remote.client.delete(status.path)
+        return b""
+
+
+def test_a_failed_close_leaves_nothing_that_waits_for_the_namenode(yarn_cluster,
+                                                                   remote: RemoteDir):
+    """An upload whose close failed, dropped while the NameNode is away, returns at once. The
+    writer's finalizer used to close it again, retrying the NameNode for about 50 s in the
+    thread that dropped it (the mirror's loop, which then copied nothing)."""
+    layout = yarn_cluster.layout
+    namenode = hdfs.daemons_of(layout)[0]
+    remote.make()
+    try:
+        try:
+            remote.upload(DeletedBeforeClose(remote), "file")  # type: ignore[arg-type]
+        except Exception as failure:  # noqa: BLE001 (the close's, whatever its type)
+            assert daemons.stop(layout, namenode.name)
+            with pytest.raises(StorageError):  # the client finds its connection gone
+                bounded(remote.exists, 2.0)
+            started = time.monotonic()
+            del failure  # the traceback held the writer: its finalizer runs now
+        else:
+            pytest.fail("the close of a deleted file succeeded")
+        gc.collect()
+        dropped_s = time.monotonic() - started
+    finally:
+        if daemons.running_pid(layout, namenode.name) is None:
+            daemons.start(layout, find_java_home(), namenode)
+        wait_for_hdfs(layout)
+    assert dropped_s < 2, f"dropping a failed upload took {dropped_s:.1f} s"
+    remote.write_bytes("after", b"back")  # the same client goes on once HDFS is back
+    assert remote.read_bytes("after") == b"back"

@@ -78,6 +78,10 @@ def test_one_copy_of_each_layer_per_cluster(yarn_cluster, tmp_path: Path,
         assert (shipped_b.uploaded, shipped_b.layers) == ((), shipped_a.layers), lines
         assert f"2 there already, 0 uploaded now; public in the NodeManagers' cache; from " \
                f"{shared}: 0 of {B}'s, 2 of {a}'s" in lines[-1], lines
+        # B's use of A's layers, for `tfyarn env prune`: a marker each in B's subdirectory
+        marks = admin.list_status(f"{local_hdfs.SHARED_LAYERS_DIR}/{B}/.used/{a}")
+        assert {(m.path.rsplit("/", 1)[1], m.owner) for m in marks} == {
+            (url.rsplit("/", 1)[1], B) for _, url, _ in shipped_a.layers}
         app_b, outcome = run_on_node(nm, shipped_b.files(), script)
         assert outcome.startswith("SUCCEEDED"), f"{app_b}: {outcome}"
         # One copy of each layer on the node that ran both jobs: A's job put it in the

@@ -27,11 +27,25 @@ REMOTE_SCHEMES = ("hdfs", "viewfs")  # what hdfs-native speaks
 TEMPORARY_MARK = "._tfyarn_tmp_"  # in the name of a file still being written
 CHUNK = 4 * 2**20
 CALL_TIMEOUT_S = 60.0  # hdfs-native retries an unreachable NameNode without end
+# hdfs-native's retries of an unreachable NameNode back off up to 15 s (15 tries): a call made
+# during an outage then woke up to 15 s after the NameNode was back. Tries every 2 s at most,
+# as many as keep the same patience (about 150 s).
+CLIENT_CONFIG = {"dfs.client.failover.sleep.max.millis": "2000",
+                 "dfs.client.failover.max.attempts": "75"}
 
 T = TypeVar("T")
 # Raised when the process got new delegation tokens (appmaster/common/hdfstokens.py): every
 # RemoteDir then makes a new client, whose connections present them.
 _tokens_generation = 0
+
+
+def _closed_for_good(writer: io.RawIOBase) -> None:
+    """Mark an hdfs-native writer closed, whether its close succeeded or failed.
+
+    Its close() does not tell io.RawIOBase, so the finalizer closes it again: after a failed
+    close (the NameNode went away), that second close retried the NameNode for about 50 s in
+    whichever thread dropped the writer, the mirror's loop, out of reach of any timeout."""
+    io.RawIOBase.close(writer)
 
 
 def tokens_changed() -> None:
@@ -113,7 +127,7 @@ class RemoteDir:
     def _new_client(self):
         from hdfs_native import Client  # imported here: the client side uses it only to check
 
-        return Client(self.authority) if self.authority else Client()
+        return Client(self.authority, config=CLIENT_CONFIG)
 
     def path(self, relative: str = "") -> str:
         return f"{self.root}/{relative}".rstrip("/") if relative else self.root
@@ -189,12 +203,16 @@ class RemoteDir:
         total = os.fstat(source.fileno()).st_size if progress else 0
         size = 0
         options = WriteOptions(replication=replication) if replication else None
-        with self.client.create(temporary, options) as writer:
+        writer = self.client.create(temporary, options)
+        try:
             while chunk := source.read(CHUNK):
                 writer.write(chunk)
                 size += len(chunk)
                 if progress:
                     progress(size, total)
+            writer.close()
+        finally:
+            _closed_for_good(writer)
         try:
             self.client.rename(temporary, target, overwrite=replace)
         except Exception:

@@ -9,6 +9,7 @@ import click
 from tfyarn.cli import exitcodes
 from tfyarn.cli.cluster import cluster_group
 from tfyarn.cli.config import config_command
+from tfyarn.cli.envs import env_group
 from tfyarn.cli.jobs import submit_command, wait_command
 from tfyarn.cli.monitor import (
     kill_command,
@@ -78,6 +79,7 @@ main.add_command(logs_command)
 main.add_command(report_command)
 main.add_command(config_command)
 main.add_command(tensorboard_command)
+main.add_command(env_group)
 
 if __name__ == "__main__":
     main()

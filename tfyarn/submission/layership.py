@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appmaster.common.storage import RemoteFile
-from tfyarn.submission import envlayers, envpack
+from tfyarn.submission import envlayers, envpack, layeruse
 from tfyarn.submission.environments import (
     JobEnvironment,
     JobEnvironmentError,
@@ -147,6 +147,8 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
                 uploaded.append(label)
                 echo(f"  uploaded {label} to {url} in {seconds:.1f} s")
     verified.save()
+    layeruse.record(store.remote, cluster_user(), used, shared=bool(shared_url),
+                    known=store.known(), echo=echo)
     prune_cache({layer.archive_name(SUFFIX) for layer in layers})
     reused = len(layers) - len(uploaded)
     visibilities = sorted({visibility for _, _, visibility in shipped})
@@ -192,6 +194,10 @@ class HomeStore:
 
     def whose(self, used: list[str]) -> str:
         return ""
+
+    def known(self) -> dict[str, RemoteFile]:
+        """The files listed, by path under the directory."""
+        return self.present
 
 
 class Verified:

@@ -202,6 +202,11 @@ class SharedStore:
             self.subdirs[self.me] = Subdir(self.me, SUBDIR_MODE)
         return f"{self.me}/{name}", self.searchable
 
+    def known(self) -> dict[str, RemoteFile]:
+        """The files listed (each writer looked in), by path under the directory."""
+        return {path: info for listing in self.listings.values() for path, info in
+                listing.items()}
+
     def whose(self, used: list[str]) -> str:
         """Which writers' layers the job uses, for the submit's summary."""
         counts = {writer: sum(path.startswith(f"{writer}/") for path in used)
