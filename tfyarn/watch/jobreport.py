@@ -52,7 +52,9 @@ def final_view(report) -> tuple[JobView | None, str]:
     view = jobview.final_view(report.id)
     if view:
         return view, "as the AppMaster logged it at the end"
-    return None, "no task table: the AppMaster recorded none (killed?) or logs not aggregated yet"
+    return None, (f"no task table: the AppMaster recorded none (it failed or was killed before "
+                  f"its tasks started?) or its log is not aggregated yet; `tfyarn logs "
+                  f"{report.id} --role appmaster` shows that log")
 
 
 def fetch(report) -> tuple[bytes, str]:
