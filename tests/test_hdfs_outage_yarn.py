@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -96,23 +99,37 @@ def submit_saver(yarn_cluster, tmp_path: Path, interval_s: int) -> tuple[str, Jo
     return app_id, JobFiles(yarn_cluster.layout, app_id)
 
 
+@dataclass
+class Outage:
+    before: int = 0  # the chief's step on HDFS when the NameNode stopped
+    ready: float = 0.0  # when HDFS was back, out of safe mode
+
+
+@contextmanager
+def namenode_stopped(layout, files: JobFiles) -> Iterator[Outage]:
+    """The NameNode stopped once HDFS holds a checkpoint, and started again on leaving
+    (whatever happened inside), HDFS waited for until it is out of safe mode."""
+    namenode, outage = hdfs.daemons_of(layout)[0], Outage()
+    try:
+        outage.before = wait_for("a checkpoint on HDFS", lambda: hdfs_step(files) >= 3 and
+                                 hdfs_step(files), WAIT_S)
+        assert daemons.stop(layout, namenode.name)
+        yield outage
+    finally:
+        if daemons.running_pid(layout, namenode.name) is None:
+            daemons.start(layout, find_java_home(), namenode)
+        outage.ready = wait_for_hdfs(layout)
+
+
 def test_mirror_survives_an_hdfs_outage(yarn_cluster, skein_client, tmp_path: Path) -> None:
     app_id, files = submit_saver(yarn_cluster, tmp_path, 1)
-    layout = yarn_cluster.layout
-    namenode = hdfs.daemons_of(layout)[0]
-    try:
-        before = wait_for("a checkpoint on HDFS", lambda: hdfs_step(files) >= 3 and
-                          hdfs_step(files), WAIT_S)
-        assert daemons.stop(layout, namenode.name)
+    with namenode_stopped(yarn_cluster.layout, files) as outage:
+        before = outage.before
         down = wait_for("the status to say mirroring fails",
                         lambda: (m := chief_mirror(yarn_cluster, app_id)).get("error") and m,
                         WAIT_S)
         print(f"\n[{app_id}] NameNode stopped at HDFS step {before}; status: {down['error']}")
         assert down["failing_since"] and down["last_checkpoint"], down
-    finally:
-        if daemons.running_pid(layout, namenode.name) is None:
-            daemons.start(layout, find_java_home(), namenode)
-        wait_for_hdfs(layout)
     caught_up = wait_for("the mirror to catch up", lambda: (
         (m := chief_mirror(yarn_cluster, app_id)).get("error") is None
         and hdfs_step(files) > before and m), WAIT_S)
@@ -135,17 +152,9 @@ def test_mirror_resumes_within_an_interval_of_a_namenode_restart(
     reaches HDFS within one mirror interval (plus 5 s) of the NameNode leaving safe mode."""
     interval_s = 2
     app_id, files = submit_saver(yarn_cluster, tmp_path, interval_s)
-    layout = yarn_cluster.layout
-    namenode = hdfs.daemons_of(layout)[0]
-    try:
-        before = wait_for("a checkpoint on HDFS", lambda: hdfs_step(files) >= 3 and
-                          hdfs_step(files), WAIT_S)
-        assert daemons.stop(layout, namenode.name)
+    with namenode_stopped(yarn_cluster.layout, files) as outage:
         time.sleep(DOWN_S)
-    finally:
-        if daemons.running_pid(layout, namenode.name) is None:
-            daemons.start(layout, find_java_home(), namenode)
-    ready = wait_for_hdfs(layout)
+    before, ready = outage.before, outage.ready
     try:
         synced = wait_for("the chief's next copy", lambda: (
             (last := _last_sync(yarn_cluster, app_id)) > ready and last), WAIT_S)
