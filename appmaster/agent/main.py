@@ -24,13 +24,13 @@ from typing import Any
 from appmaster.agent.heartbeat import Heartbeat
 from appmaster.agent.mirror import MirrorStatus
 from appmaster.agent.taskdir import CannotStart, Restore, TaskWorkDir, cannot_reach
-from appmaster.common import gpus, registry
+from appmaster.common import gpus, rankenv, registry
 from appmaster.common.agentlink import AgentLink, LinkError
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.common.pageguard import GuardedPage, redacting_copy
 from appmaster.common.registry import AgentState
-from appmaster.common.vocabulary import Role
+from appmaster.common.vocabulary import Framework, Role
 
 # What only some tasks use is imported where it is used (a keytab's tokens, the chief's
 # progress, a failed script's hints): every agent's start is CPU its node spends before the
@@ -126,11 +126,14 @@ def gather_data(names: Iterable[str]) -> str:
 
 
 def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir: str,
-                     secrets: tuple[str, ...] = (), work_dir_url: str | None = None) -> dict:
+                     secrets: tuple[str, ...] = (), work_dir_url: str | None = None,
+                     group: dict[str, str] | None = None) -> dict:
+    """``group``: a PyTorch or JAX rank's variables (rankenv.py), in place of TF_CONFIG."""
     env = dict(os.environ)
     env.update(secret_environment(secrets))
+    env.update(group if group is not None else {
+        "TF_CONFIG": json.dumps(spec.tf_config(task.role, task.index))})
     env.update({
-        "TF_CONFIG": json.dumps(spec.tf_config(task.role, task.index)),
         "TFYARN_ROLE": task.role,
         "TFYARN_TASK_INDEX": str(task.index),
         "TFYARN_ATTEMPT": str(task.attempt),
@@ -343,13 +346,26 @@ def _command_and_environment(link: AgentLink, plan: JobPlan, app_id: str,
     # its work dir and data dir (localized by YARN) in this container's directory
     command = plan.task_command(spec, task.role, task.index, os.getcwd(), app_id)
     env = task_environment(spec, task, work.path, plan.secrets,
-                           work.job_dir if work.mirror else None)
+                           work.job_dir if work.mirror else None,
+                           _group_environment(plan, spec, task, app_id))
     if plan.data_dir or plan.data:  # what --data_dir says, for scripts without the flag
         env["TFYARN_DATA_DIR"] = gather_data(entry.name for entry in plan.data)
     if task.role == Role.EVALUATOR:
         env["TFYARN_TRAINING_DONE_FILE"] = str(work.done_file)
         work.wait_for_training(link)
     return command, env
+
+
+def _group_environment(plan: JobPlan, spec: ClusterSpec, task: registry.TaskAssignment,
+                       app_id: str) -> dict[str, str] | None:
+    """A PyTorch or JAX task's rank in the group (one process per container); None for
+    TensorFlow's."""
+    if plan.framework == Framework.TENSORFLOW:
+        return None
+    role = plan.role(task.role)
+    return rankenv.process_environment(
+        plan.framework, spec, task.role, task.index, generation=task.generation,
+        max_restarts=role.failure_threshold if role else 0, run_id=app_id, environ=os.environ)
 
 
 def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: list[str],

@@ -14,7 +14,14 @@ from typing import Any
 from appmaster.common import settings
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.storage import is_remote
-from appmaster.common.vocabulary import TF_ROLES, FailurePolicy, Role, SuccessPolicy, Word
+from appmaster.common.vocabulary import (
+    TF_ROLES,
+    FailurePolicy,
+    Framework,
+    Role,
+    SuccessPolicy,
+    Word,
+)
 
 JOB_FILE = "tfyarn-job.json"
 SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
@@ -28,6 +35,11 @@ DATA_ENTRY_PREFIX = "data-"
 # Each task's local work dir in its directory, when the job's work dir is on HDFS: the node's
 # own fast disk, kept in step with HDFS by the agent (appmaster/agent/mirror.py)
 LOCAL_WORK_DIR = "work"
+
+
+# What a PyTorch or JAX job cannot have: its ranks are one group, with no ps to serve it and
+# no evaluator beside it (TensorBoard reads the event files, as in any job).
+GROUPLESS_ROLES = (Role.PS, Role.EVALUATOR)
 
 
 class SpecError(ValueError):
@@ -167,6 +179,8 @@ class JobPlan:
     # YARN access lists ("users groups") besides the owner and YARN's admins; None: nobody
     view_acl: str | None = None
     modify_acl: str | None = None
+    # site.global.framework: what the tasks are told of their cluster (a Framework)
+    framework: str = settings.FRAMEWORK.default
     # the settings declared without a field of their own, by key (JSON values): read
     # through their declarations, `value(setting)`
     extra: dict[str, Any] = field(default_factory=dict)
@@ -204,6 +218,19 @@ class JobPlan:
             raise SpecError(f"work dir flag {self.work_dir_flag!r}: --name, or \"\" for none")
         if len({entry.name for entry in self.data}) < len(self.data):
             raise SpecError("each data entry has a name of its own")
+        if self.framework not in set(Framework):
+            raise SpecError(f"framework {self.framework!r} is not one of {', '.join(Framework)}")
+        object.__setattr__(self, "framework", Framework(self.framework))
+        if unfit := self.unfit_roles():
+            raise SpecError(f"a {self.framework} job has no {' or '.join(unfit)}: its "
+                            "processes are ranks of one group (chiefworker and workers)")
+
+    def unfit_roles(self) -> list[str]:
+        """The roles this job has that its framework has no place for: a ps or an evaluator
+        beside the ranks of a PyTorch or JAX group."""
+        if self.framework == Framework.TENSORFLOW:
+            return []
+        return [role.name for role in self.components if role.name in GROUPLESS_ROLES]
 
     def value(self, setting: settings.Setting) -> Any:
         """A setting of appConfig or the AppMaster as the job has it, by its declaration."""
@@ -270,8 +297,11 @@ class JobPlan:
         assert self.python is not None, "a planned job's interpreter"
         script = f"{SCRIPTS_DIR}/{self.entry}"
         data = f"{container_dir}/{DATA_DIR_NAME}" if self.data_dir or self.data else None
-        flags = spec.flags(role, index, self.task_work_dir(app_id, container_dir),
-                           data_dir=data, work_dir_flag=self.work_dir_flag)
+        work = self.task_work_dir(app_id, container_dir)
+        if self.framework == Framework.TENSORFLOW:
+            flags = spec.flags(role, index, work, data_dir=data, work_dir_flag=self.work_dir_flag)
+        else:  # written for torchrun or jax.distributed: the cluster is in its environment
+            flags = [f"{self.work_dir_flag}={work}"] if self.work_dir_flag else []
         return [self.python, script, *flags, *self.script_args]
 
     def to_dict(self) -> dict[str, Any]:

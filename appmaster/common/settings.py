@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from appmaster.common.vocabulary import FailurePolicy, SuccessPolicy
+from appmaster.common.vocabulary import FailurePolicy, Framework, SuccessPolicy
 
 # Where a setting is written.
 COMPONENT_SCOPE = "component"  # resources.json, per component or in "global" for every component
@@ -73,7 +73,10 @@ _G = APP_PREFIX
 
 
 def _work_dir_flag(given: Mapping[str, Any]) -> str:
-    """Slider's TensorFlow package read its checkpoint dir from --ckp_dir."""
+    """Slider's TensorFlow package read its checkpoint dir from --ckp_dir; a script written
+    for torchrun or jax.distributed takes no flag of tfyarn's (TFYARN_WORK_DIR says it)."""
+    if given.get(FRAMEWORK.key, FRAMEWORK.default) != Framework.TENSORFLOW:
+        return ""
     return "--ckp_dir" if given.get(CHECKPOINT_PREFIX.key) else "--work_dir"
 
 
@@ -165,6 +168,13 @@ WORK_DIR_FLAG = Setting(
     '"" for none (a script that defines no such flag)',
     default_text="--work_dir (--ckp_dir with site.global.user.checkpoint.prefix)",
     example="--model_dir", field="work_dir_flag", derived=_work_dir_flag)
+
+FRAMEWORK = Setting(
+    _G + "framework", APP_SCOPE, "choice",
+    "what every task is told of the cluster: tensorflow (Slider's flags and TF_CONFIG), "
+    "pytorch (torchrun's environment) or jax (jax.distributed's and Keras 3's)",
+    default=Framework.TENSORFLOW.value, choices=tuple(f.value for f in Framework),
+    example="pytorch", field="framework")
 
 ENV = Setting(
     _G + "user.env", APP_SCOPE, "map", "environment variables set for every task",
@@ -300,6 +310,7 @@ SETTINGS: tuple[Setting, ...] = (
     LAYERS_TRUST, DOCKER_MOUNTS, SUCCESS_POLICY, ALLOCATION_TIMEOUT, DEADLINE, AM_MAX_ATTEMPTS,
     SECRETS, MIRROR_INTERVAL, HEARTBEAT_TIMEOUT, EVALUATION_TIMEOUT, DATA_DIR,
     CHECKPOINT_PREFIX, DATA, VIEW_ACL, MODIFY_ACL,
+    FRAMEWORK,
 )
 
 

@@ -35,6 +35,14 @@ class Role(Word):
 TF_ROLES = (Role.PS, Role.CHIEFWORKER, Role.WORKER)
 
 
+class Framework(Word):
+    """What the tasks' processes are told of their cluster (site.global.framework)."""
+
+    TENSORFLOW = "tensorflow"  # Slider's flags and TF_CONFIG
+    PYTORCH = "pytorch"  # torchrun's environment (torch.distributed's env://)
+    JAX = "jax"  # jax.distributed's and keras.distribution's environment
+
+
 class FailurePolicy(Word):
     """What a component's failed task does (yarn.container.failure.policy)."""
 

@@ -1,10 +1,11 @@
 """The failure rules, by YARN's verdict on a container's end (appmaster/model/verdicts.py): a
-failed worker is replaced; a failed ps or chief restarts the whole cluster as a new
-generation; a task preempted or killed by YARN is asked for again, uncounted; a task killed
-for memory or lost counts against its role's threshold, as a failure does; a role's failure
-policy (restart, ignore, fatal) and ``yarn.container.failure.threshold`` decide when the job
-ends. Each rule that may end the job returns its :class:`EndJob`, and stops there. The rules are
-an object handed the job's core (jobcore.py: the plan, the task table, the shared steps)."""
+failed worker is replaced; a failed ps or chief, or any rank of a PyTorch or JAX group,
+restarts the whole cluster as a new generation; a task preempted or killed by YARN is asked
+for again, uncounted; a task killed for memory or lost counts against its role's threshold,
+as a failure does; a role's failure policy (restart, ignore, fatal) and
+``yarn.container.failure.threshold`` decide when the job ends. Each rule that may end the job
+returns its :class:`EndJob`, and stops there. The rules are an object handed the job's core
+(jobcore.py: the plan, the task table, the shared steps)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from appmaster.common import registry
-from appmaster.common.vocabulary import FailurePolicy, JobState, Role, TaskState
+from appmaster.common.vocabulary import FailurePolicy, Framework, JobState, Role, TaskState
 from appmaster.model.history import Mark
 from appmaster.model.jobactions import EndJob, Fence, Kill
 from appmaster.model.jobcore import JobCore
@@ -243,8 +244,10 @@ class FailureRules:
             self.restart_generation(task, now)
 
     def _replaceable(self, task: Task) -> bool:
-        """A plain worker: not the chief (worker 0 in a job without a chiefworker)."""
-        return task.role == Role.WORKER and task.key != self.plan.chief
+        """A plain worker of TensorFlow: not the chief (worker 0 in a job without a
+        chiefworker). A PyTorch or JAX group cannot go on with a rank missing: none is."""
+        return (self.plan.framework == Framework.TENSORFLOW and task.role == Role.WORKER
+                and task.key != self.plan.chief)
 
     def restart_generation(self, failed: Task, now: float) -> None:
         """End every old container first, then a fresh rendezvous for every task."""

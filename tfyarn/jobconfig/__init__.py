@@ -28,7 +28,7 @@ from tfyarn.jobconfig.model import (
     describe_problems,
 )
 from tfyarn.jobconfig.overrides import OverriddenChecker, Override, apply
-from tfyarn.jobconfig.resources import parse_resources
+from tfyarn.jobconfig.resources import check_roles_fit, parse_resources
 
 __all__ = [
     "APPMASTER", "COMPONENT_NAMES", "ClientFacts", "Defaults", "JobConfig", "JobConfigError",
@@ -66,6 +66,8 @@ def load_job(
         resources_checker, defaults.resources_document(given_resources))
     app = None if given_app is None else parse_app(
         app_checker, defaults.app_document(given_app), Path(app_config_path), user)
+    if resources is not None and app is not None:
+        check_roles_fit(resources_checker, resources[0], app[0]["framework"])
     if problems:
         raise JobConfigError(problems)
     assert resources is not None and app is not None  # no problems means both parsed

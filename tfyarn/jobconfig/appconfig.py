@@ -24,6 +24,7 @@ from appmaster.common.settings import (
     ENTRY,
     ENV,
     EVALUATION_TIMEOUT,
+    FRAMEWORK,
     HEARTBEAT_TIMEOUT,
     MIRROR_INTERVAL,
     MODIFY_ACL,
@@ -190,6 +191,7 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         data=data,
         view_acl=appvalues.acl(c, settings, VIEW_ACL.key),
         modify_acl=appvalues.acl(c, settings, MODIFY_ACL.key),
+        framework=appvalues.by_kind(c, settings, FRAMEWORK),
         extra={s.key: appvalues.by_kind(c, settings, s)
                for s in declared(APP_SCOPE) if not s.field},
     )

@@ -6,13 +6,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from appmaster.common.jobplan import RolePlan
+from appmaster.common.jobplan import GROUPLESS_ROLES, RolePlan
 from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
     FAILURE_POLICIES,
     FAILURE_POLICY,
     FAILURE_THRESHOLD,
+    FRAMEWORK,
     GPUS,
     INSTANCES,
     LABEL,
@@ -23,7 +24,7 @@ from appmaster.common.settings import (
     setting,
     settings,
 )
-from appmaster.common.vocabulary import FailurePolicy, Role
+from appmaster.common.vocabulary import FailurePolicy, Framework, Role
 from tfyarn.jobconfig import memory
 from tfyarn.jobconfig.documents import (
     Checker,
@@ -290,3 +291,18 @@ def _label(s: _Settings) -> tuple[str | None, bool]:
         )
         return None, False
     return label, True
+
+
+def check_roles_fit(c: Checker, components: Sequence[RolePlan], framework: str) -> None:
+    """A PyTorch or JAX job's tasks are the ranks of one group: no ps to serve it, no
+    evaluator beside it (appmaster.common.jobplan.GROUPLESS_ROLES)."""
+    if framework == Framework.TENSORFLOW:
+        return
+    for role in components:
+        if role.name in GROUPLESS_ROLES and role.instances > 0:
+            c.add(key_path("components", role.name, INSTANCES.key),
+                  f'a {role.name} has no place in a job whose "{FRAMEWORK.key}" is '
+                  f'"{framework}": its tasks are the ranks of one process group',
+                  f'remove the "{role.name}" component (or set its instances to "0"): '
+                  "chiefworker and workers are the ranks, the chief (else worker 0) rank 0; "
+                  "evaluate in the script, on rank 0.", value=str(role.instances))

@@ -25,7 +25,16 @@ PROVIDERS: dict[str, frozenset[str]] = {
         "intel-tensorflow", "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu"}),
 }
 PROVIDERS["keras"] = PROVIDERS["tensorflow"] | {"keras", "tf-keras"}
-NAMES = {"tensorflow": "TensorFlow", "keras": "Keras"}
+PROVIDERS["torch"] = frozenset({"torch"})
+PROVIDERS["jax"] = frozenset({"jax"})
+NAMES = {"tensorflow": "TensorFlow", "keras": "Keras", "torch": "PyTorch", "jax": "JAX"}
+# site.global.framework -> the import name its tasks need whatever the script imports
+NAMED = {"tensorflow": "tensorflow", "pytorch": "torch", "jax": "jax"}
+# How each is installed in the env to ship (the hint)
+INSTALL = {"tensorflow": "install tfyarn's [tf] extra in this env "
+                         "(pip install \"<tfyarn's wheel>[tf]\")",
+           "keras": "pip install keras", "torch": "pip install torch",
+           "jax": "pip install \"jax[cpu]\" (or jax[cuda12] on GPU nodes)"}
 MAX_MODULES = 200  # local modules followed from the entry script: a bound, not a limit met
 
 
@@ -85,9 +94,14 @@ class Missing:
     script: Path  # the file that imports it
 
 
-def missing(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path]) -> list[Missing]:
-    """The frameworks the script imports that no distribution in ``site_dirs`` provides."""
+def missing(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
+            framework: str = "tensorflow") -> list[Missing]:
+    """The frameworks the script imports, and the one the job names (site.global.framework,
+    other than TensorFlow, whose scripts say so by importing it), that no distribution in
+    ``site_dirs`` provides."""
     needed = frameworks_needed(entry, scripts_dir)
+    if framework != "tensorflow":
+        needed.setdefault(NAMED[framework], entry)
     if not needed:
         return []
     have = installed(site_dirs)
@@ -95,19 +109,23 @@ def missing(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path]) -> list[M
 
 
 def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
-                      prefix: Path) -> None:
-    """Refuse a job whose script imports a framework the env to be shipped (this
-    interpreter's, at ``prefix``) lacks, with the three ways out."""
-    gaps = missing(entry, scripts_dir, site_dirs)
+                      prefix: Path, framework: str = "tensorflow") -> None:
+    """Refuse a job whose script imports a framework, or whose site.global.framework names
+    one, that the env to be shipped (this interpreter's, at ``prefix``) lacks, with the three
+    ways out."""
+    gaps = missing(entry, scripts_dir, site_dirs, framework)
     if not gaps:
         return
     what = " and ".join(NAMES[gap.framework] for gap in gaps)
-    files = ", ".join(sorted({f"{gap.script} imports {gap.framework}" for gap in gaps}))
+    files = ", ".join(sorted({
+        f'site.global.framework is "{framework}"' if gap.framework == NAMED[framework]
+        and framework != "tensorflow" else f"{gap.script} imports {gap.framework}"
+        for gap in gaps}))
+    install = "; ".join(dict.fromkeys(INSTALL[gap.framework] for gap in gaps))
     raise JobEnvironmentError(
         f"the job's script needs {what} ({files}), but the Python env tfyarn would ship to "
         f"the containers, this interpreter's ({prefix}), has no {what} installed.",
-        hint=f"one of: install tfyarn's [tf] extra in this env "
-        f"(pip install \"<tfyarn's wheel>[tf]\"); give a packed env that has {what} "
+        hint=f"one of: {install} in this env; give a packed env that has {what} "
         "(--python-env env.tar.gz, made with venv-pack or conda-pack); or name an "
         f"interpreter every node has, with {what} ('\"site.global.python\": "
         "\"/usr/bin/python3\"' in appConfig.json).")

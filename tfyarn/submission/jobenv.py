@@ -20,15 +20,15 @@ from tfyarn.submission.environments import (
 
 
 def check_frameworks(job: JobConfig) -> None:
-    """Refuse a job whose script imports a framework (TensorFlow) that the env tfyarn would
-    ship, this interpreter's, lacks; nothing to check where the job names its own Python or
-    runs in a Docker image."""
+    """Refuse a job whose script imports a framework (TensorFlow, PyTorch, JAX), or whose
+    site.global.framework names one, that the env tfyarn would ship, this interpreter's,
+    lacks; nothing to check where the job names its own Python or runs in a Docker image."""
     spec, client = job.spec, job.client
     if not ships_own_env(spec.python, client.python_env) or spec.docker_image:
         return
     env = envpack.current_env()
     frameworks.check_shipped_env(client.entry_path, client.scripts_dir, env.site_dirs,
-                                 env.prefix)
+                                 env.prefix, spec.framework)
 
 
 def prepare(job: JobConfig, task_python: str,

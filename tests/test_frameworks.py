@@ -1,0 +1,192 @@
+"""site.global.framework: the job files' checks, the spec's rules, each task's command and
+environment (appmaster/common/rankenv.py), the shipped env's check, the failure rule."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_first_contact import dist_info
+from test_job import Cluster, restarts
+from test_jobconfig import assert_problem, errors, load
+from test_jobconfig import job_dir as job_dir  # the fixture
+
+from appmaster.common import rankenv
+from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.jobplan import JobPlan, RolePlan, SpecError
+from appmaster.common.vocabulary import Framework, JobState
+from tfyarn.submission import frameworks
+from tfyarn.submission.environments import JobEnvironmentError
+
+RESOURCES = {"components": {
+    "chiefworker": {"yarn.role.priority": "1", "yarn.component.instances": "1"},
+    "worker": {"yarn.role.priority": "2", "yarn.component.instances": "2"}}}
+
+
+def app(**settings: str) -> dict[str, Any]:
+    given = {"site.global.user.scripts.entry": "ymnist.py"}
+    return {"global": {**given, **{f"site.global.{k}": v for k, v in settings.items()}}}
+
+
+def resources(**more: dict[str, str]) -> dict[str, Any]:
+    return {"components": {**RESOURCES["components"], **more}}
+
+
+# ---- the job files ----
+
+def test_a_job_that_says_nothing_is_tensorflow(job_dir: Path) -> None:
+    job = load(job_dir, RESOURCES, app())
+    assert job.spec.framework is Framework.TENSORFLOW and job.spec.work_dir_flag == "--work_dir"
+
+
+@pytest.mark.parametrize("name", ["pytorch", "jax"])
+def test_a_pytorch_or_jax_job_takes_no_flag_of_tfyarn(job_dir: Path, name: str) -> None:
+    job = load(job_dir, RESOURCES, app(framework=name))
+    assert job.spec.framework == name and job.spec.work_dir_flag == ""
+    given = load(job_dir, RESOURCES, app(framework=name, **{
+        "user.scripts.work_dir_flag": "--snapshot_dir"}))
+    assert given.spec.work_dir_flag == "--snapshot_dir"
+
+
+def test_an_unknown_framework_is_refused_with_the_list(job_dir: Path) -> None:
+    text = errors(job_dir, RESOURCES, app(framework="mxnet"))
+    assert_problem(text, "appConfig.json", 'global."site.global.framework"',
+                   'must be one of "tensorflow", "pytorch", "jax"')
+
+
+@pytest.mark.parametrize("role", ["ps", "evaluator"])
+def test_a_ps_or_evaluator_in_a_pytorch_job_is_refused_with_the_fix(job_dir: Path,
+                                                                  role: str) -> None:
+    extra = {role: {"yarn.role.priority": "3", "yarn.component.instances": "1"}}
+    text = errors(job_dir, resources(**extra), app(framework="pytorch"))
+    assert_problem(text, "resources.json", f'components.{role}."yarn.component.instances"',
+                   f'a {role} has no place in a job whose "site.global.framework" is "pytorch"',
+                   f'remove the "{role}" component')
+    load(job_dir, resources(**extra), app())  # TensorFlow's own roles
+
+
+def test_the_spec_refuses_what_the_files_refuse() -> None:
+    ps = RolePlan("ps", 1, 1, 1024, 1)
+    worker = RolePlan("worker", 2, 2, 1024, 1)
+    with pytest.raises(SpecError, match="a jax job has no ps"):
+        JobPlan("job", "t.py", "python3", "/w", (ps, worker), framework="jax")
+    with pytest.raises(SpecError, match="framework 'mxnet' is not one of"):
+        JobPlan("job", "t.py", "python3", "/w", (worker,), framework="mxnet")
+    plan = JobPlan("job", "t.py", "python3", "/w", (worker,), framework="pytorch")
+    assert JobPlan.from_json(plan.to_json()) == plan
+
+
+# ---- what each task runs, and with what ----
+
+SPEC = ClusterSpec(chief=("c0:2000",), workers=("w0:2001", "w1:2002"))
+
+
+def test_a_pytorch_task_runs_the_script_without_cluster_flags() -> None:
+    worker = RolePlan("worker", 2, 2, 1024, 1)
+    plan = JobPlan("job", "t.py", "python3", "/w", (worker,), framework="pytorch",
+                   script_args=("--epochs", "2"), work_dir_flag="")
+    assert plan.task_command(SPEC, "worker", 1, "/c") == ["python3", "app/t.py", "--epochs", "2"]
+    flagged = JobPlan("job", "t.py", "python3", "/w", (worker,), framework="pytorch",
+                      work_dir_flag="--snapshot_dir")
+    assert flagged.task_command(SPEC, "worker", 1, "/c") == ["python3", "app/t.py",
+                                                             "--snapshot_dir=/w"]
+
+
+def test_torchrun_s_environment_for_each_rank() -> None:
+    env = rankenv.process_environment("pytorch", SPEC, "worker", 1, generation=2,
+                                      max_restarts=3, run_id="application_1_0001", environ={})
+    assert env == {
+        "MASTER_ADDR": "c0", "MASTER_PORT": "2000", "RANK": "2", "WORLD_SIZE": "3",
+        "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": "2", "GROUP_WORLD_SIZE": "3",
+        "ROLE_NAME": "default", "ROLE_RANK": "2", "ROLE_WORLD_SIZE": "3",
+        "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_MAX_RESTARTS": "3",
+        "TORCHELASTIC_RUN_ID": "application_1_0001", "TORCHELASTIC_USE_AGENT_STORE": "False",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+    chief = rankenv.process_environment("pytorch", SPEC, "chiefworker", 0, generation=0,
+                                        max_restarts=0, run_id="a", environ={})
+    assert (chief["RANK"], chief["GROUP_RANK"]) == ("0", "0")
+
+
+def test_several_processes_per_container_count_as_torchrun_counts_them() -> None:
+    env = rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+                                      max_restarts=0, run_id="a", environ={},
+                                      local_rank=1, local_world_size=4)
+    assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["GROUP_RANK"],
+            env["OMP_NUM_THREADS"]) == ("5", "12", "1", "1", "1")
+    mine = rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+                                       max_restarts=0, run_id="a",
+                                       environ={"OMP_NUM_THREADS": "8"})
+    assert mine["OMP_NUM_THREADS"] == "8"
+    with pytest.raises(ValueError, match="local rank 4 of 4"):
+        rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+                                    max_restarts=0, run_id="a", environ={},
+                                    local_rank=4, local_world_size=4)
+
+
+def test_jax_and_keras_environment_for_each_process() -> None:
+    spec = ClusterSpec(workers=("w0:2001", "w1:2002"))
+    env = rankenv.process_environment("jax", spec, "worker", 1, generation=0, max_restarts=0,
+                                      run_id="a", environ={"KERAS_BACKEND": "torch"})
+    assert env == {
+        "JAX_COORDINATOR_ADDRESS": "w0:2001", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1",
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES": "w0:2001,w1:2002",
+        "KERAS_DISTRIBUTION_NUM_PROCESSES": "2", "KERAS_DISTRIBUTION_PROCESS_ID": "1",
+        "KERAS_BACKEND": "torch", "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo"}
+    several = rankenv.process_environment("jax", spec, "worker", 1, generation=0,
+                                          max_restarts=0, run_id="a", environ={},
+                                          local_rank=1, local_world_size=2)
+    assert (several["KERAS_DISTRIBUTION_JOB_ADDRESSES"], several["JAX_PROCESS_ID"],
+            several["KERAS_BACKEND"]) == ("w0:2001", "3", "jax")
+
+
+def test_tensorflow_tasks_get_nothing_here_and_a_ps_is_no_rank() -> None:
+    assert rankenv.process_environment("tensorflow", SPEC, "worker", 0, generation=0,
+                                       max_restarts=0, run_id="a", environ={}) == {}
+    with pytest.raises(ValueError, match="a ps is no rank"):
+        rankenv.group_rank(SPEC, "ps", 0)
+
+
+# ---- the env to ship ----
+
+@pytest.mark.parametrize(("framework", "package", "name"),
+                         [("pytorch", "torch", "PyTorch"), ("jax", "jax", "JAX")])
+def test_the_env_to_ship_needs_the_framework_the_job_names(
+        tmp_path: Path, framework: str, package: str, name: str) -> None:
+    entry, site = tmp_path / "train.py", tmp_path / "site-packages"
+    entry.write_text("import os\n")  # its framework imported elsewhere, or not at all
+    dist_info(site, "skein")
+    frameworks.check_shipped_env(entry, tmp_path, [site], Path("/venvs/thin"))  # TensorFlow's
+    with pytest.raises(JobEnvironmentError) as refused:
+        frameworks.check_shipped_env(entry, tmp_path, [site], Path("/venvs/thin"), framework)
+    text = str(refused.value)
+    assert text.startswith(f'the job\'s script needs {name} (site.global.framework is '
+                           f'"{framework}"), but the Python env tfyarn would ship'), text
+    assert f"pip install {package}" in text.replace('"jax[cpu]"', "jax")
+    dist_info(site, package)
+    frameworks.check_shipped_env(entry, tmp_path, [site], Path("/venvs/ok"), framework)
+
+
+# ---- the failure rule: a group without a rank cannot go on ----
+
+def group_plan(threshold: int = 1) -> JobPlan:
+    workers = RolePlan("worker", 3, 1, 1024, 1, failure_threshold=threshold)
+    return JobPlan("job", "t.py", "python3", "/w", (workers,), framework="pytorch")
+
+
+def test_a_failed_rank_restarts_the_whole_group_and_counts_once() -> None:
+    cluster = Cluster(group_plan())
+    cluster.everyone_running()
+    rank_0 = cluster.container("worker", 0)
+    cluster.exit("worker", 2, 1)  # not rank 0: still every rank starts again, now
+    assert cluster.job.generation == 1 and cluster.job.state == JobState.RESTARTING
+    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1 from "
+                                 "the last checkpoint"]
+    # rank 0's collective broke with it: already stopped, uncounted
+    assert cluster.apply(cluster.job.on_exited(rank_0, 1, cluster.now, "broken pipe")) == []
+    assert cluster.job.failures == Counter(worker=1)
+    cluster.everyone_running()
+    assert cluster.job.state == JobState.RUNNING
+    cluster.exit("worker", 1, 1)  # past the threshold
+    assert cluster.end and cluster.end.status == JobState.FAILED
