@@ -1,7 +1,8 @@
 """A task's local work dir kept in step with the job's work dir on HDFS.
 
 - ``restore``: before the script starts, the latest checkpoints on HDFS come down into the
-  local dir, so a task restarted on any node resumes where the job was.
+  local dir, so a task restarted on any node resumes where the job was (a PyTorch or JAX
+  job's: every file, its snapshots being the script's own).
 - ``sync``: the chief's local dir goes up, on an interval while it runs and once more when it
   ends. Checkpoints go up whole or not at all: data and index files first (each under a
   temporary name, renamed into place, several at once), then the ``checkpoint`` state file,
@@ -125,11 +126,12 @@ class WorkDirMirror:
 
     # ------------------------------------------------------------ down
 
-    def restore(self) -> str | None:
+    def restore(self, plain_files: bool = False) -> str | None:
         """Bring every checkpoint dir's listed checkpoints and state file down; returns the
-        newest checkpoint restored (None when HDFS has none yet)."""
+        newest checkpoint restored (None when HDFS has none yet). ``plain_files``: every
+        other file too (a PyTorch or JAX script's snapshots, which no state file lists)."""
         remote_files = self.remote.list_files()
-        newest = None
+        newest = self._restore_plain(remote_files) if plain_files else None
         for state_path in sorted(p for p in remote_files if os.path.basename(p) == STATE_FILE):
             directory = os.path.dirname(state_path)
             state_text = (self.remote.read_bytes(state_path) or b"").decode()
@@ -147,6 +149,15 @@ class WorkDirMirror:
                 newest = os.path.join(directory, prefixes[-1])
         self.status.restored = newest
         return newest
+
+    def _restore_plain(self, remote_files: dict) -> str | None:
+        """Every file outside TensorFlow's checkpoint dirs; the newest of them, if any."""
+        checkpoint_dirs = {os.path.dirname(p) for p in remote_files
+                           if os.path.basename(p) == STATE_FILE}
+        plain = [p for p in remote_files if os.path.dirname(p) not in checkpoint_dirs]
+        for relative in plain:
+            self._download(relative)
+        return max(plain, key=lambda p: remote_files[p].modified_ms, default=None)
 
     def pull(self) -> int:
         """Fetch what changed on HDFS (for a reader such as TensorBoard); returns file count."""

@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from appmaster.common import registry
 from appmaster.common.agentlink import AgentLink
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.storage import RemoteDir, StorageError, bounded, is_remote
-from appmaster.common.vocabulary import Role
+from appmaster.common.vocabulary import Framework, Role
 
 if TYPE_CHECKING:  # the evaluator's alone: imported where it is used
     from appmaster.agent.evaluation import CheckpointFollower
@@ -58,6 +59,8 @@ class TaskWorkDir:
         # what the script is told (plan.task_command): in this container's directory, or a
         # path every node mounts (or a one-node cluster)
         self.path = plan.task_work_dir(app_id, os.getcwd())
+        # a PyTorch or JAX script's snapshots are its own files: all of them restored
+        self.plain_files = plan.framework != Framework.TENSORFLOW
         Path(self.path).mkdir(parents=True, exist_ok=True)
         if not is_remote(self.job_dir):
             return
@@ -74,7 +77,7 @@ class TaskWorkDir:
             self.mirror.start("pull", report)
             return
         if self.role != Role.PS:  # a ps holds no files: the chief restores its variables
-            bounded(self.mirror.restore, RESTORE_TIMEOUT_S, what)
+            bounded(partial(self.mirror.restore, self.plain_files), RESTORE_TIMEOUT_S, what)
             log.info("restored %s from %s", self.mirror.status.restored or "nothing",
                      self.job_dir)
         if self.role == Role.EVALUATOR:
