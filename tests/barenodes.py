@@ -32,15 +32,16 @@ def pins() -> list[str]:
     return [f"{name}=={metadata.version(name)}" for name in NODE_PACKAGES]
 
 
-def make_venv(root: Path, packages: list[str], *, timeout_s: float = 600) -> Path:
-    """A venv of the system Python at ``root`` with ``packages``; returns its python. Kept
-    while its packages are the same (a marker file lists them)."""
+def make_venv(root: Path, packages: list[str], *, timeout_s: float = 600,
+              base: str = SYSTEM_PYTHON) -> Path:
+    """A venv of the system Python (or ``base``) at ``root`` with ``packages``; returns its
+    python. Kept while its packages are the same (a marker file lists them)."""
     marker = root / ".tfyarn-test-packages"
     python = root / "bin" / "python"
     if marker.is_file() and marker.read_text() == "\n".join(packages) and python.exists():
         return python
     shutil.rmtree(root, ignore_errors=True)
-    subprocess.run([SYSTEM_PYTHON, "-m", "venv", str(root)], check=True, timeout=120)
+    subprocess.run([base, "-m", "venv", str(root)], check=True, timeout=120)
     if packages:
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                         *packages], check=True, timeout=timeout_s)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -110,10 +110,11 @@ def prepare_light_job(tmp_path: Path, args: list[str],
 
 
 def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+               env: dict[str, str] | None = None,
+               client: Sequence[str] = TFYARN) -> subprocess.CompletedProcess:
     """A tfyarn command against the test cluster (in ``env``, or the cluster's client
-    environment), its output captured."""
-    return subprocess.run([*TFYARN, *args], env=env or yarn_cluster.env, capture_output=True,
+    environment), its output captured; ``client``: tfyarn in another env (which it ships)."""
+    return subprocess.run([*client, *args], env=env or yarn_cluster.env, capture_output=True,
                           text=True, timeout=timeout_s, cwd=REPO)
 
 
@@ -194,9 +195,10 @@ class Run:
 
 
 def submit_and_wait(yarn_cluster, tmp_path: Path, resources: Path, app_config: Path,
-                    *options: str) -> Run:
-    """`tfyarn submit --wait` as a user runs it; the app is killed if it outlives the timeout."""
-    command = [*TFYARN, "submit", "--resources", str(resources),
+                    *options: str, client: Sequence[str] = TFYARN) -> Run:
+    """`tfyarn submit --wait` as a user runs it (``client``: tfyarn in another env, which it
+    ships); the app is killed if it outlives the timeout."""
+    command = [*client, "submit", "--resources", str(resources),
                "--app-config", str(app_config), "--wait", *options]
     started = time.monotonic()
     proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,

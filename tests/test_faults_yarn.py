@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,14 +317,17 @@ def submit(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
 
 
 @contextlib.contextmanager
-def submitting(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
-    """What the ``submit`` fixture gives, for other test modules' fixtures."""
+def submitting(yarn_cluster, skein_client,
+               client: Sequence[str] = TFYARN) -> Iterator[Callable[..., Job]]:
+    """What the ``submit`` fixture gives, for other test modules' fixtures (``client``:
+    tfyarn in another env, which it ships)."""
     jobs: list[Job] = []
 
     def _submit(res_path: Path, app_path: Path) -> Job:
         started = time.monotonic()
         result = run_tfyarn(yarn_cluster, "submit", "--resources", str(res_path), "--app-config",
-                        str(app_path), "--detach", "--json", timeout_s=SUBMIT_TIMEOUT_S)
+                        str(app_path), "--detach", "--json", timeout_s=SUBMIT_TIMEOUT_S,
+                        client=client)
         assert result.returncode == 0, f"submit failed:\n{result.stdout}\n{result.stderr}"
         line = next((line for line in result.stdout.splitlines() if line.startswith("{")), None)
         assert line, f"no JSON from submit --json:\n{result.stdout}\n{result.stderr}"
