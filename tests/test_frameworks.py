@@ -13,6 +13,7 @@ from test_job import Cluster, restarts
 from test_jobconfig import assert_problem, errors, load
 from test_jobconfig import job_dir as job_dir  # the fixture
 
+from appmaster.agent.backendhint import nccl_without_gpus_hint
 from appmaster.common import rankenv
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan, RolePlan, SpecError
@@ -190,3 +191,14 @@ def test_a_failed_rank_restarts_the_whole_group_and_counts_once() -> None:
     assert cluster.job.state == JobState.RUNNING
     cluster.exit("worker", 1, 1)  # past the threshold
     assert cluster.end and cluster.end.status == JobState.FAILED
+
+
+# ---- a backend the cluster cannot serve ----
+
+def test_nccl_without_gpus_is_explained() -> None:
+    tail = 'RuntimeError: nccl2 requires at least one CUDA device\n'
+    hint = nccl_without_gpus_hint(tail, gpus=0)
+    assert hint.startswith("tfyarn: the script asked torch.distributed for the nccl backend")
+    assert '"yarn.gpus": "1"' in hint and "gloo" in hint
+    assert nccl_without_gpus_hint(tail, gpus=1) == ""  # its GPUs were there: another cause
+    assert nccl_without_gpus_hint("RuntimeError: connection reset\n", gpus=0) == ""

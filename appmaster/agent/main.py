@@ -256,7 +256,8 @@ def main() -> int:
     code, tail = _run_script(link, container, work, command, env, name, address,
                              page or reservation)
     work.finish(report_mirror)
-    code = _exit_code(link, container, name, address, code, _with_hint(plan, name, code, tail))
+    hinted = _with_hint(plan, name, code, tail, role.gpus if role else 0)
+    code = _exit_code(link, container, name, address, code, hinted)
     _status(link, container, AgentState.EXITED, address=address, exit_code=code)
     return code
 
@@ -391,17 +392,19 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
     return code, tail
 
 
-def _with_hint(plan: JobPlan, name: str, code: int, tail: str) -> str:
+def _with_hint(plan: JobPlan, name: str, code: int, tail: str, gpus: int = 0) -> str:
     """A failed script's stderr tail, with the fix when it refused a flag tfyarn passed it
-    (appmaster/agent/refusedflags.py) or a ps could not save its part of a checkpoint
-    (appmaster/agent/splitsave.py), also added to its stderr file (`tfyarn logs`)."""
+    (appmaster/agent/refusedflags.py), a ps could not save its part of a checkpoint
+    (appmaster/agent/splitsave.py) or it asked for nccl without GPUs (backendhint.py), also
+    added to its stderr file (`tfyarn logs`)."""
     if code == 0:
         return tail
+    from appmaster.agent.backendhint import nccl_without_gpus_hint
     from appmaster.agent.refusedflags import refused_flag_hint
     from appmaster.agent.splitsave import split_save_hint
 
     hint = (refused_flag_hint(tail, plan.work_dir_flag, bool(plan.data_dir or plan.data))
-            or split_save_hint(tail))
+            or split_save_hint(tail) or nccl_without_gpus_hint(tail, gpus))
     if not hint:
         return tail
     log.error("%s", hint)
