@@ -25,6 +25,8 @@ from barenodes import make_venv, pins
 from jobtools import EXAMPLES, REPO, prepare_job, submit_and_wait, task_processes
 from test_faults_yarn import Job, assert_succeeded, restarts_of, wait_until
 
+from tfyarn.localyarn.layout import GPU_LABEL
+
 pytestmark = pytest.mark.yarn
 
 TORCH = os.environ.get("TFYARN_TORCH") == "1"
@@ -88,9 +90,12 @@ def test_pytorch_ddp_three_ranks_killed_rank_restarts_the_group(
     1 once rank 0's snapshot is on HDFS; the whole group restarts as generation 1
     (TORCHELASTIC_RESTART_COUNT 1), every rank loads the snapshot restored from HDFS, and
     the job SUCCEEDS."""
+    # The ranks on the gpu partition's one node: the local cluster's nodes share one disk,
+    # and each node that runs a rank holds the whole 5.7 GB env.
     job = submit_framework(*example_job(
         tmp_path, "pytorch_ddp", ["--epochs", "12", "--step_sleep", "0.1"],
-        settings={"checkpoint.mirror.interval": "2"}))
+        settings={"checkpoint.mirror.interval": "2"},
+        components={"worker": {"yarn.label.expression": GPU_LABEL}}))
     wait_until("rank 0's snapshot on HDFS", lambda: "snapshot.pt" in job.files.remote_names(),
                300, poll_s=0.5, fail_fast=job.ended_early)
     rank_1 = wait_until("rank 1's process", lambda: [
