@@ -1,15 +1,18 @@
-"""Submit -> every rank started: a 4-rank PyTorch job against the same job as TensorFlow.
+"""Submit -> every rank started: a 4-rank PyTorch (or JAX) job against the same job as
+TensorFlow.
 
-Both jobs: 4 `worker` tasks of 1024 MB on the local cluster's gpu partition (one node: the
-5.7 GB PyTorch env is localized once, the nodes sharing one disk), each shipping its
-client's env: examples/pytorch_ddp.py (`site.global.framework: pytorch`, one epoch) from a
-venv with torch, examples/mwms.py (TensorFlow, MultiWorkerMirroredStrategy, worker 0 the
-chief, 10 steps) from this checkout's .venv. Each run times `tfyarn submit --detach` and
+Both jobs: 4 `worker` tasks of 1024 MB, they and the AppMaster on the local cluster's gpu
+partition (one node: a 5.7 GB PyTorch env is localized once, the nodes sharing one disk),
+each shipping its client's env: examples/pytorch_ddp.py (`site.global.framework: pytorch`,
+one epoch) or examples/jax_data_parallel.py (`jax`, 50 steps) from a venv with the
+framework, examples/mwms.py (TensorFlow, MultiWorkerMirroredStrategy, worker 0 the chief,
+10 steps) from this checkout's .venv. Each run times `tfyarn submit --detach` and
 then polls `tfyarn status --json` every 0.2 s until all 4 tasks run (their scripts started:
 the agents said so); the AppMaster's own phases (container requests -> all running) come
 from the same JSON. Run 1 of each may localize its env; the table shows every run.
 
-    TFYARN_CLUSTER_DIR=... python -m bench.framework_start --torch-python VENV/bin/python
+    TFYARN_CLUSTER_DIR=... python -m bench.framework_start --framework pytorch \
+        --python VENV/bin/python
 """
 
 from __future__ import annotations
@@ -26,14 +29,17 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 G = "site.global."
 RANKS = 4
+SCRIPTS = {"pytorch": ("pytorch_ddp.py", ["--epochs", "1"]),
+           "jax": ("jax_data_parallel.py", ["--steps", "50"]),
+           "tensorflow": ("mwms.py", ["--train_steps", "10", "--save_every", "10"])}
 
 
 def job_files(work: Path, framework: str) -> tuple[Path, Path]:
-    entry, args = (("pytorch_ddp.py", ["--epochs", "1"]) if framework == "pytorch" else
-                   ("mwms.py", ["--train_steps", "10", "--save_every", "10"]))
-    resources = {"components": {"worker": {
+    entry, args = SCRIPTS[framework]
+    one_node = {"yarn.label.expression": "gpu"}
+    resources = {"components": {"slider-appmaster": one_node, "worker": {
         "yarn.role.priority": "1", "yarn.component.instances": str(RANKS),
-        "yarn.memory": "1024", "yarn.vcores": "1", "yarn.label.expression": "gpu"}}}
+        "yarn.memory": "1024", "yarn.vcores": "1", **one_node}}}
     app = {"global": {G + "user.scripts.dir": str(EXAMPLES), G + "user.scripts.entry": entry,
                       G + "user.scripts.args": args, G + "framework": framework,
                       G + "app.name": f"bench-start-{framework}"}}
@@ -82,11 +88,12 @@ def one_run(python: str, framework: str, work: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--torch-python", required=True)
+    parser.add_argument("--framework", choices=("pytorch", "jax"), default="pytorch")
+    parser.add_argument("--python", required=True, help="a venv's python with the framework")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=REPO / "bench/results/framework-start.json")
+    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    clients = {"tensorflow": sys.executable, "pytorch": args.torch_python}
+    clients = {"tensorflow": sys.executable, args.framework: args.python}
     runs = []
     for number in range(1, args.runs + 1):
         for framework, python in clients.items():
@@ -100,7 +107,8 @@ def main() -> None:
         if later:
             print(f"{framework}: submit -> every rank started, median of runs 2..: "
                   f"{statistics.median(later):.1f} s")
-    args.out.write_text(json.dumps(runs, indent=2))
+    out = args.out or REPO / f"bench/results/framework-start-{args.framework}.json"
+    out.write_text(json.dumps(runs, indent=2))
 
 
 if __name__ == "__main__":

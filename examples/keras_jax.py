@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -32,6 +33,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch_size", type=int, default=64)  # per process
     parser.add_argument("--work_dir", default=os.environ.get("TFYARN_WORK_DIR", "."))
+    parser.add_argument("--step_sleep", type=float, default=0.0, help="seconds per step")
     args = parser.parse_args()
 
     if "KERAS_DISTRIBUTION_NUM_PROCESSES" in os.environ:
@@ -68,15 +70,22 @@ def main() -> None:
         work dir, the others where nobody looks."""
 
         def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-            if process == 0:
-                model.save_weights(weights)
-                state.write_text(json.dumps({"epochs": epoch + 1}))
+            if process == 0:  # whole files only: each written aside (.tmp), then renamed
+                partial = weights.with_name("keras_jax.tmp.weights.h5")
+                model.save_weights(partial)
+                partial.replace(weights)
+                state.with_suffix(".tmp").write_text(json.dumps({"epochs": epoch + 1}))
+                state.with_suffix(".tmp").replace(state)
             else:
                 with tempfile.TemporaryDirectory() as scratch:
                     model.save_weights(Path(scratch) / weights.name)
 
+    class Slow(keras.callbacks.Callback):  # a longer run, to stop a process in the middle
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            time.sleep(args.step_sleep)
+
     history = model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs,
-                        initial_epoch=first_epoch, callbacks=[Snapshot()], verbose=2)
+                        initial_epoch=first_epoch, callbacks=[Snapshot(), Slow()], verbose=2)
     if process == 0:
         result = {"processes": processes, "devices": len(devices),
                   "first_epoch": first_epoch, "epochs": args.epochs,

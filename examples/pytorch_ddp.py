@@ -74,7 +74,7 @@ class Trainer:
     def _save_snapshot(self, epoch: int) -> None:
         state = {"MODEL_STATE": self.model.module.state_dict(),
                  "OPTIMIZER_STATE": self.optimizer.state_dict(), "EPOCHS_RUN": epoch}
-        partial = self.snapshot.with_name(self.snapshot.name + ".partial")
+        partial = self.snapshot.with_name(self.snapshot.name + ".tmp")
         torch.save(state, partial)
         partial.replace(self.snapshot)  # never a half-written snapshot
         print(f"epoch {epoch}: snapshot saved at {self.snapshot}", flush=True)

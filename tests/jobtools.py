@@ -195,10 +195,9 @@ class Run:
 
 
 def submit_and_wait(yarn_cluster, tmp_path: Path, resources: Path, app_config: Path,
-                    *options: str, client: Sequence[str] = TFYARN) -> Run:
-    """`tfyarn submit --wait` as a user runs it (``client``: tfyarn in another env, which it
-    ships); the app is killed if it outlives the timeout."""
-    command = [*client, "submit", "--resources", str(resources),
+                    *options: str) -> Run:
+    """`tfyarn submit --wait` as a user runs it; the app is killed if it outlives the timeout."""
+    command = [*TFYARN, "submit", "--resources", str(resources),
                "--app-config", str(app_config), "--wait", *options]
     started = time.monotonic()
     proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,

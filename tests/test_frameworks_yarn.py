@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import test_faults_yarn
 from barenodes import make_venv, pins
-from jobtools import EXAMPLES, REPO, prepare_job, submit_and_wait, task_processes
+from jobtools import EXAMPLES, REPO, prepare_job, task_processes
 from test_faults_yarn import Job, assert_succeeded, restarts_of, wait_until
 
 from tfyarn.localyarn.layout import GPU_LABEL
@@ -52,21 +52,6 @@ def example_job(tmp_path: Path, example: str, args: list[str], **options) -> tup
                        app_config=files / "appConfig.json", **options)
 
 
-def test_keras_on_jax_two_processes_see_each_other(yarn_cluster, tmp_path: Path,
-                                                   framework_client: tuple[str, ...]) -> None:
-    """examples/keras_jax.py as Keras's guide writes it: keras.distribution.initialize()
-    with no arguments, DataParallel over both processes' devices; SUCCEEDED."""
-    run = submit_and_wait(yarn_cluster, tmp_path,
-                          *example_job(tmp_path, "keras_jax", ["--epochs", "2"]),
-                          client=framework_client)
-    print(run.output)
-    assert run.returncode == 0 and f"{run.app_id} SUCCEEDED" in run.output, run.output
-    result = run.files.remote_json("result.json")
-    # each process has one CPU device: two in all means each sees the other's
-    assert (result["processes"], result["devices"], result["epochs"]) == (2, 2, 2), result
-    print(f"[{run.app_id}] submit -> SUCCEEDED in {run.seconds:.1f} s")
-
-
 @pytest.fixture
 def submit_framework(yarn_cluster, skein_client,
                      framework_client: tuple[str, ...]) -> Iterator[Callable[..., Job]]:
@@ -74,13 +59,55 @@ def submit_framework(yarn_cluster, skein_client,
         yield submit
 
 
-def rank_of(pid: int) -> int | None:
-    """A running rank's RANK, from its environment."""
+def process_with(pid: int, variable: str) -> int | None:
+    """A running process's whole-number environment variable (its rank)."""
     try:
         variables = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return None
-    return next((int(v[5:]) for v in variables if v.startswith(b"RANK=")), None)
+    prefix = f"{variable}=".encode()
+    return next((int(v[len(prefix):]) for v in variables if v.startswith(prefix)), None)
+
+
+def kill_rank(job: Job, script: str, variable: str, rank: int) -> float:
+    procs = wait_until(f"rank {rank}'s process", lambda: [
+        p for p in task_processes(job.app_id, script) if process_with(p.pid, variable) == rank],
+        30, fail_fast=job.ended_early)
+    os.kill(procs[0].pid, signal.SIGKILL)
+    return time.monotonic()
+
+
+def test_keras_on_jax_two_processes_a_killed_one_restarts_both(
+        yarn_cluster, tmp_path: Path, submit_framework: Callable[..., Job]) -> None:
+    """examples/keras_jax.py as Keras's guide writes it: keras.distribution.initialize()
+    with no arguments, DataParallel over both processes' devices. kill -9 process 1 once
+    process 0's weights are on HDFS: both start again as generation 1, load the weights
+    restored from HDFS, and the job SUCCEEDS, each process seeing both devices."""
+    epochs = 10
+    job = submit_framework(*example_job(
+        tmp_path, "keras_jax", ["--epochs", str(epochs), "--step_sleep", "0.05"],
+        settings={"checkpoint.mirror.interval": "2"}))
+
+    def saved_epochs() -> int | None:
+        state = job.files.remote_json("epochs.json") if "epochs.json" in (
+            job.files.remote_names()) else None
+        return state["epochs"] if state and state["epochs"] >= 2 else None
+
+    at_kill = wait_until("process 0's weights of epoch 2 on HDFS", saved_epochs, 300,
+                         poll_s=0.5, fail_fast=job.ended_early)
+    killed_at = kill_rank(job, "keras_jax.py", "KERAS_DISTRIBUTION_PROCESS_ID", 1)
+    app = job.final()
+    print(f"[{job.app_id}] process 1 killed after epoch {at_kill} -> ended "
+          f"{time.monotonic() - killed_at:.1f} s later ({time.monotonic() - job.submitted_at:.1f}"
+          " s after submit)")
+    assert_succeeded(job, app)
+    (restart,) = restarts_of(app["diagnostics"])
+    assert "cluster restarted as generation 1" in restart, restart
+    result = job.result()
+    # each process has one CPU device: two in all means each sees the other's
+    assert (result["processes"], result["devices"], result["epochs"]) == (2, 2, epochs), result
+    assert at_kill <= result["first_epoch"] < epochs, result  # resumed from HDFS
+    job.assert_no_process_left()
 
 
 @pytest.mark.skipif(not TORCH, reason="PyTorch's env is GBs: TFYARN_TORCH=1 runs it")
@@ -90,18 +117,16 @@ def test_pytorch_ddp_three_ranks_killed_rank_restarts_the_group(
     1 once rank 0's snapshot is on HDFS; the whole group restarts as generation 1
     (TORCHELASTIC_RESTART_COUNT 1), every rank loads the snapshot restored from HDFS, and
     the job SUCCEEDS."""
-    # The ranks on the gpu partition's one node: the local cluster's nodes share one disk,
-    # and each node that runs a rank holds the whole 5.7 GB env.
+    # The ranks and the AppMaster on the gpu partition's one node: the local cluster's
+    # nodes share one disk, and each node that runs one of them holds the whole 5.7 GB env.
+    one_node = {"yarn.label.expression": GPU_LABEL}
     job = submit_framework(*example_job(
         tmp_path, "pytorch_ddp", ["--epochs", "12", "--step_sleep", "0.1"],
         settings={"checkpoint.mirror.interval": "2"},
-        components={"worker": {"yarn.label.expression": GPU_LABEL}}))
+        components={"worker": one_node, "slider-appmaster": one_node}))
     wait_until("rank 0's snapshot on HDFS", lambda: "snapshot.pt" in job.files.remote_names(),
                300, poll_s=0.5, fail_fast=job.ended_early)
-    rank_1 = wait_until("rank 1's process", lambda: [
-        p for p in task_processes(job.app_id, "pytorch_ddp.py") if rank_of(p.pid) == 1], 30)
-    os.kill(rank_1[0].pid, signal.SIGKILL)
-    killed_at = time.monotonic()
+    killed_at = kill_rank(job, "pytorch_ddp.py", "RANK", 1)
     app = job.final()
     print(f"[{job.app_id}] rank 1 killed -> ended {time.monotonic() - killed_at:.1f} s later")
     assert_succeeded(job, app)
