@@ -202,3 +202,12 @@ def test_nccl_without_gpus_is_explained() -> None:
     assert '"yarn.gpus": "1"' in hint and "gloo" in hint
     assert nccl_without_gpus_hint(tail, gpus=1) == ""  # its GPUs were there: another cause
     assert nccl_without_gpus_hint("RuntimeError: connection reset\n", gpus=0) == ""
+
+
+def test_the_dry_run_says_a_failure_restarts_every_rank() -> None:
+    from tfyarn.submission.plan import restart_limit
+
+    workers = RolePlan("worker", 3, 1, 1024, 1, failure_threshold=2)
+    assert restart_limit(workers, group=True) == (
+        "2 failure(s) tolerated, each restarting every rank")
+    assert restart_limit(workers) == "2 failure(s) tolerated, each replaced"

@@ -13,7 +13,7 @@ from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.pageguard import FLAG_FILE
 from appmaster.common.settings import FAILURE_THRESHOLD_MEANING
-from appmaster.common.vocabulary import FailurePolicy, Role
+from appmaster.common.vocabulary import FailurePolicy, Framework, Role
 from tfyarn.jobconfig import JobConfig
 from tfyarn.jobconfig.model import BUILT_IN, JOB_FILE
 from tfyarn.submission import environments
@@ -98,7 +98,8 @@ def placeholder_spec(plan: JobPlan) -> ClusterSpec:
     return ClusterSpec.from_exports(exports)
 
 
-def restart_limit(role: RolePlan) -> str:
+def restart_limit(role: RolePlan, group: bool = False) -> str:
+    """``group``: a PyTorch or JAX job, whose every failure restarts all its ranks."""
     if role.name == Role.EVALUATOR:  # beside training: its end never ends the job by default
         if role.failure_policy == FailurePolicy.FATAL:
             return "its failure fails the job (failure policy fatal)"
@@ -110,9 +111,10 @@ def restart_limit(role: RolePlan) -> str:
         return "a failed task is dropped and the job goes on"
     if role.failure_policy == FailurePolicy.FATAL or role.failure_threshold == 0:
         return "no failure tolerated (the first fails the job)"
+    how = "each restarting every rank" if group else "each replaced"
     if role.failure_threshold < 0:
-        return "unlimited failures tolerated, each replaced"
-    return f"{role.failure_threshold} failure(s) tolerated, each replaced"
+        return f"unlimited failures tolerated, {how}"
+    return f"{role.failure_threshold} failure(s) tolerated, {how}"
 
 
 def shown_tasks(instances: int) -> list[int]:
@@ -146,7 +148,8 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
             "role": role.name, "priority": role.priority, "instances": role.instances,
             "memory_mb": role.memory_mb, "vcores": role.vcores, "gpus": role.gpus,
             "node_label": role.label, "failure_threshold": role.failure_threshold,
-            "failure_policy": role.failure_policy, "restarts": restart_limit(role),
+            "failure_policy": role.failure_policy,
+            "restarts": restart_limit(role, group=plan.framework != Framework.TENSORFLOW),
             "tasks_shown": shown, "commands": commands,
             "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in shown],
         })
