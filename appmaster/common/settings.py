@@ -169,12 +169,12 @@ LOG_INCLUDE = Setting(
     "yarn.log.include.patterns", JOB_SCOPE, "patterns",
     "the containers' log files YARN aggregates while the job runs (rolling): regular "
     'expressions joined by "|"', default_text="none: YARN's own choice",
-    example="stdout|stderr|.*\\.log", field="log_include_patterns")
+    example="stdout|stderr|.*[.]log", field="log_include_patterns")
 
 LOG_EXCLUDE = Setting(
     "yarn.log.exclude.patterns", JOB_SCOPE, "patterns",
     "the containers' log files YARN does not aggregate: regular expressions joined by "
-    '"|"', default_text="none", example=".*\\.tmp", field="log_exclude_patterns")
+    '"|"', default_text="none", example=".*[.]tmp", field="log_exclude_patterns")
 
 LOG_INTERVAL = Setting(
     "yarn.log.interval", JOB_SCOPE, "seconds",
