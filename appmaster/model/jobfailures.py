@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from appmaster.common import registry
 from appmaster.common.vocabulary import FailurePolicy, JobState, Role, TaskState
+from appmaster.model.failurewindow import FailureWindow
 from appmaster.model.history import Mark
 from appmaster.model.jobactions import EndJob, Fence, Kill
 from appmaster.model.jobcore import JobCore
@@ -46,7 +47,9 @@ class FailureRules:
         self.plan = core.plan
         self.table = core.table
         self.succeeded = succeeded
-        self.failures: Counter[str] = Counter()  # by role
+        self.failures: Counter[str] = Counter()  # by role, the job's totals
+        # what the threshold judges: the failures in the current failure window
+        self.window = FailureWindow(self.plan.failure_window_seconds, core.started_at)
         # Workers that failed, not yet judged (see FAILURE_SETTLE_S): key -> (reason, when)
         self.settling: dict[Key, tuple[str, float]] = {}
         self.lost_nodes: dict[str, float] = {}  # host -> when a task there was lost
@@ -178,8 +181,8 @@ class FailureRules:
         role = self.plan.role(task.role)
         task.verdicts[verdict] += 1
         self.failures[task.role] += 1
-        failures = self.failures[task.role]
-        log.warning("failure %d of %s: %s", failures, task.role, reason)
+        failures = self.window.add(task.role, now)
+        log.warning("failure %d of %s in its window: %s", failures, task.role, reason)
         if role.failure_policy == FailurePolicy.IGNORE:
             self.table.move(task, TaskState.FAILED)
             self.core.note(now, Mark.DROPPED, f"{task.name} dropped (failure policy ignore)")
@@ -208,8 +211,8 @@ class FailureRules:
         """Beside training: its failure fails the job only under the fatal policy."""
         role = self.plan.role(task.role)
         self.failures[task.role] += 1
-        failures = self.failures[task.role]
-        log.warning("failure %d of the evaluator: %s", failures, reason)
+        failures = self.window.add(task.role, now)
+        log.warning("failure %d of the evaluator in its window: %s", failures, reason)
         if role.failure_policy == FailurePolicy.FATAL:
             self.table.move(task, TaskState.FAILED)
             return EndJob(JobState.FAILED,
