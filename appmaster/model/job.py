@@ -55,7 +55,8 @@ from appmaster.model.verdicts import ContainerEnd, Verdict
 # The job's public surface, wherever each part lives: master.py, view.py and the tests
 # import it from here.
 __all__ = ["FAILURE_SETTLE_S", "NOT_RUNNING_YET", "REASK_S", "VERDICT_WAIT_S", "Action",
-           "EndJob", "Fence", "Job", "Key", "Kill", "PublishSpec", "Request", "ShowTensorBoard",
+           "EndJob", "Fence", "FlexAnswer", "Job", "Key", "Kill", "PublishSpec", "Request",
+           "ShowTensorBoard",
            "Task", "TaskIndex", "TaskTable", "TrainingDone"]
 
 log = logging.getLogger("tfyarn.master")
