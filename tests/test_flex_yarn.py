@@ -40,10 +40,9 @@ def test_flex_workers_two_three_two_trains_on_from_the_checkpoint(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:  # noqa: F811
     job = submit(*make_job(tmp_path, args=["--train_steps", str(STEPS), "--step_sleep", "0.05"],
                            settings={"checkpoint.mirror.interval": "2"}))
+    before_up = job.wait_for_checkpoint()
     refused = run_tfyarn(yarn_cluster, "flex", job.app_id, "chiefworker=2")
     assert refused.returncode == 1 and "exactly 1" in refused.stderr, refused.stderr
-
-    before_up = job.wait_for_checkpoint()
     started = time.monotonic()
     said = flex(job, "worker=3")
     assert "worker flexed from 2 to 3: cluster restarted as generation 1" in said, said

@@ -3,11 +3,14 @@ generation from the newest checkpoint; refused where the role cannot change."""
 
 from __future__ import annotations
 
+import pytest
 from test_job import Cluster, plan
 
 from appmaster.common.vocabulary import JobState, TaskState
 from appmaster.model.jobactions import FlexAnswer
 from appmaster.model.jobflex import flex_refusal
+from tfyarn.errors import TfyarnError
+from tfyarn.watch.flexing import parse
 
 
 def answer(cluster: Cluster, role: str, count: int) -> FlexAnswer:
@@ -59,3 +62,10 @@ def test_a_refusal_changes_nothing() -> None:
     cluster.everyone_running()
     said = answer(cluster, "chiefworker", 2)
     assert not said.accepted and cluster.killed == [] and cluster.job.generation == 0
+
+
+def test_the_command_line_takes_role_equals_count() -> None:
+    assert (parse(" worker=3").role, parse("ps=2").count) == ("worker", 2)
+    for wrong in ("worker", "worker=-1", "worker=three", "=3"):
+        with pytest.raises(TfyarnError, match="is not ROLE=N"):
+            parse(wrong)

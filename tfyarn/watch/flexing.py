@@ -63,7 +63,7 @@ def job_containers(app, view: JobView, asked: FlexAsked) -> list[Request]:
                                 keys))
     master = spec.master.resources
     requests.append(Request("AppMaster", 1, Resources(master.memory, master.vcores),
-                            spec.master.node_label or "", COMMAND_LINE, keys,
+                            spec.node_label or "", COMMAND_LINE, keys,
                             appmaster=True))
     return requests
 
