@@ -58,8 +58,9 @@ def test_the_jobs_code_goes_to_hdfs_once_and_only_its_owner_reads_it(
     cache = RemoteDir(f"{yarn_cluster.layout.default_fs}/user/{cluster_user()}/"
                       f"{codepack.CACHE_DIR}")
     shipped = []
-    for _ in range(2):
-        app_id = tfyarn.submit(resources, app_config, echo=lambda _: None)
+    # the second is submitted while the first runs: its code is on HDFS from the first submit
+    app_ids = [tfyarn.submit(resources, app_config, echo=lambda _: None) for _ in range(2)]
+    for app_id in app_ids:
         spec = skein_client.connect(app_id, wait=True).get_specification()
         report = wait_for_final_state(skein_client, app_id, timeout_s=300)
         assert str(report.final_status) == "SUCCEEDED", report.diagnostics
