@@ -58,9 +58,12 @@ def test_the_jobs_code_goes_to_hdfs_once_and_only_its_owner_reads_it(
     cache = RemoteDir(f"{yarn_cluster.layout.default_fs}/user/{cluster_user()}/"
                       f"{codepack.CACHE_DIR}")
     shipped = []
+    # the second is submitted while the first runs: its code is on HDFS from the first submit
+    specs = {}
     for _ in range(2):
         app_id = tfyarn.submit(resources, app_config, echo=lambda _: None)
-        spec = skein_client.connect(app_id, wait=True).get_specification()
+        specs[app_id] = skein_client.connect(app_id, wait=True).get_specification()
+    for app_id, spec in specs.items():
         report = wait_for_final_state(skein_client, app_id, timeout_s=300)
         assert str(report.final_status) == "SUCCEEDED", report.diagnostics
         code = {name: spec.master.files[name].source for name in ("app", "appmaster")}

@@ -80,15 +80,7 @@ def test_wait_list_and_status_on_a_detached_job(yarn_cluster, tmp_path: Path) ->
 def test_a_failed_job_exits_3_and_a_killed_one_4(yarn_cluster, tmp_path: Path) -> None:
     for part in ("fails", "killed"):
         (tmp_path / part).mkdir()
-    failing, app_config = prepare_light_job(tmp_path / "fails", ["--sleep", "1",
-                                                                 "--exit_code", "3"])
-    run = submit_and_wait(yarn_cluster, tmp_path, failing, app_config)
-    assert run.returncode == exitcodes.JOB_FAILED, run.output
-    assert f"{run.app_id} FAILED" in run.output
-    again = run_tfyarn(yarn_cluster, "wait", run.app_id, "--json")
-    assert again.returncode == exitcodes.JOB_FAILED, again.stderr
-    assert json.loads(again.stdout)["final_status"] == "FAILED"
-
+    # The job to kill runs while the failing one is submitted and waited for: one job's time.
     release = ReleaseFile.fresh(yarn_cluster.layout)  # never created: it runs until killed
     resources, app_config = prepare_light_job(
         tmp_path / "killed", ["--sleep", "240", "--release_file", release.url])
@@ -96,6 +88,15 @@ def test_a_failed_job_exits_3_and_a_killed_one_4(yarn_cluster, tmp_path: Path) -
     waiter = subprocess.Popen([*TFYARN, "wait", app_id], env=yarn_cluster.env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        failing, app_config = prepare_light_job(tmp_path / "fails", ["--sleep", "1",
+                                                                     "--exit_code", "3"])
+        run = submit_and_wait(yarn_cluster, tmp_path, failing, app_config)
+        assert run.returncode == exitcodes.JOB_FAILED, run.output
+        assert f"{run.app_id} FAILED" in run.output
+        again = run_tfyarn(yarn_cluster, "wait", run.app_id, "--json")
+        assert again.returncode == exitcodes.JOB_FAILED, again.stderr
+        assert json.loads(again.stdout)["final_status"] == "FAILED"
+
         wait_for("the job to run", lambda: app_report(yarn_cluster, app_id)["state"]
                  == "RUNNING", 120)
         killed = run_tfyarn(yarn_cluster, "kill", app_id, "--json")
@@ -107,6 +108,7 @@ def test_a_failed_job_exits_3_and_a_killed_one_4(yarn_cluster, tmp_path: Path) -
     finally:
         if waiter.poll() is None:
             waiter.kill()
+        run_tfyarn(yarn_cluster, "kill", app_id)  # "already ended" when it went well
     assert run_tfyarn(yarn_cluster, "status", app_id, "--exit-code").returncode == 4
 
 

@@ -9,6 +9,13 @@ once. Each fault's cost is measured: seconds until every task runs again, second
 the global step is back where it was, and steps lost; no fault may lose more steps than
 one mirror interval of training (plus a checkpoint's and a summary's granularity).
 
+With ``TFYARN_SOAK_HA=1`` the soak runs on an HA cluster of its own (two ResourceManagers,
+two NameNodes: `tfyarn cluster up --ha`) and its faults include ResourceManager and NameNode
+failovers (`tfyarn cluster failover rm|nn`); the HDFS outage stops the active NameNode. There,
+`tfyarn status`, `tfyarn report`, `tfyarn tensorboard --once` and the job's page through the
+active ResourceManager's proxy are asked over and over: each must answer through every
+failover (tfyarn's commands every time, the page again once the new active RM serves it).
+
 About 15 minutes on 2 cores, so not in CI's suite: run it alone with
 ``TFYARN_SOAK=1 .venv/bin/python -m pytest -s tests/test_soak_yarn.py`` (``TFYARN_SOAK_SEED``
 picks the faults' order, ``TFYARN_SOAK_FAULTS`` their number). Its figures are in
@@ -32,6 +39,9 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+import requests
+from barenodes import client_environ, ship_env_to_every_node
+from conftest import LocalCluster
 from jobtools import run_tfyarn
 from test_faults_yarn import (
     Job,
@@ -43,10 +53,12 @@ from test_faults_yarn import (
     task_processes,
     wait_until,
 )
+from test_ha_yarn import HA_PORT_OFFSET
 from test_host_loss_yarn import lost
 from test_verdicts_yarn import urgent_application
 
-from tfyarn.localyarn import daemons, hdfs
+from tfyarn.localyarn import cluster, daemons, ha, hdfs
+from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.proctable import scan_processes
 from tfyarn.localyarn.provision import find_java_home
 
@@ -56,6 +68,8 @@ pytestmark = [pytest.mark.yarn, pytest.mark.skipif(
 
 FAULTS = int(os.environ.get("TFYARN_SOAK_FAULTS", "20"))
 SEED = int(os.environ.get("TFYARN_SOAK_SEED", str(int(time.time()) % 10000)))
+HA = bool(os.environ.get("TFYARN_SOAK_HA"))
+FAILOVERS = ("failover rm", "failover nn")  # no container changes: the job rides through
 MIRROR_INTERVAL_S = 5  # site.global.checkpoint.mirror.interval
 HEARTBEAT_TIMEOUT_S = 10  # site.global.task.heartbeat.timeout: a lost host is seen quickly
 SAVE_CHECKPOINT_STEPS = 50  # mnist1.py's default
@@ -79,11 +93,16 @@ SCRIPTS = {("ps", 0), ("worker", 0), ("worker", 1), ("worker", 2), ("worker", 3)
 
 def fault_plan(count: int, rng: random.Random) -> list[str]:
     """Every kind at least once (a kill of each role both ways, a preemption, a lost host,
-    an HDFS outage, an AppMaster kill), the rest random task kills, in random order."""
+    an HDFS outage, an AppMaster kill; on HA each failover twice), the rest random task
+    kills (and failovers), in random order."""
     kills = [f"kill {how} {role}" for role in ("ps", "chiefworker", "worker")
              for how in TASK_KILLS]
     plan = [*kills, "preempt", "lose host", "hdfs outage", "kill appmaster"]
-    plan += [rng.choice(kills) for _ in range(max(0, count - len(plan)))]
+    others = kills
+    if HA:  # each failover twice at least, and as likely as a kill after that
+        plan += [*FAILOVERS, *FAILOVERS]
+        others = [*kills, *FAILOVERS]
+    plan += [rng.choice(others) for _ in range(max(0, count - len(plan)))]
     rng.shuffle(plan)
     return plan[:count]
 
@@ -145,6 +164,62 @@ class Watch:
         return {t.get("yarn_container_id") or "" for t in self.tasks()}
 
 
+@dataclass
+class Answers:
+    """On HA: `tfyarn status`, `tfyarn report`, `tfyarn tensorboard --once` and the job's page
+    through the active ResourceManager's proxy, asked in turn over and over in a thread;
+    every answer kept as (when, what, ok, why)."""
+
+    yarn_cluster: LocalCluster
+    app_id: str
+    scratch: Path
+    answers: list[tuple[float, str, bool, str]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        asks: list[tuple[str, Callable[[], str]]] = [
+            ("status", lambda: self.tfyarn("status", self.app_id, "--json")),
+            ("report", lambda: self.tfyarn("report", self.app_id, "--json", "-o",
+                                           str(self.scratch / "report.html"))),
+            ("tensorboard", lambda: self.tfyarn("tensorboard", self.app_id, "--once", "--json",
+                                                "--cache", str(self.scratch / "tensorboard"))),
+            ("page", self.page)]
+        while not self.stop.is_set():
+            for what, ask in asks:
+                started = time.monotonic()
+                try:
+                    why = ask()
+                except (requests.RequestException, ValueError, KeyError) as error:
+                    why = f"{type(error).__name__}: {error}"
+                self.answers.append((started, what, not why, why[-300:]))
+            time.sleep(1)
+
+    def tfyarn(self, *args: str) -> str:
+        out = run_tfyarn(self.yarn_cluster, *args, timeout_s=120)
+        return "" if out.returncode == 0 else f"exit {out.returncode}: {out.stderr}"
+
+    def page(self) -> str:
+        """"" when the page answers with the job on it, as a person's browser would get it
+        from the tracking URL the active ResourceManager gives now."""
+        app = cluster.rest(self.yarn_cluster.layout, f"apps/{self.app_id}")["app"]
+        page = requests.get(f"{app['trackingUrl'].rstrip('/')}/pages/tfyarn/", timeout=60)
+        return "" if page.ok and self.app_id in page.text else f"HTTP {page.status_code}"
+
+    def check(self, fault: str, started: float, recovered: float) -> str:
+        """Every one of tfyarn's commands answered while the failover went on and until the
+        job ran again; the page answered at least once after it. A line for the output."""
+        window = [a for a in self.answers if started <= a[0] <= recovered]
+        failed = [a for a in window if not a[2] and a[1] != "page"]
+        assert not failed, f"tfyarn's commands failed during {fault}: {failed[:3]}"
+        wait_until(f"the job's page after {fault}", lambda: any(
+            what == "page" and ok and when >= started for when, what, ok, _ in self.answers),
+            120)
+        asked = Counter(a[1] for a in window)
+        misses = sum(1 for a in window if a[1] == "page" and not a[2])
+        return ("answered during it: " + ", ".join(f"{k} {n}x" for k, n in sorted(asked.items()))
+                + f"; the page missed {misses}x")
+
+
 def _stopped(pid: int) -> bool:
     """A process frozen (SIGSTOP) or a zombie runs nothing."""
     try:
@@ -164,11 +239,12 @@ class FaultCost:
 
 class Soak:
     def __init__(self, yarn_cluster, skein_client, job: Job, watch: Watch,
-                 rng: random.Random) -> None:
+                 rng: random.Random, answers: Answers | None) -> None:
         self.yarn_cluster, self.skein_client, self.job, self.watch = (
             yarn_cluster, skein_client, job, watch)
-        self.rng = rng
+        self.rng, self.answers = rng, answers
         self.layout = yarn_cluster.layout
+        self.answered: list[str] = []  # per failover: how tfyarn answered through it
 
     # ----- faults
 
@@ -186,13 +262,16 @@ class Soak:
             self.lose_a_host()
         elif fault == "hdfs outage":
             self.hdfs_outage()
+        elif fault in FAILOVERS:
+            out = run_tfyarn(self.yarn_cluster, "cluster", *fault.split(), timeout_s=300)
+            assert out.returncode == 0, out.stdout + out.stderr
 
     def kill_task(self, how: str, role: str, index: int) -> None:
         job_name, task_index = ("worker", index + 1) if role == "worker" else (
             ("worker", 0) if role == "chiefworker" else ("ps", 0))
         (script,) = wait_until(f"the script of {job_name} {task_index}", lambda: [
             p for p in task_processes(self.job.app_id) if task_key(p) == (job_name, task_index)],
-            60, fail_fast=self.job.ended_early)
+            60, fail_fast=self.ended_early)
         if how == "script":
             os.kill(script.pid, signal.SIGKILL)
             return
@@ -220,13 +299,31 @@ class Soak:
         return next(nm.host for nm in self.layout.node_managers if nm.partition)
 
     def hdfs_outage(self) -> None:
-        namenode = hdfs.daemons_of(self.layout)[0]
+        """The NameNode stopped for HDFS_DOWN_S. On HA, the active one: without automatic
+        failover (as the HA cluster runs HDFS) it comes back as a standby, and is made
+        active again as an operator would."""
+        active = ha.active_namenode(self.layout) if self.layout.is_ha else None
+        namenode = next(d for d in (ha.storage_daemons(self.layout) if active
+                                    else hdfs.daemons_of(self.layout))
+                        if d.name == (active or "namenode"))
         assert daemons.stop(self.layout, namenode.name)
         try:
             time.sleep(HDFS_DOWN_S)
         finally:
             daemons.start(self.layout, find_java_home(), namenode)
+            if active:
+                wait_until(f"{active} back as a standby", lambda: ha.nn_state(
+                    self.layout, active) == "standby", 120)
+                ha.haadmin(self.layout, "-transitionToActive", active)
             wait_until("HDFS back", lambda: _ready(self.layout), 120)
+
+    def ended_early(self) -> str | None:
+        """The job's own fail_fast, but a ResourceManager between two actives (a failover
+        under way) is no answer yet, not a failure."""
+        try:
+            return self.job.ended_early()
+        except requests.RequestException:
+            return None
 
     # ----- costs
 
@@ -238,19 +335,21 @@ class Soak:
         # Recovered: every task runs again, in a new container where the fault took one
         # (an HDFS outage takes none: the tasks train on through it).
         recovered = wait_until(f"every task running again after {fault}", lambda: (
-            self.watch.all_running() and (fault == "hdfs outage" or
+            self.watch.all_running() and (fault in ("hdfs outage", *FAILOVERS) or
                                           self.watch.containers() != containers)
             and time.monotonic()), RECOVERY_TIMEOUT_S, poll_s=1,
-            fail_fast=self.job.ended_early)
+            fail_fast=self.ended_early)
         caught_up = wait_until(f"the global step past {before} after {fault}", lambda: (
             self.watch.step() > before and time.monotonic()), RECOVERY_TIMEOUT_S, poll_s=0.5,
-            fail_fast=self.job.ended_early)
+            fail_fast=self.ended_early)
         # A restart (a new generation, or a new AppMaster attempt) resumes from a checkpoint
         # on HDFS: the new chief says which step. Workers alone lose none (the ps keeps the
         # variables).
         restarted = (self.watch.view.get("generation") != generation
                      or len(self.job.attempts()) != attempts)
         lowest = self.resumed_step() if restarted else before
+        if self.answers is not None and fault in FAILOVERS:
+            self.answered.append(f"{fault}: " + self.answers.check(fault, started, recovered))
         return FaultCost(fault, recovered - started, caught_up - started,
                          max(0, before - lowest))
 
@@ -282,17 +381,46 @@ def _ready(layout) -> bool:
         return False
 
 
+@pytest.fixture(scope="module")
+def soak_cluster(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """The session's cluster; on HA (TFYARN_SOAK_HA=1) one of its own, with as many nodes."""
+    if not HA:
+        yield request.getfixturevalue("yarn_cluster")
+        return
+    layout = Layout(tmp_path_factory.mktemp("ha-soak"), port_offset=HA_PORT_OFFSET, ha=True)
+    try:
+        cluster.up(layout)
+        env = {**cluster.client_environment(layout), "TFYARN_CLUSTER_DIR": str(layout.state_dir),
+               "TFYARN_CLUSTER_PORT_OFFSET": str(HA_PORT_OFFSET)}
+        with client_environ(env):
+            ship_env_to_every_node(layout)
+            yield LocalCluster(layout, env)
+    finally:
+        cluster.down(layout)
+
+
 @pytest.fixture
-def submit(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
-    with submitting(yarn_cluster, skein_client) as submit_job:
+def soak_skein(soak_cluster: LocalCluster):
+    import skein
+
+    with skein.Client() as client:
+        yield client
+
+
+@pytest.fixture
+def submit(soak_cluster: LocalCluster, soak_skein) -> Iterator[Callable[..., Job]]:
+    with submitting(soak_cluster, soak_skein) as submit_job:
         yield submit_job
 
 
 def test_twenty_faults_of_every_kind_and_the_job_succeeds(
-        yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
+        soak_cluster: LocalCluster, soak_skein, submit, tmp_path: Path) -> None:
+    yarn_cluster, skein_client = soak_cluster, soak_skein
     rng = random.Random(SEED)
     faults = fault_plan(FAULTS, rng)
-    print(f"\nsoak: seed {SEED}, {len(faults)} faults: {', '.join(faults)}")
+    print(f"\nsoak{' on HA' if HA else ''}: seed {SEED}, {len(faults)} faults: "
+          f"{', '.join(faults)}")
     every_role = {role: "100" for role in ("ps", "chiefworker", "worker")}
     resources, app_config = make_job(
         tmp_path, args=["--train_steps", str(TRAIN_STEPS), "--step_sleep", str(STEP_SLEEP_S)],
@@ -307,7 +435,10 @@ def test_twenty_faults_of_every_kind_and_the_job_succeeds(
     watch = Watch(yarn_cluster, job.app_id)
     watcher = threading.Thread(target=watch.run, daemon=True)
     watcher.start()
-    soak = Soak(yarn_cluster, skein_client, job, watch, rng)
+    answers = Answers(yarn_cluster, job.app_id, tmp_path) if HA else None
+    if answers is not None:
+        threading.Thread(target=answers.run, daemon=True).start()
+    soak = Soak(yarn_cluster, skein_client, job, watch, rng, answers)
     costs: list[FaultCost] = []
     try:
         job.wait_for_checkpoint()
@@ -323,7 +454,14 @@ def test_twenty_faults_of_every_kind_and_the_job_succeeds(
     finally:
         watch.stop.set()
         watcher.join(timeout=30)
+        if answers is not None:
+            answers.stop.set()
+    print("\n".join(soak.answered))
     assert_succeeded(job, app)
+    if answers is not None:  # and after: the ended job's report and curves
+        assert not answers.tfyarn("report", job.app_id, "-o", str(tmp_path / "final.html"))
+        assert not answers.tfyarn("tensorboard", job.app_id, "--once",
+                                  "--cache", str(tmp_path / "final-tensorboard"))
     job.assert_no_process_left()
     assert not watch.twice, "a role/index ran twice at once:\n" + "\n".join(watch.twice[:5])
     peak_rate = max((s2 - s1) / (t2 - t1) for (t1, s1), (t2, s2) in pairwise(watch.steps)
