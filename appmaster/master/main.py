@@ -74,6 +74,7 @@ class Master:
             return
         events = self.app.kv.event_queue()
         events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
+        events.subscribe(prefix=registry.PREEMPT_PREFIX, event_type="PUT")  # YARN's notice
         # An agent's write joins skein's events on the same queue, in the order it came.
         self.store.on_put = lambda key, value: events.put(
             skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None))
@@ -123,6 +124,9 @@ class Master:
     def handle(self, event: skein.kv.Event) -> EndJob | None:
         """One event, its actions performed: the job's end if it ended it."""
         kind, now = event.key.split("/", 1)[0], time.monotonic()
+        if kind.startswith(registry.PREEMPT_PREFIX):
+            self.on_preempt_notice(kind.removeprefix(registry.PREEMPT_PREFIX), now)
+            return None
         if kind == "exports":
             return self.perform(self.job.on_export(registry.Export.from_json(event.result.value),
                                                    now))
@@ -153,6 +157,12 @@ class Master:
                 task and code != 0 and task.role != Role.TENSORBOARD) else ""
             return self.perform(self.job.on_exited(container, code, now, failure))
         return None
+
+    def on_preempt_notice(self, container: str, now: float) -> None:
+        """YARN will take the container back (its kill follows within the scheduler's
+        max_wait_before_kill): its agent tells the script, which may save a checkpoint."""
+        if self.job.on_preempt_notice(container, now):
+            self.store.put(registry.notice_key(container), str(time.time()).encode())
 
     def on_container_end(self, container: str, now: float) -> EndJob | None:
         """YARN ended the container (the registry dropped the key it owned)."""

@@ -186,6 +186,16 @@ class Job:
         return self._run(self.rules.container_ended, now, container, succeeded, failure,
                          end or ContainerEnd(Verdict.FAILED))
 
+    def on_preempt_notice(self, container: str, now: float) -> bool:
+        """YARN announced it will preempt ``container``: noted (status, page, report);
+        whether it runs one of the job's tasks, to be told."""
+        task = self.task_of(container)
+        if task is None:
+            return False
+        self.core.note(now, Mark.PREEMPTED, f"{task.name} (attempt {task.attempt}) told by "
+                       "YARN it will be preempted: its script may save a checkpoint first")
+        return True
+
     def on_allocated(self, containers: dict[str, str | None]) -> None:
         """YARN gave these containers (container -> node), whose agents have not started:
         their files are still being localized, which no allocation timeout should end."""
