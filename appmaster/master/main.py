@@ -159,10 +159,11 @@ class Master:
         return None
 
     def on_preempt_notice(self, container: str, now: float) -> None:
-        """YARN will take the container back (its kill follows within the scheduler's
-        max_wait_before_kill): its agent tells the script, which may save a checkpoint."""
-        if self.job.on_preempt_notice(container, now):
-            self.store.put(registry.notice_key(container), str(time.time()).encode())
+        """YARN will take the container back (its kill follows after the scheduler's
+        max_wait_before_kill): its agent and the chief's tell their scripts (the value: the
+        container to be preempted); the chief may save a checkpoint."""
+        for told in self.job.on_preempt_notice(container, now):
+            self.store.put(registry.notice_key(told), container.encode())
 
     def on_container_end(self, container: str, now: float) -> EndJob | None:
         """YARN ended the container (the registry dropped the key it owned)."""

@@ -186,15 +186,20 @@ class Job:
         return self._run(self.rules.container_ended, now, container, succeeded, failure,
                          end or ContainerEnd(Verdict.FAILED))
 
-    def on_preempt_notice(self, container: str, now: float) -> bool:
-        """YARN announced it will preempt ``container``: noted (status, page, report);
-        whether it runs one of the job's tasks, to be told."""
+    def on_preempt_notice(self, container: str, now: float) -> list[str]:
+        """YARN announced it will preempt ``container``: noted (status, page, report). The
+        containers to tell: its task's, and the chief's, which saves the checkpoint a
+        restart resumes from."""
         task = self.task_of(container)
         if task is None:
-            return False
+            return []
         self.core.note(now, Mark.PREEMPTED, f"{task.name} (attempt {task.attempt}) told by "
-                       "YARN it will be preempted: its script may save a checkpoint first")
-        return True
+                       "YARN it will be preempted: the chief may save a checkpoint first")
+        chief = self.tasks.get((Role.CHIEFWORKER, 0))
+        told = [container]
+        if chief is not None and chief.container and chief.container != container:
+            told.append(chief.container)
+        return told
 
     def on_allocated(self, containers: dict[str, str | None]) -> None:
         """YARN gave these containers (container -> node), whose agents have not started:

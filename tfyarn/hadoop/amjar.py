@@ -20,6 +20,7 @@ where it cannot be built (no javac, no PyPI), skein's own jar serves and the not
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import logging
 import os
@@ -34,8 +35,6 @@ import zipfile
 from importlib import resources
 from pathlib import Path
 
-import skein
-
 log = logging.getLogger(__name__)
 
 SKEIN_VERSION = "0.8.2"
@@ -45,7 +44,6 @@ SDIST_SHA256 = "9d74eab09357fcbc008253dc3d99267583df17ebc32cdfa735d65a0c54eb1f31
 SOURCE = "java/src/main/java/com/anaconda/skein/ApplicationMaster.java"
 PATCH = "skein-am.patch"
 CLASS_PREFIX = "com/anaconda/skein/ApplicationMaster"
-SKEIN_JAR = Path(skein.__file__).parent / "java" / "skein.jar"
 # skein's pom relocates these packages under com.anaconda.skein.shaded
 _SHADED = re.compile(r"^import (static )?(com\.google|io\.grpc|io\.netty)\.", re.M)
 OFF_ENV = "TFYARN_STOCK_SKEIN_AM"  # set: skein's own AppMaster (to compare)
@@ -53,6 +51,13 @@ OFF_ENV = "TFYARN_STOCK_SKEIN_AM"  # set: skein's own AppMaster (to compare)
 
 class BuildError(RuntimeError):
     pass
+
+
+def skein_jar() -> Path:
+    """skein's own jar, found without importing skein (the CLI's help imports neither)."""
+    spec = importlib.util.find_spec("skein")
+    assert spec is not None and spec.origin is not None, "skein is a dependency"
+    return Path(spec.origin).parent / "java" / "skein.jar"
 
 
 def cache_dir() -> Path:
@@ -65,7 +70,7 @@ def patch_text() -> str:
 
 def jar_path() -> Path:
     """Named by the patch and skein's jar: either changed builds anew."""
-    digest = hashlib.sha256(patch_text().encode() + SKEIN_JAR.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(patch_text().encode() + skein_jar().read_bytes()).hexdigest()[:12]
     return cache_dir() / f"skein-{SKEIN_VERSION}-tfyarn-{digest}.jar"
 
 
@@ -100,8 +105,13 @@ def patched_source(scratch: Path) -> Path:
                          f"{applied.stdout}{applied.stderr}")
     source = scratch / "ApplicationMaster.java"
     text = (tree / SOURCE).read_text()
-    source.write_text(_SHADED.sub(r"import \1com.anaconda.skein.shaded.\2.", text))
+    source.write_text(shaded(text))
     return source
+
+
+def shaded(java: str) -> str:
+    """The source's imports of what skein's jar relocates, moved where it put them."""
+    return _SHADED.sub(r"import \1com.anaconda.skein.shaded.\2.", java)
 
 
 def hadoop_classpath() -> str:
@@ -136,12 +146,12 @@ def build(classpath: str | None = None) -> Path:
         classes = scratch / "classes"
         compiled = subprocess.run(
             [javac(), "-nowarn", "--release", "8", "-encoding", "UTF-8", "-d", str(classes),
-             "-cp", f"{SKEIN_JAR}:{classpath or hadoop_classpath()}", str(source)],
+             "-cp", f"{skein_jar()}:{classpath or hadoop_classpath()}", str(source)],
             capture_output=True, text=True, timeout=600)
         if compiled.returncode != 0:
             raise BuildError(f"javac: {compiled.stderr[-3000:]}")
         built = scratch / target.name
-        with zipfile.ZipFile(SKEIN_JAR) as stock, zipfile.ZipFile(built, "w") as out:
+        with zipfile.ZipFile(skein_jar()) as stock, zipfile.ZipFile(built, "w") as out:
             for item in stock.infolist():
                 if not item.filename.startswith(CLASS_PREFIX):  # skein's own AM classes go
                     out.writestr(item, stock.read(item))
@@ -159,13 +169,13 @@ def use_patched_jar() -> Path:
     import skein.core  # its driver and the AppMaster's upload read this name
 
     if os.environ.get(OFF_ENV):
-        return SKEIN_JAR
+        return skein_jar()
     try:
         jar = build()
     except (BuildError, OSError, subprocess.SubprocessError) as exc:
         log.warning("skein's own AppMaster: tfyarn's patch could not be built (%s); YARN's "
                     "preemption notices and steered placement are off", exc)
-        return SKEIN_JAR
+        return skein_jar()
     skein.core._SKEIN_JAR = str(jar)
     return jar
 
