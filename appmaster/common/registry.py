@@ -167,6 +167,9 @@ NOTICE_FILE_ENV = "TFYARN_PREEMPTION_NOTICE_FILE"
 # skein's key-value store, where tfyarn's patched AppMaster (tfyarn/hadoop/amjar.py) writes
 # this prefix + <container> when YARN's PreemptionMessage names the container
 PREEMPT_PREFIX = "tfyarn.preempt."
+# ... and reads these: a role's next requests' placement, and the job's blacklist
+PLACEMENT_PREFIX = "tfyarn.placement."
+BLACKLIST_KEY = "tfyarn.blacklist"
 TRAINING_DONE_KEY = "training/done"
 LATEST_SPEC_KEY = "spec/latest"
 TOKENS_KEY = "tokens/hdfs"

@@ -26,6 +26,7 @@ from appmaster.common.registry import AgentState, AgentStatus
 from appmaster.common.vocabulary import JobState, Role
 from appmaster.master import attempts, rendezvous
 from appmaster.model import verdicts
+from appmaster.model.placement import Placement
 from appmaster.model.job import (
     Action,
     EndJob,
@@ -62,6 +63,8 @@ class Master:
         self.store = rendezvous.Store()  # what the agents write and read
         self.events: skein.kv.EventQueue | None = None  # once begun
         self.first_end: EndJob | None = None  # the start's, if it ended the job
+        self.placement = Placement(plan)  # where a role's next containers are asked for
+        self.placed: dict[str, str] = {}  # the placement last written, by role
 
     # ------------------------------------------------------------ main loop
 
@@ -145,6 +148,8 @@ class Master:
         if status.gpus is not None:  # what its agent found: its own GPUs, or why it found none
             self.job.on_status(container, gpus=status.gpus)
         if status.state == AgentState.STARTED:
+            if (task := self.job.task_of(container)) and status.node:
+                self.placement.ran(task.key, status.node.rsplit(":", 1)[0])
             return self.perform(self.job.on_started(
                 container, now, node=status.node, yarn_container_id=status.yarn_container_id,
                 user=status.user))
@@ -155,6 +160,8 @@ class Master:
             task = self.job.task_of(container)
             failure = self.describe_failure(task, container, "exited", code) if (
                 task and code != 0 and task.role != Role.TENSORBOARD) else ""
+            if task and code not in (0, None) and not verdicts.killed_by_signal(code):
+                self.count_failure(task, container)
             return self.perform(self.job.on_exited(container, code, now, failure))
         return None
 
@@ -175,8 +182,18 @@ class Master:
         state = str(report.state) if report else "UNKNOWN"
         end = verdicts.judge(state, report.exit_message if report else "")  # YARN's why
         failure = "" if state == "SUCCEEDED" else self.describe_failure(task, container, state)
+        if state != "SUCCEEDED" and end.verdict.counted:
+            self.count_failure(task, container)
         return self.perform(self.job.on_container_end(container, state == "SUCCEEDED", now,
                                                       failure, end))
+
+    def count_failure(self, task: Task, container: str) -> None:
+        """A failed container counts toward its host's yarn.node.failure.threshold: past it,
+        the host joins the job's blacklist (tfyarn's patched AppMaster tells YARN)."""
+        if self.placement.failed(task.key, container, task.host):
+            self.app.kv.put(registry.BLACKLIST_KEY, self.placement.blacklist().encode())
+            log.warning("%s failed on %s: the job uses that host no more "
+                        "(yarn.node.failure.threshold)", task.name, task.host)
 
     def on_deadline(self, now: float) -> EndJob | None:
         if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
@@ -242,10 +259,20 @@ class Master:
             else:
                 self.assign(ask.task, adopted)
         for role, tasks in new.items():
+            self.place(role, tasks)
             containers = (self.app.scale(role, delta=len(tasks)) if len(tasks) > 1
                           else [self.app.add_container(role)])
             for task, container in zip(tasks, containers, strict=True):
                 self.assign(task, container.id)
+
+    def place(self, role: str, tasks: list[Task]) -> None:
+        """The role's placement for these requests (appmaster/model/placement.py), written
+        where tfyarn's patched AppMaster reads it before asking YARN."""
+        text = self.placement.for_request(role, [task.key for task in tasks])
+        if text != self.placed.get(role, ""):
+            self.app.kv.put(registry.PLACEMENT_PREFIX + role, text.encode())
+            self.placed[role] = text
+            log.info("%s asked for at %s", role, text.replace("\n", ", ") or "any host")
 
     def assign(self, task: Task, container: str) -> None:
         """``container`` runs ``task``: its agent learns so from the rendezvous."""
