@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.cluster import Cluster, kill_app
-from bench.common import G, LIGHT_APPS, REPO, log
+from bench.common import LIGHT_APPS, REPO, G, log
 
 SETTLE_S = 20.0
 TFYARN = [sys.executable, "-m", "tfyarn.cli.main"]

@@ -245,9 +245,26 @@ def test_failures_past_the_threshold_end_the_job() -> None:
     assert cluster.settle() == [cluster.end] and cluster.end.status == JobState.FAILED
     assert cluster.end.diagnostics.startswith(
         "Component worker failed 2 time(s); that is more than its "
-        "yarn.container.failure.threshold of 1. The job is stopped.\n"
-        "worker 1 (attempt 0) failed (c on nm1): container exited, exit code 1.")
+        "yarn.container.failure.threshold of 1 within one failure window (6 h). The job is "
+        "stopped.\nworker 1 (attempt 0) failed (c on nm1): container exited, exit code 1.")
     assert cluster.job.tasks[("worker", 1)].state == TaskState.FAILED
+
+
+def test_the_failure_window_starts_each_roles_count_again() -> None:
+    """yarn.container.failure.window.*: the threshold judges the failures of one window."""
+    cluster = Cluster(replace(plan(threshold=1), failure_window_seconds=60.0))
+    cluster.everyone_running()
+    cluster.exit("worker", 0, 1)
+    cluster.settle()
+    cluster.everyone_running()
+    cluster.tick(61)  # the next window: worker's count starts at 0 again
+    cluster.exit("worker", 1, 1)
+    cluster.settle()
+    assert cluster.end is None and cluster.job.failures == Counter({"worker": 2})
+    cluster.everyone_running()
+    cluster.exit("worker", 0, 1)  # the second in this window: over the threshold of 1
+    assert cluster.settle() == [cluster.end] and cluster.end.status == JobState.FAILED
+    assert "within one failure window (1 min)" in cluster.end.diagnostics
 
 
 def test_an_unlimited_threshold_restarts_for_ever() -> None:

@@ -438,3 +438,39 @@ def test_exception_class_names_and_causes_repeating_it_go() -> None:
     text = ("org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException: Too big\n"
             + FRAMES + "Caused by: java.io.IOException: Too big\n\t... 12 more")
     assert plain_diagnosis(text) == "Too big"
+
+
+# ---- placement: ANTI_AFFINITY_REQUIRED needs a host per container ----
+
+def two_default_nodes(busy: bool = False) -> dict[str, Any]:
+    doc = recorded()
+    other = copy.deepcopy(node(doc, ""))
+    other["id"] = "otherhost:8444"
+    if busy:
+        other["availableResource"] = resource_json(0, 0)
+    doc["nodes"]["nodes"]["node"].append(other)
+    return doc
+
+
+def anti_affine_ps(count: int) -> dict[str, dict[str, str]]:
+    return {"ps": {"yarn.component.instances": str(count),
+                   "yarn.component.placement.policy": "4"}}
+
+
+def test_anti_affinity_with_a_host_per_container_passes(tmp_path: Path) -> None:
+    assert verdict(tmp_path, doc=two_default_nodes(), components=anti_affine_ps(2)).problems == []
+
+
+def test_anti_affinity_with_more_containers_than_hosts_is_refused(tmp_path: Path) -> None:
+    found = texts(verdict(tmp_path, doc=two_default_nodes(), components=anti_affine_ps(3)))
+    assert len(found) == 1, found
+    assert 'resources.json: components.ps."yarn.component.placement.policy" = "4": 3 ps ' \
+        "containers, no two on one host (ANTI_AFFINITY_REQUIRED), but the default " \
+        "partition (no label) has 2 active node(s)" in found[0]
+    assert "Fix: at most 2 yarn.component.instances" in found[0]
+
+
+def test_anti_affinity_waiting_for_a_busy_host_is_a_note(tmp_path: Path) -> None:
+    found = verdict(tmp_path, doc=two_default_nodes(busy=True), components=anti_affine_ps(2))
+    assert found.problems == []
+    assert any(n.startswith("ps: 2 containers on as many hosts") for n in found.notes)

@@ -71,8 +71,21 @@ class RolePlan:
     label: str | None = None
     failure_threshold: int = settings.FAILURE_THRESHOLD.default  # -1 = unlimited
     failure_policy: str = settings.FAILURE_POLICY.default  # a FailurePolicy
+    # Slider's placement bit mask (settings.STRICT, ANYWHERE, ANTI_AFFINITY_REQUIRED)
+    placement_policy: int = settings.PLACEMENT_POLICY.default
+    # failures of its containers on one node before the job uses the node no more; None: never
+    node_failure_threshold: int | None = None
+    # how long a request for particular hosts waits before it is relaxed to any host
+    placement_escalate_seconds: float = settings.PLACEMENT_ESCALATE.default
 
     def __post_init__(self) -> None:
+        if str(self.placement_policy) not in settings.PLACEMENT_POLICY.choices:
+            raise SpecError(f"{self.name}: placement policy {self.placement_policy!r} is not "
+                            f"one of {', '.join(settings.PLACEMENT_POLICY.choices)}")
+        if self.node_failure_threshold is not None and self.node_failure_threshold < 1:
+            raise SpecError(f"{self.name}: node failure threshold must be >= 1 or None")
+        if not self.placement_escalate_seconds > 0:
+            raise SpecError(f"{self.name}: placement escalation must be positive seconds")
         if self.name not in set(Role):
             raise SpecError(f"{self.name!r} is no role: one of {', '.join(Role)}")
         if self.failure_policy not in set(FailurePolicy):
@@ -167,6 +180,12 @@ class JobPlan:
     # YARN access lists ("users groups") besides the owner and YARN's admins; None: nobody
     view_acl: str | None = None
     modify_acl: str | None = None
+    # resources.json's global: every role's failure count starts again at 0 each window
+    # (0: never), and YARN's log aggregation of the containers while the job runs
+    failure_window_seconds: float = settings.failure_window_seconds({})
+    log_include_patterns: tuple[str, ...] = ()  # regular expressions, any of them
+    log_exclude_patterns: tuple[str, ...] = ()
+    log_interval_seconds: float | None = None  # None: YARN aggregates once, at the end
     # the settings declared without a field of their own, by key (JSON values): read
     # through their declarations, `value(setting)`
     extra: dict[str, Any] = field(default_factory=dict)
@@ -204,6 +223,9 @@ class JobPlan:
             raise SpecError(f"work dir flag {self.work_dir_flag!r}: --name, or \"\" for none")
         if len({entry.name for entry in self.data}) < len(self.data):
             raise SpecError("each data entry has a name of its own")
+        if self.failure_window_seconds < 0 or not (
+                self.log_interval_seconds is None or self.log_interval_seconds > 0):
+            raise SpecError("the failure window is >= 0 seconds, the log interval positive")
 
     def value(self, setting: settings.Setting) -> Any:
         """A setting of appConfig or the AppMaster as the job has it, by its declaration."""
@@ -285,7 +307,8 @@ class JobPlan:
             if given.get(side):
                 given[side] = RolePlan.from_dict(given[side])
         given["data"] = tuple(DataEntry.from_dict(entry) for entry in given.get("data", ()))
-        for name in ("script_args", "secrets", "docker_mounts"):
+        for name in ("script_args", "secrets", "docker_mounts", "log_include_patterns",
+                     "log_exclude_patterns"):
             given[name] = tuple(given.get(name, ()))
         if given.get("layers_trust") is not None:
             given["layers_trust"] = tuple(given["layers_trust"])

@@ -21,6 +21,8 @@ the agents write and read, and skein's key-value store, which keeps what only YA
 - ``progress/<container>``: how far its training got, from its event files (progress.py).
 - ``training/done``: written once the chief finished: the evaluator's cue to evaluate the
   last checkpoint and end.
+- ``flex/request/<id>`` (skein's store): ``tfyarn flex``'s {role, count}; the master answers
+  at ``flex/answer/<id>`` ({accepted, text}) once the job decided (appmaster/model/jobflex.py).
 - ``tokens/hdfs``: the newest HDFS delegation tokens the master obtained with the job's keytab
   (appmaster/common/hdfstokens.py); a heartbeat's answer carries their version.
 """
@@ -173,6 +175,11 @@ BLACKLIST_KEY = "tfyarn.blacklist"
 TRAINING_DONE_KEY = "training/done"
 LATEST_SPEC_KEY = "spec/latest"
 TOKENS_KEY = "tokens/hdfs"
+FLEX_REQUEST_PREFIX = "flex/request/"
+
+
+def flex_answer_key(request: str) -> str:
+    return f"flex/answer/{request}"
 
 
 def container_of(key: str) -> str:

@@ -21,6 +21,7 @@ from appmaster.common.vocabulary import FailurePolicy, SuccessPolicy
 COMPONENT_SCOPE = "component"  # resources.json, per component or in "global" for every component
 APPMASTER_SCOPE = "appmaster"  # resources.json's "slider-appmaster" component
 APP_SCOPE = "app"  # appConfig.json's "global"
+JOB_SCOPE = "job"  # resources.json's "global" only: the whole job's, as Slider read them
 
 APP_PREFIX = "site.global."
 APPMASTER_COMPONENT = "slider-appmaster"
@@ -124,6 +125,62 @@ FAILURE_POLICY = Setting(
     "what a failed task does: restart (within the threshold), fatal (fails the job) "
     "or ignore (dropped; workers and the evaluator only)", default="restart",
     choices=FAILURE_POLICIES, field="failure_policy")
+
+PLACEMENT_POLICY = Setting(
+    "yarn.component.placement.policy", COMPONENT_SCOPE, "policy",
+    "Slider's placement bit mask: 0 the default (a replacement asks for the host its task "
+    "ran on, then anywhere), 1 STRICT (an instance restarts only on the host it ran on), "
+    "2 ANYWHERE (no placement history), 4 ANTI_AFFINITY_REQUIRED (no two of the "
+    "component's containers on one host); 5 and 6 combine 4 with 1 or 2",
+    default=0, choices=("0", "1", "2", "4", "5", "6"), example="4",
+    field="placement_policy")
+
+NODE_FAILURE_THRESHOLD = Setting(
+    "yarn.node.failure.threshold", COMPONENT_SCOPE, "whole",
+    "a node on which this many of the component's containers failed is not used again "
+    "by the job", default_text="none: no node is left out", low=1,
+    noun="failures on one node", example="3", field="node_failure_threshold")
+
+PLACEMENT_ESCALATE = Setting(
+    "yarn.placement.escalate.seconds", COMPONENT_SCOPE, "seconds",
+    "how long a request for a particular host (a restart in place, a node that holds the "
+    "env) waits before it is relaxed to any host", default=30.0, example="30",
+    field="placement_escalate_seconds")
+
+# resources.json's "global" alone: the whole job's. The failure window is one duration
+# written in three keys (Slider's); the default applies only when none is written.
+FAILURE_WINDOW_DAYS = Setting(
+    "yarn.container.failure.window.days", JOB_SCOPE, "whole",
+    "the failure window's days: every component's failure count starts again at 0 each "
+    "window (0 in all three keys: never)", default=0, low=0, high=3650, noun="days",
+    example="1", field="failure_window_seconds")
+
+FAILURE_WINDOW_HOURS = Setting(
+    "yarn.container.failure.window.hours", JOB_SCOPE, "whole",
+    "the failure window's hours (6 when no failure window key is written)", default=6,
+    low=0, high=87600, noun="hours", example="6", field="failure_window_seconds")
+
+FAILURE_WINDOW_MINUTES = Setting(
+    "yarn.container.failure.window.minutes", JOB_SCOPE, "whole",
+    "the failure window's minutes", default=0, low=0, high=5256000, noun="minutes",
+    example="30", field="failure_window_seconds")
+
+LOG_INCLUDE = Setting(
+    "yarn.log.include.patterns", JOB_SCOPE, "patterns",
+    "the containers' log files YARN aggregates while the job runs (rolling): regular "
+    'expressions joined by "|"', default_text="none: YARN's own choice",
+    example="stdout|stderr|.*[.]log", field="log_include_patterns")
+
+LOG_EXCLUDE = Setting(
+    "yarn.log.exclude.patterns", JOB_SCOPE, "patterns",
+    "the containers' log files YARN does not aggregate: regular expressions joined by "
+    '"|"', default_text="none", example=".*[.]tmp", field="log_exclude_patterns")
+
+LOG_INTERVAL = Setting(
+    "yarn.log.interval", JOB_SCOPE, "seconds",
+    "how often YARN aggregates the included logs while the job runs (rolling)",
+    default_text="none: once, when the job ends", example="3600",
+    field="log_interval_seconds")
 
 # resources.json's "slider-appmaster": the AppMaster's container
 AM_MEMORY = Setting(
@@ -295,12 +352,29 @@ MODIFY_ACL = Setting(
 # Every declaration, in the order the key reference lists them.
 SETTINGS: tuple[Setting, ...] = (
     PRIORITY, INSTANCES, MEMORY, VCORES, FAILURE_THRESHOLD, LABEL, GPUS, FAILURE_POLICY,
+    PLACEMENT_POLICY, NODE_FAILURE_THRESHOLD, PLACEMENT_ESCALATE, FAILURE_WINDOW_DAYS,
+    FAILURE_WINDOW_HOURS, FAILURE_WINDOW_MINUTES, LOG_INCLUDE, LOG_EXCLUDE, LOG_INTERVAL,
     AM_MEMORY, AM_VCORES, AM_LABEL, ENTRY, SCRIPTS_DIR, SCRIPT_ARGS, WORK_DIR_FLAG, ENV, QUEUE,
     APP_NAME, WORK_DIR, REGISTRATION_TIMEOUT, PYTHON, DOCKER_IMAGE, PYTHON_ENV, LAYERS_DIR,
     LAYERS_TRUST, DOCKER_MOUNTS, SUCCESS_POLICY, ALLOCATION_TIMEOUT, DEADLINE, AM_MAX_ATTEMPTS,
     SECRETS, MIRROR_INTERVAL, HEARTBEAT_TIMEOUT, EVALUATION_TIMEOUT, DATA_DIR,
     CHECKPOINT_PREFIX, DATA, VIEW_ACL, MODIFY_ACL,
 )
+
+
+# Slider's placement policy bits (org.apache.slider.providers.PlacementPolicy)
+STRICT, ANYWHERE, ANTI_AFFINITY_REQUIRED = 1, 2, 4
+FAILURE_WINDOW = (FAILURE_WINDOW_DAYS, FAILURE_WINDOW_HOURS, FAILURE_WINDOW_MINUTES)
+_WINDOW_UNIT_SECONDS = (86400, 3600, 60)
+
+
+def failure_window_seconds(written: Mapping[str, int]) -> float:
+    """The failure window from its three keys as written (key -> whole number): the unwritten
+    ones count 0, and Slider's default (6 hours) applies when none is written."""
+    given = written if any(s.key in written for s in FAILURE_WINDOW) else {
+        s.key: s.default for s in FAILURE_WINDOW}
+    return float(sum(given.get(s.key, 0) * unit
+                     for s, unit in zip(FAILURE_WINDOW, _WINDOW_UNIT_SECONDS, strict=True)))
 
 
 def settings(scope: str) -> tuple[Setting, ...]:

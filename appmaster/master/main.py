@@ -26,11 +26,11 @@ from appmaster.common.registry import AgentState, AgentStatus
 from appmaster.common.vocabulary import JobState, Role
 from appmaster.master import attempts, rendezvous
 from appmaster.model import verdicts
-from appmaster.model.placement import Placement
 from appmaster.model.job import (
     Action,
     EndJob,
     Fence,
+    FlexAnswer,
     Job,
     Kill,
     PublishSpec,
@@ -39,6 +39,7 @@ from appmaster.model.job import (
     Task,
     TrainingDone,
 )
+from appmaster.model.placement import Placement
 from appmaster.page import webpage
 from appmaster.page.report import ReportWriter
 from appmaster.page.view import JobView
@@ -78,6 +79,7 @@ class Master:
         events = self.app.kv.event_queue()
         events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
         events.subscribe(prefix=registry.PREEMPT_PREFIX, event_type="PUT")  # YARN's notice
+        events.subscribe(prefix=registry.FLEX_REQUEST_PREFIX, event_type="PUT")  # tfyarn flex
         # An agent's write joins skein's events on the same queue, in the order it came.
         self.store.on_put = lambda key, value: events.put(
             skein.kv.Event(key, skein.kv.ValueOwnerPair(value, None), "PUT", None))
@@ -138,6 +140,14 @@ class Master:
                                   AgentStatus.from_json(event.result.value), now)
         if kind == "task":
             return self.on_container_end(registry.container_of(event.key), now)
+        if event.key.startswith(registry.FLEX_REQUEST_PREFIX):
+            request = event.key.removeprefix(registry.FLEX_REQUEST_PREFIX)
+            try:
+                asked = json.loads(event.result.value)
+                role, count = str(asked["role"]), int(asked["count"])
+            except (ValueError, TypeError, KeyError):  # not tfyarn flex's: answered, not fatal
+                return self.perform([FlexAnswer(request, False, "not a flex request")])
+            return self.perform(self.job.on_flex(request, role, count, now))
         if kind in ("mirror", "progress"):
             self.job.on_status(registry.container_of(event.key),
                                **{kind: json.loads(event.result.value)}, now=now)
@@ -239,6 +249,9 @@ class Master:
                          action.address, Role.TENSORBOARD)
             elif isinstance(action, TrainingDone):
                 self.store.put(registry.TRAINING_DONE_KEY, b"1")
+            elif isinstance(action, FlexAnswer):
+                self.app.kv.put(registry.flex_answer_key(action.request), json.dumps(
+                    {"accepted": action.accepted, "text": action.text}).encode())
             elif isinstance(action, EndJob):
                 return action
         self.request(asks)

@@ -36,6 +36,7 @@ from appmaster.model.jobactions import (
     Action,
     EndJob,
     Fence,
+    FlexAnswer,
     Kill,
     PublishSpec,
     Request,
@@ -45,6 +46,7 @@ from appmaster.model.jobactions import (
 from appmaster.model.jobcore import JobCore
 from appmaster.model.jobdeadlines import REASK_S, Deadlines
 from appmaster.model.jobfailures import FAILURE_SETTLE_S, VERDICT_WAIT_S, FailureRules
+from appmaster.model.jobflex import flex, flex_refusal
 from appmaster.model.jobtasks import NOT_RUNNING_YET, Key, Task, TaskIndex, TaskTable
 from appmaster.model.liveness import Liveness
 from appmaster.model.phases import PhaseClock
@@ -53,7 +55,8 @@ from appmaster.model.verdicts import ContainerEnd, Verdict
 # The job's public surface, wherever each part lives: master.py, view.py and the tests
 # import it from here.
 __all__ = ["FAILURE_SETTLE_S", "NOT_RUNNING_YET", "REASK_S", "VERDICT_WAIT_S", "Action",
-           "EndJob", "Fence", "Job", "Key", "Kill", "PublishSpec", "Request", "ShowTensorBoard",
+           "EndJob", "Fence", "FlexAnswer", "Job", "Key", "Kill", "PublishSpec", "Request",
+           "ShowTensorBoard",
            "Task", "TaskIndex", "TaskTable", "TrainingDone"]
 
 log = logging.getLogger("tfyarn.master")
@@ -200,6 +203,17 @@ class Job:
         if chief is not None and chief.container and chief.container != container:
             told.append(chief.container)
         return told
+
+    def on_flex(self, request: str, role: str, count: int, now: float) -> list[Action]:
+        """``tfyarn flex``: ``role`` to ``count`` tasks, as a new generation (jobflex.py)."""
+        why = flex_refusal(self.plan, self.state, role, count)
+        if why is not None:
+            return [FlexAnswer(request, False, why)]
+        actions = self._run(self._flex, now, role, count)
+        return [*actions, FlexAnswer(request, True, self.restarts[-1])]
+
+    def _flex(self, now: float, role: str, count: int) -> None:
+        flex(self.core, self.rules, role, count, now)
 
     def on_allocated(self, containers: dict[str, str | None]) -> None:
         """YARN gave these containers (container -> node), whose agents have not started:

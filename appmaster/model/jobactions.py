@@ -51,9 +51,19 @@ class TrainingDone:
 
 
 @dataclass(frozen=True)
+class FlexAnswer:
+    """The job's answer to ``tfyarn flex`` (request ``request``): done, or why not."""
+
+    request: str
+    accepted: bool
+    text: str
+
+
+@dataclass(frozen=True)
 class EndJob:
     status: JobState  # SUCCEEDED or FAILED
     diagnostics: str
 
 
-Action = Request | Kill | Fence | PublishSpec | ShowTensorBoard | TrainingDone | EndJob
+Action = (Request | Kill | Fence | PublishSpec | ShowTensorBoard | TrainingDone | FlexAnswer
+          | EndJob)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import JobState, TaskState
 from appmaster.model.jobactions import EndJob, Kill
 from appmaster.model.jobcore import JobCore
@@ -31,13 +32,16 @@ class Deadlines:
 
     def __init__(self, core: JobCore, rules: FailureRules) -> None:
         self.core = core
-        self.plan = core.plan
         self.table = core.table
         self.rules = rules
         self.allocation_deadline = self.registration_deadline = 0.0
         self.evaluation_deadline: float | None = None  # once training is done
         self.next_liveness_check = 0.0
         self.asked_again: set[Key] = set()  # their next container: no new deadline
+
+    @property
+    def plan(self) -> JobPlan:
+        return self.core.plan  # flex gives the job a new one
 
     def assigned(self, task: Task, now: float) -> None:
         """``task`` was given a container: YARN must give and start the job's anew, unless

@@ -13,7 +13,9 @@ from collections import Counter
 from collections.abc import Callable
 
 from appmaster.common import registry
+from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import FailurePolicy, JobState, Role, TaskState
+from appmaster.model.failurewindow import FailureWindow
 from appmaster.model.history import Mark
 from appmaster.model.jobactions import EndJob, Fence, Kill
 from appmaster.model.jobcore import JobCore
@@ -43,13 +45,22 @@ class FailureRules:
 
     def __init__(self, core: JobCore, succeeded: Callable[[Task, float], EndJob | None]) -> None:
         self.core = core
-        self.plan = core.plan
         self.table = core.table
         self.succeeded = succeeded
-        self.failures: Counter[str] = Counter()  # by role
+        self.failures: Counter[str] = Counter()  # by role, the job's totals
+        # what the threshold judges: the failures in the current failure window
+        self.window = FailureWindow(self.plan.failure_window_seconds, core.started_at)
         # Workers that failed, not yet judged (see FAILURE_SETTLE_S): key -> (reason, when)
         self.settling: dict[Key, tuple[str, float]] = {}
         self.lost_nodes: dict[str, float] = {}  # host -> when a task there was lost
+
+    @property
+    def plan(self) -> JobPlan:
+        return self.core.plan  # flex gives the job a new one
+
+    def stop(self, task: Task) -> None:
+        """End ``task``'s container: the job's doing, not its failure."""
+        self.core.actions.append(Kill(task.container))
 
     def exited(self, now: float, container: str, exit_code: int | None,
                failure: str) -> EndJob | None:
@@ -178,8 +189,8 @@ class FailureRules:
         role = self.plan.role(task.role)
         task.verdicts[verdict] += 1
         self.failures[task.role] += 1
-        failures = self.failures[task.role]
-        log.warning("failure %d of %s: %s", failures, task.role, reason)
+        failures = self.window.add(task.role, now)
+        log.warning("failure %d of %s in its window: %s", failures, task.role, reason)
         if role.failure_policy == FailurePolicy.IGNORE:
             self.table.move(task, TaskState.FAILED)
             self.core.note(now, Mark.DROPPED, f"{task.name} dropped (failure policy ignore)")
@@ -208,8 +219,8 @@ class FailureRules:
         """Beside training: its failure fails the job only under the fatal policy."""
         role = self.plan.role(task.role)
         self.failures[task.role] += 1
-        failures = self.failures[task.role]
-        log.warning("failure %d of the evaluator: %s", failures, reason)
+        failures = self.window.add(task.role, now)
+        log.warning("failure %d of the evaluator in its window: %s", failures, reason)
         if role.failure_policy == FailurePolicy.FATAL:
             self.table.move(task, TaskState.FAILED)
             return EndJob(JobState.FAILED,
@@ -246,8 +257,9 @@ class FailureRules:
         """A plain worker: not the chief (worker 0 in a job without a chiefworker)."""
         return task.role == Role.WORKER and task.key != self.plan.chief
 
-    def restart_generation(self, failed: Task, now: float) -> None:
-        """End every old container first, then a fresh rendezvous for every task."""
+    def restart_generation(self, failed: Task | None, now: float) -> None:
+        """End every old container first, then a fresh rendezvous for every task. ``failed``:
+        the task whose failure restarts it; None: a flex (jobflex.py)."""
         core = self.core
         core.generation += 1
         core.spec, core.state = None, JobState.RESTARTING
@@ -261,9 +273,9 @@ class FailureRules:
             if task is not failed:
                 task.attempt += 1
             self.table.move(task, TaskState.REQUESTED)
-            task.failed_at = failed.failed_at
-        log.info("restarting every task as generation %d after %s failed", core.generation,
-                 failed.name)
+            task.failed_at = now if failed is None else failed.failed_at
+        log.info("restarting every task as generation %d after %s", core.generation,
+                 "a flex" if failed is None else f"{failed.name} failed")
         core.request_all(now)
 
     def cluster_verdict_due(self) -> float | None:

@@ -56,6 +56,10 @@ def over_threshold_message(plan: JobPlan, task: Task, failures: int, reason: str
     else:
         rule = (f"that is more than its yarn.container.failure.threshold of "
                 f"{role.failure_threshold}")
+    if plan.failure_window_seconds > 0 and role.failure_policy != FailurePolicy.FATAL:
+        window = plan.failure_window_seconds
+        span = f"{window / 3600:g} h" if window >= 3600 else f"{window / 60:g} min"
+        rule += f" within one failure window ({span})"
     return (f"Component {task.role} failed {failures} time(s); {rule}. "
             f"The job is stopped.\n{reason}")
 

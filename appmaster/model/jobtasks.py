@@ -173,6 +173,18 @@ class TaskTable:
         for task in self.every_task():
             self.index.add(task)
 
+    def add(self, role: Role, index: int) -> Task:
+        """A task the job gains (flex): asked for with the next generation."""
+        task = self.tasks[(role, index)] = Task(role, index)
+        self.index.add(task)
+        return task
+
+    def remove(self, role: str, index: int) -> Task:
+        """A task the job loses (flex); its container, if any, is the caller's to stop."""
+        task = self.tasks.pop((role, index))
+        self.index.discard(task)
+        return task
+
     def every_task(self) -> list[Task]:
         return [*self.tasks.values(), *(t for t in (self.tensorboard, self.evaluator) if t)]
 

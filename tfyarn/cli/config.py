@@ -13,6 +13,7 @@ from appmaster.common.settings import (
     APPMASTER_COMPONENT,
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
+    JOB_SCOPE,
     settings,
 )
 from tfyarn.jobconfig import JobConfigError, load_job, read_defaults
@@ -100,6 +101,7 @@ def all_settings() -> dict:
     slider-appmaster.yarn.*)."""
     return {**{s.key: s for s in settings(APP_SCOPE)},
             **{s.key: s for s in settings(COMPONENT_SCOPE)},
+            **{s.key: s for s in settings(JOB_SCOPE)},
             **{f"{APPMASTER_COMPONENT}.{s.key}": s for s in settings(APPMASTER_SCOPE)}}
 
 

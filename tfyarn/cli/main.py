@@ -10,6 +10,7 @@ from tfyarn.cli import exitcodes
 from tfyarn.cli.cluster import cluster_group
 from tfyarn.cli.config import config_command
 from tfyarn.cli.envs import env_group
+from tfyarn.cli.flex import flex_command
 from tfyarn.cli.jobs import submit_command, wait_command
 from tfyarn.cli.monitor import (
     kill_command,
@@ -74,6 +75,7 @@ main.add_command(submit_command)
 main.add_command(wait_command)
 main.add_command(status_command)
 main.add_command(kill_command)
+main.add_command(flex_command)
 main.add_command(list_command)
 main.add_command(logs_command)
 main.add_command(report_command)

@@ -69,14 +69,14 @@ def load_job(
     if problems:
         raise JobConfigError(problems)
     assert resources is not None and app is not None  # no problems means both parsed
-    components, am_memory_mb, am_vcores, am_label = resources
+    components, am_memory_mb, am_vcores, am_label, job_fields = resources
     spec_fields, client_facts = app
     with_tasks = [c for c in components if c.instances > 0]
     side = {c.name: c for c in with_tasks if c.name not in TF_ROLES}
     spec = JobPlan(roles=tuple(c for c in with_tasks if c.name in TF_ROLES),
                    tensorboard=side.get(Role.TENSORBOARD), evaluator=side.get(Role.EVALUATOR),
                    am_memory_mb=am_memory_mb, am_vcores=am_vcores, am_label=am_label,
-                   **spec_fields)
+                   **job_fields, **spec_fields)
     client = ClientFacts(resources_path=Path(resources_path),
                          app_config_path=Path(app_config_path), **client_facts)
     settings = effective(defaults, [(str(resources_path), resources_doc or {}),

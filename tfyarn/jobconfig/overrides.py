@@ -20,6 +20,7 @@ from appmaster.common.settings import (
     APP_SCOPE,
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
+    JOB_SCOPE,
     Setting,
     settings,
 )
@@ -54,7 +55,7 @@ class Override:
 
 def _keys() -> list[str]:
     """Every key --set takes, as `tfyarn config` prints them (components' as <name>.<key>)."""
-    every = [*appconfig.APP_KEYS, *resources.RESOURCE_KEYS]
+    every = [*appconfig.APP_KEYS, *resources.RESOURCE_KEYS, *resources.JOB_KEYS]
     own = [f"{name}.{key}" for name in COMPONENT_NAMES if name != APPMASTER
            for key in resources.RESOURCE_KEYS]
     return [*every, *own, *(f"{APPMASTER}.{k}" for k in resources.APPMASTER_KEYS)]
@@ -71,6 +72,8 @@ def declared(key: str) -> Setting | None:
         scope, name = APPMASTER_SCOPE, rest
     else:
         scope, name = COMPONENT_SCOPE, rest if first in COMPONENT_NAMES else key
+        if first not in COMPONENT_NAMES and key in resources.JOB_KEYS:
+            scope = JOB_SCOPE  # the whole job's, in resources.json's global
     return next((s for s in settings(scope) if s.key == name), None)
 
 

@@ -10,9 +10,11 @@ from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
     FAILURE_THRESHOLD_MEANING,
+    JOB_SCOPE,
     Setting,
     settings,
 )
+from tfyarn.jobconfig.sliderkeys import REFUSED
 
 PAGE = "docs/reference/settings.md"
 
@@ -20,6 +22,8 @@ _SECTIONS = (
     (COMPONENT_SCOPE, "resources.json: each component",
      'Under `components.<name>` (`ps`, `chiefworker`, `worker`, `evaluator`, `tensorboard`), or '
      'in `global` for every component. Values may be JSON strings, as Slider wrote them.'),
+    (JOB_SCOPE, "resources.json: the whole job",
+     'In `global` only, as Slider read them; a component that gives one is refused.'),
     (APPMASTER_SCOPE, f"resources.json: the AppMaster (`{APPMASTER_COMPONENT}`)",
      f'Under `components.{APPMASTER_COMPONENT}`; in a defaults file as '
      f'`{APPMASTER_COMPONENT}.<key>`.'),
@@ -58,6 +62,11 @@ def render() -> str:
             default = s.shown_default + (" (job only)" if s.job_only else "")
             lines.append(f"| `{s.key}` | {s.kind} | {_cell(default)} | {_bounds(s)} | "
                          f"{_cell(s.meaning)} |")
+    lines += ["", "## Slider's keys tfyarn does not take", "",
+              "Slider documented these for `resources.json`; a job that gives one is refused "
+              "before anything is submitted, with the reason below.", "",
+              "| key | why |", "|---|---|"]
+    lines += [f"| `{key}` | {_cell(why)} |" for key, why in REFUSED.items()]
     lines += ["", "## Failure threshold", "", FAILURE_THRESHOLD_MEANING, ""]
     return "\n".join(lines)
 

@@ -15,16 +15,24 @@ from appmaster.common.settings import (
     FAILURE_THRESHOLD,
     GPUS,
     INSTANCES,
+    JOB_SCOPE,
     LABEL,
+    LOG_EXCLUDE,
+    LOG_INCLUDE,
+    LOG_INTERVAL,
     MEMORY,
+    NODE_FAILURE_THRESHOLD,
+    PLACEMENT_ESCALATE,
+    PLACEMENT_POLICY,
     PRIORITY,
     VCORES,
     built_in,
+    failure_window_seconds,
     setting,
     settings,
 )
 from appmaster.common.vocabulary import FailurePolicy, Role
-from tfyarn.jobconfig import memory
+from tfyarn.jobconfig import memory, sliderkeys
 from tfyarn.jobconfig.documents import (
     Checker,
     as_int,
@@ -45,6 +53,8 @@ JOB_ONLY_KEYS = tuple(s.key for s in settings(COMPONENT_SCOPE) if s.job_only)
 BUILT_IN: dict[str, Any] = built_in(COMPONENT_SCOPE)
 APPMASTER_BUILT_IN: dict[str, Any] = built_in(APPMASTER_SCOPE)
 APPMASTER_KEYS = tuple(s.key for s in settings(APPMASTER_SCOPE))
+# the whole job's, in "global" alone (Slider read them there)
+JOB_KEYS = tuple(s.key for s in settings(JOB_SCOPE))
 
 _LABEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _WHOLE = tuple(s.key for s in settings(COMPONENT_SCOPE) if s.kind == "whole")
@@ -92,13 +102,43 @@ class _Settings:
         return default if found is None else _whole(self.c, found[1], found[0], key, scope)
 
 
+def _unknown_key(c: Checker, where: str, key: str) -> None:
+    """A key tfyarn does not take: Slider's with why, else the closest one it takes."""
+    why = sliderkeys.why_refused(key)
+    if why is not None:
+        c.add(where, "Slider's key, which tfyarn does not take: " + why, "remove it.")
+    elif key in JOB_KEYS:
+        c.add(where, "the whole job's, read from \"global\" alone (as Slider did)",
+              'move it to "global".')
+    else:
+        report_unknown(c, where, key, RESOURCE_KEYS + JOB_KEYS, "key")
+
+
+def _job_fields(c: Checker, given: dict[str, Any]) -> dict[str, Any]:
+    """resources.json's global keys for the whole job: JobPlan's fields (the wrong left out,
+    reported)."""
+    found = {key: (given[key], key_path("global", key)) for key in JOB_KEYS if key in given}
+    window = {key: _whole(c, where, value, key, JOB_SCOPE)
+              for key, (value, where) in found.items() if key.startswith(
+                  "yarn.container.failure.window.")}
+    fields: dict[str, Any] = {}
+    if None not in window.values():
+        fields["failure_window_seconds"] = failure_window_seconds(
+            {k: v for k, v in window.items() if v is not None})
+    for s in (LOG_INCLUDE, LOG_EXCLUDE):
+        fields[s.field] = sliderkeys.patterns(c, s, found.get(s.key))
+    fields[LOG_INTERVAL.field] = sliderkeys.seconds(c, LOG_INTERVAL, found.get(LOG_INTERVAL.key))
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 def parse_resources(
     c: Checker, doc: dict[str, Any]
-) -> tuple[tuple[RolePlan, ...], int, int, str | None] | None:
+) -> tuple[tuple[RolePlan, ...], int, int, str | None, dict[str, Any]] | None:
     defaults, components = top_level(c, doc)
     for key in defaults or {}:
-        if key not in RESOURCE_KEYS:
-            report_unknown(c, key_path("global", key), key, RESOURCE_KEYS, "key")
+        if key not in RESOURCE_KEYS + JOB_KEYS:
+            _unknown_key(c, key_path("global", key), key)
+    job_fields = _job_fields(c, defaults or {})
     if components is None:
         return None
     found: list[RolePlan] = []
@@ -114,7 +154,7 @@ def parse_resources(
             continue
         for key in own:
             if key not in RESOURCE_KEYS:
-                report_unknown(c, key_path("components", name, key), key, RESOURCE_KEYS, "key")
+                _unknown_key(c, key_path("components", name, key), key)
         settings = _Settings(c, name, own, defaults or {})
         if name == APPMASTER:
             # Its container's size and label: YARN places it itself. Its label is its own,
@@ -127,7 +167,8 @@ def parse_resources(
         if component is not None:
             found.append(component)
     _check_chief(c, components, found)
-    return tuple(sorted(found, key=lambda x: x.priority)), am_memory_mb, am_vcores, am_label
+    roles = tuple(sorted(found, key=lambda x: x.priority))
+    return roles, am_memory_mb, am_vcores, am_label, job_fields
 
 
 def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, Any]) -> None:
@@ -142,6 +183,8 @@ def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, An
               "chief cannot be ignored", 'write "restart" or "fatal"; give "ignore" to the '
               "workers or the evaluator in the job's resources.json.", value="ignore")
     _label(every)
+    sliderkeys.placement_policy(c, every.find(PLACEMENT_POLICY.key))
+    sliderkeys.seconds(c, PLACEMENT_ESCALATE, every.find(PLACEMENT_ESCALATE.key))
     own = _Settings(c, APPMASTER, appmaster, {})
     for key in APPMASTER_BUILT_IN:  # its sizes; its label is checked as a component's
         own.whole(key, None, APPMASTER_SCOPE)
@@ -206,6 +249,12 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
                 value=value)
         policy = None
     label, label_ok = _label(s)
+    placement = sliderkeys.placement_policy(s.c, s.find(PLACEMENT_POLICY.key))
+    node_threshold = s.whole(NODE_FAILURE_THRESHOLD.key, None)
+    escalate = sliderkeys.seconds(s.c, PLACEMENT_ESCALATE, s.find(PLACEMENT_ESCALATE.key))
+    if (s.find(NODE_FAILURE_THRESHOLD.key) is not None and node_threshold is None) or (
+            placement is None or escalate is None):
+        return None
     if (
         priority is None
         or instances is None
@@ -219,7 +268,8 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
         return None
     return RolePlan(name=s.name, priority=priority, instances=instances, memory_mb=memory,
                      vcores=vcores, failure_threshold=threshold, label=label, gpus=gpus,
-                     failure_policy=policy)
+                     failure_policy=policy, placement_policy=placement,
+                     node_failure_threshold=node_threshold, placement_escalate_seconds=escalate)
 
 
 def _choice(s: _Settings, key: str, allowed: Sequence[str], default: str) -> str | None:

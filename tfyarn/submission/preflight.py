@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 import requests
 
 from appmaster.common.jobplan import JobPlan, RolePlan
-from appmaster.common.settings import COMPONENT_SCOPE, LABEL, settings
+from appmaster.common.settings import (
+    ANTI_AFFINITY_REQUIRED,
+    COMPONENT_SCOPE,
+    INSTANCES,
+    LABEL,
+    PLACEMENT_POLICY,
+    settings,
+)
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
@@ -57,6 +64,7 @@ class Request:
     file: str
     keys: Mapping[str, str]  # memory_mb/vcores/gpus/label -> the key (or option) that sets it
     appmaster: bool = False
+    placement_policy: int = 0  # Slider's bit mask (appmaster/common/settings.py)
 
     def problem(self, dimension: str, message: str, fix: str, value: object = None) -> Problem:
         key = self.keys[dimension]
@@ -77,6 +85,7 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
         keys = {d: key_path("components", name, k) for d, k in KEYS.items()}
         keys["label"] = ("--am-label" if label_from_am
                          else key_path("components", name, LABEL.key))
+        keys["placement"] = key_path("components", name, PLACEMENT_POLICY.key)
         return keys
 
     def role_request(role: RolePlan) -> Request:
@@ -84,7 +93,8 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
         return Request(role.name, role.instances,
                        Resources(role.memory_mb, role.vcores, role.gpus), role.label or "",
                        resources, component_keys(role.name, not own_label and
-                                                 bool(plan.am_label)))
+                                                 bool(plan.am_label)),
+                       placement_policy=role.placement_policy)
 
     containers = [role_request(r) for r in (*plan.roles, *plan.side_roles)]
     am_keys = component_keys(APPMASTER, "--am-label" in given)
@@ -119,6 +129,9 @@ def check(view: ClusterView, containers: list[Request], queue_name: str,
     queue = _check_queue(view, queue_name, queue_source, submit_allowed, user, verdict)
     labels_ok = _check_labels(view, containers, queue, verdict)
     sizes_ok = all([_check_container(view, request, queue, verdict) for request in containers])
+    if labels_ok and sizes_ok:
+        for request in containers:
+            _check_anti_affinity(view, request, verdict)
     if queue is not None and queue.leaf and labels_ok and sizes_ok:
         _check_whole_job(view, containers, queue, verdict)
     return verdict
@@ -233,6 +246,31 @@ def _check_container(view: ClusterView, request: Request, queue: Queue | None,
             f"at most what one node offers ({largest.total}).", getattr(size, dimension)))
         return False
     return True
+
+
+def _check_anti_affinity(view: ClusterView, request: Request, verdict: Verdict) -> None:
+    """ANTI_AFFINITY_REQUIRED: each container on a host of its own, so as many active nodes
+    that can hold one as there are containers; hosts with room now are what the job waits
+    for (the AppMaster says so while it waits: appmaster/model/placementwait.py)."""
+    if not request.placement_policy & ANTI_AFFINITY_REQUIRED or request.count < 2:
+        return
+    able = [n.id for n in view.active_nodes(request.label) if request.size.fits_in(n.total)]
+    where = partition_name(request.label)
+    if request.count > len(able):
+        verdict.problems.append(request.problem(
+            "placement", f"{request.count} {request.what} containers, no two on one host "
+            f"(ANTI_AFFINITY_REQUIRED), but {where} has {len(able)} active node(s) that can "
+            f"hold one ({', '.join(able) or 'none'}): they would wait forever",
+            f"at most {len(able)} {INSTANCES.key}, or a placement policy without "
+            f"{ANTI_AFFINITY_REQUIRED} (0, 1 or 2), or a label with more nodes.",
+            f'"{request.placement_policy}"'))
+        return
+    free = [n for n in view.active_nodes(request.label) if request.size.fits_in(n.available)]
+    if request.count > len(free):
+        verdict.notes.append(
+            f"{request.what}: {request.count} containers on as many hosts (ANTI_AFFINITY_"
+            f"REQUIRED), and {len(free)} node(s) in {where} have room for one now: the job "
+            "waits for the others to free some.")
 
 
 def _needs(containers: list[Request]) -> dict[str, Resources]:

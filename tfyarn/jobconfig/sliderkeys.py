@@ -1,0 +1,120 @@
+"""Slider's resources.json keys beyond those of its TensorFlow package: the checks of their
+values (placement, escalation, log patterns), and the keys tfyarn does not take, each with
+why: the one table the job files' checks and the key reference (docs/reference/settings.md)
+read. Every other key Slider documented is a declared setting (appmaster/common/settings.py)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from appmaster.common.settings import (
+    ANTI_AFFINITY_REQUIRED,
+    ANYWHERE,
+    PLACEMENT_POLICY,
+    STRICT,
+    Setting,
+)
+from tfyarn.jobconfig.documents import Checker, as_int
+
+Found = tuple[Any, str] | None  # a value and where it was written; None: absent
+
+_WHOLE_CLUSTER = ("a TensorFlow cluster needs every one of its tasks, so the job cannot run on "
+                  "with a share of them and a health percentage has nothing to decide; a lost "
+                  "task is replaced within yarn.container.failure.threshold, in the failure "
+                  "window")
+
+REFUSED: dict[str, str] = {
+    "component.unique.names": (
+        "every task already has its own name, role:index (ps:0, worker:1): TensorFlow's "
+        "cluster spec is written with those names"),
+    "yarn.resource.normalization.enabled": (
+        "tfyarn never shrinks a request to fit the cluster: pre-flight refuses a container "
+        "larger than the queue or any NodeManager can hold, so there is nothing to turn off"),
+    "yarn.disks.count-per-instance": (
+        "YARN has no disk resource a container can ask for (Slider never used this key "
+        "either); each task writes to its container's own directory"),
+    "yarn.disk.size": (
+        "YARN has no disk resource a container can ask for (Slider never used this key "
+        "either); each task writes to its container's own directory"),
+    "yarn.resource-profile-name": (
+        "the AppMaster asks for each container's memory, vcores and GPUs as written: give "
+        "yarn.memory, yarn.vcores and yarn.gpus instead"),
+    "yarn.container.health.threshold.percent": _WHOLE_CLUSTER,
+    "yarn.container.health.threshold.poll.frequency.secs": _WHOLE_CLUSTER,
+    "yarn.container.health.threshold.window.secs": _WHOLE_CLUSTER,
+    "yarn.container.health.threshold.init.delay.secs": _WHOLE_CLUSTER,
+    "yarn.resourcemanager.am.retry-count-window-ms": (
+        "skein's client cannot give YARN an AppMaster attempt window; "
+        "site.global.am.max.attempts (appConfig.json) counts every attempt of the job"),
+}
+
+
+def why_refused(key: str) -> str | None:
+    """Why tfyarn does not take this key of Slider's; None: not one of them."""
+    return REFUSED.get(key)
+
+
+def placement_policy(c: Checker, found: Found) -> int | None:
+    """Slider's bit mask, as a combination it defined; None when wrong."""
+    if found is None:
+        return PLACEMENT_POLICY.default
+    value, where = found
+    number = as_int(value)
+    if number is not None and str(number) in PLACEMENT_POLICY.choices:
+        return number
+    if number is not None and number >= 0 and number & STRICT and number & ANYWHERE:
+        why = (f"{STRICT} (STRICT: back on the host it ran on) and {ANYWHERE} (ANYWHERE: no "
+               "placement history) contradict each other")
+    elif number is not None and number >= 0:
+        why = ("not a combination Slider defined (16 is Slider's own mark for its AppMaster, "
+               "8 and above mean nothing)")
+    else:
+        why = "not a whole number"
+    c.add(where, why, f'give 0 (the default), {STRICT} STRICT, {ANYWHERE} ANYWHERE, '
+          f'{ANTI_AFFINITY_REQUIRED} ANTI_AFFINITY_REQUIRED, or {ANTI_AFFINITY_REQUIRED} plus '
+          f'{STRICT} or {ANYWHERE} ("5", "6"), e.g. "{PLACEMENT_POLICY.example}".', value=value)
+    return None
+
+
+def seconds(c: Checker, s: Setting, found: Found) -> float | None:
+    """A positive number of seconds; the declaration's default when absent, None when wrong."""
+    if found is None:
+        return s.default
+    value, where = found
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[0-9.eE+-]+\s*", value):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if number is None or not math.isfinite(number) or number <= 0:
+        c.add(where, "must be a positive number of seconds",
+              f'give seconds, e.g. "{s.example}", or remove the key.', value=value)
+        return None
+    return number
+
+
+def patterns(c: Checker, s: Setting, found: Found) -> tuple[str, ...] | None:
+    """Slider's log patterns: regular expressions joined by "|", each checked; None when
+    wrong."""
+    if found is None:
+        return ()
+    value, where = found
+    if not isinstance(value, str):
+        c.add(where, "must be a string of regular expressions joined by \"|\"",
+              f'write e.g. "{s.example}".', value=value)
+        return None
+    found_patterns = tuple(p.strip() for p in value.split("|") if p.strip())
+    for pattern in found_patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            c.add(where, f'"{pattern}" is not a regular expression ({error})',
+                  'write what is meant literally in brackets (e.g. "[.]" for a dot; ".*" is any '
+                  f'text), e.g. "{s.example}".', value=value)
+            return None
+    return found_patterns
