@@ -206,8 +206,8 @@ def main(argv: list[str]) -> int:
                 # YARN will preempt a task of this job: save now, so that a restart
                 # resumes from here rather than from the last periodic checkpoint.
                 noticed = True
-                saved = sess.run_step_fn(lambda step: saver.save(
-                    step.session, os.path.join(checkpoint_dir, "model.ckpt"),
+                saved = sess.run_step_fn(lambda step_context: saver.save(
+                    step_context.session, os.path.join(checkpoint_dir, "model.ckpt"),
                     global_step=global_step))
                 print(f"preemption notice at global_step {last_step}: saved {saved}",
                       flush=True)

@@ -28,7 +28,7 @@ def submit(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
 
 def running(yarn_cluster, job: Job) -> dict[tuple[str, int], tuple[str, str]]:
     """Every task's (container, host), once all run; {} before."""
-    tasks = status_json(yarn_cluster, job.app_id)["job"].get("tasks") or []
+    tasks = (status_json(yarn_cluster, job.app_id).get("job") or {}).get("tasks") or []
     if not tasks or any(t["state"] != "running" or not t.get("node") for t in tasks):
         return {}
     return {(t["role"], t["index"]): (t["container"], t["node"].rsplit(":", 1)[0])
