@@ -43,6 +43,12 @@ def test_strict_goes_back_to_its_host_only_and_anywhere_keeps_no_history() -> No
     assert anywhere.for_request("worker", [("worker", 1)]) == ""
 
 
+def test_a_labelled_role_names_no_nodes() -> None:
+    placement = Placement(with_worker(plan(), label="gpu", placement_policy=1))
+    placement.ran(("worker", 1), "h2")
+    assert placement.for_request("worker", [("worker", 1)]) == ""
+
+
 def test_a_host_past_the_node_failure_threshold_is_blacklisted_once() -> None:
     placement = Placement(with_worker(plan(), node_failure_threshold=2))
     placement.ran(("worker", 0), "h1")

@@ -1,7 +1,8 @@
 """Slider's placement keys on the local YARN, through tfyarn's patched AppMaster: a ps with
 ``yarn.component.placement.policy`` 1 (STRICT) comes back on the host it ran on when the cluster
 restarts; then a worker killed on a host, its role's ``yarn.node.failure.threshold`` 1, comes
-back on another host (the job blacklists the first). One light job (no TensorFlow) for both.
+back on the other default-partition host (the job blacklists the first). One light job (no
+TensorFlow) for both.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def test_strict_restarts_in_place_and_a_failed_node_is_left(
                   for role in ("ps", "chiefworker", "worker")}
     components["ps"]["yarn.component.placement.policy"] = "1"
     components["worker"]["yarn.node.failure.threshold"] = "1"
+    components["worker"]["yarn.label.expression"] = ""  # the two default-partition hosts
     resources, app_config = prepare_light_job(tmp_path, ["--sleep", "600"],
                                               components=components)
     job = submit(resources, app_config)

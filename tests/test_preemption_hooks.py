@@ -51,6 +51,7 @@ def test_the_patch_moves_imports_to_the_packages_skeins_jar_shades_them_into() -
 
 def test_the_patch_names_skeins_release_and_the_keys_the_job_reads() -> None:
     text = amjar.patch_text()
-    assert text.startswith(f"--- a/{amjar.SOURCE}\n")
+    assert [line.split("/")[-1] for line in text.splitlines() if line.startswith("--- ")] \
+        == [f"{name}.java" for name in amjar.CLASSES]
     for key in ("tfyarn.preempt.", "tfyarn.placement.", "tfyarn.blacklist"):
         assert f'"{key}"' in text

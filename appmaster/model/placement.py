@@ -10,6 +10,8 @@ containers failed, and writes what it returns.
   containers (YARN's cache holds the job's env layers there) but not that one, then any host.
 - STRICT (1): a task asked for again goes back to the host it ran on, and nowhere else.
 - ANYWHERE (2): no placement history.
+- A role with a node label (``yarn.label.expression``): no node list (YARN refuses a label
+  with nodes), only the blacklist.
 - ``yarn.node.failure.threshold``: a host on which that many containers of the role failed is
   blacklisted for the job (YARN's blacklist is the application's, every role's).
 """
@@ -66,7 +68,8 @@ class Placement:
         plan = self.roles.get(role)
         keys = list(keys)
         last = {self.last_host[key] for key in keys if key in self.last_host}
-        if plan is None or not last or plan.placement_policy & ANYWHERE:
+        # YARN takes no node list with a node label: a labelled role gets the blacklist only
+        if plan is None or not last or plan.placement_policy & ANYWHERE or plan.label:
             return ""
         if plan.placement_policy & STRICT:
             return f"nodes={','.join(sorted(last))}\nrelax=false"

@@ -10,10 +10,14 @@ skein's key-value store, so skein's protocol and its Python client stay as relea
   (``nodes=h1,h2`` and ``relax=false``, a line each; empty: anywhere);
 - ``tfyarn.blacklist``: written by the job, the hosts YARN must not give (one a line).
 
-The build: skein's sdist from PyPI (checked by its SHA-256), its ApplicationMaster.java patched,
-its imports moved to the packages skein's jar shades them into, compiled against skein's jar and
-the cluster's Hadoop jars (`yarn classpath`, as skein's driver finds them), and written into a
-copy of skein's jar. The client submits with that jar (the AppMaster's jar is the driver's);
+The patch also makes skein's driver set YARN's log aggregation context of the application
+(include and exclude patterns, also for rolling aggregation) from the AppMaster's environment
+(tfyarn/submission/appspec.py: TFYARN_LOG_INCLUDE_PATTERN, TFYARN_LOG_EXCLUDE_PATTERN).
+
+The build: skein's sdist from PyPI (checked by its SHA-256), its ApplicationMaster.java and
+Driver.java patched, their imports moved to the packages skein's jar shades them into, compiled
+against skein's jar and the cluster's Hadoop jars (`yarn classpath`, as skein's driver finds
+them), and written over their classes in a copy of skein's jar. The client submits with that jar (the AppMaster's jar is the driver's);
 where it cannot be built (no javac, no PyPI), skein's own jar serves and the notices are off.
 """
 
@@ -41,9 +45,9 @@ SKEIN_VERSION = "0.8.2"
 SDIST_URL = ("https://files.pythonhosted.org/packages/88/8f/"
              "d67552b164d419f4a56c844b04b3bc24c9f758ddb340fb0d358c703beaf7/skein-0.8.2.tar.gz")
 SDIST_SHA256 = "9d74eab09357fcbc008253dc3d99267583df17ebc32cdfa735d65a0c54eb1f31"
-SOURCE = "java/src/main/java/com/anaconda/skein/ApplicationMaster.java"
+PACKAGE_DIR = "java/src/main/java/com/anaconda/skein"
+CLASSES = ("ApplicationMaster", "Driver")  # the patched sources, and their classes' names
 PATCH = "skein-am.patch"
-CLASS_PREFIX = "com/anaconda/skein/ApplicationMaster"
 # skein's pom relocates these packages under com.anaconda.skein.shaded
 _SHADED = re.compile(r"^import (static )?(com\.google|io\.grpc|io\.netty)\.", re.M)
 OFF_ENV = "TFYARN_STOCK_SKEIN_AM"  # set: skein's own AppMaster (to compare)
@@ -90,23 +94,26 @@ def sdist() -> bytes:
     return data
 
 
-def patched_source(scratch: Path) -> Path:
-    with tarfile.open(fileobj=io.BytesIO(sdist())) as tar:
-        member = tar.extractfile(f"skein-{SKEIN_VERSION}/{SOURCE}")
-        assert member is not None
-        original = member.read()
+def patched_sources(scratch: Path) -> list[Path]:
+    """skein's sources of CLASSES, patched, with their imports shaded, in ``scratch``."""
     tree = scratch / "src"
-    (tree / SOURCE).parent.mkdir(parents=True)
-    (tree / SOURCE).write_bytes(original)
+    (tree / PACKAGE_DIR).mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(sdist())) as tar:
+        for name in CLASSES:
+            member = tar.extractfile(f"skein-{SKEIN_VERSION}/{PACKAGE_DIR}/{name}.java")
+            assert member is not None
+            (tree / PACKAGE_DIR / f"{name}.java").write_bytes(member.read())
     applied = subprocess.run(["patch", "-p1", "--no-backup-if-mismatch", "-s"], cwd=tree,
                              input=patch_text(), capture_output=True, text=True)
     if applied.returncode != 0:
         raise BuildError(f"{PATCH} does not apply to skein {SKEIN_VERSION}: "
                          f"{applied.stdout}{applied.stderr}")
-    source = scratch / "ApplicationMaster.java"
-    text = (tree / SOURCE).read_text()
-    source.write_text(shaded(text))
-    return source
+    sources = []
+    for name in CLASSES:
+        source = scratch / f"{name}.java"
+        source.write_text(shaded((tree / PACKAGE_DIR / f"{name}.java").read_text()))
+        sources.append(source)
+    return sources
 
 
 def shaded(java: str) -> str:
@@ -142,25 +149,32 @@ def build(classpath: str | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
-        source = patched_source(scratch)
+        sources = patched_sources(scratch)
         classes = scratch / "classes"
         compiled = subprocess.run(
             [javac(), "-nowarn", "--release", "8", "-encoding", "UTF-8", "-d", str(classes),
-             "-cp", f"{skein_jar()}:{classpath or hadoop_classpath()}", str(source)],
+             "-cp", f"{skein_jar()}:{classpath or hadoop_classpath()}", *map(str, sources)],
             capture_output=True, text=True, timeout=600)
         if compiled.returncode != 0:
             raise BuildError(f"javac: {compiled.stderr[-3000:]}")
         built = scratch / target.name
         with zipfile.ZipFile(skein_jar()) as stock, zipfile.ZipFile(built, "w") as out:
             for item in stock.infolist():
-                if not item.filename.startswith(CLASS_PREFIX):  # skein's own AM classes go
+                if not _patched_class(item.filename):  # skein's own of these go
                     out.writestr(item, stock.read(item))
-            for path in sorted((classes / CLASS_PREFIX).parent.glob("ApplicationMaster*.class")):
+            for path in sorted((classes / "com/anaconda/skein").glob("*.class")):
                 out.write(path, path.relative_to(classes).as_posix())
         os.replace(built, target)  # two builds at once: one rename wins, both whole
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
+
+
+def _patched_class(name: str) -> bool:
+    """``com/anaconda/skein/Driver$1.class`` and the like: a class of a patched source."""
+    directory, _, file = name.rpartition("/")
+    return (directory == "com/anaconda/skein" and file.endswith(".class")
+            and file.removesuffix(".class").split("$")[0] in CLASSES)
 
 
 def use_patched_jar() -> Path:

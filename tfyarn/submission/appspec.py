@@ -95,6 +95,23 @@ def reader_package(into: Path) -> Path:
     return package
 
 
+# Read by tfyarn's patched skein driver (tfyarn/hadoop/amjar.py), which sets YARN's log
+# aggregation context of the application from them: skein's spec has no field for it.
+LOG_INCLUDE_ENV = "TFYARN_LOG_INCLUDE_PATTERN"
+LOG_EXCLUDE_ENV = "TFYARN_LOG_EXCLUDE_PATTERN"
+
+
+def log_aggregation_env(plan: JobPlan) -> dict[str, str]:
+    """yarn.log.include.patterns / exclude.patterns, each joined into one regular
+    expression (YARN's context takes one of each); none: YARN's defaults (every file)."""
+    env = {}
+    if plan.log_include_patterns:
+        env[LOG_INCLUDE_ENV] = "|".join(plan.log_include_patterns)
+    if plan.log_exclude_patterns:
+        env[LOG_EXCLUDE_ENV] = "|".join(plan.log_exclude_patterns)
+    return env
+
+
 def code_packs(scripts_dir: Path, job_dir: Path) -> dict[str, Path]:
     """The job's code, one tar per directory (tfyarn/submission/codepack.py), by the name each is
     unpacked under in the containers: the scripts, the AppMaster's code, tfyarn.data, and
@@ -210,7 +227,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         # which JDK 17 must open, and its Overview links the job page (tfyarn/hadoop/skeinui.py).
         env={"JAVA_TOOL_OPTIONS": f"{QUICK_JVM_OPTIONS} {am_java_options()} "
              f"--add-opens=java.base/java.util=ALL-UNNAMED {skeinui.JVM_OPTION}",
-             **LEAN_AM_ENV},
+             **LEAN_AM_ENV, **log_aggregation_env(plan)},
     )
     return skein.ApplicationSpec(
         name=plan.name,
