@@ -17,8 +17,9 @@ The patch also makes skein's driver set YARN's log aggregation context of the ap
 The build: skein's sdist from PyPI (checked by its SHA-256), its ApplicationMaster.java and
 Driver.java patched, their imports moved to the packages skein's jar shades them into, compiled
 against skein's jar and the cluster's Hadoop jars (`yarn classpath`, as skein's driver finds
-them), and written over their classes in a copy of skein's jar. The client submits with that jar (the AppMaster's jar is the driver's);
-where it cannot be built (no javac, no PyPI), skein's own jar serves and the notices are off.
+them), and written over their classes in a copy of skein's jar. The client submits with that
+jar (the AppMaster's jar is the driver's); where it cannot be built (no javac, no PyPI),
+skein's own jar serves and the notices are off.
 """
 
 from __future__ import annotations
