@@ -43,7 +43,7 @@ def job_files(into: Path) -> tuple[Path, Path]:
 def status(app_id: str) -> dict:
     out = subprocess.run([*TFYARN, "status", app_id, "--json"], capture_output=True, text=True,
                          timeout=120)
-    return json.loads(out.stdout).get("job", {}) if out.returncode == 0 else {}
+    return (json.loads(out.stdout).get("job") or {}) if out.returncode == 0 else {}
 
 
 def memory_mb(pid: str) -> dict[str, float]:
