@@ -55,3 +55,24 @@ def test_the_patch_names_skeins_release_and_the_keys_the_job_reads() -> None:
         == [f"{name}.java" for name in amjar.CLASSES]
     for key in ("tfyarn.preempt.", "tfyarn.placement.", "tfyarn.blacklist"):
         assert f'"{key}"' in text
+
+
+def test_without_a_jdk_skeins_own_jar_serves_and_the_build_waits_an_hour(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no javac, no yarn
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv(amjar.OFF_ENV, raising=False)
+    before = amjar.in_use()
+    try:
+        assert amjar.use_patched_jar() == amjar.skein_jar()
+        failed = amjar.jar_path().with_suffix(".failed")
+        assert "no javac" in failed.read_text()  # said, and nothing downloaded
+        stamp = failed.stat().st_mtime_ns
+        assert amjar.use_patched_jar() == amjar.skein_jar()  # not tried again yet
+        assert failed.stat().st_mtime_ns == stamp and not amjar.jar_path().exists()
+        assert not list(amjar.cache_dir().glob("*.tar.gz"))
+    finally:
+        import skein.core
+
+        skein.core._SKEIN_JAR = before

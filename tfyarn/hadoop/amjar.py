@@ -24,6 +24,7 @@ skein's own jar serves and the notices are off.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import io
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import urllib.request
 import zipfile
 from importlib import resources
@@ -52,6 +54,7 @@ PATCH = "skein-am.patch"
 # skein's pom relocates these packages under com.anaconda.skein.shaded
 _SHADED = re.compile(r"^import (static )?(com\.google|io\.grpc|io\.netty)\.", re.M)
 OFF_ENV = "TFYARN_STOCK_SKEIN_AM"  # set: skein's own AppMaster (to compare)
+RETRY_AFTER_S = 3600.0  # a failed build (no PyPI, no javac) is not tried by every command
 
 
 class BuildError(RuntimeError):
@@ -147,14 +150,15 @@ def build(classpath: str | None = None) -> Path:
     target = jar_path()
     if target.is_file():
         return target
+    compiler, classpath = javac(), classpath or hadoop_classpath()  # before any download
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
         sources = patched_sources(scratch)
         classes = scratch / "classes"
         compiled = subprocess.run(
-            [javac(), "-nowarn", "--release", "8", "-encoding", "UTF-8", "-d", str(classes),
-             "-cp", f"{skein_jar()}:{classpath or hadoop_classpath()}", *map(str, sources)],
+            [compiler, "-nowarn", "--release", "8", "-encoding", "UTF-8", "-d", str(classes),
+             "-cp", f"{skein_jar()}:{classpath}", *map(str, sources)],
             capture_output=True, text=True, timeout=600)
         if compiled.returncode != 0:
             raise BuildError(f"javac: {compiled.stderr[-3000:]}")
@@ -185,11 +189,18 @@ def use_patched_jar() -> Path:
 
     if os.environ.get(OFF_ENV):
         return skein_jar()
+    failed = jar_path().with_suffix(".failed")  # why the last build failed, and when
     try:
+        if failed.is_file() and time.time() - failed.stat().st_mtime < RETRY_AFTER_S:
+            raise BuildError(failed.read_text().strip())
         jar = build()
     except (BuildError, OSError, subprocess.SubprocessError) as exc:
         log.warning("skein's own AppMaster: tfyarn's patch could not be built (%s); YARN's "
                     "preemption notices and steered placement are off", exc)
+        with contextlib.suppress(OSError):
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            if not failed.is_file() or time.time() - failed.stat().st_mtime >= RETRY_AFTER_S:
+                failed.write_text(f"{exc}\n")
         return skein_jar()
     skein.core._SKEIN_JAR = str(jar)
     return jar
