@@ -1,5 +1,6 @@
 """`tfyarn flex` on a running job on the local YARN: workers 2 -> 3 -> 2, each a new generation
-that trains on from the newest checkpoint, and a flex the job refuses."""
+that trains on from the newest checkpoint; a flex the job refuses (the chief worker), and one
+the cluster could never hold."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from pathlib import Path
 import pytest
 from jobtools import run_tfyarn, yarn_logs
 from test_faults_yarn import (
-    assert_succeeded,
     make_job,
-    restarts_of,
     submit,  # noqa: F401  (the fixture)
     wait_until,
 )
 
 pytestmark = pytest.mark.yarn
 
-STEPS = 400  # 20 s of step_sleep alone: two flexes fit before the end
+# Never reached: the test ends the job itself once its third generation trained, so that no
+# flex races the end of training on a slow machine.
+STEPS = 100_000
 FLEX_TIMEOUT_S = 90  # a generation's start: every task's container and TensorFlow again
 
 
@@ -29,41 +30,52 @@ def flex(job, count: str) -> str:
         done = run_tfyarn(job.yarn_cluster, "flex", job.app_id, count, timeout_s=60)
         if done.returncode == 0:
             return done.stdout
-        assert "once every task runs" in done.stderr, done.stdout + done.stderr
+        assert "once every task runs" in done.stderr or "not answering yet" in done.stderr, (
+            done.stdout + done.stderr)
         return None
 
     return wait_until(f"flex {count} accepted", accepted, FLEX_TIMEOUT_S, poll_s=2,
                       fail_fast=job.ended_early)
 
 
+def trained_on(job, generation: int, workers: int) -> int:
+    """Once the generation's chief runs with ``workers`` workers, the step of a checkpoint
+    it wrote itself (50 steps past the newest when it started): the step it trained on to."""
+    record = wait_until(f"generation {generation}'s chief", lambda: job.flags(
+        "worker", 0, attempt=generation), FLEX_TIMEOUT_S, fail_fast=job.ended_early)
+    # TensorFlow's worker 0 is the chief: --worker_hosts lists it and the job's workers
+    assert len(record["flags"]["worker_hosts"].split(",")) == workers + 1, record
+    at_start = (job.hdfs_checkpoint() or ("", 0))[1]
+    return job.wait_for_checkpoint(at_start + 50)
+
+
 def test_flex_workers_two_three_two_trains_on_from_the_checkpoint(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:  # noqa: F811
-    job = submit(*make_job(tmp_path, args=["--train_steps", str(STEPS), "--step_sleep", "0.05"],
+    job = submit(*make_job(tmp_path, args=["--train_steps", str(STEPS), "--step_sleep", "0.1"],
                            settings={"checkpoint.mirror.interval": "2"}))
     before_up = job.wait_for_checkpoint()
     refused = run_tfyarn(yarn_cluster, "flex", job.app_id, "chiefworker=2")
     assert refused.returncode == 1 and "exactly 1" in refused.stderr, refused.stderr
+    too_many = run_tfyarn(yarn_cluster, "flex", job.app_id, "worker=60")
+    assert too_many.returncode == 1 and "cannot hold" in too_many.stderr and (
+        "it would wait forever" in too_many.stderr), too_many.stderr
+
     started = time.monotonic()
     said = flex(job, "worker=3")
     assert "worker flexed from 2 to 3: cluster restarted as generation 1" in said, said
-    # TensorFlow's worker 0 is the chief: the job's workers are worker 1.. in its flags
-    grown = wait_until("generation 1's chief and third worker", lambda: job.flags(
-        "worker", 0, attempt=1) and job.flags("worker", 3, attempt=1), FLEX_TIMEOUT_S,
-        fail_fast=job.ended_early)
-    assert grown
-    assert len(job.flags("worker", 0, attempt=1)["flags"]["worker_hosts"].split(",")) == 4
-    before_down = job.wait_for_checkpoint(before_up + 50)
+    wait_until("generation 1's third worker", lambda: job.flags("worker", 3, attempt=1),
+               FLEX_TIMEOUT_S, fail_fast=job.ended_early)
+    before_down = trained_on(job, 1, workers=3)
     said = flex(job, "worker=2")
     assert "worker flexed from 3 to 2: cluster restarted as generation 2" in said, said
+    last = trained_on(job, 2, workers=2)
     print(f"[{job.app_id}] flexed up at step {before_up}, down at step {before_down}, "
-          f"{time.monotonic() - started:.1f} s")
+          f"generation 2 trained to {last}: {time.monotonic() - started:.1f} s")
 
-    app = job.final()
-    assert_succeeded(job, app)
-    assert restarts_of(app["diagnostics"]) == [
-        "worker flexed from 2 to 3: cluster restarted as generation 1 from the last checkpoint",
-        "worker flexed from 3 to 2: cluster restarted as generation 2 from the last checkpoint"]
-    assert len(job.flags("worker", 0, attempt=2)["flags"]["worker_hosts"].split(",")) == 3
+    status = run_tfyarn(yarn_cluster, "status", job.app_id)
+    assert status.stdout.count("Restart: worker flexed from") == 2, status.stdout
+    assert run_tfyarn(yarn_cluster, "kill", job.app_id).returncode == 0
+    job.final()
     # each generation's chief began where the last checkpoint left off
     logs = yarn_logs(yarn_cluster, job.app_id, {"chiefworker-0.stdout"}, copies=3)
     starts = sorted(int(m.group(1)) for c in logs.values()
@@ -71,4 +83,3 @@ def test_flex_workers_two_three_two_trains_on_from_the_checkpoint(
                     for m in re.finditer(r"start global_step (\d+)", text))
     assert len(starts) == 3 and starts[0] == 0, starts
     assert starts[1] >= before_up and starts[2] >= before_down, (starts, before_up, before_down)
-    assert job.result()["global_step"] >= STEPS
