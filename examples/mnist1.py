@@ -42,6 +42,8 @@ from example_support import (
     write_result,
 )
 
+from tfyarn.preemption import notice_received
+
 LOG_EVERY = 50  # local steps between progress lines
 SUMMARY_EVERY = 20  # global steps between summaries (loss, global_step/sec): tfyarn status
 EVAL_BATCH = 1000  # held-out examples the evaluator scores each checkpoint on
@@ -196,9 +198,19 @@ def main(argv: list[str]) -> int:
     with session as sess:
         first_step = last_step = int(sess.run(global_step))
         print(f"start global_step {first_step}", flush=True)
+        noticed = False
         while not sess.should_stop():
             _, last_step, last_loss = sess.run([train_op, step_after, loss])
             local_steps += 1
+            if is_chief and not noticed and notice_received():
+                # YARN will preempt a task of this job: save now, so that a restart
+                # resumes from here rather than from the last periodic checkpoint.
+                noticed = True
+                saved = sess.run_step_fn(lambda step_context: saver.save(
+                    step_context.session, os.path.join(checkpoint_dir, "model.ckpt"),
+                    global_step=global_step))
+                print(f"preemption notice at global_step {last_step}: saved {saved}",
+                      flush=True)
             if local_steps % LOG_EVERY == 1:
                 print(f"step {last_step} loss {last_loss:.4f}", flush=True)
             if args.step_sleep:

@@ -3,17 +3,24 @@ enforces them is tests/test_secure_yarn.py's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from jobtools import REPO, prepare_job
+from test_job import plan
 
 from appmaster.common.agentlink import TOKEN_FILE
 from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
 from appmaster.common.jobplan import JOB_FILE
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.api import SubmitOptions
-from tfyarn.submission.appspec import application_spec
+from tfyarn.submission.appspec import (
+    LOG_EXCLUDE_ENV,
+    LOG_INCLUDE_ENV,
+    application_spec,
+    log_aggregation_env,
+)
 from tfyarn.submission.plan import Placement, build_plan
 
 
@@ -80,3 +87,11 @@ def test_every_role_is_asked_for_at_submit_each_with_its_label(tmp_path: Path) -
     assert {name: (service.instances, service.node_label)
             for name, service in spec.services.items()} == {
         role.name: (role.instances, role.label or "") for role in job.spec.components}
+
+
+def test_log_patterns_reach_the_patched_driver_as_one_expression_each() -> None:
+    assert log_aggregation_env(plan()) == {}  # YARN's default: every file
+    patterned = replace(plan(), log_include_patterns=(r".*\.stdout$", "^train"),
+                        log_exclude_patterns=(r"\.tmp$",))
+    assert log_aggregation_env(patterned) == {LOG_INCLUDE_ENV: r".*\.stdout$|^train",
+                                              LOG_EXCLUDE_ENV: r"\.tmp$"}

@@ -83,6 +83,20 @@ def test_a_preempted_worker_is_replaced_uncounted_with_threshold_zero() -> None:
     assert restarts(cluster) == ["worker 1 preempted by YARN: replaced (attempt 1)"]
 
 
+def test_yarns_notice_is_noted_and_told_to_the_task_and_the_chief_before_the_kill() -> None:
+    cluster = Cluster(plan(threshold=0))
+    cluster.everyone_running()
+    worker, chief = cluster.container("worker", 1), cluster.container("chiefworker", 0)
+    assert cluster.job.on_preempt_notice(worker, cluster.now) == [worker, chief]
+    assert cluster.job.on_preempt_notice(chief, cluster.now) == [chief]  # its own: told once
+    assert cluster.job.on_preempt_notice("worker_99", cluster.now) == []  # not a task's
+    killed(cluster, "worker", 1, PREEMPTED)
+    assert restarts(cluster)[0].startswith("worker 1 (attempt 0) told by YARN it will be "
+                                           "preempted")
+    assert restarts(cluster)[-1] == "worker 1 preempted by YARN: replaced (attempt 1)"
+    assert cluster.job.failures == Counter()  # a notice is no failure either
+
+
 def test_a_preempted_ps_restarts_the_cluster_from_the_checkpoint_uncounted() -> None:
     cluster = Cluster(plan(threshold=0))
     cluster.everyone_running()

@@ -6,7 +6,8 @@
 - A job in the default queue running past its guaranteed half of the default partition
   has containers preempted when a job in the urgent queue asks for its own half; the
   preempted worker is asked for again, uncounted, and the job (failure threshold 0
-  everywhere) trains on and SUCCEEDS, its global step never going back.
+  everywhere) trains on and SUCCEEDS, its global step never going back. YARN's notice
+  comes first: the job notes it before the kill, and the chief saves a checkpoint at once.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 import skein
 from conftest import wait_for_final_state
-from jobtools import ReleaseFile, prepare_light_job, status_json
+from jobtools import ReleaseFile, prepare_light_job, status_json, yarn_logs
 from test_faults_yarn import (
     Job,
     assert_failed,
@@ -71,10 +72,12 @@ DEFAULT_PARTITION_MB = 2 * 16384  # the two default-partition nodes (layout.NODE
 WORKER_MB = 6144  # 3 workers: 18 GB of the 16 GB the default queue is guaranteed
 URGENT_MB = 4096  # 4 of them: the urgent queue's half, 16 GB
 # Long enough for the urgent job to come and take its share (preemption's monitor looks
-# every second and kills after 3 s: the local cluster's capacity-scheduler settings), with
-# training left after it: about 40 s of training with 4 workers at 0.1 s a step, where the
-# preemption comes some 15 s after the first checkpoint.
-TRAIN_STEPS = 1500
+# every second and kills after 10 s: the local cluster's capacity-scheduler settings), with
+# training left after it: about 70 s of training with 4 workers at 0.1 s a step, where the
+# notice comes some 15 s after the first checkpoint and the kill 10 s later.
+TRAIN_STEPS = 2500
+URGENT_HOLD_S = 25  # past the kill's wait: the urgent job's own ends do not make room first
+CHIEF_OUT = "chiefworker-0.stdout"
 TRAIN_ARGS = ["--train_steps", str(TRAIN_STEPS), "--step_sleep", "0.1"]
 
 
@@ -97,7 +100,7 @@ def default_partition_used(yarn_cluster, queue: str) -> int:
     raise AssertionError(f"no queue {queue} in the scheduler's view")
 
 
-def test_a_job_past_its_queues_share_is_preempted_and_trains_on(
+def test_a_job_past_its_queues_share_gets_a_preemption_notice_saves_and_trains_on(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
     resources, app_config = make_job(
         tmp_path, args=TRAIN_ARGS,
@@ -110,7 +113,7 @@ def test_a_job_past_its_queues_share_is_preempted_and_trains_on(
     assert used > DEFAULT_PARTITION_MB // 2, f"the default queue holds only {used} MB"
 
     # It holds its share briefly: the preempted worker's new ask is met once it is gone.
-    urgent = skein_client.submit(urgent_application(containers=4, seconds=10))
+    urgent = skein_client.submit(urgent_application(containers=4, seconds=URGENT_HOLD_S))
     try:
         wait_until("a worker of the job preempted", lambda: any(
             t.get("verdicts", {}).get("preempted") for t in
@@ -133,6 +136,26 @@ def test_a_job_past_its_queues_share_is_preempted_and_trains_on(
     view = status_json(yarn_cluster, job.app_id)["job"]
     assert view["verdicts"].get("preempted", 0) >= 1 and "failed" not in view["verdicts"], \
         view["verdicts"]
+    # YARN's notice came before its kill: noted, and the chief saved a checkpoint at once
+    notice = next(i for i, line in enumerate(restarts) if "told by YARN" in line)
+    kill = next(i for i, line in enumerate(restarts) if "preempted by YARN" in line)
+    assert notice < kill, restarts
+    chief_preempted = any(line.startswith("chiefworker 0 preempted by YARN")
+                          for line in restarts)
+    chiefs = [c.files[CHIEF_OUT] for _, c in sorted(yarn_logs(
+        yarn_cluster, job.app_id, {CHIEF_OUT}, copies=2 if chief_preempted else 1).items())
+        if CHIEF_OUT in c.files]
+    saved = re.search(r"preemption notice at global_step (\d+): saved \S+-(\d+)", chiefs[0])
+    assert saved, chiefs[0][-2000:]
+    saved_step = int(saved.group(2))
+    assert after[1] >= saved_step, (saved.group(0), after)
+    print(f"[{job.app_id}] notice at step {saved.group(1)}, saved {saved_step}; "
+          f"restarts: {restarts}")
+    if chief_preempted:  # the new chief resumed from that checkpoint, or a later one the
+        # old chief saved (it trains on until the kill, its mirror copying every second)
+        resumed = re.search(r"^start global_step (\d+)$", chiefs[1], re.M)
+        assert resumed and int(resumed.group(1)) >= saved_step, (saved_step, chiefs[1][:500])
+        print(f"[{job.app_id}] the new chief resumed at step {resumed.group(1)}")
 
 
 # ---------------------------------------------------------------- ends around tfyarn's kills

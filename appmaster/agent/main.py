@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from appmaster.agent import notice
 from appmaster.agent.heartbeat import Heartbeat
 from appmaster.agent.mirror import MirrorStatus
 from appmaster.agent.taskdir import CannotStart, Restore, TaskWorkDir, cannot_reach
@@ -381,6 +382,8 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
         progress = ProgressReporter(work.path, report_to(
             link, registry.progress_key(container))).start()
     log.info("starting %s: %s", name, " ".join(command))
+    env = {**env, **notice.follow(link, container, name,
+                                  work.mirror if work.is_chief else None)}
     _status(link, container, AgentState.RUNNING, address=address)
     code, tail = run_task(command, env, name,
                           reservation.secret if isinstance(reservation, GuardedPage) else "")

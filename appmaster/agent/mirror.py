@@ -39,6 +39,7 @@ SKIPPED_NAMES = (".tfyarn-outcome.json",)
 PARALLEL_UPLOADS = 4
 PROBE_TIMEOUT_S = 10.0  # is the NameNode there at all?
 COPY_TIMEOUT_S = 1800.0  # one round's copies: generous, a checkpoint may be large
+HURRIED_INTERVAL_S = 1.0  # after YARN's preemption notice (hurry)
 _PATHS = re.compile(r'^(model_checkpoint_path|all_model_checkpoint_paths):\s*"(.*)"\s*$')
 _SHARD = re.compile(r"\.data-(\d+)-of-(\d+)$")
 
@@ -121,6 +122,8 @@ class WorkDirMirror:
         self._seen = _Seen()
         self._sent_states: dict[str, str] = {}  # the state file put on HDFS, per dir
         self._stop = threading.Event()
+        self._wake = threading.Event()  # stop, or hurry
+        self._hurry_until = 0.0
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one sync at a time (the loop's and the last one)
 
@@ -355,7 +358,12 @@ class WorkDirMirror:
         what = f"HDFS ({self.remote.url})"
 
         def loop() -> None:
-            while not self._stop.wait(self.interval_s):
+            while True:
+                hurried = time.monotonic() < self._hurry_until
+                self._wake.wait(HURRIED_INTERVAL_S if hurried else self.interval_s)
+                self._wake.clear()
+                if self._stop.is_set():
+                    return
                 try:
                     bounded(self.remote.exists, PROBE_TIMEOUT_S, what)
                     bounded(getattr(self, action), COPY_TIMEOUT_S, what)
@@ -367,9 +375,16 @@ class WorkDirMirror:
         self._thread = threading.Thread(target=loop, daemon=True, name=f"mirror-{action}")
         self._thread.start()
 
+    def hurry(self, seconds: float) -> None:
+        """Copy every HURRIED_INTERVAL_S for ``seconds``, starting now: YARN announced a
+        preemption, and a checkpoint saved on that notice must reach HDFS before the kill."""
+        self._hurry_until = time.monotonic() + seconds
+        self._wake.set()
+
     def finish(self, timeout_s: float) -> bool:
         """Stop the loop and sync once more; whether everything reached HDFS."""
         self._stop.set()
+        self._wake.set()
         try:
             bounded(self.sync, timeout_s, what=f"HDFS ({self.remote.url})")
             return True

@@ -159,6 +159,19 @@ def progress_key(container: str) -> str:
     return f"progress/{container}"
 
 
+def notice_key(container: str) -> str:
+    """YARN announced it will preempt the container: its agent tells its script."""
+    return f"notice/{container}"
+
+
+# the task's environment: the file that appears when YARN announced its container's preemption
+NOTICE_FILE_ENV = "TFYARN_PREEMPTION_NOTICE_FILE"
+# skein's key-value store, where tfyarn's patched AppMaster (tfyarn/hadoop/amjar.py) writes
+# this prefix + <container> when YARN's PreemptionMessage names the container
+PREEMPT_PREFIX = "tfyarn.preempt."
+# ... and reads these: a role's next requests' placement, and the job's blacklist
+PLACEMENT_PREFIX = "tfyarn.placement."
+BLACKLIST_KEY = "tfyarn.blacklist"
 TRAINING_DONE_KEY = "training/done"
 LATEST_SPEC_KEY = "spec/latest"
 TOKENS_KEY = "tokens/hdfs"

@@ -39,6 +39,7 @@ from appmaster.model.job import (
     Task,
     TrainingDone,
 )
+from appmaster.model.placement import Placement
 from appmaster.page import webpage
 from appmaster.page.report import ReportWriter
 from appmaster.page.view import JobView
@@ -63,6 +64,8 @@ class Master:
         self.store = rendezvous.Store()  # what the agents write and read
         self.events: skein.kv.EventQueue | None = None  # once begun
         self.first_end: EndJob | None = None  # the start's, if it ended the job
+        self.placement = Placement(plan)  # where a role's next containers are asked for
+        self.placed: dict[str, str] = {}  # the placement last written, by role
 
     # ------------------------------------------------------------ main loop
 
@@ -75,6 +78,7 @@ class Master:
             return
         events = self.app.kv.event_queue()
         events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
+        events.subscribe(prefix=registry.PREEMPT_PREFIX, event_type="PUT")  # YARN's notice
         events.subscribe(prefix=registry.FLEX_REQUEST_PREFIX, event_type="PUT")  # tfyarn flex
         # An agent's write joins skein's events on the same queue, in the order it came.
         self.store.on_put = lambda key, value: events.put(
@@ -125,6 +129,9 @@ class Master:
     def handle(self, event: skein.kv.Event) -> EndJob | None:
         """One event, its actions performed: the job's end if it ended it."""
         kind, now = event.key.split("/", 1)[0], time.monotonic()
+        if kind.startswith(registry.PREEMPT_PREFIX):
+            self.on_preempt_notice(kind.removeprefix(registry.PREEMPT_PREFIX), now)
+            return None
         if kind == "exports":
             return self.perform(self.job.on_export(registry.Export.from_json(event.result.value),
                                                    now))
@@ -151,6 +158,8 @@ class Master:
         if status.gpus is not None:  # what its agent found: its own GPUs, or why it found none
             self.job.on_status(container, gpus=status.gpus)
         if status.state == AgentState.STARTED:
+            if (task := self.job.task_of(container)) and status.node:
+                self.placement.ran(task.key, status.node.rsplit(":", 1)[0])
             return self.perform(self.job.on_started(
                 container, now, node=status.node, yarn_container_id=status.yarn_container_id,
                 user=status.user))
@@ -161,8 +170,17 @@ class Master:
             task = self.job.task_of(container)
             failure = self.describe_failure(task, container, "exited", code) if (
                 task and code != 0 and task.role != Role.TENSORBOARD) else ""
+            if task and code not in (0, None) and not verdicts.killed_by_signal(code):
+                self.count_failure(task, container)
             return self.perform(self.job.on_exited(container, code, now, failure))
         return None
+
+    def on_preempt_notice(self, container: str, now: float) -> None:
+        """YARN will take the container back (its kill follows after the scheduler's
+        max_wait_before_kill): its agent and the chief's tell their scripts (the value: the
+        container to be preempted); the chief may save a checkpoint."""
+        for told in self.job.on_preempt_notice(container, now):
+            self.store.put(registry.notice_key(told), container.encode())
 
     def on_container_end(self, container: str, now: float) -> EndJob | None:
         """YARN ended the container (the registry dropped the key it owned)."""
@@ -174,8 +192,18 @@ class Master:
         state = str(report.state) if report else "UNKNOWN"
         end = verdicts.judge(state, report.exit_message if report else "")  # YARN's why
         failure = "" if state == "SUCCEEDED" else self.describe_failure(task, container, state)
+        if state != "SUCCEEDED" and end.verdict.counted:
+            self.count_failure(task, container)
         return self.perform(self.job.on_container_end(container, state == "SUCCEEDED", now,
                                                       failure, end))
+
+    def count_failure(self, task: Task, container: str) -> None:
+        """A failed container counts toward its host's yarn.node.failure.threshold: past it,
+        the host joins the job's blacklist (tfyarn's patched AppMaster tells YARN)."""
+        if self.placement.failed(task.key, container, task.host):
+            self.app.kv.put(registry.BLACKLIST_KEY, self.placement.blacklist().encode())
+            log.warning("%s failed on %s: the job uses that host no more "
+                        "(yarn.node.failure.threshold)", task.name, task.host)
 
     def on_deadline(self, now: float) -> EndJob | None:
         if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
@@ -244,10 +272,20 @@ class Master:
             else:
                 self.assign(ask.task, adopted)
         for role, tasks in new.items():
+            self.place(role, tasks)
             containers = (self.app.scale(role, delta=len(tasks)) if len(tasks) > 1
                           else [self.app.add_container(role)])
             for task, container in zip(tasks, containers, strict=True):
                 self.assign(task, container.id)
+
+    def place(self, role: str, tasks: list[Task]) -> None:
+        """The role's placement for these requests (appmaster/model/placement.py), written
+        where tfyarn's patched AppMaster reads it before asking YARN."""
+        text = self.placement.for_request(role, [task.key for task in tasks])
+        if text != self.placed.get(role, ""):
+            self.app.kv.put(registry.PLACEMENT_PREFIX + role, text.encode())
+            self.placed[role] = text
+            log.info("%s asked for at %s", role, text.replace("\n", ", ") or "any host")
 
     def assign(self, task: Task, container: str) -> None:
         """``container`` runs ``task``: its agent learns so from the rendezvous."""

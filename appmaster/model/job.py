@@ -189,6 +189,21 @@ class Job:
         return self._run(self.rules.container_ended, now, container, succeeded, failure,
                          end or ContainerEnd(Verdict.FAILED))
 
+    def on_preempt_notice(self, container: str, now: float) -> list[str]:
+        """YARN announced it will preempt ``container``: noted (status, page, report). The
+        containers to tell: its task's, and the chief's, which saves the checkpoint a
+        restart resumes from."""
+        task = self.task_of(container)
+        if task is None:
+            return []
+        self.core.note(now, Mark.PREEMPTED, f"{task.name} (attempt {task.attempt}) told by "
+                       "YARN it will be preempted: the chief may save a checkpoint first")
+        chief = self.tasks.get((Role.CHIEFWORKER, 0))
+        told = [container]
+        if chief is not None and chief.container and chief.container != container:
+            told.append(chief.container)
+        return told
+
     def on_flex(self, request: str, role: str, count: int, now: float) -> list[Action]:
         """``tfyarn flex``: ``role`` to ``count`` tasks, as a new generation (jobflex.py)."""
         why = flex_refusal(self.plan, self.state, role, count)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfyarn.errors import TfyarnError
-from tfyarn.hadoop import hadoopconf, keptdriver
+from tfyarn.hadoop import amjar, hadoopconf, keptdriver
 from tfyarn.hadoop.jvm import QUICK_JVM_OPTIONS
 from tfyarn.security.kerberos import check_login, login_from_keytab
 
@@ -117,6 +117,7 @@ def skein_client(driver: DriverSettings | None = None):
         # The driver lives as long as one command: start its JVM the quick way.
         java_options = [*os.environ.get("SKEIN_DRIVER_JAVA_OPTIONS", QUICK_JVM_OPTIONS).split(),
                         f"-Dlog4j.configuration=file:{LOG4J}", *krb5_java_options()]
+        amjar.use_patched_jar()  # the AppMaster's jar is the driver's
         idle_s = keptdriver.idle_seconds()
         if idle_s and driver.log_level != "INFO":  # -v shows a driver's log: its own one
             return keptdriver.kept_client(java_options, driver.principal, driver.keytab,

@@ -29,6 +29,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tfyarn.hadoop import amjar
+
 IDLE_ENV = "TFYARN_DRIVER_IDLE_S"
 DIR_ENV = "TFYARN_DRIVERS_DIR"  # where the kept drivers' directories are (tests, benches)
 ADDRESS_FILE = "driver"  # "<address> <keeper pid>", written once the driver listens
@@ -57,6 +59,7 @@ def identity(java_options: list[str], principal: str | None, keytab: str | None)
         "principal": principal, "keytab": keytab, "keytab_content": _file_digest(keytab),
         "ccache": ccache, "ccache_content": _file_digest(ccache.removeprefix("FILE:")),
         "java": java_options, "user": os.environ.get("HADOOP_USER_NAME", ""),
+        "jar": amjar.in_use(),  # tfyarn's patched AppMaster or skein's own
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -131,6 +134,8 @@ def _start_keeper(directory: Path, java_options: list[str], principal: str | Non
 def keep(directory: Path, config: dict) -> None:
     """The keeper: start the driver, publish its address, end it once idle."""
     from skein.core import Security, _start_driver  # skein 0.8's driver start, stdin kept
+
+    amjar.use_patched_jar()
 
     address, driver = _start_driver(
         security=Security.from_default(), keytab=config["keytab"],

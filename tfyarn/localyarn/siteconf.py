@@ -121,12 +121,13 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         # The ResourceManager takes capacity back from a queue running past its guaranteed
         # share when another queue needs its own (see capacity_scheduler()): a job can be
         # preempted (PREEMPTED, -102), as on a shared cluster. Production runs the same
-        # policy every 3 s and waits 15 s before killing; here 1 s and 3 s, so tests see it
-        # quickly, and a round may take back everything that is owed at once.
+        # policy every 3 s and waits 15 s before killing; here 1 s and 10 s, so tests see it
+        # quickly yet YARN's notice (in the AppMaster's allocate response) leaves the job
+        # time to save a checkpoint, and a round may take back everything owed at once.
         "yarn.resourcemanager.scheduler.monitor.enable": "true",
         "yarn.resourcemanager.scheduler.monitor.policies": PREEMPTION_POLICY,
         "yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval": 1000,
-        "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill": 3000,
+        "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill": 10000,
         "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round": 1.0,
         "yarn.resourcemanager.monitor.capacity.preemption.natural_termination_factor": 1.0,
         "yarn.resourcemanager.monitor.capacity.preemption.max_ignored_over_capacity": 0,

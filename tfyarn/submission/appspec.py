@@ -33,6 +33,7 @@ from tfyarn.submission.workdir import qualified
 APPMASTER_DIR = Path(appmaster.__file__).parent
 READER_DIR = Path(__file__).parent.parent / "data"  # tfyarn.data, which training scripts import
 READER_PACK = "tfyarn"
+PREEMPTION_MODULE = READER_DIR.parent / "preemption.py"  # tfyarn.preemption: scripts import it
 
 
 LAUNCH_ERROR_FILE = "tfyarn-launch.stderr"  # YARN quotes a failed container's *stderr*
@@ -79,17 +80,36 @@ def interpreter_check(python: str, module: str) -> str:
 
 
 def reader_package(into: Path) -> Path:
-    """A package ``tfyarn`` holding only tfyarn.data, for the tasks: their Python (a packed
-    env, a Docker image) need not have tfyarn installed, and $PWD is first on their path."""
+    """A package ``tfyarn`` holding only what scripts import (tfyarn.data, tfyarn.preemption),
+    for the tasks: their Python (a packed env, a Docker image) need not have tfyarn
+    installed, and $PWD is first on their path."""
     package = into / "tfyarn"
     shutil.copytree(READER_DIR, package / "data", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(PREEMPTION_MODULE, package / PREEMPTION_MODULE.name)  # its time: cached
     init = package / "__init__.py"
     init.write_text('"""tfyarn.data, shipped with the job."""\n')
     # The pack is cached on HDFS by its content (codepack.upload): same file, same bytes.
     shipped = (READER_DIR / "__init__.py").stat()
     os.utime(init, ns=(shipped.st_atime_ns, shipped.st_mtime_ns))
     return package
+
+
+# Read by tfyarn's patched skein driver (tfyarn/hadoop/amjar.py), which sets YARN's log
+# aggregation context of the application from them: skein's spec has no field for it.
+LOG_INCLUDE_ENV = "TFYARN_LOG_INCLUDE_PATTERN"
+LOG_EXCLUDE_ENV = "TFYARN_LOG_EXCLUDE_PATTERN"
+
+
+def log_aggregation_env(plan: JobPlan) -> dict[str, str]:
+    """yarn.log.include.patterns / exclude.patterns, each joined into one regular
+    expression (YARN's context takes one of each); none: YARN's defaults (every file)."""
+    env = {}
+    if plan.log_include_patterns:
+        env[LOG_INCLUDE_ENV] = "|".join(plan.log_include_patterns)
+    if plan.log_exclude_patterns:
+        env[LOG_EXCLUDE_ENV] = "|".join(plan.log_exclude_patterns)
+    return env
 
 
 def code_packs(scripts_dir: Path, job_dir: Path) -> dict[str, Path]:
@@ -207,7 +227,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         # which JDK 17 must open, and its Overview links the job page (tfyarn/hadoop/skeinui.py).
         env={"JAVA_TOOL_OPTIONS": f"{QUICK_JVM_OPTIONS} {am_java_options()} "
              f"--add-opens=java.base/java.util=ALL-UNNAMED {skeinui.JVM_OPTION}",
-             **LEAN_AM_ENV},
+             **LEAN_AM_ENV, **log_aggregation_env(plan)},
     )
     return skein.ApplicationSpec(
         name=plan.name,

@@ -1,0 +1,80 @@
+"""Where a role's next containers are asked for: Slider's placement policy and node failure
+threshold, turned into what tfyarn's patched AppMaster reads (tfyarn/hadoop/amjar.py): a
+placement per role (``nodes=h1,h2`` and ``relax=false``, a line each; empty: anywhere) and the
+job's blacklist (hosts, one a line). Pure: the master tells it where tasks ran and which
+containers failed, and writes what it returns.
+
+- The default (0): a task asked for again prefers the host it ran on (its env is in YARN's
+  cache there), then any host (relax-locality).
+- A task whose container failed or was lost on a host: the hosts that ran the job's
+  containers (YARN's cache holds the job's env layers there) but not that one, then any host.
+- STRICT (1): a task asked for again goes back to the host it ran on, and nowhere else.
+- ANYWHERE (2): no placement history.
+- A role with a node label (``yarn.label.expression``): no node list (YARN refuses a label
+  with nodes), only the blacklist.
+- ``yarn.node.failure.threshold``: a host on which that many containers of the role failed is
+  blacklisted for the job (YARN's blacklist is the application's, every role's).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from appmaster.common.jobplan import JobPlan
+from appmaster.common.settings import ANYWHERE, STRICT
+
+Key = tuple[str, int]
+
+
+class Placement:
+    def __init__(self, plan: JobPlan) -> None:
+        self.roles = {role.name: role for role in plan.roles}
+        self.last_host: dict[Key, str] = {}  # where each task last ran
+        self.hosts: set[str] = set()  # every host that ran a container of the job
+        self.failures: Counter[tuple[str, str]] = Counter()  # (role, host) -> failed
+        self.counted: set[str] = set()  # containers whose failure was counted
+        self.blacklisted: set[str] = set()
+        self.left: dict[Key, str] = {}  # the host a task's container last failed on
+
+    def ran(self, key: Key, host: str) -> None:
+        """The task's container runs on ``host``."""
+        self.last_host[key] = host
+        self.hosts.add(host)
+        self.left.pop(key, None)
+
+    def failed(self, key: Key, container: str, host: str) -> bool:
+        """The task's container failed on ``host`` (counted once per container): whether
+        the blacklist grew."""
+        role = key[0]
+        if container in self.counted or not host or host == "?":
+            return False
+        self.counted.add(container)
+        self.failures[(role, host)] += 1
+        self.left[key] = host
+        plan = self.roles.get(role)
+        threshold = plan.node_failure_threshold if plan else None
+        if threshold is None or self.failures[(role, host)] < threshold or \
+                host in self.blacklisted:
+            return False
+        self.blacklisted.add(host)
+        return True
+
+    def blacklist(self) -> str:
+        return "\n".join(sorted(self.blacklisted))
+
+    def for_request(self, role: str, keys: Iterable[Key]) -> str:
+        """The placement of the role's next request, for these tasks."""
+        plan = self.roles.get(role)
+        keys = list(keys)
+        last = {self.last_host[key] for key in keys if key in self.last_host}
+        # YARN takes no node list with a node label: a labelled role gets the blacklist only
+        if plan is None or not last or plan.placement_policy & ANYWHERE or plan.label:
+            return ""
+        if plan.placement_policy & STRICT:
+            return f"nodes={','.join(sorted(last))}\nrelax=false"
+        left = {self.left[key] for key in keys if key in self.left}
+        # where they ran, unless they failed there; else where the job ran (the env's cache)
+        preferred = (last - left) or (self.hosts - left)
+        preferred -= self.blacklisted
+        return f"nodes={','.join(sorted(preferred))}" if preferred else ""

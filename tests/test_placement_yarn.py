@@ -1,0 +1,71 @@
+"""Slider's placement keys on the local YARN, through tfyarn's patched AppMaster: a ps with
+``yarn.component.placement.policy`` 1 (STRICT) comes back on the host it ran on when the cluster
+restarts; then a worker killed on a host, its role's ``yarn.node.failure.threshold`` 1, comes
+back on the other default-partition host (the job blacklists the first). One light job (no
+TensorFlow) for both.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from jobtools import prepare_light_job, status_json
+from test_faults_yarn import Job, submitting, task_key, task_processes, wait_until
+
+pytestmark = pytest.mark.yarn
+
+RECOVERY_S = 120
+
+
+@pytest.fixture
+def submit(yarn_cluster, skein_client) -> Iterator[Callable[..., Job]]:
+    with submitting(yarn_cluster, skein_client) as submit_job:
+        yield submit_job
+
+
+def running(yarn_cluster, job: Job) -> dict[tuple[str, int], tuple[str, str]]:
+    """Every task's (container, host), once all run; {} before."""
+    tasks = (status_json(yarn_cluster, job.app_id).get("job") or {}).get("tasks") or []
+    if not tasks or any(t["state"] != "running" or not t.get("node") for t in tasks):
+        return {}
+    return {(t["role"], t["index"]): (t["container"], t["node"].rsplit(":", 1)[0])
+            for t in tasks}
+
+
+def kill_script(job: Job, job_name: str, index: int) -> None:
+    (script,) = wait_until(f"the script of {job_name} {index}", lambda: [
+        p for p in task_processes(job.app_id) if task_key(p) == (job_name, index)], 60)
+    os.kill(script.pid, signal.SIGKILL)
+
+
+def test_strict_restarts_in_place_and_a_failed_node_is_left(
+        yarn_cluster, submit, tmp_path: Path) -> None:
+    components = {role: {"yarn.container.failure.threshold": "5"}
+                  for role in ("ps", "chiefworker", "worker")}
+    components["ps"]["yarn.component.placement.policy"] = "1"
+    components["worker"]["yarn.node.failure.threshold"] = "1"
+    components["worker"]["yarn.label.expression"] = ""  # the two default-partition hosts
+    resources, app_config = prepare_light_job(tmp_path, ["--sleep", "600"],
+                                              components=components)
+    job = submit(resources, app_config)
+    first = wait_until("every task running", lambda: running(yarn_cluster, job), RECOVERY_S,
+                       poll_s=1, fail_fast=job.ended_early)
+
+    kill_script(job, "ps", 0)  # the cluster restarts; the ps is asked for on its host only
+    again = wait_until("every task running again", lambda: (
+        (now := running(yarn_cluster, job)) and now[("ps", 0)][0] != first[("ps", 0)][0]
+        and now), RECOVERY_S, poll_s=1, fail_fast=job.ended_early)
+    assert again[("ps", 0)][1] == first[("ps", 0)][1], (first, again)
+
+    # worker 1 is TensorFlow's worker 2 (the chief is worker 0)
+    kill_script(job, "worker", 2)
+    last = wait_until("worker 1 running again", lambda: (
+        (now := running(yarn_cluster, job)) and now[("worker", 1)][0] !=
+        again[("worker", 1)][0] and now), RECOVERY_S, poll_s=1, fail_fast=job.ended_early)
+    assert last[("worker", 1)][1] != again[("worker", 1)][1], (again, last)
+    print(f"[{job.app_id}] ps on {first[('ps', 0)][1]} and back there; worker 1 from "
+          f"{again[('worker', 1)][1]} to {last[('worker', 1)][1]}")
