@@ -134,7 +134,8 @@ PLACEMENT_POLICY = Setting(
     "Slider's placement bit mask: 0 the default (a replacement asks for the host its task "
     "ran on, then anywhere), 1 STRICT (an instance restarts only on the host it ran on), "
     "2 ANYWHERE (no placement history), 4 ANTI_AFFINITY_REQUIRED (no two of the "
-    "component's containers on one host); 5 and 6 combine 4 with 1 or 2",
+    "component's containers on one host: checked against the cluster before submit, not "
+    "yet enforced when YARN places them); 5 and 6 combine 4 with 1 or 2",
     default=0, choices=("0", "1", "2", "4", "5", "6"), example="4",
     field="placement_policy")
 
@@ -146,8 +147,9 @@ NODE_FAILURE_THRESHOLD = Setting(
 
 PLACEMENT_ESCALATE = Setting(
     "yarn.placement.escalate.seconds", COMPONENT_SCOPE, "seconds",
-    "how long a request for a particular host (a restart in place, a node that holds the "
-    "env) waits before it is relaxed to any host", default=30.0, example="30",
+    "how long a request for a particular host waits before any host will do (taken, not "
+    "used yet: YARN's own delay scheduling relaxes a request for a host)", default=30.0,
+    example="30",
     field="placement_escalate_seconds")
 
 # resources.json's "global" alone: the whole job's. The failure window is one duration
