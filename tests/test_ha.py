@@ -14,8 +14,9 @@ import pytest
 import requests
 
 from tfyarn.hadoop import haconf, rmrest
-from tfyarn.localyarn import hasite, siteconf
+from tfyarn.localyarn import cluster, hasite, secure, siteconf
 from tfyarn.localyarn.layout import NAMESERVICE, Layout
+from tfyarn.localyarn.provision import ClusterError
 
 NS_CONF = {
     "fs.defaultFS": "hdfs://ns1",
@@ -200,3 +201,30 @@ def test_each_rm_and_namenode_is_told_its_own_id(tmp_path: Path) -> None:
     nn = hasite.own_id_site(layout, "nn2")
     assert nn["dfs.ha.namenode.id"] == "nn2"
     assert nn["dfs.namenode.name.dir"] == f"file://{tmp_path / 'hdfs-ha' / 'nn2'}"
+
+
+def test_the_secure_ha_cluster_names_its_services_by_host(tmp_path: Path) -> None:
+    """`up --ha --secure`: the RMs', NameNodes' and JournalNode's principals with `_HOST`, as
+    production writes one configuration for every host; the plain secure cluster keeps its
+    fixed ones; the KDC knows HTTP/127.0.0.1, the name Hadoop's web client asks for."""
+    layout = ha_layout(tmp_path / "ha")
+    secure.set_secure(layout, True)
+    conf = {**siteconf.yarn_site(layout), **siteconf.hdfs_site(layout)}
+    for key in ("yarn.resourcemanager.principal", "dfs.namenode.kerberos.principal",
+                "dfs.journalnode.kerberos.principal"):
+        assert str(conf[key]).split("@")[0].endswith("/_HOST"), key
+    assert conf["dfs.journalnode.keytab.file"] == conf["dfs.namenode.keytab.file"]
+    assert conf["dfs.datanode.kerberos.principal"] == secure.service_principal("hdfs")
+    assert "HTTP/127.0.0.1" in secure.web_principals(layout)
+    plain = Layout(tmp_path / "plain", port_offset=0, ha=False)
+    secure.set_secure(plain, True)
+    assert siteconf.yarn_site(plain)["yarn.resourcemanager.principal"] == \
+        secure.service_principal("yarn")
+    assert "HTTP/127.0.0.1" not in secure.web_principals(plain)
+
+
+def test_up_ha_secure_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    layout = ha_layout(tmp_path, offset=600)
+    with pytest.raises(ClusterError, match=r"--ha --secure.*Fix: leave out one of the two"):
+        cluster.up(layout, kerberos=True)
+    assert not (tmp_path / "conf").exists() and not secure.is_secure(layout)
