@@ -85,15 +85,6 @@ def up(layout: Layout, echo: Echo = print, kerberos: bool = False) -> UpResult:
                                "Fix: `tfyarn cluster down` first, or give another "
                                "TFYARN_CLUSTER_DIR (and TFYARN_CLUSTER_PORT_OFFSET).")
         return UpResult(True, web_url(layout), 0.0)
-    if kerberos and layout.is_ha:
-        # Its daemons start with Kerberos (secure.py, ha.py), but a job's tasks lose HDFS
-        # 30 s into their tokens' life: hdfs-native ignores a token within 60 s of its
-        # maximum lifetime, which this cluster sets to 90 s (secure.TOKEN_MAX_LIFETIME_S),
-        # and then tries Kerberos (GSS_S_NO_CRED). Refused until a job trains through both
-        # failovers on it.
-        raise ClusterError("`tfyarn cluster up --ha --secure` is not supported yet: a job's "
-                           "tasks lose HDFS once their short-lived delegation tokens near "
-                           "their end. Fix: leave out one of the two.")
     started_at = time.monotonic()
     java_home = find_java_home()
     ensure_hadoop_jars(layout, echo)

@@ -43,6 +43,14 @@ SERVICES = ("hdfs", "yarn", "HTTP")
 # (Hadoop's defaults: a day and a week). Minutes here, so a test's job outlives its tokens.
 TOKEN_RENEW_S = int(os.environ.get("TFYARN_SECURE_TOKEN_RENEW_S", "60"))
 TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "90"))
+# On HA, 15 minutes: hdfs-native offers no token within 60 s of its end, so with 90 s a task's
+# own HDFS calls would stop 30 s in, and a job going through failovers lives minutes.
+HA_TOKEN_MAX_LIFETIME_S = 900
+
+
+def token_max_lifetime_s(layout: Layout) -> int:
+    return max(TOKEN_MAX_LIFETIME_S, HA_TOKEN_MAX_LIFETIME_S) if layout.is_ha \
+        else TOKEN_MAX_LIFETIME_S
 
 
 def cluster_user() -> str:
@@ -228,7 +236,7 @@ def hdfs_site(layout: Layout) -> dict[str, object]:
         # A DataNode not started as root on privileged ports: Hadoop's setting for tests.
         "ignore.secure.ports.for.testing": "true",
         "dfs.namenode.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
-        "dfs.namenode.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,
+        "dfs.namenode.delegation.token.max-lifetime": token_max_lifetime_s(layout) * 1000,
     }
 
 
@@ -256,7 +264,7 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         # (appmaster/common/hdfstokens.py), for jobs submitted with a keytab.
         "yarn.resourcemanager.proxy-user-privileges.enabled": "true",
         "yarn.resourcemanager.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
-        "yarn.resourcemanager.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,
+        "yarn.resourcemanager.delegation.token.max-lifetime": token_max_lifetime_s(layout) * 1000,
     }
 
 
