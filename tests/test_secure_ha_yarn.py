@@ -1,8 +1,7 @@
 """The secure HA cluster (`tfyarn cluster up --ha --secure`): Kerberos on both
 ResourceManagers, both NameNodes and the JournalNode. A job submitted with a keytab trains
-through a ResourceManager and a NameNode failover as on the plain HA cluster, with its
-delegation tokens (minutes long here) renewed by the new active RM and refreshed by the
-AppMaster through the nameservice.
+through a ResourceManager and a NameNode failover as on the plain HA cluster, on delegation
+tokens that name the pairs (the RMs' addresses, ha-hdfs:nameservice1), not one daemon.
 
 On demand (TFYARN_LONG=1): the cluster's start and the job take 3-4 minutes on 2
 cores, more than CI's budget for one test. Figures in docs/benchmarks.md.
