@@ -118,10 +118,13 @@ def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120,
                           text=True, timeout=timeout_s, cwd=REPO)
 
 
-def submit_detached(yarn_cluster, resources: Path, app_config: Path, *extra: str) -> str:
-    """`tfyarn submit --detach --json` from the checkout; the application id."""
-    result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                        str(app_config), "--detach", "--json", *extra, timeout_s=180)
+def submit_detached(yarn_cluster, resources: Path, app_config: Path, *extra: str,
+                    before: tuple[str, ...] = ()) -> str:
+    """`tfyarn submit --detach --json` from the checkout (``before``: tfyarn's options, such
+    as --principal and --keytab); the application id."""
+    result = run_tfyarn(yarn_cluster, *before, "submit", "--resources", str(resources),
+                        "--app-config", str(app_config), "--detach", "--json", *extra,
+                        timeout_s=180)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])["application_id"]
 

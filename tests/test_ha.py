@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from tfyarn.hadoop import haconf, rmrest
-from tfyarn.localyarn import hasite, siteconf
+from tfyarn.localyarn import hasite, secure, siteconf
 from tfyarn.localyarn.layout import NAMESERVICE, Layout
 
 NS_CONF = {
@@ -200,3 +200,27 @@ def test_each_rm_and_namenode_is_told_its_own_id(tmp_path: Path) -> None:
     nn = hasite.own_id_site(layout, "nn2")
     assert nn["dfs.ha.namenode.id"] == "nn2"
     assert nn["dfs.namenode.name.dir"] == f"file://{tmp_path / 'hdfs-ha' / 'nn2'}"
+
+
+def test_the_secure_ha_cluster_names_its_services_by_host(tmp_path: Path) -> None:
+    """`up --ha --secure`: the RMs', NameNodes' and JournalNode's principals with `_HOST`, as
+    production writes one configuration for every host; the plain secure cluster keeps its
+    fixed ones; the KDC knows HTTP/127.0.0.1, the name Hadoop's web client asks for."""
+    layout = ha_layout(tmp_path / "ha")
+    secure.set_secure(layout, True)
+    conf = {**siteconf.yarn_site(layout), **siteconf.hdfs_site(layout)}
+    for key in ("yarn.resourcemanager.principal", "dfs.namenode.kerberos.principal",
+                "dfs.journalnode.kerberos.principal"):
+        assert str(conf[key]).split("@")[0].endswith("/_HOST"), key
+    assert conf["dfs.journalnode.keytab.file"] == conf["dfs.namenode.keytab.file"]
+    assert conf["dfs.datanode.kerberos.principal"] == secure.service_principal("hdfs")
+    assert "HTTP/127.0.0.1" in secure.web_principals(layout)
+    # hdfs-native offers no token within 60 s of its end: HA's jobs live through failovers.
+    assert conf["dfs.namenode.delegation.token.max-lifetime"] == \
+        secure.HA_TOKEN_MAX_LIFETIME_S * 1000
+    plain = Layout(tmp_path / "plain", port_offset=0, ha=False)
+    secure.set_secure(plain, True)
+    assert siteconf.yarn_site(plain)["yarn.resourcemanager.principal"] == \
+        secure.service_principal("yarn")
+    assert "HTTP/127.0.0.1" not in secure.web_principals(plain)
+

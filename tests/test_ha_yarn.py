@@ -12,7 +12,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -95,13 +95,20 @@ def mirrored_events_size(files: JobFiles) -> int:
 
 def test_a_job_trains_through_an_rm_and_a_namenode_failover(ha_cluster: LocalCluster,
                                                              tmp_path: Path) -> None:
+    train_through_failovers(ha_cluster, tmp_path)
+
+
+def train_through_failovers(ha_cluster: LocalCluster, tmp_path: Path, *options: str,
+                            get_page: Callable[..., requests.Response] = requests.get) -> None:
+    """The scenario: ``options`` go before `submit` (a secure cluster's --principal and
+    --keytab), ``get_page`` asks the RM's proxy (with SPNEGO there)."""
     layout = ha_cluster.layout
     assert layout.default_fs == f"hdfs://{NAMESERVICE}"
     release = ReleaseFile.fresh(layout)
     resources, app_config = prepare_light_job(
         tmp_path, ["--release_file", release.url, "--sleep", "900", "--summaries"],
         settings={"checkpoint.mirror.interval": 2})
-    app_id = submit_detached(ha_cluster, resources, app_config)
+    app_id = submit_detached(ha_cluster, resources, app_config, before=options)
     files = JobFiles(layout, app_id)
     assert files.url.startswith(f"hdfs://{NAMESERVICE}/")
     try:
@@ -135,7 +142,7 @@ def test_a_job_trains_through_an_rm_and_a_namenode_failover(ha_cluster: LocalClu
         # The job page, through the new active RM's proxy.
         assert f":{layout.port(hasite.rm_ports(new_rm)['webapp.address'])}/" in app[
             "tracking_url"], app
-        page = requests.get(f"{app['tracking_url']}pages/tfyarn/", timeout=60)
+        page = get_page(f"{app['tracking_url']}pages/tfyarn/", timeout=60)
         assert page.status_code == 200 and app_id in page.text, page.text[:500]
 
         # The NameNode: a graceful manual failover; the chief's mirror goes on writing.

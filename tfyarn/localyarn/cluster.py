@@ -85,9 +85,6 @@ def up(layout: Layout, echo: Echo = print, kerberos: bool = False) -> UpResult:
                                "Fix: `tfyarn cluster down` first, or give another "
                                "TFYARN_CLUSTER_DIR (and TFYARN_CLUSTER_PORT_OFFSET).")
         return UpResult(True, web_url(layout), 0.0)
-    if kerberos and layout.is_ha:
-        raise ClusterError("`tfyarn cluster up --ha --secure` is not supported yet: the HA "
-                           "cluster runs without Kerberos. Fix: leave out one of the two.")
     started_at = time.monotonic()
     java_home = find_java_home()
     ensure_hadoop_jars(layout, echo)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import requests
 
-from tfyarn.localyarn import daemons, hasite, siteconf
+from tfyarn.localyarn import daemons, hasite, secure, siteconf
 from tfyarn.localyarn.daemons import DATANODE_CLASS, NAMENODE_CLASS, RM_CLASS, Daemon
 from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.provision import ClusterError, find_java_home
@@ -122,11 +122,19 @@ def _listening(layout: Layout, base_port: int) -> bool:
 
 # ---------------------------------------------------------------- which one is active
 
+def _web_get(layout: Layout, url: str, **options: object) -> requests.Response:
+    """GET from a daemon's web server; with the user's tickets (SPNEGO) on a secure cluster
+    only, as that swaps os.environ for the call and others' threads may read it."""
+    if secure.is_secure(layout):
+        return secure.web_get(layout, url, **options)
+    return requests.get(url, **options)  # type: ignore[arg-type]
+
+
 def rm_state(layout: Layout, rm: str) -> str:
     """ACTIVE, STANDBY, ... as the RM says (its info resource answers on a standby too);
     "" where it does not answer."""
     try:
-        response = requests.get(f"{hasite.rm_web_url(layout, rm)}/ws/v1/cluster/info",
+        response = _web_get(layout, f"{hasite.rm_web_url(layout, rm)}/ws/v1/cluster/info",
                                 headers={"Accept": "application/json"},
                                 timeout=ANSWER_TIMEOUT_S, allow_redirects=False)
         return response.json()["clusterInfo"].get("haState", "") if response.ok else ""
@@ -137,7 +145,7 @@ def rm_state(layout: Layout, rm: str) -> str:
 def nn_state(layout: Layout, nn: str) -> str:
     """active, standby, ... as the NameNode says; "" where it does not answer."""
     try:
-        response = requests.get(f"{hasite.nn_web_url(layout, nn)}/jmx",
+        response = _web_get(layout, f"{hasite.nn_web_url(layout, nn)}/jmx",
                                 params={"qry": "Hadoop:service=NameNode,name=NameNodeStatus"},
                                 timeout=ANSWER_TIMEOUT_S)
         beans = (response.json().get("beans") or [{}]) if response.ok else [{}]
@@ -183,6 +191,8 @@ def haadmin(layout: Layout, *args: str) -> str:
     """`hdfs haadmin ARGS` (DFSHAAdmin) against this cluster; its output."""
     env = {**daemons.daemon_environment(layout, find_java_home()), "HADOOP_CONF_DIR":
            str(layout.conf_dir)}
+    if secure.is_secure(layout):  # the user's tickets: an HDFS superuser's
+        env.update(secure.client_env(layout))
     result = subprocess.run([str(layout.bin_dir / "hdfs"), "haadmin", *args],
                             capture_output=True, text=True, env=env, timeout=120)
     if result.returncode != 0:

@@ -43,6 +43,14 @@ SERVICES = ("hdfs", "yarn", "HTTP")
 # (Hadoop's defaults: a day and a week). Minutes here, so a test's job outlives its tokens.
 TOKEN_RENEW_S = int(os.environ.get("TFYARN_SECURE_TOKEN_RENEW_S", "60"))
 TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "90"))
+# On HA, 15 minutes: hdfs-native offers no token within 60 s of its end, so with 90 s a task's
+# own HDFS calls would stop 30 s in, and a job going through failovers lives minutes.
+HA_TOKEN_MAX_LIFETIME_S = 900
+
+
+def token_max_lifetime_s(layout: Layout) -> int:
+    return max(TOKEN_MAX_LIFETIME_S, HA_TOKEN_MAX_LIFETIME_S) if layout.is_ha \
+        else TOKEN_MAX_LIFETIME_S
 
 
 def cluster_user() -> str:
@@ -55,6 +63,14 @@ def principal(name: str) -> str:
 
 def service_principal(service: str) -> str:
     return f"{service}/{SERVICE_HOST}@{REALM}"
+
+
+def config_principal(layout: Layout, service: str) -> str:
+    """A service's principal as a daemon's configuration names it: on an HA cluster with
+    `_HOST`, which each RM, NameNode and JournalNode (and their clients) replace by the host
+    of its own address, as production writes one file for every host. Every daemon here
+    listens on 127.0.0.1, whose name is "localhost", so each pair shares one principal."""
+    return f"{service}/_HOST@{REALM}" if layout.is_ha else service_principal(service)
 
 
 def keytab(layout: Layout, holder: str) -> Path:
@@ -90,13 +106,13 @@ def start_kdc(layout: Layout, java_home: Path, echo=print) -> None:
     users = [cluster_user(), OTHER_USER]
     services = [f"{service}/{SERVICE_HOST}" for service in SERVICES]
     kdc.start(layout, java_home, [*users, *services, *web_principals(layout)[1:]], echo)
-    # A daemon's keytab holds its service and HTTP (its web server's SPNEGO name).
+    # A daemon's keytab holds its service and HTTP (its web server's SPNEGO names).
+    web_names = {f"{name}@{REALM}" for name in web_principals(layout)}
     for service in ("hdfs", "yarn"):
         kdc.split_keytab(kdc.all_keys(layout), keytab(layout, service),
-                         {service_principal(service), service_principal("HTTP")})
+                         {service_principal(service), *web_names})
     # Every daemon's web server accepts a ticket for any of the hosts' HTTP principals.
-    kdc.split_keytab(kdc.all_keys(layout), keytab(layout, "HTTP"),
-                     {f"{name}@{REALM}" for name in web_principals(layout)})
+    kdc.split_keytab(kdc.all_keys(layout), keytab(layout, "HTTP"), web_names)
     for user in users:
         kdc.split_keytab(kdc.all_keys(layout), keytab(layout, user), {principal(user)})
     kdc.all_keys(layout).unlink()
@@ -109,9 +125,12 @@ def start_kdc(layout: Layout, java_home: Path, echo=print) -> None:
 def web_principals(layout: Layout) -> list[str]:
     """HTTP/<host> for each name a browser or tfyarn may call a daemon's web server by: the
     service host (127.0.0.1 is "localhost" to Kerberos, by its reverse lookup) and each
-    other NodeManager's address (no name: Kerberos keeps the address itself)."""
+    other NodeManager's address (no name: Kerberos keeps the address itself). On HA, also
+    127.0.0.1 itself: Hadoop's own HTTP client (a NameNode fetching the other's image or the
+    JournalNode's edits) asks for HTTP/<the URL's host> without a reverse lookup."""
     hosts = [nm.host for nm in layout.node_managers if nm.host != "127.0.0.1"]
-    return [f"HTTP/{host}" for host in [SERVICE_HOST, *hosts]]
+    loopback = ["127.0.0.1"] if layout.is_ha else []
+    return [f"HTTP/{host}" for host in [SERVICE_HOST, *loopback, *hosts]]
 
 
 def web_get(layout: Layout, url: str, **options: object) -> requests.Response:
@@ -197,21 +216,27 @@ def core_site(layout: Layout) -> dict[str, object]:
 def hdfs_site(layout: Layout) -> dict[str, object]:
     if not is_secure(layout):
         return {}
-    hdfs, http = service_principal("hdfs"), service_principal("HTTP")
+    hdfs, http = config_principal(layout, "hdfs"), config_principal(layout, "HTTP")
     keys = str(keytab(layout, "hdfs"))
     return {
         "dfs.block.access.token.enable": "true",
         "dfs.namenode.kerberos.principal": hdfs,
         "dfs.namenode.keytab.file": keys,
         "dfs.namenode.kerberos.internal.spnego.principal": http,
-        "dfs.datanode.kerberos.principal": hdfs,
+        # The DataNode names its host by the machine's name (not its address): a fixed one.
+        "dfs.datanode.kerberos.principal": service_principal("hdfs"),
         "dfs.datanode.keytab.file": keys,
         "dfs.web.authentication.kerberos.principal": http,
         "dfs.web.authentication.kerberos.keytab": keys,
+        # The HA cluster's JournalNode: the NameNodes write their edits to it over RPC and
+        # the standby reads them over HTTP, both with Kerberos.
+        "dfs.journalnode.kerberos.principal": hdfs,
+        "dfs.journalnode.keytab.file": keys,
+        "dfs.journalnode.kerberos.internal.spnego.principal": http,
         # A DataNode not started as root on privileged ports: Hadoop's setting for tests.
         "ignore.secure.ports.for.testing": "true",
         "dfs.namenode.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
-        "dfs.namenode.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,
+        "dfs.namenode.delegation.token.max-lifetime": token_max_lifetime_s(layout) * 1000,
     }
 
 
@@ -221,11 +246,11 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         return {}
     yarn, keys = service_principal("yarn"), str(keytab(layout, "yarn"))
     return {
-        "yarn.resourcemanager.principal": yarn,
+        "yarn.resourcemanager.principal": config_principal(layout, "yarn"),
         "yarn.resourcemanager.keytab": keys,
         "yarn.nodemanager.principal": yarn,
         "yarn.nodemanager.keytab": keys,
-        "yarn.resourcemanager.webapp.spnego-principal": service_principal("HTTP"),
+        "yarn.resourcemanager.webapp.spnego-principal": config_principal(layout, "HTTP"),
         "yarn.resourcemanager.webapp.spnego-keytab-file": keys,
         # Aggregating logs on a secure cluster opens them with SecureIOUtils, which needs
         # Hadoop's native libhadoop.so (not in Maven's jars): the NodeManager would die.
@@ -239,7 +264,7 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         # (appmaster/common/hdfstokens.py), for jobs submitted with a keytab.
         "yarn.resourcemanager.proxy-user-privileges.enabled": "true",
         "yarn.resourcemanager.delegation.token.renew-interval": TOKEN_RENEW_S * 1000,
-        "yarn.resourcemanager.delegation.token.max-lifetime": TOKEN_MAX_LIFETIME_S * 1000,
+        "yarn.resourcemanager.delegation.token.max-lifetime": token_max_lifetime_s(layout) * 1000,
     }
 
 
