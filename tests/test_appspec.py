@@ -13,11 +13,13 @@ from test_job import plan
 from appmaster.common.agentlink import TOKEN_FILE
 from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
 from appmaster.common.jobplan import JOB_FILE
+from appmaster.common.registry import PLACEMENT_APART_ENV
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.appspec import (
     LOG_EXCLUDE_ENV,
     LOG_INCLUDE_ENV,
+    apart_env,
     application_spec,
     log_aggregation_env,
 )
@@ -95,3 +97,12 @@ def test_log_patterns_reach_the_patched_driver_as_one_expression_each() -> None:
                         log_exclude_patterns=(r"\.tmp$",))
     assert log_aggregation_env(patterned) == {LOG_INCLUDE_ENV: r".*\.stdout$|^train",
                                               LOG_EXCLUDE_ENV: r"\.tmp$"}
+
+
+def test_an_anti_affine_role_is_marked_for_the_appmasters_first_requests(
+        tmp_path: Path) -> None:
+    assert not any(PLACEMENT_APART_ENV in service.env
+                   for service in spec_of(tmp_path).services.values())
+    ps = plan().roles[0]
+    assert [apart_env(replace(ps, placement_policy=policy)) for policy in (0, 1, 2, 4, 5, 6)] \
+        == [{}] * 3 + [{PLACEMENT_APART_ENV: "1"}] * 3

@@ -66,3 +66,17 @@ def test_without_a_threshold_no_host_is_left_out() -> None:
     for n in range(5):
         assert not placement.failed(("worker", 0), f"worker_{n}", "h1")
     assert placement.blacklist() == ""
+
+
+def test_anti_affinity_asks_apart_first_and_again_labelled_too() -> None:
+    for policy in (4, 5, 6):
+        placement = Placement(with_worker(plan(), placement_policy=policy))
+        assert placement.for_request("worker", [("worker", 0)]) == "antiaffinity=true"
+        placement.ran(("worker", 0), "h1")
+        placement.failed(("worker", 0), "worker_0", "h1")
+        # no node list: YARN's constraint alone keeps them apart (it takes none)
+        assert placement.for_request("worker", [("worker", 0)]) == "antiaffinity=true"
+    labelled = Placement(with_worker(plan(), placement_policy=4, label="gpu"))
+    assert labelled.for_request("worker", [("worker", 1)]) == "antiaffinity=true"
+    # the other roles are asked for as before
+    assert labelled.for_request("ps", [("ps", 0)]) == ""

@@ -2,12 +2,14 @@
 ``yarn.component.placement.policy`` 1 (STRICT) comes back on the host it ran on when the cluster
 restarts; then a worker killed on a host, its role's ``yarn.node.failure.threshold`` 1, comes
 back on the other default-partition host (the job blacklists the first). One light job (no
-TensorFlow) for both.
+TensorFlow) for both. And two ps with policy 4 (ANTI_AFFINITY_REQUIRED) on the two
+default-partition hosts, asked for with YARN's placement constraints.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -69,3 +71,29 @@ def test_strict_restarts_in_place_and_a_failed_node_is_left(
     assert last[("worker", 1)][1] != again[("worker", 1)][1], (again, last)
     print(f"[{job.app_id}] ps on {first[('ps', 0)][1]} and back there; worker 1 from "
           f"{again[('worker', 1)][1]} to {last[('worker', 1)][1]}")
+
+
+def am_log(yarn_cluster, job: Job) -> str:
+    """The patched AppMaster's log, on whichever host it runs."""
+    layout = yarn_cluster.layout
+    return "".join(log.read_text() for nm in layout.node_managers for log in (
+        layout.node_dir(nm) / "containers" / job.app_id).glob("*/application.master.log"))
+
+
+def test_anti_affinity_puts_two_ps_on_two_hosts(yarn_cluster, submit, tmp_path: Path) -> None:
+    # YARN fills a node per heartbeat as far as it has room (the default partition's hosts
+    # each hold both ps): only the constraint keeps the two apart
+    components = {"ps": {"yarn.component.instances": "2",
+                         "yarn.component.placement.policy": "4"}}
+    resources, app_config = prepare_light_job(tmp_path, ["--sleep", "600"],
+                                              components=components)
+    job = submit(resources, app_config)
+    tasks = wait_until("every task running", lambda: running(yarn_cluster, job), RECOVERY_S,
+                       poll_s=1, fail_fast=job.ended_early)
+    hosts = {tasks[("ps", 0)][1], tasks[("ps", 1)][1]}
+    assert len(hosts) == 2, tasks  # the AppMaster's view: tfyarn status --json
+    # asked for with a SchedulingRequest (skein's first requests, from the spec), not by luck
+    asked = re.findall(r"REQUESTED: (ps_\d+) \(no two of ps on one node\)",
+                       am_log(yarn_cluster, job))
+    assert sorted(asked) == ["ps_0", "ps_1"], asked
+    print(f"[{job.app_id}] ps on {sorted(hosts)}")

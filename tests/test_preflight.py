@@ -460,8 +460,7 @@ def anti_affine_ps(count: int) -> dict[str, dict[str, str]]:
 def test_anti_affinity_with_a_host_per_container_passes(tmp_path: Path) -> None:
     found = verdict(tmp_path, doc=two_default_nodes(), components=anti_affine_ps(2))
     assert found.problems == []
-    # not silently ignored: placement does not keep them apart yet, and the user is told
-    assert any("does not yet make YARN keep the containers apart" in n for n in found.notes)
+    assert found.notes == []  # YARN keeps them apart (the AppMaster's placement constraints)
 
 
 def test_anti_affinity_with_more_containers_than_hosts_is_refused(tmp_path: Path) -> None:

@@ -280,3 +280,13 @@ def test_other_failures_are_no_localization_failure() -> None:
     assert localization_failure(SEE_LOGS) is None
     assert localization_failure(PMEM) is None
     assert localization_failure("") is None
+
+
+def test_constraints_off_on_the_cluster_are_said_not_silently_ignored() -> None:
+    cluster = Cluster(plan(threshold=0))
+    cluster.everyone_running()
+    cluster.job.on_constraints_off("ps", cluster.now)
+    assert restarts(cluster) == [
+        "ps: ANTI_AFFINITY_REQUIRED not enforced: the ResourceManager's yarn.resourcemanager."
+        "placement-constraints.handler is disabled, so two ps containers may share a host"]
+    assert cluster.end is None

@@ -172,6 +172,11 @@ PREEMPT_PREFIX = "tfyarn.preempt."
 # ... and reads these: a role's next requests' placement, and the job's blacklist
 PLACEMENT_PREFIX = "tfyarn.placement."
 BLACKLIST_KEY = "tfyarn.blacklist"
+# a role whose containers must not share a host (ANTI_AFFINITY_REQUIRED): in its service's env,
+# so that the patched AppMaster asks for its first containers apart too, before the job wrote
+# the role's placement; and the prefix (+ <role>) the AppMaster writes where the RM cannot
+PLACEMENT_APART_ENV = "TFYARN_ANTI_AFFINITY"
+CONSTRAINTS_OFF_PREFIX = "tfyarn.constraints-off."
 TRAINING_DONE_KEY = "training/done"
 LATEST_SPEC_KEY = "spec/latest"
 TOKENS_KEY = "tokens/hdfs"

@@ -134,8 +134,9 @@ PLACEMENT_POLICY = Setting(
     "Slider's placement bit mask: 0 the default (a replacement asks for the host its task "
     "ran on, then anywhere), 1 STRICT (an instance restarts only on the host it ran on), "
     "2 ANYWHERE (no placement history), 4 ANTI_AFFINITY_REQUIRED (no two of the "
-    "component's containers on one host: checked against the cluster before submit, not "
-    "yet enforced when YARN places them); 5 and 6 combine 4 with 1 or 2",
+    "component's containers on one host: checked against the cluster before submit, then "
+    "YARN's placement constraints, which the ResourceManager must allow); 5 and 6 combine "
+    "4 with 1 or 2 (then 4 decides where: no node list comes with a constraint)",
     default=0, choices=("0", "1", "2", "4", "5", "6"), example="4",
     field="placement_policy")
 

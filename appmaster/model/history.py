@@ -38,6 +38,7 @@ class Mark:
     PREEMPTED = "preempted"  # YARN took a container back
     MEMORY = "memory"  # YARN killed a container for memory
     DROPPED = "dropped"  # a task left for good (failure policy ignore, evaluator)
+    PLACEMENT = "placement"  # the cluster cannot place a role as its policy asks
 
 
 @dataclass

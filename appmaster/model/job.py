@@ -189,6 +189,13 @@ class Job:
         return self._run(self.rules.container_ended, now, container, succeeded, failure,
                          end or ContainerEnd(Verdict.FAILED))
 
+    def on_constraints_off(self, role: str, now: float) -> None:
+        """The ResourceManager takes no placement constraints: the role's containers are
+        asked for without them, which the diagnostics, status and page say."""
+        self.core.note(now, Mark.PLACEMENT, f"{role}: ANTI_AFFINITY_REQUIRED not enforced: "
+                       "the ResourceManager's yarn.resourcemanager.placement-constraints."
+                       f"handler is disabled, so two {role} containers may share a host")
+
     def on_preempt_notice(self, container: str, now: float) -> list[str]:
         """YARN announced it will preempt ``container``: noted (status, page, report). The
         containers to tell: its task's, and the chief's, which saves the checkpoint a

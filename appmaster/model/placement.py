@@ -10,6 +10,10 @@ containers failed, and writes what it returns.
   containers (YARN's cache holds the job's env layers there) but not that one, then any host.
 - STRICT (1): a task asked for again goes back to the host it ran on, and nowhere else.
 - ANYWHERE (2): no placement history.
+- ANTI_AFFINITY_REQUIRED (4, 5, 6): ``antiaffinity=true`` only, labelled roles too (a
+  constraint works with a node label, unlike a node list): the AppMaster asks with YARN's
+  placement constraints (no two of the role's containers on one node), which take no node
+  list, so neither the host a task ran on (STRICT) nor the env's cache is asked for.
 - A role with a node label (``yarn.label.expression``): no node list (YARN refuses a label
   with nodes), only the blacklist.
 - ``yarn.node.failure.threshold``: a host on which that many containers of the role failed is
@@ -22,9 +26,10 @@ from collections import Counter
 from collections.abc import Iterable
 
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.settings import ANYWHERE, STRICT
+from appmaster.common.settings import ANTI_AFFINITY_REQUIRED, ANYWHERE, STRICT
 
 Key = tuple[str, int]
+APART = "antiaffinity=true"  # no two of the role's containers on one host
 
 
 class Placement:
@@ -66,6 +71,8 @@ class Placement:
     def for_request(self, role: str, keys: Iterable[Key]) -> str:
         """The placement of the role's next request, for these tasks."""
         plan = self.roles.get(role)
+        if plan is not None and plan.placement_policy & ANTI_AFFINITY_REQUIRED:
+            return APART
         keys = list(keys)
         last = {self.last_host[key] for key in keys if key in self.last_host}
         # YARN takes no node list with a node label: a labelled role gets the blacklist only

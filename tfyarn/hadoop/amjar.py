@@ -7,7 +7,11 @@ skein's key-value store, so skein's protocol and its Python client stay as relea
 - ``tfyarn.preempt.<container>``: written by the AppMaster when YARN announces it will take the
   container back (value: YARN's container id and the time, in ms);
 - ``tfyarn.placement.<service>``: written by the job, read before the service's next request
-  (``nodes=h1,h2`` and ``relax=false``, a line each; empty: anywhere);
+  (``nodes=h1,h2`` and ``relax=false``, a line each; empty: anywhere; ``antiaffinity=true``,
+  or ``TFYARN_ANTI_AFFINITY`` in the service's env for the first requests: YARN's placement
+  constraints, no two of the service's containers on one node);
+- ``tfyarn.constraints-off.<service>``: written by the AppMaster where the ResourceManager's
+  constraints handler is disabled (then the service is asked for as any other);
 - ``tfyarn.blacklist``: written by the job, the hosts YARN must not give (one a line).
 
 The patch also makes skein's driver set YARN's log aggregation context of the application

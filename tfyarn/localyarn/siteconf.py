@@ -131,6 +131,11 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round": 1.0,
         "yarn.resourcemanager.monitor.capacity.preemption.natural_termination_factor": 1.0,
         "yarn.resourcemanager.monitor.capacity.preemption.max_ignored_over_capacity": 0,
+        # YARN's placement constraints (SchedulingRequests: no two of a role's containers on
+        # one node, ANTI_AFFINITY_REQUIRED) handled by the CapacityScheduler itself, as a
+        # production cluster turns them on (the default, disabled, refuses them). The same key
+        # and value in Hadoop 3.1 to 3.5.
+        "yarn.resourcemanager.placement-constraints.handler": "scheduler",
         # A nearly full CI disk must not mark the nodes UNHEALTHY.
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": 99.9,
         "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb": 0,

@@ -20,8 +20,10 @@ from appmaster.common.jobplan import (
     SCRIPTS_DIR,
     SECRET_FILE_PREFIX,
     JobPlan,
+    RolePlan,
 )
-from appmaster.common.registry import CANNOT_START
+from appmaster.common.registry import CANNOT_START, PLACEMENT_APART_ENV
+from appmaster.common.settings import ANTI_AFFINITY_REQUIRED
 from tfyarn.hadoop import skeinui
 from tfyarn.hadoop.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
 from tfyarn.jobconfig.datasets import is_archive
@@ -99,6 +101,11 @@ def reader_package(into: Path) -> Path:
 # aggregation context of the application from them: skein's spec has no field for it.
 LOG_INCLUDE_ENV = "TFYARN_LOG_INCLUDE_PATTERN"
 LOG_EXCLUDE_ENV = "TFYARN_LOG_EXCLUDE_PATTERN"
+
+
+def apart_env(role: RolePlan) -> dict[str, str]:
+    """ANTI_AFFINITY_REQUIRED, for the patched AppMaster's first requests of the role."""
+    return {PLACEMENT_APART_ENV: "1"} if role.placement_policy & ANTI_AFFINITY_REQUIRED else {}
 
 
 def log_aggregation_env(plan: JobPlan) -> dict[str, str]:
@@ -211,7 +218,7 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
             max_restarts=0,
             allow_failures=True,
             files=task_files,
-            env={**plan.env, **environment.task_env()},
+            env={**plan.env, **environment.task_env(), **apart_env(role)},
             script=_launch(plan, "appmaster.agent.main"),
         )
         for role in (*plan.roles, *plan.side_roles)

@@ -265,10 +265,6 @@ def _check_anti_affinity(view: ClusterView, request: Request, verdict: Verdict) 
             f"{ANTI_AFFINITY_REQUIRED} (0, 1 or 2), or a label with more nodes.",
             f'"{request.placement_policy}"'))
         return
-    verdict.notes.append(
-        f"{request.what}: {INSTANCES.key} {request.count} with ANTI_AFFINITY_REQUIRED fits "
-        f"{where}'s {len(able)} nodes, but tfyarn does not yet make YARN keep the "
-        "containers apart: two may share a host.")
     free = [n for n in view.active_nodes(request.label) if request.size.fits_in(n.available)]
     if request.count > len(free):
         verdict.notes.append(
