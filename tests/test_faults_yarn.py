@@ -408,9 +408,13 @@ def assert_replacement_trained(job: Job, stdout_name: str) -> None:
     assert int(start.group(1)) > 0 and int(done.group(1)) > 0, outputs[1][-2000:]
 
 
+# The chief's variant (about 55 s) runs on demand (TFYARN_LONG=1): a killed chief restarting
+# the cluster from the checkpoint on HDFS is proven in every run by test_slider_yarn.py's
+# test_killed_worker_0_restarts_from_the_hdfs_checkpoint and by the TF2 examples' chief kill.
 @pytest.mark.parametrize("victim_task, role, threshold_role", [
     (("ps", 0), "ps 0", "ps"),
-    (("worker", 0), "chiefworker 0", "chiefworker"),
+    pytest.param(("worker", 0), "chiefworker 0", "chiefworker", marks=pytest.mark.skipif(
+        not os.environ.get("TFYARN_LONG"), reason="the chief's variant: TFYARN_LONG=1 runs it")),
 ], ids=["ps", "chief"])
 def test_killed_ps_or_chief_restarts_from_checkpoint(
         yarn_cluster, skein_client, submit, tmp_path: Path, victim_task: tuple[str, int],

@@ -84,6 +84,11 @@ def test_keras_example_succeeds(yarn_cluster, tmp_path: Path, example: str) -> N
     assert "tensorboard/train/epoch_loss" in progress["scalars"], progress
 
 
+# About 65 s, on demand (TFYARN_LONG=1): a killed worker replaced is proven in every run by
+# test_faults_yarn.py's test_killed_worker_is_replaced, Keras `fit` under
+# ParameterServerStrategy by test_keras_example_succeeds[keras_ps].
+@pytest.mark.skipif(not os.environ.get("TFYARN_LONG"),
+                    reason="keras_ps through a worker kill: TFYARN_LONG=1 runs it")
 def test_keras_ps_goes_on_after_a_worker_kill(
         yarn_cluster, submit, tmp_path: Path) -> None:
     """ParameterServerStrategy keeps no state on the workers: kill -9 worker 0 and tfyarn
