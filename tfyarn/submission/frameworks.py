@@ -33,8 +33,8 @@ NAMED = {"tensorflow": "tensorflow", "pytorch": "torch", "jax": "jax"}
 # How each is installed in the env to ship (the hint)
 INSTALL = {"tensorflow": "install tfyarn's [tf] extra in this env "
                          "(pip install \"<tfyarn's wheel>[tf]\")",
-           "keras": "pip install keras", "torch": "pip install torch",
-           "jax": "pip install \"jax[cpu]\" (or jax[cuda12] on GPU nodes)"}
+           "keras": "pip install keras in this env", "torch": "pip install torch in this env",
+           "jax": "pip install \"jax[cpu]\" (or jax[cuda12] on GPU nodes) in this env"}
 MAX_MODULES = 200  # local modules followed from the entry script: a bound, not a limit met
 
 
@@ -125,7 +125,7 @@ def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
     raise JobEnvironmentError(
         f"the job's script needs {what} ({files}), but the Python env tfyarn would ship to "
         f"the containers, this interpreter's ({prefix}), has no {what} installed.",
-        hint=f"one of: {install} in this env; give a packed env that has {what} "
+        hint=f"one of: {install}; give a packed env that has {what} "
         "(--python-env env.tar.gz, made with venv-pack or conda-pack); or name an "
         f"interpreter every node has, with {what} ('\"site.global.python\": "
         "\"/usr/bin/python3\"' in appConfig.json).")
