@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import LIGHT_APPS, REPO, log
+from bench.common import LIGHT_APPS, REPO, log, write_job_files
 from bench.processes import proc_private_pss, proc_usage
 from tfyarn.localyarn.cluster import client_environment, rest
 from tfyarn.localyarn.layout import Layout
@@ -53,11 +53,7 @@ def light_job(run_dir: Path, n: int, sleep_s: float) -> tuple[Path, Path]:
                       G + "user.scripts.entry": "light_task.py",
                       G + "user.scripts.args": ["--sleep", str(sleep_s)],
                       G + "app.name": f"tfyarn-bench-agents-{n}"}}
-    run_dir.mkdir(parents=True, exist_ok=True)
-    res_path, app_path = run_dir / "resources.json", run_dir / "appConfig.json"
-    res_path.write_text(json.dumps(res))
-    app_path.write_text(json.dumps(app))
-    return res_path, app_path
+    return write_job_files(run_dir, res, app)
 
 
 def children(pid: int) -> list[int]:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from bench.cluster import Cluster, kill_app
-from bench.common import LIGHT_APPS, REPO, G, log
+from bench.common import LIGHT_APPS, REPO, G, log, write_job_files
 
 SETTLE_S = 20.0
 TFYARN = [sys.executable, "-m", "tfyarn.cli.main"]
@@ -35,9 +35,7 @@ def job_files(into: Path) -> tuple[Path, Path]:
     app["global"].update({G + "user.scripts.dir": str(LIGHT_APPS),
                           G + "user.scripts.entry": "light_task.py",
                           G + "user.scripts.args": ["--sleep", "600"]})
-    (into / "resources.json").write_text(json.dumps(resources))
-    (into / "appConfig.json").write_text(json.dumps(app))
-    return into / "resources.json", into / "appConfig.json"
+    return write_job_files(into, resources, app)
 
 
 def status(app_id: str) -> dict:

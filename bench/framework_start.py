@@ -25,9 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-G = "site.global."
+from bench.common import EXAMPLES, REPO, G, write_job_files
+
 RANKS = 4
 SCRIPTS = {"pytorch": ("pytorch_ddp.py", ["--epochs", "1"]),
            "jax": ("jax_data_parallel.py", ["--steps", "50"]),
@@ -43,11 +42,7 @@ def job_files(work: Path, framework: str) -> tuple[Path, Path]:
     app = {"global": {G + "user.scripts.dir": str(EXAMPLES), G + "user.scripts.entry": entry,
                       G + "user.scripts.args": args, G + "framework": framework,
                       G + "app.name": f"bench-start-{framework}"}}
-    work.mkdir(parents=True, exist_ok=True)
-    res, cfg = work / "resources.json", work / "appConfig.json"
-    res.write_text(json.dumps(resources))
-    cfg.write_text(json.dumps(app))
-    return res, cfg
+    return write_job_files(work, resources, app)
 
 
 def tfyarn(python: str, *args: str) -> subprocess.CompletedProcess:

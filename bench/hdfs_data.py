@@ -37,7 +37,7 @@ from pathlib import Path
 
 from appmaster.common.storage import RemoteDir
 from bench.cluster import Cluster
-from bench.common import log
+from bench.common import log, write_job_files
 from bench.data_task.read_data import timed_bytes
 from bench.results import machine_info, save
 from bench.stats import median
@@ -106,10 +106,7 @@ def job_files(directory: Path) -> tuple[Path, Path]:
     app = {"global": {"site.global.user.scripts.dir": str(TASK_DIR),
                       "site.global.user.scripts.entry": "read_data.py",
                       "site.global.app.name": "tfyarn-bench-data"}}
-    res_path, app_path = directory / "resources.json", directory / "appConfig.json"
-    res_path.write_text(json.dumps(resources))
-    app_path.write_text(json.dumps(app))
-    return res_path, app_path
+    return write_job_files(directory, resources, app)
 
 
 def run_job(cluster: Cluster, job: tuple[Path, Path], url: str | None) -> str:

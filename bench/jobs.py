@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cluster import Cluster, kill_app
-from bench.common import EXAMPLES, FINAL_STATES, POLL_S, REPO, G, log
+from bench.common import EXAMPLES, FINAL_STATES, POLL_S, REPO, G, log, write_job_files
 from bench.logs import DriverLog, RmEvents, RmLog, aggregated_driver_log
 from bench.processes import AmSampler
 from bench.variants import Variant
@@ -61,10 +61,7 @@ def job_files(run_dir: Path, *, args: list[str], scripts_dir: Path = EXAMPLES,
     if entry is not None:
         app["global"][G + "user.scripts.entry"] = entry
     app["global"].update({G + key: value for key, value in (settings or {}).items()})
-    res_path, app_path = run_dir / "resources.json", run_dir / "appConfig.json"
-    res_path.write_text(json.dumps(res, indent=2))
-    app_path.write_text(json.dumps(app, indent=2))
-    return res_path, app_path
+    return write_job_files(run_dir, res, app)
 
 
 def submit_tfyarn(cluster: Cluster, res_path: Path, app_path: Path,
