@@ -416,6 +416,20 @@ def test_application_spec(tmp_path: Path) -> None:
     spec.to_dict()  # skein validates the whole spec
 
 
+def test_the_appmaster_is_given_only_the_layers_it_needs(tmp_path: Path) -> None:
+    """The tasks get every layer of the shipped env; the AppMaster the ones it imports."""
+    plan = build_plan(load_job(*job_files(tmp_path)))
+    job_file = tmp_path / JOB_FILE
+    job_file.write_text(plan.to_json())
+    python, tf = (("pyenv", "hdfs://nn:8020/e/layer-python-1.tar", "public"),
+                  ("pyenv-site-tensorflow", "hdfs://nn:8020/e/layer-tensorflow-2.tar", "public"))
+    environment = JobEnvironment(layers=(python, tf), master_layers=(python,))
+    spec = application_spec(plan, tmp_path, job_file, Placement(), environment=environment)
+    assert "pyenv" in spec.master.files and "pyenv-site-tensorflow" not in spec.master.files
+    for service in spec.services.values():
+        assert {"pyenv", "pyenv-site-tensorflow"} <= set(service.files)
+
+
 def test_application_spec_with_a_node_interpreter(tmp_path: Path) -> None:
     """site.global.python: every node has it; nothing is shipped."""
     job = load_job(*job_files(tmp_path, python="/opt/py/bin/python3"))

@@ -188,10 +188,9 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
         JOB_FILE: skein.File(str(job_file), type="file"),
         TOKEN_FILE: skein.File(str(rendezvous_token(job_file.parent)), type="file",
                                visibility="application"),
-        **environment.files(),
     }
     # Secrets reach the tasks only, as files YARN localizes privately for this application.
-    task_files = {**files, READER_PACK: code[READER_PACK]}
+    task_files = {**files, **environment.files(), READER_PACK: code[READER_PACK]}
     for name, path in (secrets or {}).items():
         task_files[SECRET_FILE_PREFIX + name] = skein.File(str(path), type="file",
                                                            visibility="application")
@@ -225,7 +224,8 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     }
     master = skein.Master(
         resources=skein.Resources(memory=plan.am_memory_mb, vcores=plan.am_vcores),
-        files={**files, **kerberos_files(keytab), skeinui.UI_DIR: code[skeinui.UI_DIR]},
+        files={**files, **environment.master_files(), **kerberos_files(keytab),
+               skeinui.UI_DIR: code[skeinui.UI_DIR]},
         script=_launch(plan, "appmaster.master.main", environment.master_python),
         log_config=skein.File(str(skeinui.write_log_config(
             job_file.parent / "skein.log4j.properties")), type="file"),

@@ -313,12 +313,22 @@ class JobEnvironment:
     master_python: str | None = None  # None: the plan's python
     # The layers of the env tfyarn ships (layership.py): (directory, URL, visibility).
     layers: tuple[tuple[str, str, str], ...] = ()
+    # Those the AppMaster's container needs (masterlayers.py); None: all of them.
+    master_layers: tuple[tuple[str, str, str], ...] | None = None
 
     def files(self) -> dict:
+        """What a task's container is given to run its Python."""
+        return self._files(self.layers)
+
+    def master_files(self) -> dict:
+        """What the AppMaster's container is given to run its Python."""
+        return self._files(self.layers if self.master_layers is None else self.master_layers)
+
+    def _files(self, layers: tuple[tuple[str, str, str], ...]) -> dict:
         import skein
 
         files = {link: skein.File(url, type="archive", visibility=visibility)
-                 for link, url, visibility in self.layers}
+                 for link, url, visibility in layers}
         if self.python_env_url is not None:
             files[ENV_DIR] = env_file(self.python_env_url)
         return files

@@ -35,10 +35,11 @@ def prepare(job: JobConfig, task_python: str,
             echo: Callable[[str], None] = print) -> JobEnvironment:
     """Uploads the packed env unless the cluster has it; what application_spec needs."""
     spec, python_env = job.spec, job.client.python_env
-    url, layers = None, ()
+    url, layers, master_layers = None, (), None
     shipped = ships_own_env(spec.python, python_env)
     if shipped:
-        layers = ship_this_env(echo, spec.layers_dir, spec.layers_trust).layers
+        env = ship_this_env(echo, spec.layers_dir, spec.layers_trust)
+        layers, master_layers = env.layers, env.master_layers
     elif python_env is not None:
         env = ensure_uploaded(python_env)
         if env.uploaded:
@@ -53,6 +54,7 @@ def prepare(job: JobConfig, task_python: str,
         docker_mounts=spec.docker_mounts,
         master_python=master_python(task_python, shipped, spec.docker_image),
         layers=layers,
+        master_layers=master_layers,
     )
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appmaster.common.storage import RemoteFile
-from tfyarn.submission import envlayers, envpack, layeruse
+from tfyarn.submission import envlayers, envpack, layeruse, masterlayers
 from tfyarn.submission.environments import (
     JobEnvironment,
     JobEnvironmentError,
@@ -58,6 +58,7 @@ class ShippedEnv:
     """The environment's layers on the cluster, and what this submit did to put them there."""
 
     layers: tuple[tuple[str, str, str], ...]  # (directory in a container, URL, visibility)
+    master_layers: tuple[tuple[str, str, str], ...] = ()  # those the AppMaster needs
     packed: tuple[str, ...] = ()  # the labels packed by this submit
     uploaded: tuple[str, ...] = ()  # and uploaded by it
 
@@ -118,6 +119,8 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
                 hint="check that HDFS is reachable from here and that you may write there.") \
                 from None
     shipped, packed, used, uploading = [], [], [], []
+    master_needs = masterlayers.needed_by_master()
+    for_master = []
     verified = Verified(envpack.cache_dir() / "verified.json")
     # Packs one after another (the disk's work), each uploaded while the next is packed, a
     # few at once: HDFS takes about 0.5 s to close each file (docs/benchmarks.md §11).
@@ -137,6 +140,7 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
                     upload_layer, archive, record, url, f"{what}'s layer {layer.label}")))
             used.append(relative)
             shipped.append((layer.link, url, "public" if public else "private"))
+            for_master.append(masterlayers.for_master(layer, master_needs))
         uploaded = []
         if still := sum(not upload.done() for _, _, upload in uploading):
             echo(f"  waiting for {still} upload(s) to HDFS to finish")
@@ -155,7 +159,8 @@ def ship(source: envpack.EnvSource, echo: Callable[[str], None] = print,
     echo(f"Python env: {source.prefix} in {len(layers)} layers on the cluster ({reused} there "
          f"already, {len(uploaded)} uploaded now; {' and '.join(visibilities)} in the "
          f"NodeManagers' cache{store.whose(used)})")
-    return ShippedEnv(tuple(shipped), tuple(packed), tuple(uploaded))
+    master = tuple(layer for layer, needed in zip(shipped, for_master, strict=True) if needed)
+    return ShippedEnv(tuple(shipped), master, tuple(packed), tuple(uploaded))
 
 
 def upload_layer(archive: Path, record: dict, url: str, what: str) -> float | None:
