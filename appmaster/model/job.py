@@ -231,6 +231,19 @@ class Job:
                 self.table.move(task, TaskState.ALLOCATED)
                 task.node = node
 
+    def on_placement_relaxed(self, relaxed: dict[Key, str], now: float) -> list[Action]:
+        """These tasks' requests for named hosts waited past yarn.placement.escalate.seconds
+        (``relaxed``: what to say of each): those YARN has not met yet are asked for
+        again, on any host."""
+        return self._run(self._relax, now, relaxed)
+
+    def _relax(self, now: float, relaxed: dict[Key, str]) -> None:
+        for key, line in relaxed.items():
+            task = self.tasks.get(key)
+            if task is not None and task.state == TaskState.REQUESTED:
+                self.core.note(now, Mark.PLACEMENT, line)
+                self.deadlines.ask_again(task, now, line)
+
     def on_heartbeats(self, beats: dict[str, bytes], now: float) -> list[Action]:
         """Every agent's heartbeat counter, read at once: silent tasks are lost."""
         return self._run(self.deadlines.heard, now, beats)
