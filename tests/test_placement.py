@@ -44,10 +44,15 @@ def test_strict_goes_back_to_its_host_only_and_anywhere_keeps_no_history() -> No
     assert anywhere.for_request("worker", [("worker", 1)]) == ""
 
 
-def test_a_labelled_role_names_no_nodes() -> None:
+def test_a_labelled_role_names_no_nodes_and_its_hosts_hold_no_replacement() -> None:
     placement = Placement(with_worker(plan(), label="gpu", placement_policy=1))
     placement.ran(("worker", 1), "h2")
     assert placement.for_request("worker", [("worker", 1)]) == ""
+    placement.ran(("ps", 0), "h1")
+    placement.ran(("ps", 1), "h3")
+    placement.failed(("ps", 0), "ps_0", "h1")
+    # not h2, the labelled worker's (another partition)
+    assert placement.for_request("ps", [("ps", 0)]) == "nodes=h3\nrelax=false"
 
 
 def test_a_host_past_the_node_failure_threshold_is_blacklisted_once() -> None:

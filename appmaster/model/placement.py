@@ -8,8 +8,9 @@ containers failed, and writes what it returns.
   cache there) and nowhere else (relax-locality off) until its role's
   ``yarn.placement.escalate.seconds`` have passed: then the master withdraws the request
   (:meth:`Placement.escalations`) and asks for any host.
-- A task whose container failed or was lost on a host: the hosts that ran the job's
-  containers (YARN's cache holds the job's env layers there) but not that one, as above.
+- A task whose container failed or was lost on a host: the hosts of its partition that ran
+  the job's containers (YARN's cache holds the job's env layers there) but not that one, as
+  above.
 - STRICT (1): a task asked for again goes back to the host it ran on, and nowhere else.
 - ANYWHERE (2): no placement history.
 - ANTI_AFFINITY_REQUIRED (4, 5, 6): ``antiaffinity=true`` only, labelled roles too (a
@@ -38,7 +39,9 @@ class Placement:
     def __init__(self, plan: JobPlan) -> None:
         self.roles = {role.name: role for role in plan.roles}
         self.last_host: dict[Key, str] = {}  # where each task last ran
-        self.hosts: set[str] = set()  # every host that ran a container of the job
+        # every host that ran a container of the job's unlabelled roles: a replacement is
+        # steered only there (a labelled role's host, of another partition, cannot hold it)
+        self.hosts: set[str] = set()
         self.failures: Counter[tuple[str, str]] = Counter()  # (role, host) -> failed
         self.counted: set[str] = set()  # containers whose failure was counted
         self.blacklisted: set[str] = set()
@@ -50,7 +53,8 @@ class Placement:
     def ran(self, key: Key, host: str) -> None:
         """The task's container runs on ``host``."""
         self.last_host[key] = host
-        self.hosts.add(host)
+        if (role := self.roles.get(key[0])) is not None and not role.label:
+            self.hosts.add(host)
         self.left.pop(key, None)
         self.settled(key)
 
