@@ -72,11 +72,23 @@ def empty_caches(layout: Layout, nodes: list[NodeManagerSpec]) -> None:
     time.sleep(2)
     for nm in nodes:
         hosts.regain(layout, nm.name)
+    time.sleep(15)  # the RM may list a killed NodeManager as running until it registers
     until("every NodeManager back", lambda: running_nodes(layout) == len(
         layout.node_managers), timeout_s=180, every_s=1)
 
 
 def start_filler(nodes: list[NodeManagerSpec]) -> str:
+    """The filler, tried again where its AppMaster met a NodeManager still starting."""
+    for _ in range(3):
+        try:
+            return try_filler(nodes)
+        except Exception as exc:  # noqa: BLE001 - skein's or a timeout: said, tried again
+            log(f"the filler failed ({exc!r}); again")
+            time.sleep(10)
+    raise RuntimeError("the filler failed three times")
+
+
+def try_filler(nodes: list[NodeManagerSpec]) -> str:
     """A skein application holding C whole and 8,000 MB of A and B: its id once all run."""
     import skein
 
@@ -98,6 +110,13 @@ def start_filler(nodes: list[NodeManagerSpec]) -> str:
         until("the filler's containers running", lambda: len(
             app.get_containers(states=["RUNNING"])) >= 9, timeout_s=180, every_s=1)
     return app_id
+
+
+def stop_filler(app_id: str) -> None:
+    from tfyarn.hadoop.driver import skein_client
+
+    with skein_client() as client:
+        client.kill_application(app_id)
 
 
 def submit_job(env: dict, tmp: Path, policy: str) -> str:
@@ -123,7 +142,7 @@ def one_run(layout: Layout, env: dict, policy: str) -> dict:
     try:
         running = until(f"{app_id} running", lambda: (
             (v := view(env, app_id)).get("state") == "RUNNING" and v))
-        tfyarn(env, "kill", filler)
+        stop_filler(filler)
         task_hosts = {f"{t['role']} {t['index']}": host_of(t["node"]) for t in running["tasks"]}
         am = host_of(cluster.rest(layout, f"apps/{app_id}")["app"]["amHostHttpAddress"])
         victim = next(h for h in sorted(set(task_hosts.values())) if h != am)

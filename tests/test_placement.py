@@ -130,3 +130,14 @@ def test_strict_anywhere_and_labelled_requests_never_escalate() -> None:
         placement.for_request("worker", [("worker", 1)], now=0)
         assert placement.next_escalation() is None, changes
         assert placement.escalations(1e6) == {}, changes
+
+
+def test_a_host_the_job_just_lost_is_asked_for_by_no_replacement() -> None:
+    # YARN may list it for minutes: a request for it alone would wait the escalate seconds
+    placement = Placement(plan())
+    placement.ran(("worker", 0), "h1")
+    placement.ran(("worker", 1), "h2")
+    placement.ran(("ps", 0), "h2")
+    assert placement.for_request("worker", [("worker", 1), ("ps", 0)], lost={"h2"}) == (
+        "nodes=h1\nrelax=false")
+    assert placement.for_request("worker", [("worker", 1)], lost={"h1", "h2"}) == ""

@@ -305,7 +305,9 @@ class Master:
     def place(self, role: str, tasks: list[Task]) -> None:
         """The role's placement for these requests (appmaster/model/placement.py), written
         where tfyarn's patched AppMaster reads it before asking YARN."""
-        text = self.placement.for_request(role, [task.key for task in tasks], time.monotonic())
+        now = time.monotonic()
+        text = self.placement.for_request(role, [task.key for task in tasks], now,
+                                          lost=self.job.recently_lost(now))
         if text != self.placed.get(role, ""):
             self.app.kv.put(registry.PLACEMENT_PREFIX + role, text.encode())
             self.placed[role] = text

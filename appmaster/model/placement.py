@@ -8,7 +8,8 @@ containers failed, and writes what it returns.
   cache there) and nowhere else (relax-locality off) until its role's
   ``yarn.placement.escalate.seconds`` have passed: then the master withdraws the request
   (:meth:`Placement.escalations`) and asks for any host.
-- A task whose container failed or was lost on a host: the hosts of its partition that ran
+- A task whose container failed on a host, or any task while a host the job just lost a
+  task on may still look alive to YARN: the hosts of its partition that ran
   the job's containers (YARN's cache holds the job's env layers there) but not that one, as
   above.
 - STRICT (1): a task asked for again goes back to the host it ran on, and nowhere else.
@@ -26,7 +27,7 @@ containers failed, and writes what it returns.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.settings import ANTI_AFFINITY_REQUIRED, ANYWHERE, STRICT
@@ -85,8 +86,10 @@ class Placement:
     def blacklist(self) -> str:
         return "\n".join(sorted(self.blacklisted))
 
-    def for_request(self, role: str, keys: Iterable[Key], now: float = 0.0) -> str:
-        """The placement of the role's next request, for these tasks, asked at ``now``."""
+    def for_request(self, role: str, keys: Iterable[Key], now: float = 0.0,
+                    lost: Collection[str] = ()) -> str:
+        """The placement of the role's next request, for these tasks, asked at ``now``;
+        ``lost``: hosts where the job just lost a task (YARN may not know yet)."""
         plan = self.roles.get(role)
         if plan is not None and plan.placement_policy & ANTI_AFFINITY_REQUIRED:
             return APART
@@ -97,7 +100,7 @@ class Placement:
             return ""
         if plan.placement_policy & STRICT:
             return f"nodes={','.join(sorted(last))}\nrelax=false"
-        left = {self.left[key] for key in keys if key in self.left}
+        left = {self.left[key] for key in keys if key in self.left} | set(lost)
         # where they ran, unless they failed there; else where the job ran (the env's cache)
         preferred = (last - left) or (self.hosts - left)
         preferred -= self.blacklisted
