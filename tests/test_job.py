@@ -651,6 +651,25 @@ def test_a_request_yarn_has_not_met_is_made_again_within_the_allocation_timeout(
         "YARN did not allocate 1 container(s) within 100 s (site.global.allocation.timeout):")
 
 
+
+def test_a_relaxed_placement_asks_again_only_what_yarn_has_not_given() -> None:
+    """A request for named hosts past yarn.placement.escalate.seconds: the master says so;
+    a task still waiting is asked for again (its old request withdrawn, nothing counted),
+    one already given or running is left be."""
+    cluster = Cluster(plan())
+    for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
+        cluster.start(*key)
+    old = cluster.container("worker", 1)
+    line = "worker 1: no container on h2 within 30 s: asked for on any host"
+    actions = cluster.apply(cluster.job.on_placement_relaxed(
+        {("worker", 1): line, ("worker", 0): "not said"}, cluster.now))
+    assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == old
+    assert cluster.container("worker", 1) != old and cluster.job.failures == Counter()
+    assert restarts(cluster) == [line]
+    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"})
+    assert cluster.apply(cluster.job.on_placement_relaxed({("worker", 1): line},
+                                                          cluster.now)) == []
+
 def index_agrees(cluster: Cluster) -> None:
     """The job's index of tasks (what each event's checks read) against a pass over them."""
     job = cluster.job

@@ -97,3 +97,40 @@ def test_anti_affinity_puts_two_ps_on_two_hosts(yarn_cluster, submit, tmp_path: 
                        am_log(yarn_cluster, job))
     assert sorted(asked) == ["ps_0", "ps_1"], asked
     print(f"[{job.app_id}] ps on {sorted(hosts)}")
+
+
+
+def test_a_replacement_asks_for_the_jobs_hosts_then_any_host(
+        yarn_cluster, submit, tmp_path: Path) -> None:
+    # Three 8192 MB workers on the two default-partition hosts (16 GB each), the ps and the
+    # chief on the gpu node: one host holds two workers, the other one and the AppMaster.
+    # Worker 1 fails at once (exit 3): its replacement asks for the job's other hosts only,
+    # where no worker fits, then, after yarn.placement.escalate.seconds, for any host.
+    components = {role: {"yarn.label.expression": "gpu"} for role in ("ps", "chiefworker")}
+    components["worker"] = {"yarn.memory": "8192", "yarn.label.expression": "",
+                            "yarn.component.instances": "3",
+                            "yarn.placement.escalate.seconds": "3",
+                            "yarn.container.failure.threshold": "5"}
+    resources, app_config = prepare_light_job(tmp_path, ["--sleep", "600", "--fail", "worker:2"],
+                                              components=components)
+    job = submit(resources, app_config)
+
+    def relaxed_and_running() -> tuple[dict, str] | None:
+        status = status_json(yarn_cluster, job.app_id).get("job") or {}
+        tasks = status.get("tasks") or []
+        said = [line for line in status.get("restarts") or []
+                if line.startswith("worker 1: no container on ")]
+        return (status, said[0]) if said and all(t["state"] == "running" for t in tasks) \
+            else None
+
+    status, said = wait_until("worker 1 relaxed and every task running", relaxed_and_running,
+                              RECOVERY_S, poll_s=1, fail_fast=job.ended_early)
+    asked = said.removeprefix("worker 1: no container on ").split(" within ")[0].split(", ")
+    host = next(t["node"].rsplit(":", 1)[0] for t in status["tasks"]
+                if (t["role"], t["index"]) == ("worker", 1))
+    assert host not in asked and " within 3 s (yarn.placement.escalate.seconds;" in said, (
+        said, host)
+    # the AppMaster asked for those hosts alone first (relax-locality off)
+    assert f"PLACEMENT for worker: nodes [{', '.join(asked)}], relax false" in am_log(
+        yarn_cluster, job), said
+    print(f"[{job.app_id}] {said}; placed on {host}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from appmaster.common.jobplan import RolePlan
-from appmaster.model.placementwait import waiting_reason
+from appmaster.model.placementwait import relaxed_line, waiting_reason
 
 PS = RolePlan(name="ps", instances=3, priority=1, memory_mb=1024, vcores=1)
 
@@ -33,3 +33,9 @@ def test_strict_waits_for_its_host_and_the_default_escalates() -> None:
 def test_hosts_left_out_are_said() -> None:
     said = waiting_reason(replace(PS, node_failure_threshold=2), 1, (), hosts_left_out={"h2"})
     assert said == "the job uses h2 no more (yarn.node.failure.threshold 2)"
+
+
+def test_a_relaxed_request_says_where_it_asked_and_how_long() -> None:
+    said = relaxed_line("worker 1", replace(PS, placement_escalate_seconds=3), "h1,h2", 3.4)
+    assert said == ("worker 1: no container on h1, h2 within 3 s "
+                    "(yarn.placement.escalate.seconds; waited 3 s): asked for on any host")

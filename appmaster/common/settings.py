@@ -131,12 +131,13 @@ FAILURE_POLICY = Setting(
 
 PLACEMENT_POLICY = Setting(
     "yarn.component.placement.policy", COMPONENT_SCOPE, "policy",
-    "Slider's placement bit mask: 0 the default (a replacement asks for the host its task "
-    "ran on, then anywhere), 1 STRICT (an instance restarts only on the host it ran on), "
-    "2 ANYWHERE (no placement history), 4 ANTI_AFFINITY_REQUIRED (no two of the "
-    "component's containers on one host: checked against the cluster before submit, then "
-    "YARN's placement constraints, which the ResourceManager must allow); 5 and 6 combine "
-    "4 with 1 or 2 (then 4 decides where: no node list comes with a constraint)",
+    "Slider's placement bit mask: 0 the default (a replacement asks for the host its task"
+    " ran on, then, after yarn.placement.escalate.seconds, anywhere), 1 STRICT (an "
+    "instance restarts only on the host it ran on), 2 ANYWHERE (no placement history), 4 "
+    "ANTI_AFFINITY_REQUIRED (no two of the component's containers on one host: checked "
+    "against the cluster before submit, then YARN's placement constraints, which the "
+    "ResourceManager must allow); 5 and 6 combine 4 with 1 or 2 (then 4 decides where: no"
+    " node list comes with a constraint)",
     default=0, choices=("0", "1", "2", "4", "5", "6"), example="4",
     field="placement_policy")
 
@@ -148,8 +149,9 @@ NODE_FAILURE_THRESHOLD = Setting(
 
 PLACEMENT_ESCALATE = Setting(
     "yarn.placement.escalate.seconds", COMPONENT_SCOPE, "seconds",
-    "how long a request for a particular host waits before any host will do (taken, not "
-    "used yet: YARN's own delay scheduling relaxes a request for a host)", default=30.0,
+    "how long a replacement's request for particular hosts (placement policy 0: the host "
+    "its task ran on, or the job's other hosts after a failure) waits, relax-locality off, "
+    "before the AppMaster asks for any host instead", default=30.0,
     example="30",
     field="placement_escalate_seconds")
 

@@ -40,6 +40,7 @@ from appmaster.model.job import (
     TrainingDone,
 )
 from appmaster.model.placement import Placement
+from appmaster.model.placementwait import relaxed_line
 from appmaster.page import webpage
 from appmaster.page.report import ReportWriter
 from appmaster.page.view import JobView
@@ -124,8 +125,9 @@ class Master:
             self.adoptable = {}
 
     def seconds_to_next_deadline(self) -> float | None:
-        deadline = self.job.next_deadline()
-        return None if deadline is None else max(0.0, deadline - time.monotonic())
+        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation())
+               if t is not None]
+        return max(0.0, min(due) - time.monotonic()) if due else None
 
     def handle(self, event: skein.kv.Event) -> EndJob | None:
         """One event, its actions performed: the job's end if it ended it."""
@@ -210,6 +212,10 @@ class Master:
                         "(yarn.node.failure.threshold)", task.name, task.host)
 
     def on_deadline(self, now: float) -> EndJob | None:
+        if escalated := self.placement.escalations(now):
+            end = self.relax(escalated, now)
+            if end is not None:
+                return end
         if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
             self.job.on_allocated({c.id: c.yarn_node_http_address
                                    for c in self.app.get_containers(states=["RUNNING"])})
@@ -218,6 +224,20 @@ class Master:
             if end is not None:
                 return end
         return self.perform(self.job.on_tick(now))
+
+    def relax(self, escalated: dict[tuple[str, int], float], now: float) -> EndJob | None:
+        """Requests for named hosts past yarn.placement.escalate.seconds: those YARN has
+        not met (given but still localizing is met) are withdrawn and asked for on any
+        host."""
+        self.job.on_allocated({c.id: c.yarn_node_http_address
+                               for c in self.app.get_containers(states=["RUNNING"])})
+        lines = {}
+        for key, waited in escalated.items():
+            task, role = self.job.tasks.get(key), self.job.plan.role(key[0])
+            if task is not None and role is not None:
+                lines[key] = relaxed_line(task.name, role, self.placement.asked.get(key, "?"),
+                                          waited)
+        return self.perform(self.job.on_placement_relaxed(lines, now))
 
     # ------------------------------------------------------------ actions
 
@@ -285,7 +305,9 @@ class Master:
     def place(self, role: str, tasks: list[Task]) -> None:
         """The role's placement for these requests (appmaster/model/placement.py), written
         where tfyarn's patched AppMaster reads it before asking YARN."""
-        text = self.placement.for_request(role, [task.key for task in tasks])
+        now = time.monotonic()
+        text = self.placement.for_request(role, [task.key for task in tasks], now,
+                                          lost=self.job.recently_lost(now))
         if text != self.placed.get(role, ""):
             self.app.kv.put(registry.PLACEMENT_PREFIX + role, text.encode())
             self.placed[role] = text

@@ -231,6 +231,19 @@ class Job:
                 self.table.move(task, TaskState.ALLOCATED)
                 task.node = node
 
+    def on_placement_relaxed(self, relaxed: dict[Key, str], now: float) -> list[Action]:
+        """These tasks' requests for named hosts waited past yarn.placement.escalate.seconds
+        (``relaxed``: what to say of each): those YARN has not met yet are asked for
+        again, on any host."""
+        return self._run(self._relax, now, relaxed)
+
+    def _relax(self, now: float, relaxed: dict[Key, str]) -> None:
+        for key, line in relaxed.items():
+            task = self.tasks.get(key)
+            if task is not None and task.state == TaskState.REQUESTED:
+                self.core.note(now, Mark.PLACEMENT, line)
+                self.deadlines.ask_again(task, now, line)
+
     def on_heartbeats(self, beats: dict[str, bytes], now: float) -> list[Action]:
         """Every agent's heartbeat counter, read at once: silent tasks are lost."""
         return self._run(self.deadlines.heard, now, beats)
@@ -276,6 +289,12 @@ class Job:
                 self.table.move(task, TaskState.FINISHED if task.exit_code == 0
                                 else TaskState.STOPPED)
 
+    def recently_lost(self, now: float) -> set[str]:
+        """Hosts where a task was lost within three heartbeat timeouts: maybe half alive,
+        or back with an empty cache."""
+        return {host for host, at in self.lost_nodes.items()
+                if now - at <= 3 * self.plan.heartbeat_timeout_s}
+
     def task_of(self, container: str) -> Task | None:
         return self.by_container.get(container)
 
@@ -319,14 +338,13 @@ class Job:
         YARN found no other room (a partition of one node, a full cluster). Sent back until
         three timeouts had passed, such a task waited that long, 90 s by default (issue 37)."""
         host = (node or "").rsplit(":", 1)[0]
-        lost_at = self.lost_nodes.get(host)
-        if lost_at is None or now - lost_at > 3 * self.plan.heartbeat_timeout_s:
+        if host not in self.recently_lost(now):
             return False
         if (host, task.key) in self.sent_back:
             return False
         self.sent_back.add((host, task.key))
         log.warning("%s landed on %s, where a task was lost %.0f s ago: asking for another "
-                    "container", task.name, host, now - lost_at)
+                    "container", task.name, host, now - self.lost_nodes[host])
         del self.by_container[container]
         self.history.ended(container, "sent back", now)
         self.core.actions.append(Kill(container))

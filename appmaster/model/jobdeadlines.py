@@ -114,7 +114,8 @@ class Deadlines:
         if waiting and now < self.allocation_deadline:
             for task in waiting:
                 if now >= task.requested_at + REASK_S:
-                    self._ask_again(task, now)
+                    self.ask_again(task, now, f"no container after "
+                                   f"{now - task.requested_at:.0f} s; asking YARN again")
         if waiting and now >= self.allocation_deadline:
             lines = [f"YARN did not allocate {len(waiting)} container(s) within "
                      f"{plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
@@ -129,10 +130,10 @@ class Deadlines:
             return EndJob(JobState.FAILED, "\n".join(lines))
         return None
 
-    def _ask_again(self, task: Task, now: float) -> None:
-        """Withdraw a request YARN has not met (it may have lost it) and make it anew."""
-        log.info("%s: no container after %.0f s; asking YARN again", task.name,
-                 now - task.requested_at)
+    def ask_again(self, task: Task, now: float, why: str) -> None:
+        """Withdraw a request YARN has not met (it may have lost it, or its placement was
+        relaxed) and make it anew."""
+        log.info("%s: %s", task.name, why)
         self.core.drop(task.container, now, "withdrawn: asked again")
         self.core.actions.append(Kill(task.container))  # skein withdraws a pending request
         self.asked_again.add(task.key)

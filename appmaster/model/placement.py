@@ -4,10 +4,14 @@ placement per role (``nodes=h1,h2`` and ``relax=false``, a line each; empty: any
 job's blacklist (hosts, one a line). Pure: the master tells it where tasks ran and which
 containers failed, and writes what it returns.
 
-- The default (0): a task asked for again prefers the host it ran on (its env is in YARN's
-  cache there), then any host (relax-locality).
-- A task whose container failed or was lost on a host: the hosts that ran the job's
-  containers (YARN's cache holds the job's env layers there) but not that one, then any host.
+- The default (0): a task asked for again asks for the host it ran on (its env is in YARN's
+  cache there) and nowhere else (relax-locality off) until its role's
+  ``yarn.placement.escalate.seconds`` have passed: then the master withdraws the request
+  (:meth:`Placement.escalations`) and asks for any host.
+- A task whose container failed on a host, or any task while a host the job just lost a
+  task on may still look alive to YARN: the hosts of its partition that ran
+  the job's containers (YARN's cache holds the job's env layers there) but not that one, as
+  above.
 - STRICT (1): a task asked for again goes back to the host it ran on, and nowhere else.
 - ANYWHERE (2): no placement history.
 - ANTI_AFFINITY_REQUIRED (4, 5, 6): ``antiaffinity=true`` only, labelled roles too (a
@@ -23,7 +27,7 @@ containers failed, and writes what it returns.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.settings import ANTI_AFFINITY_REQUIRED, ANYWHERE, STRICT
@@ -36,17 +40,30 @@ class Placement:
     def __init__(self, plan: JobPlan) -> None:
         self.roles = {role.name: role for role in plan.roles}
         self.last_host: dict[Key, str] = {}  # where each task last ran
-        self.hosts: set[str] = set()  # every host that ran a container of the job
+        # every host that ran a container of the job's unlabelled roles: a replacement is
+        # steered only there (a labelled role's host, of another partition, cannot hold it)
+        self.hosts: set[str] = set()
         self.failures: Counter[tuple[str, str]] = Counter()  # (role, host) -> failed
         self.counted: set[str] = set()  # containers whose failure was counted
         self.blacklisted: set[str] = set()
         self.left: dict[Key, str] = {}  # the host a task's container last failed on
+        self.pinned: dict[Key, float] = {}  # first asked for named hosts only, at
+        self.escalated: set[Key] = set()  # waited past the escalate seconds: any host
+        self.asked: dict[Key, str] = {}  # the hosts a pinned request names
 
     def ran(self, key: Key, host: str) -> None:
         """The task's container runs on ``host``."""
         self.last_host[key] = host
-        self.hosts.add(host)
+        if (role := self.roles.get(key[0])) is not None and not role.label:
+            self.hosts.add(host)
         self.left.pop(key, None)
+        self.settled(key)
+
+    def settled(self, key: Key) -> None:
+        """The task's request is met or gone: its next one is asked for anew."""
+        self.pinned.pop(key, None)
+        self.asked.pop(key, None)
+        self.escalated.discard(key)
 
     def failed(self, key: Key, container: str, host: str) -> bool:
         """The task's container failed on ``host`` (counted once per container): whether
@@ -57,6 +74,7 @@ class Placement:
         self.counted.add(container)
         self.failures[(role, host)] += 1
         self.left[key] = host
+        self.settled(key)
         plan = self.roles.get(role)
         threshold = plan.node_failure_threshold if plan else None
         if threshold is None or self.failures[(role, host)] < threshold or \
@@ -68,8 +86,10 @@ class Placement:
     def blacklist(self) -> str:
         return "\n".join(sorted(self.blacklisted))
 
-    def for_request(self, role: str, keys: Iterable[Key]) -> str:
-        """The placement of the role's next request, for these tasks."""
+    def for_request(self, role: str, keys: Iterable[Key], now: float = 0.0,
+                    lost: Collection[str] = ()) -> str:
+        """The placement of the role's next request, for these tasks, asked at ``now``;
+        ``lost``: hosts where the job just lost a task (YARN may not know yet)."""
         plan = self.roles.get(role)
         if plan is not None and plan.placement_policy & ANTI_AFFINITY_REQUIRED:
             return APART
@@ -80,8 +100,40 @@ class Placement:
             return ""
         if plan.placement_policy & STRICT:
             return f"nodes={','.join(sorted(last))}\nrelax=false"
-        left = {self.left[key] for key in keys if key in self.left}
+        left = {self.left[key] for key in keys if key in self.left} | set(lost)
         # where they ran, unless they failed there; else where the job ran (the env's cache)
         preferred = (last - left) or (self.hosts - left)
         preferred -= self.blacklisted
-        return f"nodes={','.join(sorted(preferred))}" if preferred else ""
+        if not preferred:
+            return ""
+        if any(self.due(key, now) for key in keys):  # asked again once waited long enough
+            self.escalated.update(keys)
+            return ""
+        hosts = ",".join(sorted(preferred))
+        for key in keys:
+            self.pinned.setdefault(key, now)  # asked again (REASK_S): still from the first
+            self.asked[key] = hosts
+        return f"nodes={hosts}\nrelax=false"
+
+    def due(self, key: Key, now: float) -> bool:
+        """Whether the task's request for named hosts has waited its escalate seconds."""
+        since = self.pinned.get(key)
+        role = self.roles.get(key[0])
+        return key in self.escalated or (since is not None and role is not None and
+                                         now >= since + role.placement_escalate_seconds)
+
+    def escalations(self, now: float) -> dict[Key, float]:
+        """Tasks whose request for named hosts waited past their role's
+        yarn.placement.escalate.seconds, not relaxed yet (how long each waited): the master
+        asks for them again, on any host."""
+        due = {key: now - since for key, since in self.pinned.items()
+               if key not in self.escalated and self.due(key, now)}
+        self.escalated.update(due)
+        return due
+
+    def next_escalation(self) -> float | None:
+        """When the next request for named hosts is due to be relaxed."""
+        times = [since + self.roles[key[0]].placement_escalate_seconds
+                 for key, since in self.pinned.items()
+                 if key not in self.escalated and key[0] in self.roles]
+        return min(times) if times else None

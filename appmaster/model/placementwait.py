@@ -36,3 +36,10 @@ def waiting_reason(role: RolePlan, waiting: int, hosts_in_use: Collection[str],
         parts.append(f"the job uses {', '.join(sorted(hosts_left_out))} no more "
                      f"(yarn.node.failure.threshold {role.node_failure_threshold})")
     return "; ".join(parts) or None
+
+
+def relaxed_line(task_name: str, role: RolePlan, hosts: str, waited_s: float) -> str:
+    """What the job says when a request for named hosts is relaxed to any host."""
+    return (f"{task_name}: no container on {hosts.replace(',', ', ')} within "
+            f"{role.placement_escalate_seconds:g} s (yarn.placement.escalate.seconds; "
+            f"waited {waited_s:.0f} s): asked for on any host")
