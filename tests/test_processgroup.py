@@ -25,7 +25,8 @@ SCRIPT = (
     "if os.environ.get('IGNORE_TERM'):\n"
     "    import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "if rank == int(os.environ.get('FAIL_RANK', -1)):\n"
-    "    time.sleep(float(os.environ.get('FAIL_AFTER', '0.3'))); print('boom', file=sys.stderr); sys.exit(3)\n"
+    "    time.sleep(float(os.environ.get('FAIL_AFTER', '0.3')))\n"
+    "    print('boom', file=sys.stderr); sys.exit(3)\n"
     "time.sleep(float(os.environ.get('SLEEP', '30')))\n"
 )
 
