@@ -266,3 +266,24 @@ def test_the_dry_run_says_a_failure_restarts_every_rank() -> None:
     assert restart_limit(workers, group=True) == (
         "2 failure(s) tolerated, each restarting every rank")
     assert restart_limit(workers) == "2 failure(s) tolerated, each replaced"
+
+
+def test_status_and_the_page_say_how_many_processes_each_container_runs() -> None:
+    from appmaster.page import jobpage
+    from appmaster.page.view import JobView
+    from tfyarn.watch import jobview
+
+    workers = RolePlan("worker", 2, 1, 4096, 4, gpus=4, processes=4,
+                       failure_threshold=1)
+    cluster = Cluster(JobPlan("job", "t.py", "python3", "/w", (workers,), framework="pytorch"))
+    cluster.everyone_running()
+    view = JobView.of(cluster.job, "application_1_0001", None, cluster.now)
+    assert [task.processes for task in view.tasks] == [4, 4]
+    table = jobview.format_table(view).splitlines()
+    column = table[0].index("PROCS")
+    assert [line[column:].split()[0] for line in table[1:]] == ["4", "4"]
+    assert "<th>processes</th>" in jobpage.tasks_html(view.to_dict())
+    single = Cluster(group_plan())
+    single.everyone_running()
+    assert "PROCS" not in jobview.format_table(
+        JobView.of(single.job, "application_1_0002", None, single.now))
