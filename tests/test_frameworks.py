@@ -79,6 +79,61 @@ def test_the_spec_refuses_what_the_files_refuse() -> None:
     assert JobPlan.from_json(plan.to_json()) == plan
 
 
+def group_resources(processes: str, **more: str) -> dict[str, Any]:
+    return {"components": {
+        "chiefworker": {"yarn.role.priority": "1", "yarn.component.instances": "1"},
+        "worker": {"yarn.role.priority": "2", "yarn.component.instances": "2"}},
+        "global": {"yarn.processes.per.container": processes, **more}}
+
+
+def test_processes_per_container_reach_every_rank_role(job_dir: Path) -> None:
+    job = load(job_dir, group_resources("4", **{"yarn.gpus": "4"}), app(framework="pytorch"))
+    assert [r.processes for r in job.spec.roles] == [4, 4]
+    assert job.spec.processes_per_container == 4
+    assert JobPlan.from_json(job.spec.to_json()) == job.spec
+    assert load(job_dir, RESOURCES, app(framework="jax")).spec.processes_per_container == 1
+
+
+PROCESSES_KEY = '"yarn.processes.per.container"'
+
+
+@pytest.mark.parametrize(("given", "framework", "key", "fragments"), [
+    (group_resources("0"), "jax", f"global.{PROCESSES_KEY}", ("1",)),
+    (group_resources("2"), "tensorflow", f"components.chiefworker.{PROCESSES_KEY}",
+     ("TensorFlow runs one process per task", 'raise "yarn.component.instances"')),
+    (group_resources("2", **{"yarn.gpus": "3"}), "pytorch", f"global.{PROCESSES_KEY}",
+     ("3 GPUs per container (yarn.gpus) cannot be shared evenly by 2 processes",
+      'give a number that divides 3')),
+    ({"components": {
+        "chiefworker": {"yarn.role.priority": "1", "yarn.component.instances": "1"},
+        "worker": {"yarn.role.priority": "2", "yarn.component.instances": "2",
+                   "yarn.processes.per.container": "2"}}}, "pytorch",
+     f"components.worker.{PROCESSES_KEY}",
+     ("the chiefworker runs 1 processes per container and each worker 2",
+      "give the chiefworker and the workers the same")),
+    (resources(tensorboard={"yarn.role.priority": "3", "yarn.component.instances": "1",
+                            "yarn.processes.per.container": "2"}), "jax",
+     f"components.tensorboard.{PROCESSES_KEY}", ("a tensorboard runs one process",)),
+])
+def test_processes_per_container_that_cannot_be_are_refused_with_the_fix(
+        job_dir: Path, given: dict, framework: str, key: str, fragments: tuple[str, ...]) -> None:
+    text = errors(job_dir, given, app(framework=framework))
+    assert_problem(text, "resources.json", key, *fragments)
+
+
+def test_the_spec_refuses_processes_the_files_refuse() -> None:
+    with pytest.raises(SpecError, match="3 GPUs cannot be shared evenly by 2 processes"):
+        RolePlan("worker", 2, 2, 1024, 1, gpus=3, processes=2)
+    with pytest.raises(SpecError, match="processes must be a whole number >= 1"):
+        RolePlan("worker", 2, 2, 1024, 1, processes=0)
+    two = RolePlan("worker", 2, 2, 1024, 1, processes=2)
+    with pytest.raises(SpecError, match="several processes per container are a PyTorch"):
+        JobPlan("job", "t.py", "python3", "/w", (two,))
+    with pytest.raises(SpecError, match="the same number in each of its containers"):
+        JobPlan("job", "t.py", "python3", "/w", (RolePlan("chiefworker", 1, 1, 1024, 1), two),
+                framework="jax")
+
+
 # ---- what each task runs, and with what ----
 
 SPEC = ClusterSpec(chief=("c0:2000",), workers=("w0:2001", "w1:2002"))
@@ -211,3 +266,24 @@ def test_the_dry_run_says_a_failure_restarts_every_rank() -> None:
     assert restart_limit(workers, group=True) == (
         "2 failure(s) tolerated, each restarting every rank")
     assert restart_limit(workers) == "2 failure(s) tolerated, each replaced"
+
+
+def test_status_and_the_page_say_how_many_processes_each_container_runs() -> None:
+    from appmaster.page import jobpage
+    from appmaster.page.view import JobView
+    from tfyarn.watch import jobview
+
+    workers = RolePlan("worker", 2, 1, 4096, 4, gpus=4, processes=4,
+                       failure_threshold=1)
+    cluster = Cluster(JobPlan("job", "t.py", "python3", "/w", (workers,), framework="pytorch"))
+    cluster.everyone_running()
+    view = JobView.of(cluster.job, "application_1_0001", None, cluster.now)
+    assert [task.processes for task in view.tasks] == [4, 4]
+    table = jobview.format_table(view).splitlines()
+    column = table[0].index("PROCS")
+    assert [line[column:].split()[0] for line in table[1:]] == ["4", "4"]
+    assert "<th>processes</th>" in jobpage.tasks_html(view.to_dict())
+    single = Cluster(group_plan())
+    single.everyone_running()
+    assert "PROCS" not in jobview.format_table(
+        JobView.of(single.job, "application_1_0002", None, single.now))

@@ -77,16 +77,19 @@ def kill_rank(job: Job, script: str, variable: str, rank: int) -> float:
     return time.monotonic()
 
 
-def test_keras_on_jax_two_processes_a_killed_one_restarts_both(
+def test_keras_on_jax_two_containers_of_two_processes_a_killed_one_restarts_all(
         yarn_cluster, tmp_path: Path, submit_framework: Callable[..., Job]) -> None:
     """examples/keras_jax.py as Keras's guide writes it: keras.distribution.initialize()
-    with no arguments, DataParallel over both processes' devices. kill -9 process 1 once
-    process 0's weights are on HDFS: both start again as generation 1, load the weights
-    restored from HDFS, and the job SUCCEEDS, each process seeing both devices."""
+    with no arguments, DataParallel over every process's devices, two containers of two
+    processes each (yarn.processes.per.container). kill -9 process 1 (the first
+    container's second) once process 0's weights are on HDFS: its agent stops process 0,
+    all four start again as generation 1, load the weights restored from HDFS, and the job
+    SUCCEEDS, each process seeing all four devices."""
     epochs = 10
     job = submit_framework(*example_job(
         tmp_path, "keras_jax", ["--epochs", str(epochs), "--step_sleep", "0.05"],
-        settings={"checkpoint.mirror.interval": "2"}))
+        settings={"checkpoint.mirror.interval": "2"},
+        components={"worker": {"yarn.processes.per.container": "2", "yarn.memory": "1536"}}))
 
     def saved_epochs() -> int | None:
         state = job.files.remote_json("epochs.json") if "epochs.json" in (
@@ -103,9 +106,10 @@ def test_keras_on_jax_two_processes_a_killed_one_restarts_both(
     assert_succeeded(job, app)
     (restart,) = restarts_of(app["diagnostics"])
     assert "cluster restarted as generation 1" in restart, restart
+    print(app["diagnostics"])
     result = job.result()
-    # each process has one CPU device: two in all means each sees the other's
-    assert (result["processes"], result["devices"], result["epochs"]) == (2, 2, epochs), result
+    # each process has one CPU device: four in all means each sees the others'
+    assert (result["processes"], result["devices"], result["epochs"]) == (4, 4, epochs), result
     assert at_kill <= result["first_epoch"] < epochs, result  # resumed from HDFS
     job.assert_no_process_left()
 

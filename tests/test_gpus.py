@@ -297,3 +297,14 @@ def test_a_job_without_gpus_gets_no_gpu_column() -> None:
     assert "GPUS" not in jobview.format_table(JobView.from_dict(view))
     assert jobview.gpu_lines(JobView.from_dict(view)) == []
     assert "<th>gpus</th>" not in jobpage.tasks_html(view)
+
+
+def test_each_process_of_a_container_sees_its_own_contiguous_share(tmp_path: Path) -> None:
+    """yarn.processes.per.container: process i of P gets the i-th G/P of the held GPUs."""
+    seen = node(8)
+    held = gpus.hold(4, seen, tmp_path, wait_s=0)
+    assert [held.process_environment(i, 2)["CUDA_VISIBLE_DEVICES"] for i in range(2)] == [
+        "0,1", "2,3"]
+    assert held.process_environment(3, 4) == {"CUDA_VISIBLE_DEVICES": "3",
+                                              "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert gpus.GpuHold(0).process_environment(1, 2) == {"CUDA_VISIBLE_DEVICES": ""}

@@ -252,8 +252,8 @@ def test_the_dry_run_and_the_agent_take_the_work_dir_from_one_function(
     task = registry.TaskAssignment(Role.WORKER, 1, 0, 0)
     work = agent.TaskWorkDir.__new__(agent.TaskWorkDir)  # no HDFS here: only its path
     work.path, work.job_dir, work.mirror = plan.task_work_dir("app_1", os.getcwd()), "x", None
-    command, env = agent._command_and_environment(_Link(spec), plan, "app_1", task, work, None,
-                                                  address)
+    command, (env,) = agent._command_and_environment(_Link(spec), plan, "app_1", task, work, None,
+                                                      address)
     dry = plan_document(job, plan, Placement())["roles"][2]["commands"][1]
     assert shlex.split(dry) == [
         arg.replace(str(container), CONTAINER_DIR) for arg in command]
@@ -268,7 +268,7 @@ def test_the_dry_run_and_the_agent_take_the_work_dir_from_one_function(
     made = agent.TaskWorkDir(JobPlan.from_json(json.dumps(
         {**json.loads(plan.to_json()), "work_dir": local})), "app_1", "worker", 1)
     assert made.path == f"{container}/elsewhere/app_1" and Path(made.path).is_dir()
-    command, env = agent._command_and_environment(_Link(spec), plan, "app_1", task, made, None,
-                                                  address)
+    command, (env,) = agent._command_and_environment(_Link(spec), plan, "app_1", task, made, None,
+                                                      address)
     assert command[-1] == f"--model_dir={container}/elsewhere/app_1"
     assert env["TFYARN_WORK_DIR"] == made.path

@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import signal
 import socket
-import subprocess
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -24,12 +21,13 @@ from typing import Any
 from appmaster.agent import notice
 from appmaster.agent.heartbeat import Heartbeat
 from appmaster.agent.mirror import MirrorStatus
+from appmaster.agent.processgroup import GroupEnd, ProcessGroup
 from appmaster.agent.taskdir import CannotStart, Restore, TaskWorkDir, cannot_reach
 from appmaster.common import gpus, rankenv, registry
 from appmaster.common.agentlink import AgentLink, LinkError
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
-from appmaster.common.pageguard import GuardedPage, redacting_copy
+from appmaster.common.pageguard import GuardedPage
 from appmaster.common.registry import AgentState
 from appmaster.common.vocabulary import Framework, Role
 
@@ -39,8 +37,6 @@ from appmaster.common.vocabulary import Framework, Role
 
 log = logging.getLogger("tfyarn.agent")
 
-STDERR_TAIL_LINES = 20
-TERMINATE_GRACE_S = 5.0
 # skein starts the containers it asked for at its own start (every task's, see
 # tfyarn/submission/appspec.py) maybe before the master serves its rendezvous.
 CONNECT_TIMEOUT_S = 120.0
@@ -83,25 +79,6 @@ def advertised_host() -> str:
 def log_dir() -> Path:
     """The container's first log directory, whose files `yarn logs` collects."""
     return Path(os.environ.get("LOG_DIRS", ".").split(",")[0])
-
-
-# Runs in a fresh interpreter between spawn and exec: asks the kernel to SIGKILL the task
-# when the agent dies, then becomes the task. The agent never forks itself with Python code
-# to run in the child (preexec_fn): not safe beside its threads (heartbeat, mirror). The
-# interpreter runs without `site` (-S): it needs the standard library only, and a large
-# env's site-packages and .pth files cost every task's start (half this interpreter's CPU).
-DIE_WITH_PARENT = (
-    "import ctypes, os, signal, sys\n"
-    "ctypes.CDLL('libc.so.6').prctl(1, signal.SIGKILL)\n"  # 1 = PR_SET_PDEATHSIG
-    "if os.getppid() != int(os.environ.pop('TFYARN_AGENT_PID')): sys.exit(137)\n"
-    "os.execvp(sys.argv[1], sys.argv[1:])\n"
-)
-
-
-def die_with_agent(command: list[str], env: dict) -> tuple[list[str], dict]:
-    """The command wrapped so that no TensorFlow process outlives a killed agent."""
-    return [sys.executable, "-S", "-c", DIE_WITH_PARENT, *command], {
-        **env, "TFYARN_AGENT_PID": str(os.getpid())}
 
 
 def secret_environment(names: tuple[str, ...]) -> dict[str, str]:
@@ -182,37 +159,6 @@ def connect() -> AgentLink:
             time.sleep(CONNECT_RETRY_S)
 
 
-def run_task(command: list[str], env: dict, name: str, secret: str = "") -> tuple[int, str]:
-    """Run the script, its output in `<role>-<index>.stdout/.stderr`; return (code, stderr tail).
-    ``secret``: a word its output must not carry into the logs (TensorBoard's path prefix)."""
-    out_path, err_path = log_dir() / f"{name}.stdout", log_dir() / f"{name}.stderr"
-    command, env = die_with_agent(command, env)
-    with open(out_path, "ab") as out, open(err_path, "ab") as err:
-        pipe = subprocess.PIPE if secret else None
-        child = subprocess.Popen(command, stdout=pipe or out, stderr=pipe or err, env=env)
-    copies = [redacting_copy(child.stdout, out_path, secret),
-              redacting_copy(child.stderr, err_path, secret)] if secret else []
-
-    def forward(signum: int, _frame: object) -> None:
-        # YARN stops a container with SIGTERM, then SIGKILL: pass it on, then make sure.
-        child.send_signal(signum)
-        try:
-            child.wait(TERMINATE_GRACE_S)
-        except subprocess.TimeoutExpired:
-            child.kill()
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    code = child.wait()
-    for copy in copies:
-        copy.join()
-    if code < 0:  # killed by a signal: report it the way a shell does (143 for SIGTERM)
-        code = 128 - code
-    with open(err_path, errors="replace") as err:
-        tail = "".join(deque(err, maxlen=STDERR_TAIL_LINES))
-    return code, tail
-
-
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -247,18 +193,19 @@ def main() -> int:
     page = GuardedPage.in_container(task.role) if task.role == Role.TENSORBOARD else None
     reservation, address = _export_address(link, container, task, name, page)
     _status(link, container, AgentState.REGISTERED, address=address, gpus=held.summary())
-    command, env = _command_and_environment(link, plan, app_id, task, work, reservation,
-                                            address, page)
+    command, envs = _command_and_environment(link, plan, app_id, task, work, reservation,
+                                             address, page)
     try:
         restore.done()
     except CannotStart as exc:
         return _cannot_start(link, container, str(exc))
-    env.update(held.environment())  # CUDA_VISIBLE_DEVICES: its own GPUs, or "" for none
-    code, tail = _run_script(link, container, work, command, env, name, address,
-                             page or reservation)
+    # CUDA_VISIBLE_DEVICES: each process its own share of the GPUs, or "" for none
+    envs = [{**env, **held.process_environment(i, len(envs))} for i, env in enumerate(envs)]
+    end = _run_script(link, container, work, command, envs, name, address,
+                      page or reservation)
     work.finish(report_mirror)
-    hinted = _with_hint(plan, name, code, tail, role.gpus if role else 0)
-    code = _exit_code(link, container, name, address, code, hinted)
+    hinted = _with_hint(plan, name, end.code, end.tail, role.gpus if role else 0)
+    code = _exit_code(link, container, name, address, end.code, hinted)
     _status(link, container, AgentState.EXITED, address=address, exit_code=code)
     return code
 
@@ -335,64 +282,68 @@ def _export_address(link: AgentLink, container: str, task: registry.TaskAssignme
 def _command_and_environment(link: AgentLink, plan: JobPlan, app_id: str,
                              task: registry.TaskAssignment, work: TaskWorkDir,
                              reservation: socket.socket | None, address: str | None,
-                             page: GuardedPage | None = None) -> tuple[list[str], dict]:
-    """What the task runs, and with what environment: TensorBoard at once, on loopback
-    behind its guard on the exported port; a TensorFlow task once its generation's spec is
+                             page: GuardedPage | None = None) -> tuple[list[str], list[dict]]:
+    """What the task runs, and with what environment, one per process: TensorBoard at once,
+    on loopback behind its guard on the exported port; a task once its generation's spec is
     out (the evaluator, once training is done)."""
     if page is not None:  # TensorBoard: not part of the TensorFlow cluster, no spec to wait for
         command = plan.tensorboard_command(page.upstream_port, work.path, page.write_flags())
         page.start(reservation)
-        return command, {**os.environ, "PYTHONUNBUFFERED": "1"}
+        return command, [{**os.environ, "PYTHONUNBUFFERED": "1"}]
     spec = (wait_for_any_spec(link, task.generation) if address is None else
             wait_for_spec(link, task.generation, address, task.role, task.index))
     # its work dir and data dir (localized by YARN) in this container's directory
     command = plan.task_command(spec, task.role, task.index, os.getcwd(), app_id)
+    groups = _group_environments(plan, spec, task, app_id)
     env = task_environment(spec, task, work.path, plan.secrets,
-                           work.job_dir if work.mirror else None,
-                           _group_environment(plan, spec, task, app_id))
+                           work.job_dir if work.mirror else None, groups[0] if groups else None)
     if plan.data_dir or plan.data:  # what --data_dir says, for scripts without the flag
         env["TFYARN_DATA_DIR"] = gather_data(entry.name for entry in plan.data)
     if task.role == Role.EVALUATOR:
         env["TFYARN_TRAINING_DONE_FILE"] = str(work.done_file)
         work.wait_for_training(link)
-    return command, env
+    return command, [{**env, **group} for group in groups] if groups else [env]
 
 
-def _group_environment(plan: JobPlan, spec: ClusterSpec, task: registry.TaskAssignment,
-                       app_id: str) -> dict[str, str] | None:
-    """A PyTorch or JAX task's rank in the group (one process per container); None for
-    TensorFlow's."""
+def _group_environments(plan: JobPlan, spec: ClusterSpec, task: registry.TaskAssignment,
+                        app_id: str) -> list[dict[str, str]]:
+    """A PyTorch or JAX task's processes' ranks in the group, one per process of its
+    container; none for TensorFlow's."""
     if plan.framework == Framework.TENSORFLOW:
-        return None
+        return []
     role = plan.role(task.role)
-    return rankenv.process_environment(
+    processes = plan.processes_per_container
+    return [rankenv.process_environment(
         plan.framework, spec, task.role, task.index, generation=task.generation,
-        max_restarts=role.failure_threshold if role else 0, run_id=app_id, environ=os.environ)
+        max_restarts=role.failure_threshold if role else 0, run_id=app_id, environ=os.environ,
+        local_rank=local_rank, local_world_size=processes) for local_rank in range(processes)]
 
 
 def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: list[str],
-                env: dict, name: str, address: str | None,
-                reservation: socket.socket | GuardedPage | None) -> tuple[int, str]:
-    """The task's script, its progress reported while it runs (its port let go once it
-    ends): its exit code, its stderr's last lines."""
+                envs: list[dict], name: str, address: str | None,
+                reservation: socket.socket | GuardedPage | None) -> GroupEnd:
+    """The task's script, one process per environment (appmaster/agent/processgroup.py), its
+    progress reported while it runs (its port let go once it ends): how it ended."""
     progress = None
     if work.reports_progress:
         from appmaster.agent.progress import ProgressReporter, report_to
 
         progress = ProgressReporter(work.path, report_to(
             link, registry.progress_key(container))).start()
-    log.info("starting %s: %s", name, " ".join(command))
-    env = {**env, **notice.follow(link, container, name,
-                                  work.mirror if work.is_chief else None)}
+    log.info("starting %s (%d process(es)): %s", name, len(envs), " ".join(command))
+    notified = notice.follow(link, container, name, work.mirror if work.is_chief else None)
     _status(link, container, AgentState.RUNNING, address=address)
-    code, tail = run_task(command, env, name,
-                          reservation.secret if isinstance(reservation, GuardedPage) else "")
+    group = ProcessGroup(command, [{**env, **notified} for env in envs], name, log_dir(),
+                         reservation.secret if isinstance(reservation, GuardedPage) else "")
+    group.forward_signals()
+    end = group.wait()
     if reservation is not None:
         reservation.close()
-    log.info("%s exited with code %d", name, code)
+    log.info("%s exited with code %d%s", name, end.code,
+             "" if end.failed is None else f" (local rank {end.failed} failed first)")
     if progress is not None:
         progress.finish()
-    return code, tail
+    return end
 
 
 def _with_hint(plan: JobPlan, name: str, code: int, tail: str, gpus: int = 0) -> str:

@@ -131,6 +131,13 @@ class GpuHold:
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA's numbering = nvidia-smi's
         return env
 
+    def process_environment(self, local_rank: int, processes: int) -> dict[str, str]:
+        """What process ``local_rank`` of the container's ``processes`` is told: the
+        ``local_rank``-th contiguous share of the held GPUs (torchrun's one per process)."""
+        share = len(self.gpus) // processes
+        own = GpuHold(share, self.gpus[local_rank * share:(local_rank + 1) * share], self.seen)
+        return own.environment()
+
     def summary(self) -> dict:
         """What `tfyarn status` and the job page show."""
         return {"wanted": self.wanted, "seen": self.seen, "isolated": self.isolated,

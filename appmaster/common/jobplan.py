@@ -89,6 +89,8 @@ class RolePlan:
     node_failure_threshold: int | None = None
     # how long a request for particular hosts waits before it is relaxed to any host
     placement_escalate_seconds: float = settings.PLACEMENT_ESCALATE.default
+    # processes each container runs (a PyTorch or JAX rank each), G/processes GPUs each
+    processes: int = settings.PROCESSES.default
 
     def __post_init__(self) -> None:
         if str(self.placement_policy) not in settings.PLACEMENT_POLICY.choices:
@@ -105,11 +107,14 @@ class RolePlan:
                             f"of {', '.join(FailurePolicy)}")
         for what, value, low in (("instances", self.instances, 0), ("priority", self.priority, 1),
                                  ("memory_mb", self.memory_mb, 1), ("vcores", self.vcores, 1),
-                                 ("gpus", self.gpus, 0),
+                                 ("gpus", self.gpus, 0), ("processes", self.processes, 1),
                                  ("failure_threshold", self.failure_threshold, -1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise SpecError(f"{self.name}: {what} must be a whole number >= {low}, "
                                 f"not {value!r}")
+        if self.gpus % self.processes:
+            raise SpecError(f"{self.name}: {self.gpus} GPUs cannot be shared evenly by "
+                            f"{self.processes} processes")
         object.__setattr__(self, "name", Role(self.name))
         object.__setattr__(self, "failure_policy", FailurePolicy(self.failure_policy))
 
@@ -246,6 +251,16 @@ class JobPlan:
         if unfit := self.unfit_roles():
             raise SpecError(f"a {self.framework} job has no {' or '.join(unfit)}: its "
                             "processes are ranks of one group (chiefworker and workers)")
+        if len({role.processes for role in self.roles}) > 1 or any(
+                role.processes > 1 for role in self.side_roles) or (
+                self.framework == Framework.TENSORFLOW and self.processes_per_container > 1):
+            raise SpecError("several processes per container are a PyTorch or JAX group's, "
+                            "the same number in each of its containers")
+
+    @property
+    def processes_per_container(self) -> int:
+        """How many ranks each of the group's containers runs (1 in a TensorFlow job)."""
+        return max((role.processes for role in self.roles), default=1)
 
     def unfit_roles(self) -> list[str]:
         """The roles this job has that its framework has no place for: a ps or an evaluator

@@ -123,6 +123,13 @@ GPUS = Setting(
     "CUDA_VISIBLE_DEVICES", default=0, low=0, high=64, noun="GPUs per container",
     example="1", field="gpus")
 
+PROCESSES = Setting(
+    "yarn.processes.per.container", COMPONENT_SCOPE, "whole",
+    "processes each container of a PyTorch or JAX job's role runs, one per GPU as "
+    "torchrun's --nproc_per_node: each its own rank and its own share of the container's "
+    "GPUs (tfyarn's own key, not Slider's; a TensorFlow task is one process)", default=1,
+    low=1, high=64, noun="processes per container", example="4", field="processes")
+
 FAILURE_POLICY = Setting(
     "yarn.container.failure.policy", COMPONENT_SCOPE, "choice",
     "what a failed task does: restart (within the threshold), fatal (fails the job) "
@@ -366,7 +373,7 @@ MODIFY_ACL = Setting(
 
 # Every declaration, in the order the key reference lists them.
 SETTINGS: tuple[Setting, ...] = (
-    PRIORITY, INSTANCES, MEMORY, VCORES, FAILURE_THRESHOLD, LABEL, GPUS, FAILURE_POLICY,
+    PRIORITY, INSTANCES, MEMORY, VCORES, FAILURE_THRESHOLD, LABEL, GPUS, PROCESSES, FAILURE_POLICY,
     PLACEMENT_POLICY, NODE_FAILURE_THRESHOLD, PLACEMENT_ESCALATE, FAILURE_WINDOW_DAYS,
     FAILURE_WINDOW_HOURS, FAILURE_WINDOW_MINUTES, LOG_INCLUDE, LOG_EXCLUDE, LOG_INTERVAL,
     AM_MEMORY, AM_VCORES, AM_LABEL, ENTRY, SCRIPTS_DIR, SCRIPT_ARGS, WORK_DIR_FLAG, ENV, QUEUE,

@@ -37,19 +37,20 @@ class TaskRow:
     progress: dict | None = None  # its event files' newest figures (appmaster/agent/tfevents.py)
     # its containers' ends by YARN's verdict: {"failed": 1, "preempted": 2} (none: {})
     verdicts: dict[str, int] = field(default_factory=dict)
+    processes: int | None = None  # the processes its container runs, where more than one
 
     @property
     def name(self) -> str:
         return f"{self.role} {self.index}"
 
     @classmethod
-    def of(cls, task: Task, silent_s: float | None = None) -> TaskRow:
+    def of(cls, task: Task, silent_s: float | None = None, processes: int = 1) -> TaskRow:
         log_url = (f"http://{task.node}/node/containerlogs/{task.yarn_container_id}/{task.user}"
                    if task.node and task.yarn_container_id and task.user else None)
         return cls(task.role, task.index, task.state, task.address, task.container,
                    task.yarn_container_id, task.node, task.attempt, task.exit_code, log_url,
                    task.mirror, task.gpus, silent_s, task.progress,
-                   verdicts.counts(task.verdicts))
+                   verdicts.counts(task.verdicts), processes if processes > 1 else None)
 
     def to_dict(self) -> dict:
         # Field by field, not dataclasses.asdict: its deep copy of every value was most of
@@ -117,8 +118,8 @@ class JobView:
         return cls(
             app_id=app_id, name=job.plan.name, state=str(job.state), generation=job.generation,
             updated=int(time.time() * 1000), work_dir=work_dir,
-            tasks=[TaskRow.of(task, job.liveness.silent_for(task.container, now))
-                   for task in tasks],
+            tasks=[TaskRow.of(task, job.liveness.silent_for(task.container, now),
+                              job.plan.processes_per_container) for task in tasks],
             heartbeat_timeout_s=job.plan.heartbeat_timeout_s, lost_nodes=sorted(job.lost_nodes),
             tensorboard=TaskRow.of(board) if board else None,
             tensorboard_url=f"http://{board.address}" if board and board.address else None,

@@ -26,6 +26,7 @@ from appmaster.common.settings import (
     PLACEMENT_ESCALATE,
     PLACEMENT_POLICY,
     PRIORITY,
+    PROCESSES,
     VCORES,
     built_in,
     failure_window_seconds,
@@ -241,6 +242,7 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     memory = s.whole(MEMORY.key, BUILT_IN[MEMORY.key])
     vcores = s.whole(VCORES.key, BUILT_IN[VCORES.key])
     gpus = s.whole(GPUS.key, BUILT_IN[GPUS.key])
+    processes = _processes(s, gpus)
     threshold = s.whole(FAILURE_THRESHOLD.key, BUILT_IN[FAILURE_THRESHOLD.key])
     policy = _choice(s, FAILURE_POLICY.key, FAILURE_POLICIES, BUILT_IN[FAILURE_POLICY.key])
     if policy == FailurePolicy.IGNORE and s.name not in (Role.WORKER, Role.EVALUATOR):
@@ -262,6 +264,7 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
         or memory is None
         or vcores is None
         or gpus is None
+        or processes is None
         or threshold is None
         or policy is None
         or not label_ok
@@ -270,7 +273,30 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     return RolePlan(name=s.name, priority=priority, instances=instances, memory_mb=memory,
                      vcores=vcores, failure_threshold=threshold, label=label, gpus=gpus,
                      failure_policy=policy, placement_policy=placement,
-                     node_failure_threshold=node_threshold, placement_escalate_seconds=escalate)
+                     node_failure_threshold=node_threshold, placement_escalate_seconds=escalate,
+                     processes=processes)
+
+
+def _processes(s: _Settings, gpus: int | None) -> int | None:
+    """The processes each container runs: a group's ranks only, sharing its GPUs evenly."""
+    processes = s.whole(PROCESSES.key, BUILT_IN[PROCESSES.key])
+    found = s.find(PROCESSES.key)
+    if processes is None or processes == 1 or found is None:
+        return processes
+    value, where = found
+    if s.name not in (Role.CHIEFWORKER, Role.WORKER):
+        s.c.add(where, f"a {s.name} runs one process per container",
+                'remove it (or give "1"); it is for the chiefworker and workers of a PyTorch '
+                'or JAX job (if written in "global", write it in those components instead).',
+                value=value)
+        return None
+    if gpus and gpus % processes:
+        s.c.add(where, f"{gpus} GPUs per container ({GPUS.key}) cannot be shared evenly by "
+                f"{processes} processes: each process gets {GPUS.key} / {PROCESSES.key} GPUs",
+                f'give a number that divides {gpus}, e.g. "{gpus}" (one GPU each), or change '
+                f'"{GPUS.key}".', value=value)
+        return None
+    return processes
 
 
 def _choice(s: _Settings, key: str, allowed: Sequence[str], default: str) -> str | None:
@@ -346,6 +372,7 @@ def _label(s: _Settings) -> tuple[str | None, bool]:
 def check_roles_fit(c: Checker, components: Sequence[RolePlan], framework: str) -> None:
     """A PyTorch or JAX job's tasks are the ranks of one group: no ps to serve it, no
     evaluator beside it (appmaster.common.jobplan.GROUPLESS_ROLES)."""
+    _check_processes_fit(c, components, framework)
     if framework == Framework.TENSORFLOW:
         return
     for role in components:
@@ -356,3 +383,25 @@ def check_roles_fit(c: Checker, components: Sequence[RolePlan], framework: str) 
                   f'remove the "{role.name}" component (or set its instances to "0"): '
                   "chiefworker and workers are the ranks, the chief (else worker 0) rank 0; "
                   "evaluate in the script, on rank 0.", value=str(role.instances))
+
+
+def _check_processes_fit(c: Checker, components: Sequence[RolePlan], framework: str) -> None:
+    """Several processes per container: a PyTorch or JAX group's, as many in each container
+    (a rank is container index * processes + local rank)."""
+    group = {role.name: role.processes for role in components
+             if role.name in (Role.CHIEFWORKER, Role.WORKER) and role.instances > 0}
+    for name, processes in group.items():
+        where = key_path("components", name, PROCESSES.key)
+        if framework == Framework.TENSORFLOW and processes > 1:
+            c.add(where, f'TensorFlow runs one process per task ("{FRAMEWORK.key}" is '
+                  f'"{framework}")', f'remove it (here or in "global", or give "1") and raise '
+                  f'"{INSTANCES.key}" instead; several processes per container are for '
+                  '"pytorch" and "jax" jobs.',
+                  value=str(processes))
+            return
+    if len(set(group.values())) > 1:
+        c.add(key_path("components", Role.WORKER, PROCESSES.key),
+              f"the chiefworker runs {group[Role.CHIEFWORKER]} processes per container and each "
+              f"worker {group[Role.WORKER]}: every container of the group runs as many",
+              f'give the chiefworker and the workers the same "{PROCESSES.key}" (or write it '
+              'once, in "global").', value=str(group[Role.WORKER]))

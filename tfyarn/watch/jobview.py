@@ -195,6 +195,8 @@ def format_table(view: JobView, tasks: list[TaskRow] | None = None,
                ("log_url", "LOGS")]
     if not any(gpus.worth_showing(task.gpus) for task in tasks):
         columns.remove(("gpus", "GPUS"))  # a job without GPUs
+    if any(task.processes for task in tasks):  # several per container
+        columns.insert(columns.index(("exit_code", "EXIT")), ("processes", "PROCS"))
     if any(task.verdicts for task in tasks):  # how YARN ended its containers
         columns.insert(columns.index(("exit_code", "EXIT")), ("verdicts", "ENDS"))
     shown = {"gpus": lambda value: gpus.short_text(value),
