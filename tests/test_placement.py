@@ -67,6 +67,26 @@ def test_a_host_past_the_node_failure_threshold_is_blacklisted_once() -> None:
     assert placement.for_request("worker", [("worker", 1)]) == "nodes=h1\nrelax=false"
 
 
+def test_a_host_left_out_stays_open_to_yarn_for_a_strict_task_and_nothing_relaxes() -> None:
+    """YARN's blacklist is the whole application's: a STRICT ps could never come back to a
+    host a worker's failures left out. The host stays open; the workers avoid it by asking
+    for the job's other hosts, never relaxed."""
+    job = with_worker(plan(), node_failure_threshold=1, placement_escalate_seconds=5.0)
+    job = replace(job, roles=tuple(replace(r, placement_policy=1) if r.name == "ps" else r
+                                   for r in job.roles))
+    placement = Placement(job)
+    placement.ran(("ps", 0), "h1")
+    placement.ran(("worker", 0), "h1")
+    placement.ran(("worker", 1), "h2")
+    assert placement.failed(("worker", 0), "worker_0", "h1")
+    assert placement.blacklist() == "" and placement.held() == {"h1"}
+    assert placement.for_request("ps", [("ps", 0)]) == "nodes=h1\nrelax=false"
+    assert placement.for_request("worker", [("worker", 0)], now=0.0) == "nodes=h2\nrelax=false"
+    assert placement.escalations(100.0) == {} and placement.next_escalation() is None
+    assert placement.for_request("worker", [("worker", 0)], now=100.0) == (
+        "nodes=h2\nrelax=false")
+
+
 def test_without_a_threshold_no_host_is_left_out() -> None:
     placement = Placement(plan())
     for n in range(5):

@@ -208,8 +208,10 @@ class Master:
         the host joins the job's blacklist (tfyarn's patched AppMaster tells YARN)."""
         if self.placement.failed(task.key, container, task.host):
             self.app.kv.put(registry.BLACKLIST_KEY, self.placement.blacklist().encode())
+            kept = (" (kept open for a STRICT task's return: the job's other tasks are asked "
+                    "for on other hosts only)" if task.host in self.placement.held() else "")
             log.warning("%s failed on %s: the job uses that host no more "
-                        "(yarn.node.failure.threshold)", task.name, task.host)
+                        "(yarn.node.failure.threshold)%s", task.name, task.host, kept)
 
     def on_deadline(self, now: float) -> EndJob | None:
         if escalated := self.placement.escalations(now):

@@ -84,7 +84,16 @@ class Placement:
         return True
 
     def blacklist(self) -> str:
-        return "\n".join(sorted(self.blacklisted))
+        """YARN's blacklist for the job: the hosts left out, less those a STRICT task must
+        come back to (YARN's list is the whole application's: it would keep that task off its
+        only host for good). The job's other tasks keep off those by their requests."""
+        return "\n".join(sorted(self.blacklisted - self.held()))
+
+    def held(self) -> set[str]:
+        """The hosts a STRICT role's tasks last ran on."""
+        return {host for key, host in self.last_host.items()
+                if (role := self.roles.get(key[0])) is not None
+                and role.placement_policy & STRICT}
 
     def for_request(self, role: str, keys: Iterable[Key], now: float = 0.0,
                     lost: Collection[str] = ()) -> str:
@@ -106,7 +115,7 @@ class Placement:
         preferred -= self.blacklisted
         if not preferred:
             return ""
-        if any(self.due(key, now) for key in keys):  # asked again once waited long enough
+        if self.relaxes() and any(self.due(key, now) for key in keys):
             self.escalated.update(keys)
             return ""
         hosts = ",".join(sorted(preferred))
@@ -122,10 +131,17 @@ class Placement:
         return key in self.escalated or (since is not None and role is not None and
                                          now >= since + role.placement_escalate_seconds)
 
+    def relaxes(self) -> bool:
+        """Whether a request for named hosts may be relaxed to any host: not while a host
+        left out is kept open for a STRICT task (any host could be that one)."""
+        return not self.blacklisted & self.held()
+
     def escalations(self, now: float) -> dict[Key, float]:
         """Tasks whose request for named hosts waited past their role's
         yarn.placement.escalate.seconds, not relaxed yet (how long each waited): the master
         asks for them again, on any host."""
+        if not self.relaxes():
+            return {}
         due = {key: now - since for key, since in self.pinned.items()
                if key not in self.escalated and self.due(key, now)}
         self.escalated.update(due)
@@ -133,6 +149,8 @@ class Placement:
 
     def next_escalation(self) -> float | None:
         """When the next request for named hosts is due to be relaxed."""
+        if not self.relaxes():
+            return None
         times = [since + self.roles[key[0]].placement_escalate_seconds
                  for key, since in self.pinned.items()
                  if key not in self.escalated and key[0] in self.roles]
