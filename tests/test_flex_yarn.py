@@ -81,5 +81,7 @@ def test_flex_workers_two_three_two_trains_on_from_the_checkpoint(
     starts = sorted(int(m.group(1)) for c in logs.values()
                     for name, text in c.files.items() if name == "chiefworker-0.stdout"
                     for m in re.finditer(r"start global_step (\d+)", text))
-    assert len(starts) == 3 and starts[0] == 0, starts
+    # generation 0 from nothing: below the first checkpoint (not 0: the workers may step
+    # before the chief first reads the global step)
+    assert len(starts) == 3 and starts[0] < before_up, (starts, before_up)
     assert starts[1] >= before_up and starts[2] >= before_down, (starts, before_up, before_down)
