@@ -1,8 +1,8 @@
 """Slider's placement keys on the local YARN, through tfyarn's patched AppMaster: a ps with
 ``yarn.component.placement.policy`` 1 (STRICT) comes back on the host it ran on when the cluster
 restarts; then a worker killed on a host, its role's ``yarn.node.failure.threshold`` 1, comes
-back on the other default-partition host (the job blacklists the first). One light job (no
-TensorFlow) for both. And two ps with policy 4 (ANTI_AFFINITY_REQUIRED) on the two
+back on the other default-partition host (the job blacklists the first), and when that host
+was the STRICT ps's, the ps still comes back to it. One light job (no TensorFlow) for all. And two ps with policy 4 (ANTI_AFFINITY_REQUIRED) on the two
 default-partition hosts, asked for with YARN's placement constraints.
 """
 
@@ -63,14 +63,24 @@ def test_strict_restarts_in_place_and_a_failed_node_is_left(
         and now), RECOVERY_S, poll_s=1, fail_fast=job.ended_early)
     assert again[("ps", 0)][1] == first[("ps", 0)][1], (first, again)
 
-    # worker 1 is TensorFlow's worker 2 (the chief is worker 0)
-    kill_script(job, "worker", 2)
-    last = wait_until("worker 1 running again", lambda: (
-        (now := running(yarn_cluster, job)) and now[("worker", 1)][0] !=
-        again[("worker", 1)][0] and now), RECOVERY_S, poll_s=1, fail_fast=job.ended_early)
-    assert last[("worker", 1)][1] != again[("worker", 1)][1], (again, last)
-    print(f"[{job.app_id}] ps on {first[('ps', 0)][1]} and back there; worker 1 from "
-          f"{again[('worker', 1)][1]} to {last[('worker', 1)][1]}")
+    # a worker on the ps's host if there is one: the host it leaves must stay open to the
+    # STRICT ps (YARN's blacklist is the whole application's)
+    ps_host = again[("ps", 0)][1]
+    index = next((i for i in (1, 0) if again[("worker", i)][1] == ps_host), 1)
+    kill_script(job, "worker", index + 1)  # TensorFlow's worker 0 is the chief
+    last = wait_until(f"worker {index} running again", lambda: (
+        (now := running(yarn_cluster, job)) and now[("worker", index)][0] !=
+        again[("worker", index)][0] and now), RECOVERY_S, poll_s=1, fail_fast=job.ended_early)
+    assert last[("worker", index)][1] != again[("worker", index)][1], (again, last)
+    print(f"[{job.app_id}] ps on {ps_host} and back there; worker {index} from "
+          f"{again[('worker', index)][1]} to {last[('worker', index)][1]}")
+    if again[("worker", index)][1] == ps_host:
+        kill_script(job, "ps", 0)
+        back = wait_until("the ps back on the host the worker left", lambda: (
+            (now := running(yarn_cluster, job)) and now[("ps", 0)][0] != last[("ps", 0)][0]
+            and now), RECOVERY_S, poll_s=1, fail_fast=job.ended_early)
+        assert back[("ps", 0)][1] == ps_host, (last, back)
+        print(f"[{job.app_id}] the ps came back to {ps_host}, left by worker {index}")
 
 
 def am_log(yarn_cluster, job: Job) -> str:
