@@ -2,8 +2,9 @@
 ``yarn.component.placement.policy`` 1 (STRICT) comes back on the host it ran on when the cluster
 restarts; then a worker killed on a host, its role's ``yarn.node.failure.threshold`` 1, comes
 back on the other default-partition host (the job blacklists the first), and when that host
-was the STRICT ps's, the ps still comes back to it. One light job (no TensorFlow) for all. And two ps with policy 4 (ANTI_AFFINITY_REQUIRED) on the two
-default-partition hosts, asked for with YARN's placement constraints.
+was the STRICT ps's, the ps still comes back to it. One light job (no TensorFlow) for all.
+And two ps with policy 4 (ANTI_AFFINITY_REQUIRED) on the two default-partition hosts, asked
+for with YARN's placement constraints.
 """
 
 from __future__ import annotations
