@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+
+import pytest
+
 from tfyarn.submission import envlayers, envpack
 from tfyarn.submission.envlayers import Layer
 from tfyarn.submission.masterlayers import (
@@ -27,6 +31,8 @@ def test_what_the_master_needs_is_followed_through_requirements() -> None:
         "skein", "grpcio", "cryptography", "cffi", "pycparser", "typing-extensions"}
 
 
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="an env without TensorFlow (the thin client's)")
 def test_in_this_env_the_master_gets_skein_and_hdfs_native_not_tensorflow() -> None:
     needed = needed_by_master()
     chosen = {layer.label: for_master(layer, needed)

@@ -4,15 +4,20 @@ happened once the notice file appeared mid-training."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 APP = Path(__file__).parent / "apps" / "preemption_tf.py"
 NOTICE_AT_STEP = 5  # the app's
 
 
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="an env without TensorFlow (the thin client's)")
 def test_tensorflows_handler_and_the_keras_callback_save_on_the_notice(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, str(APP), str(tmp_path)], capture_output=True,
                          text=True, timeout=180, cwd=Path(__file__).parents[1])
