@@ -219,20 +219,24 @@ class Master:
             if end is not None:
                 return end
         if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
-            self.job.on_allocated({c.id: c.yarn_node_http_address
-                                   for c in self.app.get_containers(states=["RUNNING"])})
+            self.note_allocated()
         if self.job.heartbeats_due(now):
             end = self.perform(self.job.on_heartbeats(self.store.beats(), now))
             if end is not None:
                 return end
         return self.perform(self.job.on_tick(now))
 
+    def note_allocated(self) -> None:
+        """Tells the job which of its requests YARN has met (skein's RUNNING containers,
+        still localizing included)."""
+        self.job.on_allocated({c.id: c.yarn_node_http_address
+                               for c in self.app.get_containers(states=["RUNNING"])})
+
     def relax(self, escalated: dict[tuple[str, int], float], now: float) -> EndJob | None:
         """Requests for named hosts past yarn.placement.escalate.seconds: those YARN has
         not met (given but still localizing is met) are withdrawn and asked for on any
         host."""
-        self.job.on_allocated({c.id: c.yarn_node_http_address
-                               for c in self.app.get_containers(states=["RUNNING"])})
+        self.note_allocated()
         lines = {}
         for key, waited in escalated.items():
             task, role = self.job.tasks.get(key), self.job.plan.role(key[0])

@@ -47,6 +47,7 @@ class Placement:
         self.counted: set[str] = set()  # containers whose failure was counted
         self.blacklisted: set[str] = set()
         self.left: dict[Key, str] = {}  # the host a task's container last failed on
+        self.strict_host: dict[Key, str] = {}  # where each STRICT task must come back to
         self.pinned: dict[Key, float] = {}  # first asked for named hosts only, at
         self.escalated: set[Key] = set()  # waited past the escalate seconds: any host
         self.asked: dict[Key, str] = {}  # the hosts a pinned request names
@@ -54,8 +55,11 @@ class Placement:
     def ran(self, key: Key, host: str) -> None:
         """The task's container runs on ``host``."""
         self.last_host[key] = host
-        if (role := self.roles.get(key[0])) is not None and not role.label:
+        role = self.roles.get(key[0])
+        if role is not None and not role.label:
             self.hosts.add(host)
+        if role is not None and role.placement_policy & STRICT:
+            self.strict_host[key] = host
         self.left.pop(key, None)
         self.settled(key)
 
@@ -91,9 +95,7 @@ class Placement:
 
     def held(self) -> set[str]:
         """The hosts a STRICT role's tasks last ran on."""
-        return {host for key, host in self.last_host.items()
-                if (role := self.roles.get(key[0])) is not None
-                and role.placement_policy & STRICT}
+        return set(self.strict_host.values())
 
     def for_request(self, role: str, keys: Iterable[Key], now: float = 0.0,
                     lost: Collection[str] = ()) -> str:
