@@ -595,16 +595,19 @@ def test_a_fatal_evaluator_fails_the_job() -> None:
 def test_a_container_given_but_still_localizing_is_not_an_allocation_failure() -> None:
     """A large packed env takes minutes to unpack on a fresh node: YARN gave the container,
     its agent has not started. The allocation timeout does not apply; the registration
-    timeout does, and says what was happening."""
+    timeout does, from when the container was seen given, and says what was happening."""
     cluster = Cluster(plan(allocation_timeout_s=20.0, registration_timeout_s=60.0))
     for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
         cluster.start(*key)
     cluster.tick(21)
     assert cluster.job.waiting_for_yarn(cluster.now)
-    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042", "other_9": "x"})
+    given = {cluster.container("worker", 1): "nm2:8042", "other_9": "x"}
+    cluster.job.on_allocated(given, cluster.now)
     assert not cluster.job.waiting_for_yarn(cluster.now)
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == [] and cluster.end is None
-    cluster.tick(40)  # 61 s after the requests: the registration timeout
+    cluster.tick(40)  # 61 s after the requests, 40 s after worker 1 was seen given
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == [] and cluster.end is None
+    cluster.tick(20)  # the registration timeout after it was seen given
     cluster.apply(cluster.job.on_tick(cluster.now))
     assert cluster.end and cluster.end.diagnostics.splitlines()[-1] == (
         "  worker 1: container worker_1 was given on nm2:8042 but its agent never started: "
@@ -614,7 +617,7 @@ def test_a_container_given_but_still_localizing_is_not_an_allocation_failure() -
 
 def test_an_allocated_task_that_starts_counts_as_started() -> None:
     cluster = Cluster(plan())
-    cluster.job.on_allocated({cluster.container("ps", 0): "nm1:8042"})
+    cluster.job.on_allocated({cluster.container("ps", 0): "nm1:8042"}, cluster.now)
     assert cluster.job.tasks[("ps", 0)].state == TaskState.ALLOCATED
     cluster.everyone_running()
     assert cluster.job.state == JobState.RUNNING and "all started" in cluster.job.clock.marks
@@ -633,14 +636,15 @@ def test_a_request_yarn_has_not_met_is_made_again_within_the_allocation_timeout(
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
     cluster.tick(1)
     assert cluster.job.waiting_for_yarn(cluster.now)  # the master asks YARN what it gave
-    cluster.job.on_allocated({})
+    cluster.job.on_allocated({}, cluster.now)
     actions = cluster.apply(cluster.job.on_tick(cluster.now))
     assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == old
     assert cluster.container("worker", 1) != old and cluster.job.failures == Counter()
     cluster.tick(REASK_S - 1)  # the new ask has its own REASK_S
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
     cluster.tick(1)
-    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"})  # given: not again
+    given = {cluster.container("worker", 1): "nm2:8042"}
+    cluster.job.on_allocated(given, cluster.now)  # given: not asked again
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
     cluster.job.table.move(cluster.job.tasks[("worker", 1)], TaskState.REQUESTED)  # never came
     cluster.tick(100 - 2 * REASK_S - 1)  # just before the first ask's allocation timeout
@@ -666,7 +670,7 @@ def test_a_relaxed_placement_asks_again_only_what_yarn_has_not_given() -> None:
     assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == old
     assert cluster.container("worker", 1) != old and cluster.job.failures == Counter()
     assert restarts(cluster) == [line]
-    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"})
+    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"}, cluster.now)
     assert cluster.apply(cluster.job.on_placement_relaxed({("worker", 1): line},
                                                           cluster.now)) == []
 
@@ -707,3 +711,24 @@ def test_the_index_of_tasks_follows_starts_failures_and_restarts() -> None:
     cluster.everyone_running()
     index_agrees(cluster)
     assert cluster.job.state == JobState.RUNNING
+
+
+def test_a_job_waits_for_the_queue_as_long_as_it_needs() -> None:
+    """No allocation timeout by default: containers that do not come for an hour fail
+    nothing, and the registration timeout counts from when a container was given."""
+    cluster = Cluster(plan(registration_timeout_s=60.0))
+    for _ in range(120):  # an hour, a deadline every REASK_S: each waiting task asked again
+        cluster.now = cluster.job.next_deadline()
+        cluster.job.on_allocated({}, cluster.now)
+        cluster.apply(cluster.job.on_tick(cluster.now))
+        assert cluster.end is None
+    assert cluster.now >= 3600
+    cluster.start("chiefworker", 0)  # given at last: 60 s to register from now
+    cluster.tick(59)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end is None
+    cluster.tick(1)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.splitlines()[0] == (
+        "Tasks did not register within 60 s (site.global.registration.timeout): 1 of 4 "
+        "missing.")

@@ -720,7 +720,7 @@ def test_job_settings_defaults(job_dir: Path) -> None:
     app = load(job_dir)
     spec = app.spec
     assert (spec.success_policy, spec.allocation_timeout_s, spec.deadline_s, spec.am_max_attempts,
-            app.client.secret_files) == ("chief", 120.0, None, 2, {})
+            app.client.secret_files) == ("chief", None, None, 2, {})
 
 
 def test_job_settings(job_dir: Path) -> None:

@@ -230,7 +230,8 @@ class Master:
         """Tells the job which of its requests YARN has met (skein's RUNNING containers,
         still localizing included)."""
         self.job.on_allocated({c.id: c.yarn_node_http_address
-                               for c in self.app.get_containers(states=["RUNNING"])})
+                               for c in self.app.get_containers(states=["RUNNING"])},
+                              time.monotonic())
 
     def relax(self, escalated: dict[tuple[str, int], float], now: float) -> EndJob | None:
         """Requests for named hosts past yarn.placement.escalate.seconds: those YARN has

@@ -222,7 +222,7 @@ class Job:
     def _flex(self, now: float, role: str, count: int) -> None:
         flex(self.core, self.rules, role, count, now)
 
-    def on_allocated(self, containers: dict[str, str | None]) -> None:
+    def on_allocated(self, containers: dict[str, str | None], now: float) -> None:
         """YARN gave these containers (container -> node), whose agents have not started:
         their files are still being localized, which no allocation timeout should end."""
         for container, node in containers.items():
@@ -230,6 +230,7 @@ class Job:
             if task is not None and task.state == TaskState.REQUESTED:
                 self.table.move(task, TaskState.ALLOCATED)
                 task.node = node
+                self.deadlines.given(now)
 
     def on_placement_relaxed(self, relaxed: dict[Key, str], now: float) -> list[Action]:
         """These tasks' requests for named hosts waited past yarn.placement.escalate.seconds
@@ -321,6 +322,8 @@ class Job:
             return
         if self._on_a_lost_node(task, container, node, now):
             return
+        if task.state == TaskState.REQUESTED:
+            self.deadlines.given(now)
         self.table.move(task, TaskState.STARTED)
         task.yarn_container_id, task.node, task.user = yarn_container_id, node, user
         self.history.started(container, node, now)

@@ -8,6 +8,7 @@ failure rules, which judge what a deadline's passing reveals."""
 from __future__ import annotations
 
 import logging
+import math
 
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import JobState, TaskState
@@ -49,8 +50,15 @@ class Deadlines:
         if task.key in self.asked_again:
             self.asked_again.discard(task.key)
         else:
-            self.allocation_deadline = now + self.plan.allocation_timeout_s
+            timeout = self.plan.allocation_timeout_s  # None: as long as the queue needs
+            self.allocation_deadline = now + timeout if timeout else math.inf
             self.registration_deadline = now + self.plan.registration_timeout_s
+
+    def given(self, now: float) -> None:
+        """A task waiting for YARN was seen given its container: it must register within the
+        timeout from now, however long the queue made it wait."""
+        self.registration_deadline = max(self.registration_deadline,
+                                         now + self.plan.registration_timeout_s)
 
     def evaluate_last(self, now: float) -> None:
         """Training is done: the evaluator's last word is due within its timeout."""
@@ -69,9 +77,10 @@ class Deadlines:
         deadlines = []
         oldest = index.oldest_request()
         if oldest is not None:
-            deadlines.append(self.allocation_deadline)
+            if self.allocation_deadline < math.inf:
+                deadlines.append(self.allocation_deadline)
             deadlines.append(oldest + REASK_S)
-        if index.unregistered:
+        if self._given_unregistered():
             deadlines.append(self.registration_deadline)
         if self.plan.deadline_s:
             deadlines.append(self.core.started_at + self.plan.deadline_s)
@@ -88,6 +97,12 @@ class Deadlines:
     def heartbeats_due(self, now: float) -> bool:
         """Whether the master should read the agents' heartbeats now."""
         return bool(self.core.liveness.count()) and now >= self.next_liveness_check
+
+    def _given_unregistered(self) -> int:
+        """How many tasks YARN gave a container have not registered: those still waiting
+        for theirs wait for the queue, which the registration timeout does not bound."""
+        index = self.table.index
+        return len(index.unregistered) - index.count(TaskState.REQUESTED)
 
     def _not_given(self) -> list[Task]:
         """Tasks whose container YARN has not given yet, as far as the job knows."""
@@ -121,8 +136,9 @@ class Deadlines:
                      f"{plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
             lines += [f"  {t.name}: {describe_request(plan, t)}" for t in waiting]
             return EndJob(JobState.FAILED, "\n".join(lines))
-        missing = list(self.table.index.unregistered.values())
-        if missing and now >= self.registration_deadline:
+        if self._given_unregistered() and now >= self.registration_deadline:
+            missing = [t for t in self.table.index.unregistered.values()
+                       if t.state != TaskState.REQUESTED]
             lines = [f"Tasks did not register within {plan.registration_timeout_s:.0f} s "
                      f"(site.global.registration.timeout): {len(missing)} of "
                      f"{self.table.index.live()} missing."]

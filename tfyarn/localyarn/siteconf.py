@@ -17,6 +17,7 @@ from tfyarn.localyarn.layout import (
 
 PREEMPTION_POLICY = ("org.apache.hadoop.yarn.server.resourcemanager.monitor.capacity."
                      "ProportionalCapacityPreemptionPolicy")
+MAX_APPLICATION_PRIORITY = 10
 APP_LOG_DIR = "/app-logs"  # aggregated container logs, on HDFS: `yarn logs` reads them there
 
 DAEMON_LOG4J = """log4j.rootLogger=INFO,RFA
@@ -101,6 +102,9 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.resourcemanager.connect.retry-interval.ms": 500,
         "yarn.resourcemanager.am.max-attempts": 4,
         "yarn.resourcemanager.recovery.enabled": "false",
+        # Applications' priorities within a queue (0 to this, YARN's default 0 turns them
+        # off): a job's site.global.priority; a queue's default stays 0.
+        "yarn.cluster.max-application-priority": MAX_APPLICATION_PRIORITY,
         "yarn.scheduler.minimum-allocation-mb": 128,
         "yarn.scheduler.maximum-allocation-mb": 8192,
         "yarn.scheduler.minimum-allocation-vcores": 1,
@@ -226,7 +230,7 @@ def resource_types(max_gpus: int) -> dict[str, object]:
 
 def capacity_scheduler() -> dict[str, object]:
     return {
-        "yarn.scheduler.capacity.root.queues": "default,urgent,small",
+        "yarn.scheduler.capacity.root.queues": "default,urgent,small,fifo,fair",
         # default and urgent are each guaranteed half of the default partition and may
         # grow to all of it (a user too: user-limit-factor 2), so a job in one can run past
         # its share and be preempted when the other asks for its own, as between teams on
@@ -246,6 +250,13 @@ def capacity_scheduler() -> dict[str, object]:
         "yarn.scheduler.capacity.root.small.maximum-capacity": 25,
         "yarn.scheduler.capacity.root.small.accessible-node-labels": " ",
         "yarn.scheduler.capacity.root.small.state": "RUNNING",
+        # Two queues for gang jobs queued behind each other, each of which may grow to half
+        # of the default partition, with no guaranteed share (the guarantees above stay
+        # default's and urgent's): fifo offers free containers to its oldest application
+        # first (YARN's default ordering), fair to the one that holds least, where two jobs
+        # can each hold part of what they need.
+        **gang_queue("fifo", "fifo"),
+        **gang_queue("fair", "fair"),
         "yarn.scheduler.capacity.maximum-am-resource-percent": 0.5,
         # GPUs and vcores count, not only memory.
         "yarn.scheduler.capacity.resource-calculator":
@@ -261,6 +272,23 @@ def capacity_scheduler() -> dict[str, object]:
         f"yarn.scheduler.capacity.root.default.accessible-node-labels.{GPU_LABEL}.capacity": 100,
         f"yarn.scheduler.capacity.root.default.accessible-node-labels.{GPU_LABEL}"
         ".maximum-capacity": 100,
+    }
+
+
+def gang_queue(name: str, ordering: str) -> dict[str, object]:
+    """A leaf queue ordered by ``ordering`` (fifo or fair), up to half the default
+    partition, nothing guaranteed."""
+    path = f"yarn.scheduler.capacity.root.{name}"
+    return {
+        f"{path}.capacity": 0,
+        f"{path}.maximum-capacity": 50,
+        # no guaranteed share: a user's limit is the queue's maximum, and so is the number
+        # of applications (worked out from the guaranteed share, it would be 0)
+        f"{path}.user-limit-factor": -1,
+        f"{path}.maximum-applications": 100,
+        f"{path}.ordering-policy": ordering,
+        f"{path}.accessible-node-labels": " ",
+        f"{path}.state": "RUNNING",
     }
 
 
