@@ -737,6 +737,10 @@ def test_job_settings(job_dir: Path) -> None:
     ("job.deadline", -5, "positive number of seconds"),
     ("am.max.attempts", "0", "from 1 to 10"),
     ("evaluation.timeout", "never", "positive number of seconds"),
+    ("allocation.hold", -30, "positive number of seconds"),
+    ("allocation.hold", "a minute", "positive number of seconds"),
+    ("application.priority", -1, "a whole number of at least 0"),
+    ("application.priority", "high", "a whole number of at least 0"),
 ])
 def test_job_settings_checked(job_dir: Path, key: str, value: Any, fragment: str) -> None:
     text = errors(job_dir, app=app_with(**{key: value}))

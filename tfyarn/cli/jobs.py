@@ -98,7 +98,8 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
         return
     environment = planned.prepare(lambda line: click.echo(line, err=True))
     with skein_client(driver) as client:
-        app_id = planned.submit(client, environment, driver)
+        app_id = planned.submit(client, environment, driver,
+                                lambda line: click.echo(line, err=True))
         report = client.application_report(app_id)
         job_page = job_page_url(report.tracking_url)
         if as_json and not wait:
