@@ -483,6 +483,19 @@ def test_deadlines_name_what_is_missing() -> None:
         "exported an address"]
 
 
+def test_a_replacement_yarn_never_gives_is_named_as_not_started_with_why_it_waits() -> None:
+    cluster = Cluster(plan(registration_timeout_s=60.0, allocation_timeout_s=600.0,
+                           threshold=3))
+    cluster.everyone_running()
+    cluster.exit("worker", 1, 1)
+    cluster.settle()
+    assert cluster.job.tasks[("worker", 1)].state == TaskState.REPLACING
+    cluster.tick(61)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.splitlines()[1].startswith(
+        "  worker 1: container worker_2 not started yet: asked for 1024 MB")
+
+
 def test_the_job_deadline_stops_it() -> None:
     cluster = Cluster(plan(deadline_s=50.0))
     cluster.everyone_running()
