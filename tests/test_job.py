@@ -120,7 +120,8 @@ class Cluster:
         def waiting(state: TaskState) -> list[tuple[str, int]]:
             return [key for key, task in self.job.tasks.items() if task.state == state]
 
-        for key in waiting(TaskState.REQUESTED) + waiting(TaskState.ALLOCATED):
+        for key in [k for k, t in self.job.tasks.items() if t.state.waiting] + waiting(
+                TaskState.ALLOCATED):
             self.start(*key)
         for key in waiting(TaskState.STARTED):
             self.export(*key)
@@ -202,10 +203,11 @@ def test_a_failed_worker_alone_is_replaced_and_rejoins_the_spec() -> None:
     cluster.everyone_running()
     old = cluster.container("worker", 1)
     assert cluster.exit("worker", 1, 1) == [] and cluster.job.failures == Counter()
+    task = cluster.job.tasks[("worker", 1)]
+    assert (task.state, task.due) == (TaskState.FAILING, cluster.now + FAILURE_SETTLE_S)
     assert [type(a) for a in cluster.settle()] == [Request]
     assert cluster.container("worker", 1) != old and cluster.job.generation == 0
-    task = cluster.job.tasks[("worker", 1)]
-    assert (task.attempt, task.state, task.previous_address) == (1, TaskState.REQUESTED,
+    assert (task.attempt, task.state, task.previous_address) == (1, TaskState.REPLACING,
                                                                "hworker1:2222")
     cluster.start("worker", 1)
     cluster.export("worker", 1)  # back on its old address: the spec is published again
@@ -481,6 +483,19 @@ def test_deadlines_name_what_is_missing() -> None:
         "exported an address"]
 
 
+def test_a_replacement_yarn_never_gives_is_named_as_not_started_with_why_it_waits() -> None:
+    cluster = Cluster(plan(registration_timeout_s=60.0, allocation_timeout_s=600.0,
+                           threshold=3))
+    cluster.everyone_running()
+    cluster.exit("worker", 1, 1)
+    cluster.settle()
+    assert cluster.job.tasks[("worker", 1)].state == TaskState.REPLACING
+    cluster.tick(61)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.splitlines()[1].startswith(
+        "  worker 1: container worker_2 not started yet: asked for 1024 MB")
+
+
 def test_the_job_deadline_stops_it() -> None:
     cluster = Cluster(plan(deadline_s=50.0))
     cluster.everyone_running()
@@ -523,7 +538,7 @@ def evaluator_plan(policy: str = "restart", threshold: int = 1) -> JobPlan:
 
 def start_evaluator(cluster: Cluster) -> str:
     evaluator = cluster.job.evaluator
-    assert evaluator is not None and evaluator.state == TaskState.REQUESTED
+    assert evaluator is not None and evaluator.state.waiting
     cluster.apply(cluster.job.on_started(evaluator.container, cluster.now, node="nm3:8042"))
     cluster.apply(cluster.job.on_running(evaluator.container, cluster.now))
     return evaluator.container
@@ -681,11 +696,11 @@ def index_agrees(cluster: Cluster) -> None:
     for state in TaskState:
         assert job.index.count(state) == sum(t.state == state for t in job.tasks.values())
     assert set(job.index.unregistered) == {t.key for t in live if t.address is None}
-    waiting = [t for t in live if t.state == TaskState.REQUESTED]
+    waiting = [t for t in live if t.state.waiting]
     assert job.index.oldest_request() == (min(t.requested_at for t in waiting)
                                           if waiting else None)
-    assert {t.key for t in job.rules.verdicts_awaited()} == {
-        t.key for t in (*job.tasks.values(), job.evaluator) if t and t.verdict_due
+    assert {t.key for t in job.index.in_judgement(TaskState.KILLED)} == {
+        t.key for t in (*job.tasks.values(), job.evaluator) if t and t.state == TaskState.KILLED
         and job.by_container.get(t.container) is t}
 
 
@@ -701,7 +716,7 @@ def test_the_index_of_tasks_follows_starts_failures_and_restarts() -> None:
     for role, index, code in (("worker", 2, 137), ("ps", 0, 143)):  # killed by a signal:
         container = cluster.container(role, index)  # YARN's verdict awaited
         cluster.apply(cluster.job.on_exited(container, code, cluster.now))
-    assert len(cluster.job.rules.verdicts_awaited()) == 2
+    assert len(cluster.job.index.in_judgement(TaskState.KILLED)) == 2
     index_agrees(cluster)
     cluster.tick(VERDICT_WAIT_S + 1)
     cluster.apply(cluster.job.on_tick(cluster.now))  # no end came: judged as failures

@@ -128,21 +128,6 @@ def test_storage_lines_say_where_checkpoints_are_and_how_fresh() -> None:
     assert jobview.storage_lines(typed({"tasks": []}), now=0) == []
 
 
-def test_liveness_hears_changed_counters_only_and_lists_the_silent() -> None:
-    from appmaster.model.liveness import Liveness
-
-    live = Liveness(timeout_s=10)
-    live.watch("a", now=0)
-    live.watch("b", now=0)
-    live.update({"a": b"1", "b": b"1"}, now=5)
-    live.update({"a": b"2", "b": b"1"}, now=12)  # b's counter did not move: not heard
-    assert live.silent(now=16) == [("b", 11)]
-    assert live.silent_for("a", now=16) == 4
-    live.forget("b")
-    assert live.silent(now=16) == [] and live.silent_for("b", now=16) is None
-    assert live.silent(now=23) == [("a", 11)]  # a agent that never beats again
-
-
 def test_the_task_table_says_when_each_agent_was_last_heard() -> None:
     view = {"tasks": [{"role": "worker", "index": 0, "state": "running", "silent_s": 2.4},
                       {"role": "ps", "index": 0, "state": "requested", "silent_s": None}],

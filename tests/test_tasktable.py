@@ -8,8 +8,8 @@ from collections import deque
 import pytest
 
 from appmaster.common.jobplan import JobPlan, RolePlan
-from appmaster.common.vocabulary import Role, TaskState
-from appmaster.model.jobtasks import MOVES, IllegalMove, Task, TaskTable
+from appmaster.common.vocabulary import WAITING, Role, TaskState
+from appmaster.model.jobtasks import JUDGED, MOVES, IllegalMove, Task, TaskTable
 
 ALLOWED = [(old, new) for old in TaskState for new in TaskState if new in MOVES[old]]
 REFUSED = [(old, new) for old in TaskState for new in TaskState if new not in MOVES[old]]
@@ -38,11 +38,16 @@ def path_to(state: TaskState) -> list[TaskState]:
     return paths[state]
 
 
+def move(tasks: TaskTable, task: Task, state: TaskState, **fields) -> None:
+    """A move as the rules make it: a judged state with the time it is judged at."""
+    tasks.move(task, state, due=10.0 if state in JUDGED else None, **fields)
+
+
 def task_in(state: TaskState) -> tuple[TaskTable, Task]:
     tasks = table()
     worker = tasks.tasks[("worker", 1)]
     for step in path_to(state)[1:]:
-        tasks.move(worker, step)
+        move(tasks, worker, step)
     assert worker.state == state
     return tasks, worker
 
@@ -53,8 +58,9 @@ def index_agrees(tasks: TaskTable) -> None:
         assert tasks.index.count(state) == sum(t.state == state for t in tasks.tasks.values())
     assert set(tasks.index.unregistered) == {
         t.key for t in tasks.tasks.values() if t.address is None and t.state != TaskState.FAILED}
-    assert set(tasks.index.verdict_awaited) == {
-        t.key for t in tasks.every_task() if t.verdict_due is not None}
+    assert set(tasks.index.judged) == {
+        t.key for t in tasks.every_task() if t.state in JUDGED}
+    assert all((t.due is not None) == (t.state in JUDGED) for t in tasks.every_task())
 
 
 def test_every_state_can_be_reached_from_a_new_task() -> None:
@@ -66,7 +72,7 @@ def test_every_state_can_be_reached_from_a_new_task() -> None:
 def test_each_allowed_move_is_made_and_the_index_follows(old: TaskState,
                                                          new: TaskState) -> None:
     tasks, worker = task_in(old)
-    tasks.move(worker, new)
+    move(tasks, worker, new)
     assert worker.state == new
     index_agrees(tasks)
 
@@ -76,37 +82,71 @@ def test_each_move_the_table_does_not_allow_is_refused_and_changes_nothing(
         old: TaskState, new: TaskState) -> None:
     tasks, worker = task_in(old)
     with pytest.raises(IllegalMove, match=f"worker 1 cannot go from {old} to {new}"):
-        tasks.move(worker, new, address="h:1")
+        move(tasks, worker, new, address="h:1")
     assert (worker.state, worker.address) == (old, None)
     index_agrees(tasks)
 
 
 def test_a_task_goes_back_only_to_be_asked_for_again_and_a_stopped_one_nowhere() -> None:
+    way = [*WAITING, *WAY[1:]]
     for old, new in ALLOWED:
-        if old in WAY and new in WAY and WAY.index(new) < WAY.index(old):
-            assert new == TaskState.REQUESTED, (old, new)
+        if old in way and new in way and way.index(new) < way.index(old):
+            assert new in WAITING, (old, new)
         if old.ended:
             assert new == TaskState.REQUESTED, (old, new)
     assert MOVES[TaskState.STOPPED] == frozenset()
     assert (TaskState.FINISHED, TaskState.RUNNING) in REFUSED
     assert (TaskState.REQUESTED, TaskState.RUNNING) in REFUSED
+    assert (TaskState.FAILING, TaskState.RUNNING) in REFUSED  # judged: replaced, never back
 
 
-def test_the_address_and_the_verdicts_due_time_change_through_the_table() -> None:
+def test_any_live_task_can_end_or_be_judged_and_a_judged_one_only_leaves() -> None:
+    for old in TaskState:
+        if not old.ended and old not in JUDGED:
+            assert {*JUDGED, TaskState.FAILED, TaskState.STOPPED} <= MOVES[old], old
+    for judged in JUDGED:
+        assert not MOVES[judged] & {TaskState.ALLOCATED, TaskState.STARTED,
+                                    TaskState.REGISTERED, TaskState.RUNNING}
+
+
+def test_the_address_and_the_due_time_change_through_the_table() -> None:
     tasks, worker = task_in(TaskState.STARTED)
     tasks.move(worker, TaskState.REGISTERED, address="h:2222")
     assert worker.address == "h:2222" and ("worker", 1) not in tasks.index.unregistered
-    tasks.update(worker, verdict_due=12.0)
-    assert worker.state == TaskState.REGISTERED and worker.verdict_due == 12.0
+    tasks.move(worker, TaskState.KILLED, due=12.0, failure="(c on nm1): exit code 137")
+    assert (worker.state, worker.due, worker.failure) == (TaskState.KILLED, 12.0,
+                                                          "(c on nm1): exit code 137")
     index_agrees(tasks)
-    tasks.move(worker, TaskState.REQUESTED, address=None, verdict_due=None)
-    assert (worker.address, worker.verdict_due) == (None, None)
+    tasks.move(worker, TaskState.REPLACING, address=None)
+    assert (worker.address, worker.due, worker.failure) == (None, None, "")
     index_agrees(tasks)
+
+
+def test_a_judged_state_needs_its_due_time_and_no_other_state_takes_one() -> None:
+    tasks, worker = task_in(TaskState.RUNNING)
+    with pytest.raises(IllegalMove, match="need one"):
+        tasks.move(worker, TaskState.FAILING)
+    with pytest.raises(IllegalMove, match="alone"):
+        tasks.move(worker, TaskState.REPLACING, due=3.0)
+    assert worker.state == TaskState.RUNNING and worker.due is None
 
 
 def test_a_task_cannot_be_moved_behind_the_tables_back() -> None:
     worker = table().tasks[("worker", 0)]
-    for name, value in (("state", TaskState.RUNNING), ("address", "h:1"), ("verdict_due", 1.0)):
+    for name, value in (("state", TaskState.RUNNING), ("address", "h:1"), ("due", 1.0)):
         with pytest.raises(AttributeError):
             setattr(worker, name, value)
     assert worker.role is Role.WORKER
+
+
+def test_heartbeats_are_heard_by_changed_counters_and_silence_is_listed() -> None:
+    tasks, worker = task_in(TaskState.RUNNING)
+    worker.container = "worker_1"
+    tasks.watch(worker, 100.0)
+    tasks.hear({"worker_1": b"1"}, 110.0)
+    tasks.hear({"worker_1": b"1"}, 125.0)  # the same counter: not a beat
+    assert tasks.silent_for(worker, 130.0) == 20.0
+    assert tasks.silent(130.0, timeout_s=30.0) == []
+    assert tasks.silent(141.0, timeout_s=30.0) == [("worker_1", worker, 31.0)]
+    tasks.forget("worker_1")
+    assert tasks.silent(200.0, timeout_s=30.0) == [] and tasks.silent_for(worker, 200.0) is None

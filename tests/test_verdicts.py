@@ -66,7 +66,7 @@ def killed(cluster: Cluster, role: str, index: int, message: str) -> list:
     """YARN kills a task's container: its agent's word (143) comes first, YARN's end after."""
     container = cluster.container(role, index)
     actions = cluster.apply(cluster.job.on_exited(container, 143, cluster.now, ""))
-    assert actions == [] and cluster.job.tasks[(role, index)].verdict_due is not None
+    assert actions == [] and cluster.job.tasks[(role, index)].state == TaskState.KILLED
     cluster.tick(1.0)
     return actions + cluster.yarn_end(container, message=message)
 
@@ -78,7 +78,7 @@ def test_a_preempted_worker_is_replaced_uncounted_with_threshold_zero() -> None:
     killed(cluster, "worker", 1, PREEMPTED)
     task = cluster.job.tasks[("worker", 1)]
     assert cluster.end is None and cluster.job.failures == Counter()
-    assert task.container != old and task.state == TaskState.REQUESTED
+    assert task.container != old and task.state == TaskState.PREEMPTED
     assert task.verdicts == Counter({Verdict.PREEMPTED: 1}) and cluster.job.generation == 0
     assert restarts(cluster) == ["worker 1 preempted by YARN: replaced (attempt 1)"]
 
@@ -171,8 +171,8 @@ def test_a_killed_script_whose_container_end_never_comes_is_its_own_failure() ->
     cluster.everyone_running()
     container = cluster.container("ps", 0)
     cluster.apply(cluster.job.on_exited(container, 137, cluster.now, "(c on nm1): exited."))
-    assert cluster.job.tasks[("ps", 0)].verdict_due == pytest.approx(cluster.now +
-                                                                      VERDICT_WAIT_S)
+    ps = cluster.job.tasks[("ps", 0)]
+    assert (ps.state, ps.due) == (TaskState.KILLED, pytest.approx(cluster.now + VERDICT_WAIT_S))
     cluster.tick(VERDICT_WAIT_S - 1)
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []  # still waiting for YARN
     cluster.tick(1)
@@ -227,7 +227,8 @@ def test_a_killed_workers_settling_counts_from_its_agents_word() -> None:
     cluster.apply(cluster.job.on_exited(container, 137, cluster.now, ""))
     cluster.tick(3.0)
     cluster.yarn_end(container, message=SEE_LOGS)
-    assert cluster.job.settling[("worker", 1)][1] == pytest.approx(cluster.now + 2.0)
+    worker = cluster.job.tasks[("worker", 1)]
+    assert (worker.state, worker.due) == (TaskState.FAILING, pytest.approx(cluster.now + 2.0))
     cluster.tick(2.0)
     cluster.apply(cluster.job.on_tick(cluster.now))
     assert cluster.job.failures == Counter(worker=1)

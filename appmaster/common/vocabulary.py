@@ -59,28 +59,80 @@ class SuccessPolicy(Word):
 
 
 class TaskState(Word):
-    """Where one task stands, from its container request to its end."""
+    """Where one task stands, from its container request to its end (each state's meaning:
+    ``meaning``). The moves between them, and why each is made, are
+    appmaster/model/jobtasks.py's table (``MOVES``)."""
 
-    REQUESTED = "requested"  # its container asked of YARN, not given yet
-    ALLOCATED = "allocated"  # YARN gave it; its files (a packed env...) are being localized
-    STARTED = "started"  # its agent runs in a container and holds a port
-    REGISTERED = "registered"  # its address is exported, the cluster spec may wait on others
-    RUNNING = "running"  # its script runs
-    FINISHED = "finished"  # its script exited 0
-    FAILED = "failed"  # it failed, and the job will not start it again
-    STOPPED = "stopped"  # still running when the job ended: tfyarn stopped it
+    # Asked of YARN, not given yet; the state says why it was asked for.
+    REQUESTED = "requested"
+    REPLACING = "replacing"
+    LOST = "lost"
+    PREEMPTED = "preempted"
+    # Given, on its way to its script.
+    ALLOCATED = "allocated"
+    STARTED = "started"
+    REGISTERED = "registered"
+    RUNNING = "running"
+    # Its container ended otherwise than with success: judged within seconds.
+    KILLED = "killed"
+    FAILING = "failing"
+    # Ended.
+    FINISHED = "finished"
+    FAILED = "failed"
+    STOPPED = "stopped"
 
     @property
     def ended(self) -> bool:
         return self in (TaskState.FINISHED, TaskState.FAILED, TaskState.STOPPED)
 
+    @property
+    def waiting(self) -> bool:
+        """Asked of YARN and not given yet, whatever the reason it was asked for."""
+        return self in WAITING
+
+    @property
+    def meaning(self) -> str:
+        """What the state tells a user (`tfyarn status`, the job page, the reference)."""
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    TaskState.REQUESTED: "its container is asked of YARN: the job's first request, or a new "
+                         "generation's",
+    TaskState.REPLACING: "its container failed (counted against its role's failure "
+                         "threshold): a new one is asked of YARN",
+    TaskState.LOST: "its agent went silent past the heartbeat timeout, or YARN lost its node "
+                    "(counted): a new container is asked of YARN",
+    TaskState.PREEMPTED: "YARN took its container back (preempted for another queue, or "
+                         "killed by the ResourceManager; not counted): asked for again",
+    TaskState.ALLOCATED: "YARN gave its container; its files (the packed env...) are being "
+                         "localized on the node",
+    TaskState.STARTED: "its agent runs in the container and holds the task's port",
+    TaskState.REGISTERED: "its address is exported; the cluster spec waits for the others",
+    TaskState.RUNNING: "its script runs",
+    TaskState.KILLED: "its script was killed by a signal: YARN's word on why (memory, "
+                      "preemption) is awaited for a few seconds before it is judged",
+    TaskState.FAILING: "its script failed: it is counted and replaced within seconds, unless "
+                       "a parameter server or the chief failed meanwhile (then the whole "
+                       "cluster restarts, uncounted for it)",
+    TaskState.FINISHED: "its script exited 0",
+    TaskState.FAILED: "it failed past its role's failure threshold, or was dropped (failure "
+                      "policy ignore): the job starts it no more",
+    TaskState.STOPPED: "still running when the job ended: tfyarn stopped it",
+}
+assert set(_MEANINGS) == set(TaskState)
+
+
+# The states of a task whose container YARN has not given yet.
+WAITING = (TaskState.REQUESTED, TaskState.REPLACING, TaskState.LOST, TaskState.PREEMPTED)
 
 # How far each state got along the way, for the per-role counts the CLI prints.
 STAGES = ("requested", "allocated", "registered", "running", "finished")
 STAGES_REACHED = {
-    TaskState.REQUESTED: STAGES[:1], TaskState.ALLOCATED: STAGES[:2],
+    **dict.fromkeys(WAITING, STAGES[:1]), TaskState.ALLOCATED: STAGES[:2],
     TaskState.STARTED: STAGES[:2],
     TaskState.REGISTERED: STAGES[:3], TaskState.RUNNING: STAGES[:4],
+    TaskState.KILLED: STAGES[:1], TaskState.FAILING: STAGES[:1],
     TaskState.FINISHED: STAGES, TaskState.FAILED: STAGES[:1], TaskState.STOPPED: STAGES[:4],
 }
 

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from appmaster.common import registry
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import JobState, Role, SuccessPolicy, TaskState
+from appmaster.common.vocabulary import WAITING, JobState, Role, SuccessPolicy, TaskState
 from appmaster.model.history import History, Mark
 from appmaster.model.jobactions import (
     Action,
@@ -48,7 +48,6 @@ from appmaster.model.jobdeadlines import REASK_S, Deadlines
 from appmaster.model.jobfailures import FAILURE_SETTLE_S, VERDICT_WAIT_S, FailureRules
 from appmaster.model.jobflex import flex, flex_refusal
 from appmaster.model.jobtasks import NOT_RUNNING_YET, Key, Task, TaskIndex, TaskTable
-from appmaster.model.liveness import Liveness
 from appmaster.model.phases import PhaseClock
 from appmaster.model.verdicts import ContainerEnd, Verdict
 
@@ -70,7 +69,6 @@ class Job:
         self.table = self.core.table
         self.rules = FailureRules(self.core, self._succeeded)
         self.deadlines = Deadlines(self.core, self.rules)
-        self.sent_back: set[tuple[str, Key]] = set()  # (host, task) sent back from a lost host
 
     # ------------------------------------------------------------ what the job is
 
@@ -119,20 +117,12 @@ class Job:
         return self.core.clock
 
     @property
-    def liveness(self) -> Liveness:
-        return self.core.liveness
-
-    @property
     def restarts(self) -> list[str]:
         return self.core.restarts
 
     @property
     def failures(self) -> Counter[str]:
         return self.rules.failures
-
-    @property
-    def settling(self) -> dict[Key, tuple[str, float]]:
-        return self.rules.settling
 
     @property
     def lost_nodes(self) -> dict[str, float]:
@@ -154,10 +144,8 @@ class Job:
         task.requested_at = now
         task.previous_address = task.address or task.previous_address
         task.container = container
-        # a verdict on its old container is no longer awaited
-        self.table.move(task, TaskState.REQUESTED, address=None, verdict_due=None)
+        self.table.move(task, task.state, address=None)  # it waits, as it was asked for
         task.gpus = None  # its new agent says which it holds
-        task.signalled_failure = ""
         self.by_container[container] = task
         self.history.asked(container, task.name, self.generation, now)
         return registry.TaskAssignment(task.role, task.index, self.generation, task.attempt,
@@ -227,7 +215,7 @@ class Job:
         their files are still being localized, which no allocation timeout should end."""
         for container, node in containers.items():
             task = self.by_container.get(container)
-            if task is not None and task.state == TaskState.REQUESTED:
+            if task is not None and task.state.waiting:
                 self.table.move(task, TaskState.ALLOCATED)
                 task.node = node
                 self.deadlines.given(now)
@@ -241,7 +229,7 @@ class Job:
     def _relax(self, now: float, relaxed: dict[Key, str]) -> None:
         for key, line in relaxed.items():
             task = self.tasks.get(key)
-            if task is not None and task.state == TaskState.REQUESTED:
+            if task is not None and task.state.waiting:
                 self.core.note(now, Mark.PLACEMENT, line)
                 self.deadlines.ask_again(task, now, line)
 
@@ -318,7 +306,7 @@ class Job:
     def _started(self, now: float, container: str, node: str | None,
                  yarn_container_id: str | None, user: str | None) -> None:
         task = self.by_container.get(container)
-        if task is None or task.state not in (TaskState.REQUESTED, TaskState.ALLOCATED):
+        if task is None or task.state not in (*WAITING, TaskState.ALLOCATED):
             return
         if self._on_a_lost_node(task, container, node, now):
             return
@@ -328,8 +316,8 @@ class Job:
         task.yarn_container_id, task.node, task.user = yarn_container_id, node, user
         self.history.started(container, node, now)
         if task is not self.tensorboard:
-            self.liveness.watch(container, now)
-        if not self.index.count(TaskState.REQUESTED, TaskState.ALLOCATED):
+            self.table.watch(task, now)
+        if not self.index.count(*WAITING, TaskState.ALLOCATED):
             self.clock.mark_once("all started", now)
 
     def _on_a_lost_node(self, task: Task, container: str, node: str | None,
@@ -343,15 +331,15 @@ class Job:
         host = (node or "").rsplit(":", 1)[0]
         if host not in self.recently_lost(now):
             return False
-        if (host, task.key) in self.sent_back:
+        if host in task.sent_back_from:
             return False
-        self.sent_back.add((host, task.key))
+        task.sent_back_from.add(host)
         log.warning("%s landed on %s, where a task was lost %.0f s ago: asking for another "
                     "container", task.name, host, now - self.lost_nodes[host])
         del self.by_container[container]
         self.history.ended(container, "sent back", now)
         self.core.actions.append(Kill(container))
-        self.core.request(task)
+        self.core.request(task, now)
         return True
 
     def _exported(self, now: float, export: registry.Export) -> None:

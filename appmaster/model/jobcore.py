@@ -1,7 +1,7 @@
 """What the job's rules share: the plan and the task table, where the job stands (its
 generation, its state, the cluster spec), what it keeps over time (history, start-up phases,
-heartbeats, restarts), the actions decided for the event at hand, and the steps every rule
-takes: ask for a task's container, stop waiting on a container, note a restart.
+restarts), the actions decided for the event at hand, and the steps every rule takes: ask for
+a task's container, stop waiting on a container, note a restart.
 
 The rules (job.py's way to running and to success, jobfailures.py's failures, jobdeadlines.py's
 deadlines) are objects handed this core; they call its public steps and each other's public
@@ -13,12 +13,11 @@ import logging
 
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import JobState
+from appmaster.common.vocabulary import JobState, TaskState
 from appmaster.model.history import History
 from appmaster.model.jobactions import Action, Request
 from appmaster.model.jobmessages import success_message
 from appmaster.model.jobtasks import Task, TaskTable
-from appmaster.model.liveness import Liveness
 from appmaster.model.phases import PhaseClock
 
 log = logging.getLogger("tfyarn.master")
@@ -37,13 +36,15 @@ class JobCore:
         self.started_at = now
         self.history = History()  # curves, faults and containers over time, bounded
         self.clock = PhaseClock()
-        # Agents' heartbeats: a silent task is lost long before YARN notices its node.
-        self.liveness = Liveness(plan.heartbeat_timeout_s)
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
         self.actions: list[Action] = []  # decided for the event at hand
 
-    def request(self, task: Task) -> None:
-        """Ask YARN for a container for ``task`` (in this generation)."""
+    def request(self, task: Task, now: float, why: TaskState | None = None) -> None:
+        """Ask YARN for a container for ``task`` (in this generation); it waits in ``why``
+        (REQUESTED, REPLACING, LOST, PREEMPTED), or, if not given, as it waited already (a
+        request made again), else REQUESTED."""
+        self.table.move(task, why or self.table.waiting_again(task))
+        task.requested_at = now
         self.actions.append(Request(task, self.generation))
 
     def request_all(self, now: float) -> None:
@@ -51,11 +52,11 @@ class JobCore:
         self.clock.restart(now)
         for role in self.plan.roles:
             for index in range(role.instances):
-                self.request(self.table.tasks[(role.name, index)])
+                self.request(self.table.tasks[(role.name, index)], now)
         table = self.table
         for side in (table.tensorboard, table.evaluator):  # once: a restart leaves them be
             if side and side.container not in table.by_container and not side.state.ended:
-                self.request(side)
+                self.request(side, now)
         log.info("generation %d: requested %d containers (%s)", self.generation,
                  len(table.tasks), ", ".join(f"{role.instances} {role.name}"
                                              for role in self.plan.roles))
@@ -63,7 +64,7 @@ class JobCore:
     def drop(self, container: str, now: float, outcome: str) -> Task | None:
         """The job stops waiting on ``container``: its later words are ignored. ``outcome``:
         how it ended, for the timeline."""
-        self.liveness.forget(container)
+        self.table.forget(container)
         self.history.ended(container, outcome, now)
         return self.table.by_container.pop(container, None)
 

@@ -16,7 +16,7 @@ from appmaster.model.jobactions import EndJob, Kill
 from appmaster.model.jobcore import JobCore
 from appmaster.model.jobfailures import FailureRules
 from appmaster.model.jobmessages import describe_request, describe_unregistered
-from appmaster.model.jobtasks import Key, Task
+from appmaster.model.jobtasks import Task
 
 log = logging.getLogger("tfyarn.master")
 
@@ -38,7 +38,6 @@ class Deadlines:
         self.allocation_deadline = self.registration_deadline = 0.0
         self.evaluation_deadline: float | None = None  # once training is done
         self.next_liveness_check = 0.0
-        self.asked_again: set[Key] = set()  # their next container: no new deadline
 
     @property
     def plan(self) -> JobPlan:
@@ -47,8 +46,8 @@ class Deadlines:
     def assigned(self, task: Task, now: float) -> None:
         """``task`` was given a container: YARN must give and start the job's anew, unless
         it was only asked for again."""
-        if task.key in self.asked_again:
-            self.asked_again.discard(task.key)
+        if task.asked_again:
+            task.asked_again = False
         else:
             timeout = self.plan.allocation_timeout_s  # None: as long as the queue needs
             self.allocation_deadline = now + timeout if timeout else math.inf
@@ -84,19 +83,19 @@ class Deadlines:
             deadlines.append(self.registration_deadline)
         if self.plan.deadline_s:
             deadlines.append(self.core.started_at + self.plan.deadline_s)
-        if self.core.liveness.count():
+        if self.table.heard:
             deadlines.append(self.next_liveness_check)
         if self.evaluation_deadline is not None:
             deadlines.append(self.evaluation_deadline)
         verdicts = self.rules.cluster_verdict_due()
-        deadlines += [max(due, verdicts or due) for _, due in self.rules.settling.values()]
-        deadlines += [t.verdict_due for t in self.rules.verdicts_awaited()
-                      if t.verdict_due is not None]
+        for task in index.judged.values():  # a failing worker waits for a killed chief's
+            deadlines.append(max(task.due, verdicts or task.due)
+                             if task.state == TaskState.FAILING else task.due)
         return min(deadlines) if deadlines else None
 
     def heartbeats_due(self, now: float) -> bool:
         """Whether the master should read the agents' heartbeats now."""
-        return bool(self.core.liveness.count()) and now >= self.next_liveness_check
+        return bool(self.table.heard) and now >= self.next_liveness_check
 
     def _given_unregistered(self) -> int:
         """How many tasks YARN gave a container have not registered: those still waiting
@@ -106,7 +105,7 @@ class Deadlines:
 
     def _not_given(self) -> list[Task]:
         """Tasks whose container YARN has not given yet, as far as the job knows."""
-        return self.table.index.in_state(TaskState.REQUESTED)
+        return self.table.index.waiting()
 
     def check(self, now: float) -> EndJob | None:
         """A deadline passed: what it ends, asks again or judges."""
@@ -152,18 +151,16 @@ class Deadlines:
         log.info("%s: %s", task.name, why)
         self.core.drop(task.container, now, "withdrawn: asked again")
         self.core.actions.append(Kill(task.container))  # skein withdraws a pending request
-        self.asked_again.add(task.key)
-        self.core.request(task)
+        task.asked_again = True
+        self.core.request(task, now)
 
     def heard(self, now: float, beats: dict[str, bytes]) -> EndJob | None:
         """A task silent past the timeout is lost."""
-        liveness = self.core.liveness
         self.next_liveness_check = now + self.plan.heartbeat_interval_s
-        liveness.update(beats, now)
-        for container, silent_s in liveness.silent(now):
-            task = self.table.by_container.get(container)
-            liveness.forget(container)
-            if task is not None and not task.state.ended:
+        self.table.hear(beats, now)
+        for container, task, silent_s in self.table.silent(now, self.plan.heartbeat_timeout_s):
+            self.table.forget(container)
+            if self.table.by_container.get(container) is task and not task.state.ended:
                 end = self.rules.lost(task, silent_s, now)
                 if end is not None:
                     return end

@@ -5,7 +5,8 @@ for again, uncounted; a task killed for memory or lost counts against its role's
 as a failure does; a role's failure policy (restart, ignore, fatal) and
 ``yarn.container.failure.threshold`` decide when the job ends. Each rule that may end the job
 returns its :class:`EndJob`, and stops there. The rules are an object handed the job's core
-(jobcore.py: the plan, the task table, the shared steps)."""
+(jobcore.py: the plan, the task table, the shared steps); a task's standing while its end is
+judged (KILLED, FAILING) is the task table's (jobtasks.py), as every other."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from appmaster.model.jobmessages import (
     over_threshold_message,
     restart_line,
 )
-from appmaster.model.jobtasks import Key, Task
+from appmaster.model.jobtasks import Task
 from appmaster.model.verdicts import ContainerEnd, Verdict, killed_by_signal
 
 log = logging.getLogger("tfyarn.master")
@@ -51,8 +52,6 @@ class FailureRules:
         self.failures: Counter[str] = Counter()  # by role, the job's totals
         # what the threshold judges: the failures in the current failure window
         self.window = FailureWindow(self.plan.failure_window_seconds, core.started_at)
-        # Workers that failed, not yet judged (see FAILURE_SETTLE_S): key -> (reason, when)
-        self.settling: dict[Key, tuple[str, float]] = {}
         self.lost_nodes: dict[str, float] = {}  # host -> when a task there was lost
 
     @property
@@ -71,12 +70,11 @@ class FailureRules:
         task.exit_code = exit_code
         if task is self.table.tensorboard or task.state.ended:
             return None
-        if exit_code != 0 and killed_by_signal(exit_code) and task.verdict_due is None:
+        if exit_code != 0 and killed_by_signal(exit_code) and task.state != TaskState.KILLED:
             # Killed from outside: by YARN (memory, preemption) or by the kernel. Its
             # container's end says which; the agent, ending, beats no more meanwhile.
-            self.core.liveness.forget(container)
-            self.table.update(task, verdict_due=now + VERDICT_WAIT_S)
-            task.signalled_failure = failure
+            self.table.forget(container)
+            self.table.move(task, TaskState.KILLED, due=now + VERDICT_WAIT_S, failure=failure)
             return None
         # The agent's word comes at once, YARN's container end only with skein's next
         # heartbeat to the RM (up to 5 s later): act now; that end is then the job's.
@@ -95,11 +93,9 @@ class FailureRules:
             log.warning("TensorBoard ended; the job goes on without it")
             return None
         heard_at = now
-        if task.verdict_due is not None:  # its script was killed: this end says by whom
-            failure = failure or task.signalled_failure
-            heard_at = task.verdict_due - VERDICT_WAIT_S  # its agent's word
-            self.table.update(task, verdict_due=None)
-            task.signalled_failure = ""
+        if task.state == TaskState.KILLED:  # its script was killed: this end says by whom
+            failure = failure or task.failure
+            heard_at = task.due - VERDICT_WAIT_S  # its agent's word
         if succeeded:
             return self.succeeded(task, now)
         if end.verdict in (Verdict.PREEMPTED, Verdict.YARN_KILLED):
@@ -126,29 +122,21 @@ class FailureRules:
             self.core.note(now, kind, f"{task.name} {what}: asked for again")
             task.attempt += 1
             task.exit_code = None
-            self.core.request(task)
+            self.core.request(task, now, TaskState.PREEMPTED)
             return
         alone = self._replaceable(task)
         self.core.note(now, kind, restart_line(task, what, alone, self.core.generation))
-        self._restart(task, now, alone)
+        self._restart(task, now, alone, TaskState.PREEMPTED)
 
     def judge_killed_scripts(self, now: float) -> EndJob | None:
         """Scripts killed by a signal whose container's end never came: their own failure."""
-        for task in self.verdicts_awaited():
-            if task.verdict_due is not None and now >= task.verdict_due:
-                failure = task.signalled_failure
-                self.table.update(task, verdict_due=None)
-                task.signalled_failure = ""
+        for task in self.table.index.in_judgement(TaskState.KILLED):
+            if now >= task.due:
                 self.core.drop(task.container, now, "failed")
-                end = self._failed(task, failure_text(task, failure), now)
+                end = self._failed(task, failure_text(task, task.failure), now)
                 if end is not None:
                     return end
         return None
-
-    def verdicts_awaited(self) -> list[Task]:
-        """Tasks whose script was killed by a signal, their container's end not heard yet."""
-        return [t for t in self.table.index.verdict_awaited.values()
-                if self.table.by_container.get(t.container) is t]
 
     def lost(self, task: Task, silent_s: float, now: float) -> EndJob | None:
         """Like a failure, counted against the role's threshold, and the old container is
@@ -172,11 +160,11 @@ class FailureRules:
             # Not the task's fault: it starts again on a new port, uncounted.
             self.core.note(now, Mark.REPLACED, f"{task.name} found its port taken: restarted "
                            "on a new one")
-            self._restart(task, now, self._replaceable(task))
+            self._restart(task, now, self._replaceable(task), TaskState.REQUESTED)
             return None
         if how == "failed" and self._replaceable(task):
             due = max(now, (heard_at or now) + FAILURE_SETTLE_S)
-            self.settling[task.key] = (reason, due)
+            self.table.move(task, TaskState.FAILING, due=due, failure=reason)
             log.info("%s failed; judged in %.0f s unless a ps or the chief failed first",
                      task.name, due - now)
             return None
@@ -206,7 +194,8 @@ class FailureRules:
         alone = self._replaceable(task) and not self._moves_for_sure(verdict)
         self.core.note(now, self._mark_kind(verdict, alone),
                        restart_line(task, how, alone, self.core.generation))
-        self._restart(task, now, alone)
+        self._restart(task, now, alone,
+                      TaskState.LOST if verdict == Verdict.LOST else TaskState.REPLACING)
         return None
 
     def _moves_for_sure(self, verdict: Verdict) -> bool:
@@ -235,24 +224,25 @@ class FailureRules:
                            f"{task.name} replaced (attempt {task.attempt + 1})")
             task.attempt += 1
             task.exit_code = None
-            self.core.request(task)
+            self.core.request(task, now, TaskState.REPLACING)
             return None
         self.table.move(task, TaskState.FAILED)
         self.core.note(now, Mark.DROPPED, f"{task.name} dropped after {failures} failure(s); "
                        "training goes on without it")
         return None
 
-    def _restart(self, task: Task, now: float, alone: bool) -> None:
+    def _restart(self, task: Task, now: float, alone: bool, why: TaskState) -> None:
         """``alone``: the task replaced by itself (a stateless worker, see _replaceable);
-        else the whole cluster restarted with it (a ps, the chief, a worker that moved)."""
+        else the whole cluster restarted with it (a ps, the chief, a worker that moved).
+        ``why``: the state it waits in for its new container."""
         task.attempt += 1
         task.failed_at = now
         task.exit_code = None
         if alone:
             log.info("replacing %s with a new container (attempt %d)", task.name, task.attempt)
-            self.core.request(task)
+            self.core.request(task, now, why)
         else:
-            self.restart_generation(task, now)
+            self.restart_generation(task, now, why)
 
     def _replaceable(self, task: Task) -> bool:
         """A plain worker of TensorFlow: not the chief (worker 0 in a job without a
@@ -260,22 +250,23 @@ class FailureRules:
         return (self.plan.framework == Framework.TENSORFLOW and task.role == Role.WORKER
                 and task.key != self.plan.chief)
 
-    def restart_generation(self, failed: Task | None, now: float) -> None:
+    def restart_generation(self, failed: Task | None, now: float,
+                           why: TaskState = TaskState.REQUESTED) -> None:
         """End every old container first, then a fresh rendezvous for every task. ``failed``:
-        the task whose failure restarts it; None: a flex (jobflex.py)."""
+        the task whose failure restarts it, which waits in ``why``; None: a flex
+        (jobflex.py)."""
         core = self.core
         core.generation += 1
         core.spec, core.state = None, JobState.RESTARTING
-        for key in self.settling:  # they fell with the cluster: not their own failure
-            log.info("%s failed with it: not counted", self.table.tasks[key].name)
-        self.settling.clear()
+        for task in self.table.index.in_judgement(TaskState.FAILING):
+            log.info("%s failed with it: not counted", task.name)  # it fell with the cluster
         for task in self.table.tasks.values():
             if task.container in self.table.by_container:  # its end is the job's doing
                 core.drop(task.container, now, f"stopped: generation {core.generation} began")
                 core.actions.append(Kill(task.container))
             if task is not failed:
                 task.attempt += 1
-            self.table.move(task, TaskState.REQUESTED)
+            self.table.move(task, why if task is failed else TaskState.REQUESTED)
             task.failed_at = now if failed is None else failed.failed_at
         log.info("restarting every task as generation %d after %s", core.generation,
                  "a flex" if failed is None else f"{failed.name} failed")
@@ -284,21 +275,23 @@ class FailureRules:
     def cluster_verdict_due(self) -> float | None:
         """When YARN's verdict on a killed ps or chief is due at the latest, if one is
         awaited: a worker's failure may be its doing, so it is judged after."""
-        dues = [t.verdict_due for t in self.verdicts_awaited()
-                if t.verdict_due is not None and not self._replaceable(t)]
+        dues = [t.due for t in self.table.index.in_judgement(TaskState.KILLED)
+                if not self._replaceable(t)]
         return max(dues) if dues else None
 
     def judge_settled_failures(self, now: float) -> EndJob | None:
         """Workers whose failure had no cause elsewhere: now counted, and replaced."""
         if self.cluster_verdict_due() is not None:
             return None  # a ps or the chief was killed: its verdict may restart everyone
-        for key, (reason, due) in list(self.settling.items()):
-            if now >= due:
-                del self.settling[key]
-                if self.core.state != JobState.EVALUATING:  # training over: nothing to replace
-                    end = self._count_failure(self.table.tasks[key], reason, now)
-                    if end is not None:
-                        return end
+        for task in self.table.index.in_judgement(TaskState.FAILING):
+            if now < task.due:
+                continue
+            if self.core.state == JobState.EVALUATING:  # training over: nothing to replace
+                self.table.move(task, TaskState.STOPPED)
+                continue
+            end = self._count_failure(task, task.failure, now)
+            if end is not None:
+                return end
         return None
 
     @staticmethod

@@ -22,7 +22,7 @@ def describe_request(plan: JobPlan, task: Task) -> str:
 
 
 def describe_unregistered(plan: JobPlan, task: Task) -> str:
-    if task.state == TaskState.REQUESTED:
+    if task.state.waiting:
         return f"container {task.container} not started yet: {describe_request(plan, task)}"
     if task.state == TaskState.ALLOCATED:
         return (f"container {task.container} was given on {task.node} but its agent never "

@@ -118,7 +118,7 @@ class JobView:
         return cls(
             app_id=app_id, name=job.plan.name, state=str(job.state), generation=job.generation,
             updated=int(time.time() * 1000), work_dir=work_dir,
-            tasks=[TaskRow.of(task, job.liveness.silent_for(task.container, now),
+            tasks=[TaskRow.of(task, job.table.silent_for(task, now),
                               job.plan.processes_per_container) for task in tasks],
             heartbeat_timeout_s=job.plan.heartbeat_timeout_s, lost_nodes=sorted(job.lost_nodes),
             tensorboard=TaskRow.of(board) if board else None,

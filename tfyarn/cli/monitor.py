@@ -87,7 +87,8 @@ def _with_iso(data: dict, part: str, key: str) -> dict | None:
 @click.option("--role", type=click.Choice([r.value for r in Role if r != Role.TENSORBOARD]),
               default=None, help="Only this role's tasks.")
 @click.option("--state", type=click.Choice([state.value for state in TaskState]), default=None,
-              help="Only the tasks in this state.")
+              help="Only the tasks in this state (what each means: the commands reference's "
+                   "task states).")
 @click.option("--exit-code", "exit_code", is_flag=True,
               help=f"Exit with the job's state, for scripts: {exitcodes.OK} SUCCEEDED, "
                    f"{exitcodes.JOB_FAILED} FAILED, {exitcodes.JOB_KILLED} KILLED, "

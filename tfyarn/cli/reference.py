@@ -7,6 +7,7 @@ import inspect
 
 import click
 
+from appmaster.common.vocabulary import TaskState
 from tfyarn.cli.exitcodes import TABLE
 from tfyarn.cli.main import main
 
@@ -46,6 +47,10 @@ def render() -> str:
              "them together: [the commands' guide](../guide/commands.md).", "",
              "## Exit codes", "", "| code | meaning |", "|---|---|"]
     lines += [f"| {code} | {_cell(meaning)} |" for code, meaning in TABLE]
+    lines += ["", "## Task states", "",
+              "What `tfyarn status`, `--state` and the job page say of each task, from its "
+              "container request to its end.", "", "| state | meaning |", "|---|---|"]
+    lines += [f"| `{state}` | {_cell(state.meaning)} |" for state in TaskState]
     _command(lines, main, "tfyarn")
     return "\n".join(lines) + "\n"
 

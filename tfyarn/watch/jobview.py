@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import requests
 
 from appmaster.common import gpus
-from appmaster.common.vocabulary import STAGES, STAGES_REACHED, TaskState
+from appmaster.common.vocabulary import STAGES, STAGES_REACHED, WAITING, TaskState
 from appmaster.model import verdicts
 from appmaster.page.view import JobView, TaskRow
 from appmaster.page.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
@@ -231,7 +231,7 @@ def aligned(rows: list[list[str]]) -> str:
 SMALL_JOB = 20
 # A task still short of registering while others already train: slow (its node, its
 # localization), worth a look.
-NOT_REGISTERED = (TaskState.REQUESTED, TaskState.ALLOCATED, TaskState.STARTED)
+NOT_REGISTERED = (*WAITING, TaskState.ALLOCATED, TaskState.STARTED)
 
 
 def attention(view: JobView) -> dict[str, str]:
