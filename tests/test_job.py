@@ -47,9 +47,9 @@ def plan(ps: int = 1, chief: int = 1, workers: int = 2, threshold: int = 1,
 class Cluster:
     """Plays YARN and the agents for a Job: names containers as skein does, keeps time."""
 
-    def __init__(self, job_plan: JobPlan, am_attempt: int = 1) -> None:
+    def __init__(self, job_plan: JobPlan, am_attempt: int = 1, draw: float = 0.5) -> None:
         self.now = 100.0
-        self.job = Job(job_plan, self.now, am_attempt)
+        self.job = Job(job_plan, self.now, am_attempt, draw=lambda: draw)
         self.numbers: Counter[str] = Counter()
         self.killed: list[str] = []
         self.fenced: list[str] = []
@@ -157,8 +157,8 @@ def test_spec_is_published_once_every_task_exported_then_running() -> None:
     for key in cluster.job.tasks:
         cluster.run(*key)
     assert cluster.job.state == JobState.RUNNING
-    assert set(cluster.job.clock.marks) == {"all started", "all registered", "spec published",
-                                            "all running"}
+    assert set(cluster.job.clock.marks) == {"all given", "all started", "all registered",
+                                            "spec published", "all running"}
 
 
 def test_chief_success_ends_the_job_and_the_rest_show_stopped() -> None:
@@ -483,7 +483,11 @@ def test_deadlines_name_what_is_missing() -> None:
         "exported an address"]
 
 
-def test_a_replacement_yarn_never_gives_is_named_as_not_started_with_why_it_waits() -> None:
+def test_a_replacement_yarn_never_gives_waits_for_the_queue_up_to_the_allocation_timeout(
+        ) -> None:
+    """A replacement waits for the queue, whatever it waits for (replacing, lost,
+    preempted): the registration timeout does not bound that wait, the allocation timeout
+    does, and names it."""
     cluster = Cluster(plan(registration_timeout_s=60.0, allocation_timeout_s=600.0,
                            threshold=3))
     cluster.everyone_running()
@@ -492,8 +496,14 @@ def test_a_replacement_yarn_never_gives_is_named_as_not_started_with_why_it_wait
     assert cluster.job.tasks[("worker", 1)].state == TaskState.REPLACING
     cluster.tick(61)
     cluster.apply(cluster.job.on_tick(cluster.now))
-    assert cluster.end and cluster.end.diagnostics.splitlines()[1].startswith(
-        "  worker 1: container worker_2 not started yet: asked for 1024 MB")
+    assert cluster.end is None
+    cluster.tick(540)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.splitlines() == [
+        "YARN did not allocate 1 container(s) within 600 s (site.global.allocation.timeout):",
+        "  worker 1: asked for 1024 MB, 1 vcore(s) in the default partition; no node there "
+        "has that much free for this queue (check `yarn node -list -showDetails` and the "
+        "queue's capacity for that label)"]
 
 
 def test_the_job_deadline_stops_it() -> None:
@@ -747,3 +757,122 @@ def test_a_job_waits_for_the_queue_as_long_as_it_needs() -> None:
     assert cluster.end and cluster.end.diagnostics.splitlines()[0] == (
         "Tasks did not register within 60 s (site.global.registration.timeout): 1 of 4 "
         "missing.")
+
+
+
+# ---- waiting for the queue (appmaster/model/jobqueue.py, queuewait.py)
+
+HOLD = 20.0  # below REASK_S: no request is made again meanwhile
+
+
+def queued_plan(**settings) -> JobPlan:
+    return plan(extra={"site.global.allocation.hold": HOLD}, **settings)
+
+
+def holding_three_of_four(draw: float = 0.5) -> Cluster:
+    """ps, chief and worker 0 given and registered; worker 1 waits for the queue."""
+    cluster = Cluster(queued_plan(), draw=draw)
+    for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
+        cluster.start(*key)
+        cluster.export(*key)
+    return cluster
+
+
+def test_a_job_holding_part_of_its_gang_gives_it_back_and_asks_again_after_a_backoff() -> None:
+    cluster = holding_three_of_four()
+    held = [cluster.container(*key) for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]]
+    waiting = cluster.container("worker", 1)
+    assert cluster.job.queue.next_deadline() == pytest.approx(100.0 + HOLD)
+    cluster.now = 100.0 + HOLD
+    assert cluster.job.waiting_for_yarn(cluster.now)  # the master asks YARN first
+    cluster.job.on_allocated({}, cluster.now)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert sorted(a.container for a in actions if isinstance(a, Kill)) == sorted(
+        [*held, waiting])
+    assert {t.state for t in cluster.job.tasks.values()} == {TaskState.QUEUED}
+    assert restarts(cluster)[-1] == (
+        "waiting for the queue: held 3 of 4 containers with none coming for 20 s "
+        "(site.global.allocation.hold): gave them back for other applications (round 1); "
+        "asking again in 20 s")
+    # the given-back containers' last words change nothing
+    assert cluster.apply(cluster.job.on_container_end(held[0], False, cluster.now)) == []
+    assert cluster.job.next_deadline() == pytest.approx(cluster.now + HOLD)  # factor 1.0
+    cluster.tick(HOLD)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert [type(a) for a in actions] == [Request] * 4
+    assert {t.state for t in cluster.job.tasks.values()} == {TaskState.REQUESTED}
+    assert all(cluster.container(*key) not in [*held, waiting] for key in cluster.job.tasks)
+    cluster.everyone_running()
+    assert cluster.job.state == JobState.RUNNING and cluster.end is None
+    assert "all given" in cluster.job.clock.marks
+
+
+def test_a_job_given_everything_as_its_hold_runs_out_keeps_it() -> None:
+    """The last container came (still localizing) in the moment the hold ran out: the
+    master asked YARN before the tick, and nothing is given back."""
+    cluster = holding_three_of_four()
+    cluster.now = 100.0 + HOLD
+    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"}, cluster.now)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
+    assert cluster.job.tasks[("worker", 1)].state == TaskState.ALLOCATED
+    assert cluster.job.queue.wait.rounds == 0
+
+
+def test_each_container_that_comes_holds_off_the_give_back() -> None:
+    cluster = Cluster(queued_plan())
+    for at, key in [(20.0, ("ps", 0)), (40.0, ("chiefworker", 0)), (60.0, ("worker", 0))]:
+        cluster.now = 100.0 + at
+        cluster.start(*key)
+    assert cluster.job.queue.next_deadline() == pytest.approx(160.0 + HOLD)
+
+
+def test_a_job_that_holds_nothing_keeps_its_requests() -> None:
+    cluster = Cluster(queued_plan())
+    cluster.tick(HOLD * 10)
+    cluster.job.on_allocated({}, cluster.now)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert all(t.state == TaskState.REQUESTED for t in cluster.job.tasks.values())
+    assert cluster.job.queue.wait.rounds == 0 and all(
+        isinstance(a, Kill | Request) for a in actions)  # only REASK_S's asking again
+
+
+def test_a_running_job_waiting_for_one_replacement_keeps_the_rest() -> None:
+    """It trains already: a replaced worker waits for the queue, the others go on."""
+    cluster = Cluster(queued_plan(threshold=3))
+    cluster.everyone_running()
+    cluster.exit("worker", 1, 1)
+    cluster.settle()
+    cluster.tick(HOLD * 10)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.job.tasks[("ps", 0)].state == TaskState.RUNNING
+    assert cluster.job.queue.wait.rounds == 0
+
+
+def test_two_jobs_that_give_back_together_ask_again_apart() -> None:
+    """A tie broken by each job's own random draw: the first asks again alone."""
+    first, second = holding_three_of_four(draw=0.1), holding_three_of_four(draw=0.9)
+    for cluster in (first, second):
+        cluster.now = 100.0 + HOLD
+        cluster.apply(cluster.job.on_tick(cluster.now))
+    first_at, second_at = first.job.next_deadline(), second.job.next_deadline()
+    assert first_at == pytest.approx(100.0 + HOLD + HOLD * 0.6)
+    assert second_at == pytest.approx(100.0 + HOLD + HOLD * 1.4)
+
+
+def test_the_allocation_timeout_counts_across_give_backs() -> None:
+    cluster = Cluster(queued_plan(allocation_timeout_s=100.0))
+    for key in [("ps", 0), ("chiefworker", 0)]:
+        cluster.start(*key)
+    beat = 0
+    while cluster.end is None:
+        cluster.now = max(cluster.now, cluster.job.next_deadline())
+        assert cluster.now <= 200.0
+        if cluster.job.heartbeats_due(cluster.now):  # the agents alive beat on
+            beat += 1
+            cluster.apply(cluster.job.on_heartbeats(
+                {c: str(beat).encode() for c in cluster.job.by_container}, cluster.now))
+        cluster.job.on_allocated({}, cluster.now)
+        cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.job.queue.wait.rounds >= 1 and cluster.now == 200.0
+    assert cluster.end.diagnostics.startswith(
+        "YARN did not allocate 4 container(s) within 100 s (site.global.allocation.timeout)")

@@ -271,8 +271,11 @@ class JobPlan:
         return [role.name for role in self.components if role.name in GROUPLESS_ROLES]
 
     def value(self, setting: settings.Setting) -> Any:
-        """A setting of appConfig or the AppMaster as the job has it, by its declaration."""
-        return getattr(self, setting.field) if setting.field else self.extra[setting.key]
+        """A setting of appConfig or the AppMaster as the job has it, by its declaration (its
+        default where the plan does not hold it: one written by an older client)."""
+        if setting.field:
+            return getattr(self, setting.field)
+        return self.extra.get(setting.key, setting.default)
 
     @property
     def planned(self) -> bool:

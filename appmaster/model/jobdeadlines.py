@@ -11,7 +11,7 @@ import logging
 import math
 
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import JobState, TaskState
+from appmaster.common.vocabulary import WAITING, JobState, TaskState
 from appmaster.model.jobactions import EndJob, Kill
 from appmaster.model.jobcore import JobCore
 from appmaster.model.jobfailures import FailureRules
@@ -76,9 +76,9 @@ class Deadlines:
         deadlines = []
         oldest = index.oldest_request()
         if oldest is not None:
-            if self.allocation_deadline < math.inf:
-                deadlines.append(self.allocation_deadline)
             deadlines.append(oldest + REASK_S)
+        if self.allocation_deadline < math.inf and index.count(*WAITING, TaskState.QUEUED):
+            deadlines.append(self.allocation_deadline)
         if self._given_unregistered():
             deadlines.append(self.registration_deadline)
         if self.plan.deadline_s:
@@ -101,7 +101,7 @@ class Deadlines:
         """How many tasks YARN gave a container have not registered: those still waiting
         for theirs wait for the queue, which the registration timeout does not bound."""
         index = self.table.index
-        return len(index.unregistered) - index.count(TaskState.REQUESTED)
+        return len(index.unregistered) - index.count(*WAITING)
 
     def _not_given(self) -> list[Task]:
         """Tasks whose container YARN has not given yet, as far as the job knows."""
@@ -130,6 +130,8 @@ class Deadlines:
                 if now >= task.requested_at + REASK_S:
                     self.ask_again(task, now, f"no container after "
                                    f"{now - task.requested_at:.0f} s; asking YARN again")
+        # given back while the rest could not come: waiting for the queue too
+        waiting += self.table.index.in_state(TaskState.QUEUED)
         if waiting and now >= self.allocation_deadline:
             lines = [f"YARN did not allocate {len(waiting)} container(s) within "
                      f"{plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
@@ -137,11 +139,11 @@ class Deadlines:
             return EndJob(JobState.FAILED, "\n".join(lines))
         if self._given_unregistered() and now >= self.registration_deadline:
             missing = [t for t in self.table.index.unregistered.values()
-                       if t.state != TaskState.REQUESTED]
+                       if not t.state.waiting]
             lines = [f"Tasks did not register within {plan.registration_timeout_s:.0f} s "
                      f"(site.global.registration.timeout): {len(missing)} of "
                      f"{self.table.index.live()} missing."]
-            lines += [f"  {t.name}: {describe_unregistered(plan, t)}" for t in missing]
+            lines += [f"  {t.name}: {describe_unregistered(t)}" for t in missing]
             return EndJob(JobState.FAILED, "\n".join(lines))
         return None
 

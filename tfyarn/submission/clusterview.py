@@ -90,10 +90,12 @@ class Queue:
     labels: frozenset[str]  # labels it may use ("*": any); the default partition always
     max_allocation: Resources  # per container, the queue's own cap included
     max_by_label: Mapping[str, Resources]  # what it can ever hold, per partition
+    guaranteed_by_label: Mapping[str, Resources]  # its capacity, per partition
     used_by_label: Mapping[str, Resources]
     am_limit_by_label: Mapping[str, Resources]
     max_capacity_by_label: Mapping[str, float]  # absolute maximum capacity, %
     acls: Mapping[str, str]  # SUBMIT_APP / ADMINISTER_QUEUE -> "users groups" or "*"
+    ordering: str = "fifo"  # which of its applications is offered containers first: fifo, fair
 
     @property
     def name(self) -> str:
@@ -144,12 +146,14 @@ def _queue(info: Mapping) -> Queue:
         labels=frozenset(info.get("nodeLabels") or ()),
         max_allocation=Resources.from_json(info.get("maximumAllocation")),
         max_by_label=_by_partition(capacities, "effectiveMaxResource"),
+        guaranteed_by_label=_by_partition(capacities, "effectiveMinResource"),
         used_by_label=_by_partition(usages, "used"),
         am_limit_by_label=_by_partition(usages, "amLimit"),
         max_capacity_by_label={row.get("partitionName", ""): float(row.get("absoluteMaxCapacity",
                                                                            100.0))
                                for row in capacities},
         acls=acls,
+        ordering=str(info.get("orderingPolicyInfo") or "fifo"),
     )
 
 
