@@ -338,8 +338,8 @@ def _check_whole_job(view: ClusterView, containers: list[Request], queue: Queue,
     if busy:
         verdict.notes.append("the cluster is busy: " + "; ".join(busy) + ". The job fits the "
                              "queue once other applications free their containers, so it is "
-                             "submitted and waits (site.global.allocation.timeout limits how "
-                             "long the AppMaster waits for its containers).")
+                             "submitted and waits its turn (as long as the queue needs, unless "
+                             "site.global.allocation.timeout says otherwise).")
     am = next((r for r in containers if r.appmaster), None)
     limit = queue.am_limit_by_label.get(am.label, ZERO) if am is not None else ZERO
     if am is not None and limit != ZERO and not am.size.fits_in(limit):
