@@ -18,61 +18,19 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from jobtools import prepare_light_job, status_json, wait_for
+from jobtools import GANG_HOLD_S, gang_job, status_json, submit_together, wait_for
 
 from tfyarn.localyarn import sleepjob
-from tfyarn.submission.api import SubmitOptions, plan_job
 
 pytestmark = pytest.mark.yarn
 
 FINAL = ("FINISHED", "FAILED", "KILLED")
-QUEUE_MB = 16384  # fifo and fair each: half of the default partition's 32 GB at most
-TASK_MB = 4096  # 3 tasks and the AppMaster: 12.5 GB, most of a queue, and no two at once
-HOLD_S = 10  # site.global.allocation.hold: short, so the test is
-SLEEP_S = 8  # each job's "training"
 JOB_TIMEOUT_S = 600
 GIVEN_BACK = "given back: waiting for the queue"
-
-
-def gang_job(tmp_path: Path, name: str, queue: str, priority: int | None = None,
-             sleep_s: float = SLEEP_S) -> tuple[Path, Path]:
-    """A chief and two workers of TASK_MB in the default partition, no ps."""
-    settings: dict = {"queue": queue, "allocation.hold": str(HOLD_S), "app.name": name}
-    if priority is not None:
-        settings["application.priority"] = priority
-    (tmp_path / name).mkdir()
-    return prepare_light_job(
-        tmp_path / name, ["--sleep", str(sleep_s)], settings=settings,
-        components={"ps": {"yarn.component.instances": "0"},
-                    "chiefworker": {"yarn.memory": str(TASK_MB)},
-                    "worker": {"yarn.memory": str(TASK_MB), "yarn.component.instances": "2",
-                               "yarn.label.expression": ""}})
-
-
-def submit_together(yarn_cluster, jobs: list[tuple[Path, Path]], skein_client) -> list[str]:
-    """Each job planned first, then every one handed to YARN at the same moment (threads
-    released together): their application ids, in the order given."""
-    planned = [plan_job(resources, app_config, SubmitOptions()) for resources, app_config in jobs]
-    environments = [p.prepare(print) for p in planned]
-    ids: list[str | None] = [None] * len(planned)
-    go = threading.Barrier(len(planned))
-
-    def submit(i: int) -> None:
-        go.wait()
-        ids[i] = planned[i].submit(skein_client, environments[i], echo=print)
-
-    threads = [threading.Thread(target=submit, args=(i,)) for i in range(len(planned))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert all(ids), f"not every job was submitted: {ids}"
-    return [str(app_id) for app_id in ids]
 
 
 def rest(yarn_cluster, path: str) -> dict:
@@ -96,7 +54,7 @@ def assert_held_no_longer_than_the_hold(app_id: str, history: dict) -> int:
     backs = sorted({s["ended"] for s in spans if s["outcome"] == GIVEN_BACK and s["started"]})
     for at in backs:
         came = [s["started"] for s in spans if s["started"] and s["started"] <= at]
-        assert came and at - max(came) <= HOLD_S + 5, (
+        assert came and at - max(came) <= GANG_HOLD_S + 5, (
             f"{app_id} gave back at {at:.1f} what it held since {max(came):.1f}")
     return len([m for m in history["marks"] if m[1] == "queue"])
 
@@ -106,7 +64,7 @@ def test_gang_jobs_queued_behind_each_other_all_succeed_under_fifo_and_fair_orde
     started = time.monotonic()
     jobs = [gang_job(tmp_path, f"gang-{queue}-{i}", queue)
             for queue in ("fifo", "fair") for i in range(3)]
-    app_ids = submit_together(yarn_cluster, jobs, skein_client)
+    app_ids = submit_together(jobs, skein_client)
     apps = final_reports(yarn_cluster, app_ids)
     lines = []
     runs: dict[str, list[tuple[float, float, str]]] = {"fifo": [], "fair": []}
@@ -148,7 +106,7 @@ def test_a_job_queued_behind_another_tenants_work_starts_when_it_ends(
         (mapreduce,) = wait_for("the sleep job running in its 6 GB", lambda: [
             a for a in running_apps(yarn_cluster, "MAPREDUCE") if a["allocatedMB"] >= 6144],
             180)
-        (app_id,) = submit_together(yarn_cluster, [gang_job(tmp_path, "behind", "fifo")],
+        (app_id,) = submit_together([gang_job(tmp_path, "behind", "fifo")],
                                     skein_client)
         waits = wait_for("tfyarn status to say what the job waits for", lambda: (
             status_json(yarn_cluster, app_id).get("job") or {}).get("queue"), 120)
@@ -172,13 +130,13 @@ def test_a_higher_priority_job_is_given_its_containers_first(
     """Three jobs queued behind a running one in queue fifo: the youngest, of priority 5,
     runs before the two older ones of the queue's default priority 0."""
     started = time.monotonic()
-    (first,) = submit_together(yarn_cluster, [gang_job(tmp_path, "first", "fifo",
+    (first,) = submit_together([gang_job(tmp_path, "first", "fifo",
                                                        sleep_s=30)], skein_client)
     wait_for("the first job running", lambda: rest(yarn_cluster, f"apps/{first}")["app"][
         "runningContainers"] >= 4, 180)
-    low = submit_together(yarn_cluster, [gang_job(tmp_path, f"low-{i}", "fifo")
+    low = submit_together([gang_job(tmp_path, f"low-{i}", "fifo")
                                          for i in range(2)], skein_client)
-    (high,) = submit_together(yarn_cluster, [gang_job(tmp_path, "high", "fifo", priority=5)],
+    (high,) = submit_together([gang_job(tmp_path, "high", "fifo", priority=5)],
                               skein_client)
     assert rest(yarn_cluster, f"apps/{high}")["app"]["priority"] == 5
     apps = final_reports(yarn_cluster, [first, *low, high])
