@@ -19,6 +19,16 @@ from dataclasses import dataclass, field, replace
 
 import requests
 
+from appmaster.common.clusterview import (
+    DIMENSIONS,
+    GPU,
+    ZERO,
+    ClusterView,
+    Queue,
+    Resources,
+    cluster_view,
+    partition_name,
+)
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.settings import (
     ANTI_AFFINITY_REQUIRED,
@@ -32,16 +42,6 @@ from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
-from tfyarn.submission.clusterview import (
-    DIMENSIONS,
-    GPU,
-    ZERO,
-    ClusterView,
-    Queue,
-    Resources,
-    cluster_view,
-    partition_name,
-)
 from tfyarn.submission.plan import Placement
 
 # What each dimension is called in resources.json, and in YARN's maximum-allocation settings.

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import requests
 
+from appmaster.common.clusterview import DEFAULT_PARTITION, ZERO, Resources, cluster_view
 from tfyarn.hadoop import rmrest
-from tfyarn.submission.clusterview import DEFAULT_PARTITION, ZERO, Resources, cluster_view
 
 ACTIVE = "ACCEPTED,RUNNING"
 

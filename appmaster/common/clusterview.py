@@ -1,6 +1,6 @@
-"""The cluster as pre-flight sees it (tfyarn/submission/preflight.py): queues, labels, nodes
-and their room, from two answers of the ResourceManager's REST API (the scheduler and the
-nodes). Pure functions of those answers."""
+"""The cluster as pre-flight (tfyarn/submission/preflight.py) and a waiting AppMaster see it:
+queues, labels, nodes and their room, from two answers of the ResourceManager's REST API (the
+scheduler and the nodes). Pure functions of those answers; only the standard library."""
 
 from __future__ import annotations
 
