@@ -15,6 +15,7 @@ from dataclasses import replace
 import pytest
 
 from appmaster.common import registry
+from appmaster.common.clusterview import ClusterView, QueueStanding, Resources, cluster_view
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.vocabulary import JobState, TaskState
 from appmaster.model.job import (
@@ -30,8 +31,9 @@ from appmaster.model.job import (
     ShowTensorBoard,
     TrainingDone,
 )
+from appmaster.model.jobqueue import NODES_GONE_S
 from appmaster.model.verdicts import judge, killed_by_signal
-from appmaster.page.view import JobView
+from appmaster.page.view import JobView, queue_line
 
 
 def plan(ps: int = 1, chief: int = 1, workers: int = 2, threshold: int = 1,
@@ -876,3 +878,64 @@ def test_the_allocation_timeout_counts_across_give_backs() -> None:
     assert cluster.job.queue.wait.rounds >= 1 and cluster.now == 200.0
     assert cluster.end.diagnostics.startswith(
         "YARN did not allocate 4 container(s) within 100 s (site.global.allocation.timeout)")
+
+
+def nodes(*rows: tuple[str, str, str, int]) -> ClusterView:
+    """The RM's nodes answer: (id, state, label, memory MB) each, 8 vcores."""
+    return cluster_view({}, {"nodes": {"node": [
+        {"id": node, "state": state, "nodeLabels": [label] if label else [],
+         "healthReport": "" if state == "RUNNING" else "NodeManager stopped",
+         "totalResource": {"memory": memory, "vCores": 8},
+         "availableResource": {"memory": memory, "vCores": 8}}
+        for node, state, label, memory in rows]}})
+
+
+def test_a_waiting_job_whose_only_suitable_node_is_gone_fails_with_the_clusters_reason(
+        ) -> None:
+    """The workers wait for the gpu partition's one node, which YARN lost: past
+    NODES_GONE_S (a NodeManager restarting comes back well within it) the job fails,
+    naming the node and its state, not after an allocation timeout."""
+    job_plan = replace(plan(), roles=tuple(
+        replace(r, label="gpu") if r.name == "worker" else r for r in plan().roles))
+    cluster = Cluster(job_plan)
+    for key in [("ps", 0), ("chiefworker", 0)]:
+        cluster.start(*key)
+    lost = nodes(("nm1:1", "RUNNING", "", 16384), ("nm3:1", "LOST", "gpu", 16384))
+    assert cluster.apply(cluster.job.on_cluster(lost, None, cluster.now)) == []
+    cluster.tick(60)
+    back = nodes(("nm1:1", "RUNNING", "", 16384), ("nm3:1", "RUNNING", "gpu", 16384))
+    assert cluster.apply(cluster.job.on_cluster(back, None, cluster.now)) == []  # it came back
+    cluster.tick(60)
+    assert cluster.apply(cluster.job.on_cluster(lost, None, cluster.now)) == []
+    cluster.tick(NODES_GONE_S)
+    cluster.apply(cluster.job.on_cluster(lost, None, cluster.now))
+    assert cluster.end and cluster.end.status == JobState.FAILED
+    assert cluster.end.diagnostics.startswith(
+        "No active node of label \"gpu\" can hold a worker container (1024 MB, 1 vcore(s)) "
+        "any more, for 120 s while the job waited for it: the cluster changed since the job "
+        "was submitted. YARN's nodes there: nm3:1 LOST (NodeManager stopped).")
+
+
+def test_a_node_too_small_for_the_role_counts_as_none() -> None:
+    cluster = Cluster(plan())
+    small = nodes(("nm1:1", "RUNNING", "", 512))
+    cluster.apply(cluster.job.on_cluster(small, None, cluster.now))
+    cluster.tick(NODES_GONE_S)
+    cluster.apply(cluster.job.on_cluster(small, None, cluster.now))
+    assert cluster.end and "nm1:1 RUNNING, too small: 512 MB, 8 vcore(s)" in (
+        cluster.end.diagnostics)
+
+
+def test_the_queue_as_the_rm_says_it_shows_in_the_wait() -> None:
+    cluster = Cluster(plan())
+    standing = QueueStanding("root.fifo", "fifo", Resources(8192, 2), Resources(1638, 1),
+                             Resources(16384, 16), ahead=2, others=3, accepted=1)
+    cluster.apply(cluster.job.on_cluster(nodes(("nm1:1", "RUNNING", "", 16384)), standing,
+                                         cluster.now))
+    waits = JobView.of(cluster.job, "app", None, cluster.now).queue
+    assert waits is not None and waits["cluster"] == standing.line()
+    assert queue_line(waits) == (
+        "Waiting for the queue for 0 s: 0 of 4 containers given. Queue root.fifo (fifo): uses "
+        "8192 MB, 2 vcore(s) of its 1638 MB, 1 vcore(s) guaranteed, 16384 MB, 16 vcore(s) at "
+        "most; 2 application(s) ahead of this one (older, or of a higher priority), 1 of them "
+        "waiting for their AppMaster's container")

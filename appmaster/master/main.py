@@ -24,7 +24,7 @@ from appmaster.common import agentlink, hdfstokens, registry
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.registry import AgentState, AgentStatus
 from appmaster.common.vocabulary import JobState, Role
-from appmaster.master import attempts, rendezvous
+from appmaster.master import attempts, clusterwatch, rendezvous
 from appmaster.model import verdicts
 from appmaster.model.job import (
     Action,
@@ -48,6 +48,8 @@ from appmaster.page.view import JobView
 log = logging.getLogger("tfyarn.master")
 
 SKEIN_KEY_FILE = ".skein.pem"  # skein's per-application key, in the AppMaster's directory
+# While tasks wait for containers: how often the RM is asked of the nodes and the queue.
+CLUSTER_EVERY_S = 30.0
 
 
 class Master:
@@ -67,6 +69,8 @@ class Master:
         self.first_end: EndJob | None = None  # the start's, if it ended the job
         self.placement = Placement(plan)  # where a role's next containers are asked for
         self.placed: dict[str, str] = {}  # the placement last written, by role
+        self.cluster = clusterwatch.ClusterWatch(app.id)  # asked while tasks wait
+        self.cluster_asked_at = -CLUSTER_EVERY_S
 
     # ------------------------------------------------------------ main loop
 
@@ -125,7 +129,9 @@ class Master:
             self.adoptable = {}
 
     def seconds_to_next_deadline(self) -> float | None:
-        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation())
+        asks = self.cluster_asked_at + CLUSTER_EVERY_S if self.job.waits_for_containers() \
+            else None
+        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation(), asks)
                if t is not None]
         return max(0.0, min(due) - time.monotonic()) if due else None
 
@@ -220,6 +226,12 @@ class Master:
                 return end
         if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
             self.note_allocated()
+        if self.job.waits_for_containers() and now >= self.cluster_asked_at + CLUSTER_EVERY_S:
+            self.cluster_asked_at = now
+            if facts := self.cluster.facts():
+                end = self.perform(self.job.on_cluster(facts.nodes, facts.standing, now))
+                if end is not None:
+                    return end
         if self.job.heartbeats_due(now):
             end = self.perform(self.job.on_heartbeats(self.store.beats(), now))
             if end is not None:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from appmaster.common import registry
 from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.clusterview import ClusterView, QueueStanding
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import WAITING, JobState, Role, SuccessPolicy, TaskState
 from appmaster.model.history import History, Mark
@@ -238,6 +239,15 @@ class Job:
             if task is not None and task.state.waiting:
                 self.core.note(now, Mark.PLACEMENT, line)
                 self.deadlines.ask_again(task, now, line)
+
+    def on_cluster(self, nodes: ClusterView, standing: QueueStanding | None,
+                   now: float) -> list[Action]:
+        """What the ResourceManager says of the cluster while tasks wait for containers
+        (its nodes, the job's queue): see :meth:`QueueRules.on_cluster`."""
+        return self._run(self.queue.on_cluster, now, nodes, standing)
+
+    def waits_for_containers(self) -> bool:
+        return self.queue.waits()
 
     def on_heartbeats(self, beats: dict[str, bytes], now: float) -> list[Action]:
         """Every agent's heartbeat counter, read at once: silent tasks are lost."""

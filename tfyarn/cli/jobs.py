@@ -194,11 +194,13 @@ class LiveProgress:
         """What the job waits for: its AppMaster's container, or the rest of its own; and
         its queue as the RM sees it, asked every STANDING_EVERY_S (a scheduler's answer
         is large on a big cluster)."""
+        waits = queue_line(queue) if queue else "waiting for its AppMaster's container"
+        if queue and queue.get("cluster"):
+            return waits  # the AppMaster asked the RM itself
         asked_at, standing = self.standing
         if time.monotonic() - asked_at >= STANDING_EVERY_S:
             standing = queuestanding.standing_line(app_id)
             self.standing = (time.monotonic(), standing)
-        waits = queue_line(queue) if queue else "waiting for its AppMaster's container"
         return waits + (f" | {standing}" if standing else "")
 
     def __call__(self, report) -> None:

@@ -120,8 +120,10 @@ def _show_status(report, as_json: bool, show_all: bool, role: str | None,
         click.echo(why)
     if view is not None and view.queue:
         click.echo(queue_line(view.queue))
-    waiting = str(report.state) == "ACCEPTED" or (view is not None and view.queue)
-    if waiting and (standing := queuestanding.standing_line(report.id)):
+    # the AppMaster's view holds the queue as it last asked the RM; else asked here
+    unknown = str(report.state) == "ACCEPTED" or (
+        view is not None and view.queue and not view.queue.get("cluster"))
+    if unknown and (standing := queuestanding.standing_line(report.id)):
         click.echo(standing)
     if view is None:
         click.echo(f"Tasks: {source}.")

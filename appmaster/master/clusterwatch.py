@@ -1,0 +1,70 @@
+"""The cluster as a waiting job sees it: the ResourceManager's REST API asked from the
+AppMaster's container, whose node's Hadoop configuration (HADOOP_CONF_DIR) names the RM's web
+address. What it answers (the nodes, the job's queue and the applications in it) feeds the
+job's rules (a node gone for good: appmaster/model/jobqueue.py) and its view (its standing in
+the queue).
+
+A RM whose web UI wants a Kerberos login (SPNEGO) is not asked: the AppMaster holds YARN's
+tokens, not the user's ticket. The job then waits without those facts, and says so once in
+its log; `tfyarn status` asks the RM with the user's own credentials instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import urllib.request
+from dataclasses import dataclass
+
+from appmaster.common.clusterview import (
+    ACTIVE,
+    ClusterView,
+    QueueStanding,
+    cluster_view,
+    queue_standing,
+)
+from appmaster.common.hadoopxml import rm_web_bases
+
+log = logging.getLogger("tfyarn.master")
+
+TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    nodes: ClusterView
+    standing: QueueStanding | None
+
+
+class ClusterWatch:
+    """Asks the first RM that answers; quiet once it found none (said once in the log)."""
+
+    def __init__(self, app_id: str, conf_dir: str | None = None) -> None:
+        self.app_id = app_id
+        self.bases = rm_web_bases(conf_dir or os.environ.get("HADOOP_CONF_DIR"))
+        self.said_why = False
+
+    def facts(self) -> ClusterFacts | None:
+        why: Exception | str = "HADOOP_CONF_DIR names no web address"
+        for base in self.bases:
+            try:
+                nodes = cluster_view({}, self._get(base, "nodes"))
+                standing = queue_standing(self.app_id, self._get(base, f"apps/{self.app_id}")[
+                    "app"], self._get(base, "scheduler"), self._get(base, f"apps?states={ACTIVE}"))
+                return ClusterFacts(nodes, standing)
+            except (OSError, ValueError, KeyError) as exc:
+                why = exc
+        if not self.said_why:
+            self.said_why = True
+            log.info("the ResourceManager's REST API cannot be asked from here (%s): the job "
+                     "waits without its view of the nodes and the queue",
+                     why)
+        return None
+
+    @staticmethod
+    def _get(base: str, path: str) -> dict:
+        request = urllib.request.Request(f"{base}/ws/v1/cluster/{path}",
+                                         headers={"Accept": "application/json"})
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:  # noqa: S310
+            return json.loads(answer.read())
