@@ -93,6 +93,12 @@ def running_apps(yarn_cluster, kind: str) -> list[dict]:
     return [a for a in (apps or {}).get("app", []) if a["applicationType"] == kind]
 
 
+def queue_as_the_appmaster_asked(yarn_cluster, app_id: str) -> dict | None:
+    """The job's wait as `tfyarn status --json` shows it, once its AppMaster asked the RM."""
+    waits = (status_json(yarn_cluster, app_id).get("job") or {}).get("queue") or {}
+    return waits if waits.get("cluster") else None
+
+
 def test_a_job_queued_behind_another_tenants_work_starts_when_it_ends(
         yarn_cluster, skein_client, tmp_path: Path) -> None:
     """Hadoop's MapReduce sleep job holds 6 GB of queue fifo's 16: a tfyarn job that needs
@@ -108,9 +114,11 @@ def test_a_job_queued_behind_another_tenants_work_starts_when_it_ends(
             180)
         (app_id,) = submit_together([gang_job(tmp_path, "behind", "fifo")],
                                     skein_client)
-        waits = wait_for("tfyarn status to say what the job waits for", lambda: (
-            status_json(yarn_cluster, app_id).get("job") or {}).get("queue"), 120)
+        # what the job waits for, and its queue as its AppMaster asked the RM
+        waits = wait_for("tfyarn status to say what the job waits for",
+                         lambda: queue_as_the_appmaster_asked(yarn_cluster, app_id), 120)
         assert waits["given"] < waits["of"] == 3, waits
+        assert waits["cluster"].startswith("Queue root.fifo (fifo): uses "), waits
         (app,) = final_reports(yarn_cluster, [app_id]).values()
         assert (app["state"], app["finalStatus"]) == ("FINISHED", "SUCCEEDED"), app
         other_app = rest(yarn_cluster, f"apps/{mapreduce['id']}")["app"]
