@@ -76,7 +76,7 @@ def assert_refused(yarn_cluster, resources: Path, app_config: Path, *options: st
       "(yarn.scheduler.maximum-allocation-mb). Fix: at most 8192"]),
     ({}, ("--queue", "nosuchqueue"),
      ['command line: --queue = "nosuchqueue": no such queue in the cluster. Fix: use one of '
-      "its running leaf queues: root.default, root.small, root.urgent."]),
+      "its running leaf queues: root.default, root.fair, root.fifo, root.small, root.urgent."]),
     ({"worker": {"yarn.gpus": "3"}}, (),
      ['components.worker."yarn.gpus" = 3', "Fix: at most 2"]),
 ], ids=["unknown-label", "memory-above-maximum", "unknown-queue", "gpus-no-node-has"])
