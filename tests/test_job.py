@@ -802,6 +802,7 @@ def test_a_job_holding_part_of_its_gang_gives_it_back_and_asks_again_after_a_bac
     cluster.tick(HOLD)
     actions = cluster.apply(cluster.job.on_tick(cluster.now))
     assert [type(a) for a in actions] == [Request] * 4
+    assert all(a.anywhere for a in actions)  # its old hosts may be others' by now
     assert {t.state for t in cluster.job.tasks.values()} == {TaskState.REQUESTED}
     assert all(cluster.container(*key) not in [*held, waiting] for key in cluster.job.tasks)
     cluster.everyone_running()

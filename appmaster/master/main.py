@@ -308,6 +308,8 @@ class Master:
         64 and 200 tasks): those tasks then waited REASK_S for their request again."""
         new: dict[str, list[Task]] = {}
         for ask in asks:
+            if ask.anywhere:
+                self.placement.given_back(ask.task.key)
             key = (ask.task.role, ask.task.index)
             adopted = self.adoptable.pop(key, None) if ask.generation == 0 else None
             if adopted is None:

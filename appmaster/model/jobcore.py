@@ -46,13 +46,14 @@ class JobCore:
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
         self.actions: list[Action] = []  # decided for the event at hand
 
-    def request(self, task: Task, now: float, why: TaskState | None = None) -> None:
+    def request(self, task: Task, now: float, why: TaskState | None = None,
+                anywhere: bool = False) -> None:
         """Ask YARN for a container for ``task`` (in this generation); it waits in ``why``
         (REQUESTED, REPLACING, LOST, PREEMPTED), or, if not given, as it waited already (a
-        request made again), else REQUESTED."""
+        request made again), else REQUESTED. ``anywhere``: on no host in particular."""
         self.table.move(task, why or self.table.waiting_again(task))
         task.requested_at = now
-        self.actions.append(Request(task, self.generation))
+        self.actions.append(Request(task, self.generation, anywhere))
 
     def request_all(self, now: float) -> None:
         """Every task's container, role by role in priority order (YARN keeps FIFO)."""

@@ -128,7 +128,7 @@ class QueueRules:
                  self.wait.rounds)
         for task in queued:
             task.asked_again = True  # the allocation timeout still counts from the first ask
-            self.core.request(task, now)
+            self.core.request(task, now, anywhere=True)
         self.wait.asked(now)
 
 
