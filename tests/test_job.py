@@ -743,7 +743,8 @@ def test_the_index_of_tasks_follows_starts_failures_and_restarts() -> None:
 def test_a_job_waits_for_the_queue_as_long_as_it_needs() -> None:
     """No allocation timeout by default: containers that do not come for an hour fail
     nothing, and the registration timeout counts from when a container was given."""
-    cluster = Cluster(plan(registration_timeout_s=60.0))
+    cluster = Cluster(plan(registration_timeout_s=60.0,
+                           extra={"site.global.allocation.hold": 600.0}))
     for _ in range(120):  # an hour, a deadline every REASK_S: each waiting task asked again
         cluster.now = cluster.job.next_deadline()
         cluster.job.on_allocated({}, cluster.now)
@@ -940,3 +941,34 @@ def test_the_queue_as_the_rm_says_it_shows_in_the_wait() -> None:
         "8192 MB, 2 vcore(s) of its 1638 MB, 1 vcore(s) guaranteed, 16384 MB, 16 vcore(s) at "
         "most; 2 application(s) ahead of this one (older, or of a higher priority), 1 of them "
         "waiting for their AppMaster's container")
+
+
+def test_asks_the_rm_says_it_holds_are_not_made_again() -> None:
+    """A request waiting its turn is not lost: made again, it would give up what YARN
+    reserved for it on a node, and its place to a younger job. Made again only where the RM
+    holds fewer asks than tasks wait, or has not said for REASK_S."""
+    cluster = Cluster(plan(extra={"site.global.allocation.hold": 600.0}))
+    for key in [("ps", 0), ("chiefworker", 0)]:
+        cluster.start(*key)
+    everywhere = nodes(("nm1:1", "RUNNING", "", 16384))
+    cluster.tick(REASK_S - 5)
+    cluster.apply(cluster.job.on_cluster(everywhere, None, cluster.now, pending=2))
+    cluster.tick(5)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []  # both still held
+    assert cluster.job.index.oldest_request() == cluster.now  # asked, as of now
+    cluster.apply(cluster.job.on_cluster(everywhere, None, cluster.now, pending=1))
+    cluster.tick(REASK_S)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))  # one lost: both asked again
+    assert [type(a) for a in actions] == [Kill, Request, Kill, Request]
+
+
+def test_a_give_back_due_with_a_request_made_again_asks_for_nothing() -> None:
+    """The hold ran out in the moment a waiting task's REASK_S did: the job gives back and
+    withdraws; it does not ask again for what it gives back."""
+    cluster = Cluster(plan(extra={"site.global.allocation.hold": REASK_S}))
+    for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
+        cluster.start(*key)
+    cluster.tick(REASK_S)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert {type(a) for a in actions} == {Kill} and len(actions) == 4
+    assert {t.state for t in cluster.job.tasks.values()} == {TaskState.QUEUED}

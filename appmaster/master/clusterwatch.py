@@ -35,6 +35,14 @@ TIMEOUT_S = 5.0
 class ClusterFacts:
     nodes: ClusterView
     standing: QueueStanding | None
+    pending: int  # containers the RM holds asks of the job's for (any host)
+
+
+def pending_asks(app: dict) -> int:
+    """How many containers the RM holds the application's asks for: its resource requests
+    for any host ("*"), one per priority and size."""
+    return sum(int(r.get("numContainers") or 0) for r in app.get("resourceRequests") or []
+               if r.get("resourceName") == "*")
 
 
 class ClusterWatch:
@@ -50,9 +58,10 @@ class ClusterWatch:
         for base in self.bases:
             try:
                 nodes = cluster_view({}, self._get(base, "nodes"))
-                standing = queue_standing(self.app_id, self._get(base, f"apps/{self.app_id}")[
-                    "app"], self._get(base, "scheduler"), self._get(base, f"apps?states={ACTIVE}"))
-                return ClusterFacts(nodes, standing)
+                app = self._get(base, f"apps/{self.app_id}")["app"]
+                standing = queue_standing(self.app_id, app, self._get(base, "scheduler"),
+                                          self._get(base, f"apps?states={ACTIVE}"))
+                return ClusterFacts(nodes, standing, pending_asks(app))
             except (OSError, ValueError, KeyError) as exc:
                 why = exc
         if not self.said_why:

@@ -229,7 +229,8 @@ class Master:
         if self.job.waits_for_containers() and now >= self.cluster_asked_at + CLUSTER_EVERY_S:
             self.cluster_asked_at = now
             if facts := self.cluster.facts():
-                end = self.perform(self.job.on_cluster(facts.nodes, facts.standing, now))
+                end = self.perform(self.job.on_cluster(facts.nodes, facts.standing, now,
+                                                       facts.pending))
                 if end is not None:
                     return end
         if self.job.heartbeats_due(now):

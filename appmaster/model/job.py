@@ -240,10 +240,13 @@ class Job:
                 self.core.note(now, Mark.PLACEMENT, line)
                 self.deadlines.ask_again(task, now, line)
 
-    def on_cluster(self, nodes: ClusterView, standing: QueueStanding | None,
-                   now: float) -> list[Action]:
+    def on_cluster(self, nodes: ClusterView, standing: QueueStanding | None, now: float,
+                   pending: int | None = None) -> list[Action]:
         """What the ResourceManager says of the cluster while tasks wait for containers
-        (its nodes, the job's queue): see :meth:`QueueRules.on_cluster`."""
+        (its nodes, the job's queue, how many of its asks it holds): see
+        :meth:`QueueRules.on_cluster`."""
+        if pending is not None:
+            self.core.pending_heard = (now, pending)
         return self._run(self.queue.on_cluster, now, nodes, standing)
 
     def waits_for_containers(self) -> bool:
@@ -258,10 +261,9 @@ class Job:
         return self._run(self._tick, now)
 
     def _tick(self, now: float) -> EndJob | None:
-        end = self.deadlines.check(now)
-        if end is None:
-            self.queue.check(now)
-        return end
+        # first: a gang given back asks for nothing the deadlines would ask for again
+        self.queue.check(now)
+        return self.deadlines.check(now)
 
     def waiting_for_yarn(self, now: float) -> bool:
         """Whether the master should ask YARN which requests it met before the tick: see

@@ -43,6 +43,8 @@ class JobCore:
         self.clock = PhaseClock()
         # part of the job's containers held while the rest do not come (queuewait.py)
         self.queue_wait = QueueWait(plan.value(ALLOCATION_HOLD), draw)
+        # (when, how many): the containers the RM last said it holds the job's asks for
+        self.pending_heard: tuple[float, int] | None = None
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
         self.actions: list[Action] = []  # decided for the event at hand
 

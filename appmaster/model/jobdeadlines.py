@@ -99,9 +99,17 @@ class Deadlines:
 
     def _given_unregistered(self) -> int:
         """How many tasks YARN gave a container have not registered: those still waiting
-        for theirs wait for the queue, which the registration timeout does not bound."""
+        for theirs (or given back) wait for the queue, which the registration timeout does
+        not bound."""
         index = self.table.index
-        return len(index.unregistered) - index.count(*WAITING)
+        return len(index.unregistered) - index.count(*WAITING, TaskState.QUEUED)
+
+    def _asks_held(self, now: float, waiting: int) -> bool:
+        """Whether the RM said, within REASK_S, that it holds asks for as many containers
+        as tasks wait: none was lost, they wait for the queue. Asked again, a request would
+        give up what YARN reserved for it on a node, and its place to a younger job."""
+        heard = self.core.pending_heard
+        return heard is not None and now - heard[0] <= REASK_S and heard[1] >= waiting
 
     def _not_given(self) -> list[Task]:
         """Tasks whose container YARN has not given yet, as far as the job knows."""
@@ -126,10 +134,14 @@ class Deadlines:
             return None  # the TensorFlow tasks are gone: nothing else to wait for
         waiting = self._not_given()
         if waiting and now < self.allocation_deadline:
+            held = self._asks_held(now, len(waiting))
             for task in waiting:
                 if now >= task.requested_at + REASK_S:
-                    self.ask_again(task, now, f"no container after "
-                                   f"{now - task.requested_at:.0f} s; asking YARN again")
+                    if held:  # waiting its turn, not lost: asked again, it would lose it
+                        self.table.still_asked(task, now)
+                    else:
+                        self.ask_again(task, now, f"no container after "
+                                       f"{now - task.requested_at:.0f} s; asking YARN again")
         # given back while the rest could not come: waiting for the queue too
         waiting += self.table.index.in_state(TaskState.QUEUED)
         if waiting and now >= self.allocation_deadline:
@@ -139,7 +151,7 @@ class Deadlines:
             return EndJob(JobState.FAILED, "\n".join(lines))
         if self._given_unregistered() and now >= self.registration_deadline:
             missing = [t for t in self.table.index.unregistered.values()
-                       if not t.state.waiting]
+                       if not t.state.waiting and t.state != TaskState.QUEUED]
             lines = [f"Tasks did not register within {plan.registration_timeout_s:.0f} s "
                      f"(site.global.registration.timeout): {len(missing)} of "
                      f"{self.table.index.live()} missing."]

@@ -273,6 +273,13 @@ class TaskTable:
         request made again keeps its reason), else REQUESTED."""
         return task.state if task.state.waiting else S.REQUESTED
 
+    def still_asked(self, task: Task, now: float) -> None:
+        """YARN still holds the task's request (the RM said so): it counts as asked at
+        ``now``, last of its group."""
+        self.index.discard(task)
+        task.requested_at = now
+        self.index.add(task)
+
     def live_tasks(self) -> list[Task]:
         """Tasks the job still counts on (an ignored failed worker is dropped)."""
         return [t for t in self.tasks.values() if t.state != TaskState.FAILED]
