@@ -54,13 +54,14 @@ def figures(layout: Layout, app_id: str) -> dict:
     app = cluster.rest(layout, f"apps/{app_id}")["app"]
     view = job_view(app_id)
     spans = (view.history or {}).get("spans", [])
-    trained = min(s["running"] for s in spans if s["running"])
+    trained = min((s["running"] for s in spans if s["running"]), default=None)  # None: failed
     am_wait = (app["launchTime"] - app["startedTime"]) / 1000
     tasks_wait = view.phases.get("all given", 0.0)
     return {"app_id": app_id, "name": app["name"], "final_status": app["finalStatus"],
             "submitted": app["startedTime"] / 1000, "ended": app["finishedTime"] / 1000,
             "appmaster_waited_s": am_wait, "tasks_waited_s": tasks_wait,
-            "waited_s": am_wait + tasks_wait, "ran_s": app["finishedTime"] / 1000 - trained,
+            "waited_s": am_wait + tasks_wait,
+            "ran_s": None if trained is None else app["finishedTime"] / 1000 - trained,
             "rounds": sum(1 for mark in (view.history or {}).get("marks", [])
                           if mark[1] == "queue")}
 
@@ -81,7 +82,7 @@ def run(layout: Layout, queue: str, count: int, sleep_s: float) -> dict:
         time.sleep(2)
     per_job = sorted((figures(layout, a) for a in app_ids), key=lambda f: f["ended"])
     wall = max(f["ended"] for f in per_job) - min(f["submitted"] for f in per_job)
-    ran = sum(f["ran_s"] for f in per_job)
+    ran = sum(f["ran_s"] or 0.0 for f in per_job)
     return {"queue": queue, "jobs": count, "sleep_s": sleep_s, "load_at_start": load,
             "wall_s": wall, "sum_ran_s": ran, "per_job": per_job}
 
@@ -95,7 +96,8 @@ def report(result: dict) -> str:
     for f in result["per_job"]:
         lines.append(f"  {f['name']:<12} {f['final_status']:<10} {f['waited_s']:7.1f}s "
                      f"{f['appmaster_waited_s']:5.1f}s {f['tasks_waited_s']:6.1f}s "
-                     f"{f['ran_s']:5.1f}s {f['rounds']:6d}")
+                     + (f"{f['ran_s']:5.1f}s " if f["ran_s"] is not None else "    -  ")
+                     + f"{f['rounds']:6d}")
     return "\n".join(lines)
 
 
