@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 import urllib.request
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from appmaster.common.hadoopxml import rm_web_bases
 log = logging.getLogger("tfyarn.master")
 
 TIMEOUT_S = 5.0
+QUIET_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -46,14 +48,19 @@ def pending_asks(app: dict) -> int:
 
 
 class ClusterWatch:
-    """Asks the first RM that answers; quiet once it found none (said once in the log)."""
+    """Asks the first RM that answers. Where none did, it asks again only QUIET_S later (an
+    RM that does not answer at all costs its timeout, on the master's event loop), and says
+    why once in the log."""
 
     def __init__(self, app_id: str, conf_dir: str | None = None) -> None:
         self.app_id = app_id
         self.bases = rm_web_bases(conf_dir or os.environ.get("HADOOP_CONF_DIR"))
         self.said_why = False
+        self.quiet_until = 0.0
 
     def facts(self) -> ClusterFacts | None:
+        if time.monotonic() < self.quiet_until:
+            return None
         why: Exception | str = "HADOOP_CONF_DIR names no web address"
         for base in self.bases:
             try:
@@ -64,6 +71,7 @@ class ClusterWatch:
                 return ClusterFacts(nodes, standing, pending_asks(app))
             except (OSError, ValueError, KeyError) as exc:
                 why = exc
+        self.quiet_until = time.monotonic() + QUIET_S
         if not self.said_why:
             self.said_why = True
             log.info("the ResourceManager's REST API cannot be asked from here (%s): the job "
