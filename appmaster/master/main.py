@@ -50,6 +50,7 @@ log = logging.getLogger("tfyarn.master")
 SKEIN_KEY_FILE = ".skein.pem"  # skein's per-application key, in the AppMaster's directory
 # While tasks wait for containers: how often the RM is asked of the nodes and the queue.
 CLUSTER_EVERY_S = 30.0
+REFRESH_S = 5.0  # asked again before a decision on waiting tasks, unless this recent
 
 
 class Master:
@@ -224,9 +225,13 @@ class Master:
             end = self.relax(escalated, now)
             if end is not None:
                 return end
-        if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
+        waiting_for_yarn = self.job.waiting_for_yarn(now)
+        if waiting_for_yarn:  # given but still localizing is not "not given"
             self.note_allocated()
-        if self.job.waits_for_containers() and now >= self.cluster_asked_at + CLUSTER_EVERY_S:
+        # every CLUSTER_EVERY_S while tasks wait, and before the job's decisions on them
+        decides = waiting_for_yarn and now >= self.cluster_asked_at + REFRESH_S
+        if self.job.waits_for_containers() and (
+                decides or now >= self.cluster_asked_at + CLUSTER_EVERY_S):
             self.cluster_asked_at = now
             if facts := self.cluster.facts():
                 end = self.perform(self.job.on_cluster(facts.nodes, facts.standing, now,

@@ -135,11 +135,14 @@ class Deadlines:
         waiting = self._not_given()
         if waiting and now < self.allocation_deadline:
             held = self._asks_held(now, len(waiting))
-            for task in waiting:
-                if now >= task.requested_at + REASK_S:
-                    if held:  # waiting its turn, not lost: asked again, it would lose it
-                        self.table.still_asked(task, now)
-                    else:
+            due = [task for task in waiting if now >= task.requested_at + REASK_S]
+            if held and due:
+                log.info("%d task(s) wait their turn: the ResourceManager holds their asks "
+                         "(not asked again)", len(due))
+            for task in due:
+                if held:  # waiting its turn, not lost: asked again, it would lose it
+                    self.table.still_asked(task, now)
+                else:
                         self.ask_again(task, now, f"no container after "
                                        f"{now - task.requested_at:.0f} s; asking YARN again")
         # given back while the rest could not come: waiting for the queue too
