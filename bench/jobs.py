@@ -172,6 +172,7 @@ class FinishedRun:
             "master_up": self.driver.first_line, "requested": g0.get("requested"),
             "allocated": self.events.last("ALLOCATED"), "acquired": self.events.last("ACQUIRED"),
             "containers_running": self.events.last("RUNNING"),
+            "all_given": g0.get("all given"),
             "all_started": g0.get("all started"), "all_registered": g0.get("all registered"),
             "spec_published": g0.get("spec published"), "all_running": g0.get("all running"),
             "job_end": self.final["finishedTime"] / 1000,

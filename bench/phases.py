@@ -29,6 +29,7 @@ SEED_MILESTONES = [
     ("allocated", "the RM allocated the last container (RM log)"),
     ("acquired", "the AM picked up the last one (RM log)"),
     ("containers_running", "the last container runs on its NM (RM log)"),
+    ("all_given", "the last container given, as the AM saw it: the wait for the queue (AM phase)"),
     ("all_started", "every agent reported in (AM phase)"),
     ("all_registered", "every task exported host:port (AM phase)"),
     ("spec_published", "cluster spec published (AM phase)"),

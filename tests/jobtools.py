@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -414,3 +415,51 @@ def refused(yarn_cluster, resources: Path, app_config: Path, key: str,
     assert "nothing was submitted" in message and key in message, message
     assert "\tat " not in message and "Exception" not in message, message  # no Java frames
     return message
+
+
+# ---------------------------------------------------------------- gang jobs in busy queues
+
+GANG_TASK_MB = 4096  # 3 tasks and the AppMaster: 12.5 GB of fifo's or fair's 16, no two at once
+GANG_HOLD_S = 10  # site.global.allocation.hold: short, for tests and benchmarks
+GANG_SLEEP_S = 8  # each gang job's "training"
+
+
+def gang_job(tmp_path: Path, name: str, queue: str, priority: int | None = None,
+             sleep_s: float = GANG_SLEEP_S) -> tuple[Path, Path]:
+    """A light gang job in ``tmp_path/name``: a chief and two workers of GANG_TASK_MB in the
+    default partition, no ps, "training" ``sleep_s``."""
+    settings: dict = {"queue": queue, "allocation.hold": str(GANG_HOLD_S), "app.name": name}
+    if priority is not None:
+        settings["application.priority"] = priority
+    (tmp_path / name).mkdir(parents=True)
+    return prepare_light_job(
+        tmp_path / name, ["--sleep", str(sleep_s)], settings=settings,
+        components={"ps": {"yarn.component.instances": "0"},
+                    "chiefworker": {"yarn.memory": str(GANG_TASK_MB)},
+                    "worker": {"yarn.memory": str(GANG_TASK_MB),
+                               "yarn.component.instances": "2",
+                               "yarn.label.expression": ""}})
+
+
+def submit_together(jobs: list[tuple[Path, Path]], skein_client) -> list[str]:
+    """Each job planned and its env ready first, then every one handed to YARN at the same
+    moment (threads released together): their application ids, in the order given."""
+    from tfyarn.submission.api import SubmitOptions, plan_job
+
+    planned = [plan_job(resources, app_config, SubmitOptions())
+               for resources, app_config in jobs]
+    environments = [p.prepare(print) for p in planned]
+    ids: list[str | None] = [None] * len(planned)
+    go = threading.Barrier(len(planned))
+
+    def submit(i: int) -> None:
+        go.wait()
+        ids[i] = planned[i].submit(skein_client, environments[i], echo=print)
+
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(len(planned))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert all(ids), f"not every job was submitted: {ids}"
+    return [str(app_id) for app_id in ids]

@@ -15,6 +15,7 @@ from dataclasses import replace
 import pytest
 
 from appmaster.common import registry
+from appmaster.common.clusterview import ClusterView, QueueStanding, Resources, cluster_view
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.vocabulary import JobState, TaskState
 from appmaster.model.job import (
@@ -30,8 +31,9 @@ from appmaster.model.job import (
     ShowTensorBoard,
     TrainingDone,
 )
+from appmaster.model.jobqueue import NODES_GONE_S
 from appmaster.model.verdicts import judge, killed_by_signal
-from appmaster.page.view import JobView
+from appmaster.page.view import JobView, queue_line
 
 
 def plan(ps: int = 1, chief: int = 1, workers: int = 2, threshold: int = 1,
@@ -47,9 +49,9 @@ def plan(ps: int = 1, chief: int = 1, workers: int = 2, threshold: int = 1,
 class Cluster:
     """Plays YARN and the agents for a Job: names containers as skein does, keeps time."""
 
-    def __init__(self, job_plan: JobPlan, am_attempt: int = 1) -> None:
+    def __init__(self, job_plan: JobPlan, am_attempt: int = 1, draw: float = 0.5) -> None:
         self.now = 100.0
-        self.job = Job(job_plan, self.now, am_attempt)
+        self.job = Job(job_plan, self.now, am_attempt, draw=lambda: draw)
         self.numbers: Counter[str] = Counter()
         self.killed: list[str] = []
         self.fenced: list[str] = []
@@ -157,8 +159,8 @@ def test_spec_is_published_once_every_task_exported_then_running() -> None:
     for key in cluster.job.tasks:
         cluster.run(*key)
     assert cluster.job.state == JobState.RUNNING
-    assert set(cluster.job.clock.marks) == {"all started", "all registered", "spec published",
-                                            "all running"}
+    assert set(cluster.job.clock.marks) == {"all given", "all started", "all registered",
+                                            "spec published", "all running"}
 
 
 def test_chief_success_ends_the_job_and_the_rest_show_stopped() -> None:
@@ -483,7 +485,11 @@ def test_deadlines_name_what_is_missing() -> None:
         "exported an address"]
 
 
-def test_a_replacement_yarn_never_gives_is_named_as_not_started_with_why_it_waits() -> None:
+def test_a_replacement_yarn_never_gives_waits_for_the_queue_up_to_the_allocation_timeout(
+        ) -> None:
+    """A replacement waits for the queue, whatever it waits for (replacing, lost,
+    preempted): the registration timeout does not bound that wait, the allocation timeout
+    does, and names it."""
     cluster = Cluster(plan(registration_timeout_s=60.0, allocation_timeout_s=600.0,
                            threshold=3))
     cluster.everyone_running()
@@ -492,8 +498,14 @@ def test_a_replacement_yarn_never_gives_is_named_as_not_started_with_why_it_wait
     assert cluster.job.tasks[("worker", 1)].state == TaskState.REPLACING
     cluster.tick(61)
     cluster.apply(cluster.job.on_tick(cluster.now))
-    assert cluster.end and cluster.end.diagnostics.splitlines()[1].startswith(
-        "  worker 1: container worker_2 not started yet: asked for 1024 MB")
+    assert cluster.end is None
+    cluster.tick(540)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.splitlines() == [
+        "YARN did not allocate 1 container(s) within 600 s (site.global.allocation.timeout):",
+        "  worker 1: asked for 1024 MB, 1 vcore(s) in the default partition; no node there "
+        "has that much free for this queue (check `yarn node -list -showDetails` and the "
+        "queue's capacity for that label)"]
 
 
 def test_the_job_deadline_stops_it() -> None:
@@ -610,16 +622,19 @@ def test_a_fatal_evaluator_fails_the_job() -> None:
 def test_a_container_given_but_still_localizing_is_not_an_allocation_failure() -> None:
     """A large packed env takes minutes to unpack on a fresh node: YARN gave the container,
     its agent has not started. The allocation timeout does not apply; the registration
-    timeout does, and says what was happening."""
+    timeout does, from when the container was seen given, and says what was happening."""
     cluster = Cluster(plan(allocation_timeout_s=20.0, registration_timeout_s=60.0))
     for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
         cluster.start(*key)
     cluster.tick(21)
     assert cluster.job.waiting_for_yarn(cluster.now)
-    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042", "other_9": "x"})
+    given = {cluster.container("worker", 1): "nm2:8042", "other_9": "x"}
+    cluster.job.on_allocated(given, cluster.now)
     assert not cluster.job.waiting_for_yarn(cluster.now)
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == [] and cluster.end is None
-    cluster.tick(40)  # 61 s after the requests: the registration timeout
+    cluster.tick(40)  # 61 s after the requests, 40 s after worker 1 was seen given
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == [] and cluster.end is None
+    cluster.tick(20)  # the registration timeout after it was seen given
     cluster.apply(cluster.job.on_tick(cluster.now))
     assert cluster.end and cluster.end.diagnostics.splitlines()[-1] == (
         "  worker 1: container worker_1 was given on nm2:8042 but its agent never started: "
@@ -629,7 +644,7 @@ def test_a_container_given_but_still_localizing_is_not_an_allocation_failure() -
 
 def test_an_allocated_task_that_starts_counts_as_started() -> None:
     cluster = Cluster(plan())
-    cluster.job.on_allocated({cluster.container("ps", 0): "nm1:8042"})
+    cluster.job.on_allocated({cluster.container("ps", 0): "nm1:8042"}, cluster.now)
     assert cluster.job.tasks[("ps", 0)].state == TaskState.ALLOCATED
     cluster.everyone_running()
     assert cluster.job.state == JobState.RUNNING and "all started" in cluster.job.clock.marks
@@ -648,14 +663,15 @@ def test_a_request_yarn_has_not_met_is_made_again_within_the_allocation_timeout(
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
     cluster.tick(1)
     assert cluster.job.waiting_for_yarn(cluster.now)  # the master asks YARN what it gave
-    cluster.job.on_allocated({})
+    cluster.job.on_allocated({}, cluster.now)
     actions = cluster.apply(cluster.job.on_tick(cluster.now))
     assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == old
     assert cluster.container("worker", 1) != old and cluster.job.failures == Counter()
     cluster.tick(REASK_S - 1)  # the new ask has its own REASK_S
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
     cluster.tick(1)
-    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"})  # given: not again
+    given = {cluster.container("worker", 1): "nm2:8042"}
+    cluster.job.on_allocated(given, cluster.now)  # given: not asked again
     assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
     cluster.job.table.move(cluster.job.tasks[("worker", 1)], TaskState.REQUESTED)  # never came
     cluster.tick(100 - 2 * REASK_S - 1)  # just before the first ask's allocation timeout
@@ -681,7 +697,7 @@ def test_a_relaxed_placement_asks_again_only_what_yarn_has_not_given() -> None:
     assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == old
     assert cluster.container("worker", 1) != old and cluster.job.failures == Counter()
     assert restarts(cluster) == [line]
-    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"})
+    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"}, cluster.now)
     assert cluster.apply(cluster.job.on_placement_relaxed({("worker", 1): line},
                                                           cluster.now)) == []
 
@@ -722,3 +738,237 @@ def test_the_index_of_tasks_follows_starts_failures_and_restarts() -> None:
     cluster.everyone_running()
     index_agrees(cluster)
     assert cluster.job.state == JobState.RUNNING
+
+
+def test_a_job_waits_for_the_queue_as_long_as_it_needs() -> None:
+    """No allocation timeout by default: containers that do not come for an hour fail
+    nothing, and the registration timeout counts from when a container was given."""
+    cluster = Cluster(plan(registration_timeout_s=60.0,
+                           extra={"site.global.allocation.hold": 600.0}))
+    for _ in range(120):  # an hour, a deadline every REASK_S: each waiting task asked again
+        cluster.now = cluster.job.next_deadline()
+        cluster.job.on_allocated({}, cluster.now)
+        cluster.apply(cluster.job.on_tick(cluster.now))
+        assert cluster.end is None
+    assert cluster.now >= 3600
+    cluster.start("chiefworker", 0)  # given at last: 60 s to register from now
+    cluster.tick(59)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end is None
+    cluster.tick(1)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.diagnostics.splitlines()[0] == (
+        "Tasks did not register within 60 s (site.global.registration.timeout): 1 of 4 "
+        "missing.")
+
+
+
+# ---- waiting for the queue (appmaster/model/jobqueue.py, queuewait.py)
+
+HOLD = 20.0  # below REASK_S: no request is made again meanwhile
+
+
+def queued_plan(**settings) -> JobPlan:
+    return plan(extra={"site.global.allocation.hold": HOLD}, **settings)
+
+
+def holding_three_of_four(draw: float = 0.5) -> Cluster:
+    """ps, chief and worker 0 given and registered; worker 1 waits for the queue."""
+    cluster = Cluster(queued_plan(), draw=draw)
+    for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
+        cluster.start(*key)
+        cluster.export(*key)
+    return cluster
+
+
+def test_a_job_holding_part_of_its_gang_gives_it_back_and_asks_again_after_a_backoff() -> None:
+    cluster = holding_three_of_four()
+    held = [cluster.container(*key) for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]]
+    waiting = cluster.container("worker", 1)
+    assert cluster.job.queue.next_deadline() == pytest.approx(100.0 + HOLD)
+    cluster.now = 100.0 + HOLD
+    assert cluster.job.waiting_for_yarn(cluster.now)  # the master asks YARN first
+    cluster.job.on_allocated({}, cluster.now)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert sorted(a.container for a in actions if isinstance(a, Kill)) == sorted(
+        [*held, waiting])
+    assert {t.state for t in cluster.job.tasks.values()} == {TaskState.QUEUED}
+    assert restarts(cluster)[-1] == (
+        "waiting for the queue: held 3 of 4 containers with none coming for 20 s "
+        "(site.global.allocation.hold): gave them back for other applications (round 1); "
+        "asking again in 20 s")
+    # the given-back containers' last words change nothing
+    assert cluster.apply(cluster.job.on_container_end(held[0], False, cluster.now)) == []
+    assert cluster.job.next_deadline() == pytest.approx(cluster.now + HOLD)  # factor 1.0
+    cluster.tick(HOLD)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert [type(a) for a in actions] == [Request] * 4
+    assert all(a.anywhere for a in actions)  # its old hosts may be others' by now
+    assert {t.state for t in cluster.job.tasks.values()} == {TaskState.REQUESTED}
+    assert all(cluster.container(*key) not in [*held, waiting] for key in cluster.job.tasks)
+    cluster.everyone_running()
+    assert cluster.job.state == JobState.RUNNING and cluster.end is None
+    assert "all given" in cluster.job.clock.marks
+
+
+def test_a_job_given_everything_as_its_hold_runs_out_keeps_it() -> None:
+    """The last container came (still localizing) in the moment the hold ran out: the
+    master asked YARN before the tick, and nothing is given back."""
+    cluster = holding_three_of_four()
+    cluster.now = 100.0 + HOLD
+    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"}, cluster.now)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []
+    assert cluster.job.tasks[("worker", 1)].state == TaskState.ALLOCATED
+    assert cluster.job.queue.wait.rounds == 0
+
+
+def test_each_container_that_comes_holds_off_the_give_back() -> None:
+    cluster = Cluster(queued_plan())
+    for at, key in [(20.0, ("ps", 0)), (40.0, ("chiefworker", 0)), (60.0, ("worker", 0))]:
+        cluster.now = 100.0 + at
+        cluster.start(*key)
+    assert cluster.job.queue.next_deadline() == pytest.approx(160.0 + HOLD)
+
+
+def test_a_job_that_holds_nothing_keeps_its_requests() -> None:
+    cluster = Cluster(queued_plan())
+    cluster.tick(HOLD * 10)
+    cluster.job.on_allocated({}, cluster.now)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert all(t.state == TaskState.REQUESTED for t in cluster.job.tasks.values())
+    assert cluster.job.queue.wait.rounds == 0 and all(
+        isinstance(a, Kill | Request) for a in actions)  # only REASK_S's asking again
+
+
+def test_a_running_job_waiting_for_one_replacement_keeps_the_rest() -> None:
+    """It trains already: a replaced worker waits for the queue, the others go on."""
+    cluster = Cluster(queued_plan(threshold=3))
+    cluster.everyone_running()
+    cluster.exit("worker", 1, 1)
+    cluster.settle()
+    cluster.tick(HOLD * 10)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.job.tasks[("ps", 0)].state == TaskState.RUNNING
+    assert cluster.job.queue.wait.rounds == 0
+
+
+def test_two_jobs_that_give_back_together_ask_again_apart() -> None:
+    """A tie broken by each job's own random draw: the first asks again alone."""
+    first, second = holding_three_of_four(draw=0.1), holding_three_of_four(draw=0.9)
+    for cluster in (first, second):
+        cluster.now = 100.0 + HOLD
+        cluster.apply(cluster.job.on_tick(cluster.now))
+    first_at, second_at = first.job.next_deadline(), second.job.next_deadline()
+    assert first_at == pytest.approx(100.0 + HOLD + HOLD * 0.6)
+    assert second_at == pytest.approx(100.0 + HOLD + HOLD * 1.4)
+
+
+def test_the_allocation_timeout_counts_across_give_backs() -> None:
+    cluster = Cluster(queued_plan(allocation_timeout_s=100.0))
+    for key in [("ps", 0), ("chiefworker", 0)]:
+        cluster.start(*key)
+    beat = 0
+    while cluster.end is None:
+        cluster.now = max(cluster.now, cluster.job.next_deadline())
+        assert cluster.now <= 200.0
+        if cluster.job.heartbeats_due(cluster.now):  # the agents alive beat on
+            beat += 1
+            cluster.apply(cluster.job.on_heartbeats(
+                {c: str(beat).encode() for c in cluster.job.by_container}, cluster.now))
+        cluster.job.on_allocated({}, cluster.now)
+        cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.job.queue.wait.rounds >= 1 and cluster.now == 200.0
+    assert cluster.end.diagnostics.startswith(
+        "YARN did not allocate 4 container(s) within 100 s (site.global.allocation.timeout)")
+
+
+def nodes(*rows: tuple[str, str, str, int]) -> ClusterView:
+    """The RM's nodes answer: (id, state, label, memory MB) each, 8 vcores."""
+    return cluster_view({}, {"nodes": {"node": [
+        {"id": node, "state": state, "nodeLabels": [label] if label else [],
+         "healthReport": "" if state == "RUNNING" else "NodeManager stopped",
+         "totalResource": {"memory": memory, "vCores": 8},
+         "availableResource": {"memory": memory, "vCores": 8}}
+        for node, state, label, memory in rows]}})
+
+
+def test_a_waiting_job_whose_only_suitable_node_is_gone_fails_with_the_clusters_reason(
+        ) -> None:
+    """The workers wait for the gpu partition's one node, which YARN lost: past
+    NODES_GONE_S (a NodeManager restarting comes back well within it) the job fails,
+    naming the node and its state, not after an allocation timeout."""
+    job_plan = replace(plan(), roles=tuple(
+        replace(r, label="gpu") if r.name == "worker" else r for r in plan().roles))
+    cluster = Cluster(job_plan)
+    for key in [("ps", 0), ("chiefworker", 0)]:
+        cluster.start(*key)
+    lost = nodes(("nm1:1", "RUNNING", "", 16384), ("nm3:1", "LOST", "gpu", 16384))
+    assert cluster.apply(cluster.job.on_cluster(lost, None, cluster.now)) == []
+    cluster.tick(60)
+    back = nodes(("nm1:1", "RUNNING", "", 16384), ("nm3:1", "RUNNING", "gpu", 16384))
+    assert cluster.apply(cluster.job.on_cluster(back, None, cluster.now)) == []  # it came back
+    cluster.tick(60)
+    assert cluster.apply(cluster.job.on_cluster(lost, None, cluster.now)) == []
+    cluster.tick(NODES_GONE_S)
+    cluster.apply(cluster.job.on_cluster(lost, None, cluster.now))
+    assert cluster.end and cluster.end.status == JobState.FAILED
+    assert cluster.end.diagnostics.startswith(
+        "No active node of label \"gpu\" can hold a worker container (1024 MB, 1 vcore(s)) "
+        "any more, for 120 s while the job waited for it: the cluster changed since the job "
+        "was submitted. YARN's nodes there: nm3:1 LOST (NodeManager stopped).")
+
+
+def test_a_node_too_small_for_the_role_counts_as_none() -> None:
+    cluster = Cluster(plan())
+    small = nodes(("nm1:1", "RUNNING", "", 512))
+    cluster.apply(cluster.job.on_cluster(small, None, cluster.now))
+    cluster.tick(NODES_GONE_S)
+    cluster.apply(cluster.job.on_cluster(small, None, cluster.now))
+    assert cluster.end and "nm1:1 RUNNING, too small: 512 MB, 8 vcore(s)" in (
+        cluster.end.diagnostics)
+
+
+def test_the_queue_as_the_rm_says_it_shows_in_the_wait() -> None:
+    cluster = Cluster(plan())
+    standing = QueueStanding("root.fifo", "fifo", Resources(8192, 2), Resources(1638, 1),
+                             Resources(16384, 16), ahead=2, others=3, accepted=1)
+    cluster.apply(cluster.job.on_cluster(nodes(("nm1:1", "RUNNING", "", 16384)), standing,
+                                         cluster.now))
+    waits = JobView.of(cluster.job, "app", None, cluster.now).queue
+    assert waits is not None and waits["cluster"] == standing.line()
+    assert queue_line(waits) == (
+        "Waiting for the queue for 0 s: 0 of 4 containers given. Queue root.fifo (fifo): uses "
+        "8192 MB, 2 vcore(s) of its 1638 MB, 1 vcore(s) guaranteed, 16384 MB, 16 vcore(s) at "
+        "most; 2 application(s) ahead of this one (older, or of a higher priority), 1 of them "
+        "waiting for their AppMaster's container")
+
+
+def test_asks_the_rm_says_it_holds_are_not_made_again() -> None:
+    """A request waiting its turn is not lost: made again, it would give up what YARN
+    reserved for it on a node, and its place to a younger job. Made again only where the RM
+    holds fewer asks than tasks wait, or has not said for REASK_S."""
+    cluster = Cluster(plan(extra={"site.global.allocation.hold": 600.0}))
+    for key in [("ps", 0), ("chiefworker", 0)]:
+        cluster.start(*key)
+    everywhere = nodes(("nm1:1", "RUNNING", "", 16384))
+    cluster.tick(REASK_S - 5)
+    cluster.apply(cluster.job.on_cluster(everywhere, None, cluster.now, pending=2))
+    cluster.tick(5)
+    assert cluster.apply(cluster.job.on_tick(cluster.now)) == []  # both still held
+    assert cluster.job.index.oldest_request() == cluster.now  # asked, as of now
+    cluster.apply(cluster.job.on_cluster(everywhere, None, cluster.now, pending=1))
+    cluster.tick(REASK_S)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))  # one lost: both asked again
+    assert [type(a) for a in actions] == [Kill, Request, Kill, Request]
+
+
+def test_a_give_back_due_with_a_request_made_again_asks_for_nothing() -> None:
+    """The hold ran out in the moment a waiting task's REASK_S did: the job gives back and
+    withdraws; it does not ask again for what it gives back."""
+    cluster = Cluster(plan(extra={"site.global.allocation.hold": REASK_S}))
+    for key in [("ps", 0), ("chiefworker", 0), ("worker", 0)]:
+        cluster.start(*key)
+    cluster.tick(REASK_S)
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    assert {type(a) for a in actions} == {Kill} and len(actions) == 4
+    assert {t.state for t in cluster.job.tasks.values()} == {TaskState.QUEUED}

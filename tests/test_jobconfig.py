@@ -720,7 +720,7 @@ def test_job_settings_defaults(job_dir: Path) -> None:
     app = load(job_dir)
     spec = app.spec
     assert (spec.success_policy, spec.allocation_timeout_s, spec.deadline_s, spec.am_max_attempts,
-            app.client.secret_files) == ("chief", 120.0, None, 2, {})
+            app.client.secret_files) == ("chief", None, None, 2, {})
 
 
 def test_job_settings(job_dir: Path) -> None:
@@ -737,6 +737,10 @@ def test_job_settings(job_dir: Path) -> None:
     ("job.deadline", -5, "positive number of seconds"),
     ("am.max.attempts", "0", "from 1 to 10"),
     ("evaluation.timeout", "never", "positive number of seconds"),
+    ("allocation.hold", -30, "positive number of seconds"),
+    ("allocation.hold", "a minute", "positive number of seconds"),
+    ("application.priority", -1, "a whole number of at least 0"),
+    ("application.priority", "high", "a whole number of at least 0"),
 ])
 def test_job_settings_checked(job_dir: Path, key: str, value: Any, fragment: str) -> None:
     text = errors(job_dir, app=app_with(**{key: value}))

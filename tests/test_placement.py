@@ -44,6 +44,15 @@ def test_strict_goes_back_to_its_host_only_and_anywhere_keeps_no_history() -> No
     assert anywhere.for_request("worker", [("worker", 1)]) == ""
 
 
+def test_a_task_given_back_for_the_queue_asks_for_any_host_strict_too() -> None:
+    """The host its container had may be another application's by now."""
+    for policy in (0, 1):
+        placement = Placement(with_worker(plan(), placement_policy=policy))
+        placement.ran(("worker", 1), "h2")
+        placement.given_back(("worker", 1))
+        assert placement.for_request("worker", [("worker", 1)]) == ""
+
+
 def test_a_labelled_role_names_no_nodes_and_its_hosts_hold_no_replacement() -> None:
     placement = Placement(with_worker(plan(), label="gpu", placement_policy=1))
     placement.ran(("worker", 1), "h2")

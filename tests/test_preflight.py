@@ -27,6 +27,7 @@ from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.plan import Placement, build_plan
 from tfyarn.submission.preflight import (
     ClusterView,
+    PriorityAsk,
     Request,
     Resources,
     Verdict,
@@ -404,6 +405,45 @@ def test_asks_the_rm_where_an_acl_may_forbid(tmp_path: Path, monkeypatch: pytest
     assert [p.message for p in outcome.problems] == ([] if allowed else [
         "user bob may not submit to queue root.default (its SUBMIT_APP and ADMINISTER_QUEUE "
         "ACLs)"])
+
+
+PRIORITY_KEY = ("appConfig.json", 'global."site.global.application.priority"')
+
+
+@pytest.mark.parametrize(("asked", "highest", "found"), [
+    (10, 10, []),
+    (11, 10, ['appConfig.json: global."site.global.application.priority" = 11: the '
+              "cluster's application priorities go from 0 to 10 "
+              "(yarn.cluster.max-application-priority). Fix: at most 10."]),
+    (1, 0, ['appConfig.json: global."site.global.application.priority" = 1: the cluster '
+            "has application priorities off (yarn.cluster.max-application-priority is 0): "
+            "every job runs at 0. Fix: remove the key, or ask the cluster's administrators "
+            "to set yarn.cluster.max-application-priority."]),
+    (5, None, []),  # the RM did not say: YARN decides
+])
+def test_a_priority_the_cluster_does_not_allow_is_refused(
+        tmp_path: Path, asked: int, highest: int | None, found: list[str]) -> None:
+    """YARN lowers a priority above yarn.cluster.max-application-priority without a word:
+    pre-flight says so first."""
+    outcome = check(view(), job(tmp_path), "default", QUEUE_KEY,
+                    priority=PriorityAsk(asked, PRIORITY_KEY, highest))
+    assert texts(outcome) == found
+
+
+MAX_PRIORITY_10 = ('{"property":{"key":"yarn.cluster.max-application-priority","value":"10",'
+                   '"isFinal":false,"resource":"yarn-site.xml"}}')
+
+
+def test_asks_the_rm_its_highest_priority_only_for_a_job_that_asks_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = {**rm_answers(recorded()), "/conf": MAX_PRIORITY_10}
+    with fake_rm(tmp_path, monkeypatch, answers) as paths:
+        outcome = run_preflight(job(tmp_path), "default", QUEUE_KEY,
+                                PriorityAsk(12, PRIORITY_KEY))
+    assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/nodes", "/conf"]
+    assert [p.message for p in outcome.problems] == [
+        "the cluster's application priorities go from 0 to 10 "
+        "(yarn.cluster.max-application-priority)"]
 
 
 # ---- YARN's own refusals, in plain words ----

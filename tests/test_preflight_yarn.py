@@ -76,7 +76,7 @@ def assert_refused(yarn_cluster, resources: Path, app_config: Path, *options: st
       "(yarn.scheduler.maximum-allocation-mb). Fix: at most 8192"]),
     ({}, ("--queue", "nosuchqueue"),
      ['command line: --queue = "nosuchqueue": no such queue in the cluster. Fix: use one of '
-      "its running leaf queues: root.default, root.small, root.urgent."]),
+      "its running leaf queues: root.default, root.fair, root.fifo, root.small, root.urgent."]),
     ({"worker": {"yarn.gpus": "3"}}, (),
      ['components.worker."yarn.gpus" = 3', "Fix: at most 2"]),
 ], ids=["unknown-label", "memory-above-maximum", "unknown-queue", "gpus-no-node-has"])
@@ -156,7 +156,8 @@ def test_a_stopped_queue(yarn_cluster, tmp_path: Path) -> None:
     with queue_state(yarn_cluster, "small", "STOPPED"):
         output = assert_refused(yarn_cluster, resources, app_config, "--queue", "small")
     assert ('command line: --queue = "small": queue root.small is STOPPED and takes no new '
-            "applications. Fix: use a running queue (root.default, root.urgent)") in output, output
+            "applications. Fix: use a running queue (root.default, root.fair, root.fifo, "
+            "root.urgent)") in output, output
 
 
 def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
@@ -176,16 +177,18 @@ def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
 
 
 ASKING_AGAIN = re.compile(r"worker \d+: no container after \d+ s; asking YARN again")
+WAITING_TURN = re.compile(r"\d+ task\(s\) wait their turn: the ResourceManager holds their asks")
 
 
 def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path: Path) -> None:
     """The gpu node is nearly full for a while: the job is submitted, waits, and runs. The
-    wait outlasts REASK_S, so the AppMaster withdraws the requests YARN has not met and asks
-    again (a lost ask would otherwise never be met): the new asks are the ones YARN meets."""
+    wait outlasts REASK_S, but the ResourceManager says it holds every ask the AppMaster made:
+    none was lost, so none is made again (it would give up its place), and those asks are
+    the ones YARN meets once the blocker is gone."""
     submitting = ThreadPoolExecutor(1)
     try:
-        # The blocker ends as soon as the AppMaster asked again (a fixed time would have to
-        # outlast REASK_S after a submit whose length varies): its asks are then met.
+        # The blocker ends as soon as the AppMaster found its asks held past REASK_S (a
+        # fixed time would have to outlast REASK_S after a submit whose length varies).
         with gpu_partition_busy(yarn_cluster, skein_client, seconds=300) as blocker:
             # More 256 MB workers than fit in what is left, fewer than fit in an idle partition.
             workers = gpu_memory_free(yarn_cluster) // 256 + 1
@@ -197,8 +200,8 @@ def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path
             app_id = wait_for("the job's application", lambda: next(
                 iter(application_ids(yarn_cluster) - before), None), 180)
             job = Job(yarn_cluster, app_id, JobFiles(yarn_cluster.layout, app_id), 0.0)
-            wait_for("the AppMaster asking YARN again",
-                     lambda: ASKING_AGAIN.search(job.driver_log()), REASK_S + 120)
+            wait_for("the AppMaster finding its asks held by YARN",
+                     lambda: WAITING_TURN.search(job.driver_log()), REASK_S + 120)
             assert not waiting.done(), waiting.result().output  # still waiting: not run yet
             skein_client.kill_application(blocker)
             run = waiting.result()
@@ -212,7 +215,8 @@ def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path
     logs = yarn_logs(yarn_cluster, run.app_id, {"application.driver.log"})  # master.py's
     master_log = next(c.files["application.driver.log"] for c in logs.values()
                       if "application.driver.log" in c.files)
-    assert ASKING_AGAIN.search(master_log), master_log[-3000:]
+    assert WAITING_TURN.search(master_log) and not ASKING_AGAIN.search(master_log), \
+        master_log[-3000:]
 
 
 def test_dry_run_shows_the_check(yarn_cluster, tmp_path: Path) -> None:

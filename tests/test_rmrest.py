@@ -104,3 +104,76 @@ def test_an_rm_web_ui_that_wants_a_login_is_not_used(tmp_path: Path, monkeypatch
         assert reports_reader() is None
     finally:
         server.shutdown()
+
+
+class PriorityRM(BaseHTTPRequestHandler):
+    """An RM whose apps resource answers, and whose priority update refuses an unknown
+    caller (a web UI that knows users by its static user only) or gives what was asked."""
+
+    refuse = False
+    puts: list[tuple[str, bytes]] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self.answer(200, b'{"apps": null}')
+
+    def do_PUT(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).puts.append((self.path, body))
+        if type(self).refuse:
+            self.answer(403, b'{"RemoteException": {"message": "User dr.who is not allowed"}}')
+        else:
+            self.answer(200, body)
+
+    def answer(self, code: int, body: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def priority_rm(tmp_path: Path, monkeypatch):
+    PriorityRM.refuse, PriorityRM.puts = False, []
+    server = HTTPServer(("127.0.0.1", 0), PriorityRM)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    (tmp_path / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.webapp.address</name>"
+        f"<value>127.0.0.1:{server.server_port}</value></property></configuration>")
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    yield PriorityRM
+    server.shutdown()
+
+
+def test_the_priority_is_set_over_rest(priority_rm) -> None:
+    from tfyarn.submission.launch import set_priority
+
+    assert set_priority("application_1_0002", 5, "alice") == (
+        "application_1_0002 has YARN application priority 5 in its queue.")
+    assert priority_rm.puts == [("/ws/v1/cluster/apps/application_1_0002/priority?"
+                                 "user.name=alice", b'{"priority": 5}')]
+
+
+def test_where_rest_refuses_yarns_own_command_sets_the_priority(
+        priority_rm, tmp_path: Path, monkeypatch) -> None:
+    from tfyarn.submission.launch import set_priority
+
+    priority_rm.refuse = True
+    bin_dir, said = tmp_path / "bin", tmp_path / "yarn-args"
+    bin_dir.mkdir()
+    (bin_dir / "yarn").write_text(f'#!/bin/sh\necho "$@" > {said}\n')
+    (bin_dir / "yarn").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert set_priority("application_1_0002", 5, "alice").endswith("priority 5 in its queue.")
+    assert said.read_text().split() == ["application", "-appId", "application_1_0002",
+                                        "-updatePriority", "5"]
+    (bin_dir / "yarn").write_text("#!/bin/sh\necho 'Permission denied for user alice' >&2\n"
+                                  "exit 1\n")
+    assert set_priority("application_1_0002", 5, "alice") == (
+        "Warning: application_1_0002 runs at its queue's default priority, not "
+        "site.global.application.priority 5: the REST API refused (403: User dr.who is not "
+        "allowed); `yarn application -updatePriority` failed: Permission denied for user "
+        "alice.")

@@ -58,7 +58,7 @@ def test_a_job_that_says_nothing_gets_the_declared_defaults(minimal_job) -> None
         assert getattr(minimal_job.spec, s.field) == s.default, s.key
     for s in declared.settings(declared.APP_SCOPE):
         if s.default is not None:
-            assert getattr(minimal_job.spec, s.field) == s.default, s.key
+            assert minimal_job.spec.value(s) == s.default, s.key
     assert minimal_job.spec.work_dir_flag == "--work_dir"  # worked out by its declaration
 
 

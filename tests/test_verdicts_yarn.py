@@ -3,7 +3,7 @@
 - A task holding more memory than its container was given is killed by the NodeManager
   (KILLED_EXCEEDED_PMEM); the job fails, and what the user reads names the usage, the
   limit and the fix: that component's yarn.memory, with a value.
-- A job in the default queue running past its guaranteed half of the default partition
+- A job in the default queue running past its guaranteed share of the default partition
   has containers preempted when a job in the urgent queue asks for its own half; the
   preempted worker is asked for again, uncounted, and the job (failure threshold 0
   everywhere) trains on and SUCCEEDS, its global step never going back. YARN's notice
@@ -69,8 +69,8 @@ def test_a_task_over_its_memory_is_killed_by_yarn_and_the_fix_is_named(
 # ---------------------------------------------------------------- preemption
 
 DEFAULT_PARTITION_MB = 2 * 16384  # the two default-partition nodes (layout.NODE_MEMORY_MB)
-WORKER_MB = 6144  # 3 workers: 18 GB of the 16 GB the default queue is guaranteed
-URGENT_MB = 4096  # 4 of them: the urgent queue's half, 16 GB
+WORKER_MB = 6144  # 3 workers: 18 GB, past the 14.4 GB the default queue is guaranteed
+URGENT_MB = 4096  # 4 of them: 16 GB, past the urgent queue's 14.4 GB share
 # Long enough for the urgent job to come and take its share (preemption's monitor looks
 # every second and kills after 10 s: the local cluster's capacity-scheduler settings), with
 # training left after it: about 70 s of training with 4 workers at 0.1 s a step, where the
@@ -82,7 +82,7 @@ TRAIN_ARGS = ["--train_steps", str(TRAIN_STEPS), "--step_sleep", "0.1"]
 
 
 def urgent_application(containers: int, seconds: float) -> skein.ApplicationSpec:
-    """Another team's job in the urgent queue, asking for its guaranteed half."""
+    """Another team's job in the urgent queue, asking for about its guaranteed share."""
     return skein.ApplicationSpec(
         name="tfyarn-test-urgent", queue="urgent", max_attempts=1,
         master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),

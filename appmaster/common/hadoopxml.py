@@ -5,6 +5,7 @@ HADOOP_CONF_DIR."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -34,12 +35,31 @@ def proxy_base(conf_dir: str | None, app_id: str) -> str | None:
     def value(key: str) -> str | None:
         return site_value(conf_dir, "yarn-site.xml", key)
 
-    https = (value("yarn.http.policy") or "").upper() == "HTTPS_ONLY"
-    webapp = "yarn.resourcemanager.webapp.https.address" if https else \
-        "yarn.resourcemanager.webapp.address"
+    https, webapp = _webapp_key(value)
     first_rm = (value("yarn.resourcemanager.ha.rm-ids") or "").split(",")[0].strip()
     address = (value("yarn.web-proxy.address")
                or (first_rm and value(f"{webapp}.{first_rm}")) or value(webapp))
     if not address or not app_id:
         return None
     return f"{'https' if https else 'http'}://{address}/proxy/{app_id}"
+
+
+def rm_web_bases(conf_dir: str | None) -> list[str]:
+    """Each ResourceManager's web address (every RM of an HA pair), as yarn-site.xml names
+    it: [] where it does not."""
+    def value(key: str) -> str | None:
+        return site_value(conf_dir, "yarn-site.xml", key)
+
+    https, webapp = _webapp_key(value)
+    ids = [i.strip() for i in (value("yarn.resourcemanager.ha.rm-ids") or "").split(",")
+           if i.strip()]
+    addresses = [value(f"{webapp}.{i}") for i in ids] if ids else [value(webapp)]
+    return [f"{'https' if https else 'http'}://{address}" for address in addresses
+            if address and not address.startswith("0.0.0.0")]
+
+
+def _webapp_key(value: Callable[[str], str | None]) -> tuple[bool, str]:
+    """(HTTPS only?, the key of the RM's web address) as yarn.http.policy says."""
+    https = (value("yarn.http.policy") or "").upper() == "HTTPS_ONLY"
+    return https, ("yarn.resourcemanager.webapp.https.address" if https
+                   else "yarn.resourcemanager.webapp.address")

@@ -155,7 +155,7 @@ class JobPlan:
     registration_timeout_s: float = settings.REGISTRATION_TIMEOUT.default
     env: dict[str, str] = field(default_factory=dict)
     success_policy: str = settings.SUCCESS_POLICY.default  # a SuccessPolicy
-    allocation_timeout_s: float = settings.ALLOCATION_TIMEOUT.default
+    allocation_timeout_s: float | None = None  # None: as long as the queue needs
     deadline_s: float | None = None
     am_max_attempts: int = settings.AM_MAX_ATTEMPTS.default
     secrets: tuple[str, ...] = ()  # names only; the files travel as YARN local resources
@@ -229,7 +229,8 @@ class JobPlan:
                 {r.priority for r in everyone}) < len(everyone):
             raise SpecError("each role once, each with a priority of its own")
         for what, seconds in (("registration timeout", self.registration_timeout_s),
-                              ("allocation timeout", self.allocation_timeout_s),
+                              ("allocation timeout", 1.0 if self.allocation_timeout_s
+                               is None else self.allocation_timeout_s),
                               ("evaluation timeout", self.evaluation_timeout_s),
                               ("mirror interval", self.mirror_interval_s),
                               ("heartbeat timeout", self.heartbeat_timeout_s),
@@ -270,8 +271,11 @@ class JobPlan:
         return [role.name for role in self.components if role.name in GROUPLESS_ROLES]
 
     def value(self, setting: settings.Setting) -> Any:
-        """A setting of appConfig or the AppMaster as the job has it, by its declaration."""
-        return getattr(self, setting.field) if setting.field else self.extra[setting.key]
+        """A setting of appConfig or the AppMaster as the job has it, by its declaration (its
+        default where the plan does not hold it: one written by an older client)."""
+        if setting.field:
+            return getattr(self, setting.field)
+        return self.extra.get(setting.key, setting.default)
 
     @property
     def planned(self) -> bool:

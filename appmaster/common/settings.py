@@ -312,8 +312,24 @@ SUCCESS_POLICY = Setting(
 
 ALLOCATION_TIMEOUT = Setting(
     _G + "allocation.timeout", APP_SCOPE, "seconds",
-    "how long YARN may take to allocate the containers before the job fails",
-    default=120.0, example="120", field="allocation_timeout_s")
+    "how long YARN may take to give every container before the job fails; without it the "
+    "job waits its turn in the queue as long as the queue needs, like any YARN application",
+    default_text="none: as long as the queue needs", example="3600",
+    field="allocation_timeout_s")
+
+ALLOCATION_HOLD = Setting(
+    _G + "allocation.hold", APP_SCOPE, "seconds",
+    "while part of the job's containers wait for the queue: how long it keeps those it was "
+    "given with no new one coming, before it gives them back (for other applications) and "
+    "asks again after a random backoff of about as long, doubling each time up to 16 times",
+    default=60.0, example="60")
+
+APPLICATION_PRIORITY = Setting(
+    _G + "application.priority", APP_SCOPE, "whole",
+    "YARN's application priority within the queue: a higher one is given containers first; "
+    "0 up to the cluster's yarn.cluster.max-application-priority",
+    default_text="the queue's default-application-priority", low=0, noun="a priority",
+    example="5")
 
 DEADLINE = Setting(
     _G + "job.deadline", APP_SCOPE, "seconds",
@@ -378,7 +394,8 @@ SETTINGS: tuple[Setting, ...] = (
     FAILURE_WINDOW_HOURS, FAILURE_WINDOW_MINUTES, LOG_INCLUDE, LOG_EXCLUDE, LOG_INTERVAL,
     AM_MEMORY, AM_VCORES, AM_LABEL, ENTRY, SCRIPTS_DIR, SCRIPT_ARGS, WORK_DIR_FLAG, ENV, QUEUE,
     APP_NAME, WORK_DIR, REGISTRATION_TIMEOUT, PYTHON, DOCKER_IMAGE, PYTHON_ENV, LAYERS_DIR,
-    LAYERS_TRUST, DOCKER_MOUNTS, SUCCESS_POLICY, ALLOCATION_TIMEOUT, DEADLINE, AM_MAX_ATTEMPTS,
+    LAYERS_TRUST, DOCKER_MOUNTS, SUCCESS_POLICY, ALLOCATION_TIMEOUT, ALLOCATION_HOLD,
+    APPLICATION_PRIORITY, DEADLINE, AM_MAX_ATTEMPTS,
     SECRETS, MIRROR_INTERVAL, HEARTBEAT_TIMEOUT, EVALUATION_TIMEOUT, DATA_DIR,
     CHECKPOINT_PREFIX, DATA, VIEW_ACL, MODIFY_ACL,
     FRAMEWORK,

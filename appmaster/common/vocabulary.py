@@ -68,6 +68,8 @@ class TaskState(Word):
     REPLACING = "replacing"
     LOST = "lost"
     PREEMPTED = "preempted"
+    # Neither given nor asked for: given back while the rest of the job could not come.
+    QUEUED = "queued"
     # Given, on its way to its script.
     ALLOCATED = "allocated"
     STARTED = "started"
@@ -105,6 +107,10 @@ _MEANINGS = {
                     "(counted): a new container is asked of YARN",
     TaskState.PREEMPTED: "YARN took its container back (preempted for another queue, or "
                          "killed by the ResourceManager; not counted): asked for again",
+    TaskState.QUEUED: "part of the job's containers could not come: it gave its container "
+                      "back (or withdrew its request), so that the queue's other "
+                      "applications may use it, and the job asks for every such task again "
+                      "after a random backoff (site.global.allocation.hold)",
     TaskState.ALLOCATED: "YARN gave its container; its files (the packed env...) are being "
                          "localized on the node",
     TaskState.STARTED: "its agent runs in the container and holds the task's port",
@@ -129,7 +135,8 @@ WAITING = (TaskState.REQUESTED, TaskState.REPLACING, TaskState.LOST, TaskState.P
 # How far each state got along the way, for the per-role counts the CLI prints.
 STAGES = ("requested", "allocated", "registered", "running", "finished")
 STAGES_REACHED = {
-    **dict.fromkeys(WAITING, STAGES[:1]), TaskState.ALLOCATED: STAGES[:2],
+    **dict.fromkeys(WAITING, STAGES[:1]), TaskState.QUEUED: STAGES[:1],
+    TaskState.ALLOCATED: STAGES[:2],
     TaskState.STARTED: STAGES[:2],
     TaskState.REGISTERED: STAGES[:3], TaskState.RUNNING: STAGES[:4],
     TaskState.KILLED: STAGES[:1], TaskState.FAILING: STAGES[:1],

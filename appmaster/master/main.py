@@ -24,7 +24,7 @@ from appmaster.common import agentlink, hdfstokens, registry
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.registry import AgentState, AgentStatus
 from appmaster.common.vocabulary import JobState, Role
-from appmaster.master import attempts, rendezvous
+from appmaster.master import attempts, clusterwatch, rendezvous
 from appmaster.model import verdicts
 from appmaster.model.job import (
     Action,
@@ -48,6 +48,9 @@ from appmaster.page.view import JobView
 log = logging.getLogger("tfyarn.master")
 
 SKEIN_KEY_FILE = ".skein.pem"  # skein's per-application key, in the AppMaster's directory
+# While tasks wait for containers: how often the RM is asked of the nodes and the queue.
+CLUSTER_EVERY_S = 30.0
+REFRESH_S = 5.0  # asked again before a decision on waiting tasks, unless this recent
 
 
 class Master:
@@ -67,6 +70,8 @@ class Master:
         self.first_end: EndJob | None = None  # the start's, if it ended the job
         self.placement = Placement(plan)  # where a role's next containers are asked for
         self.placed: dict[str, str] = {}  # the placement last written, by role
+        self.cluster = clusterwatch.ClusterWatch(app.id)  # asked while tasks wait
+        self.cluster_asked_at = -CLUSTER_EVERY_S
 
     # ------------------------------------------------------------ main loop
 
@@ -125,7 +130,9 @@ class Master:
             self.adoptable = {}
 
     def seconds_to_next_deadline(self) -> float | None:
-        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation())
+        asks = self.cluster_asked_at + CLUSTER_EVERY_S if self.job.waits_for_containers() \
+            else None
+        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation(), asks)
                if t is not None]
         return max(0.0, min(due) - time.monotonic()) if due else None
 
@@ -218,8 +225,19 @@ class Master:
             end = self.relax(escalated, now)
             if end is not None:
                 return end
-        if self.job.waiting_for_yarn(now):  # given but still localizing is not "not given"
+        waiting_for_yarn = self.job.waiting_for_yarn(now)
+        if waiting_for_yarn:  # given but still localizing is not "not given"
             self.note_allocated()
+        # every CLUSTER_EVERY_S while tasks wait, and before the job's decisions on them
+        decides = waiting_for_yarn and now >= self.cluster_asked_at + REFRESH_S
+        if self.job.waits_for_containers() and (
+                decides or now >= self.cluster_asked_at + CLUSTER_EVERY_S):
+            self.cluster_asked_at = now
+            if facts := self.cluster.facts():
+                end = self.perform(self.job.on_cluster(facts.nodes, facts.standing, now,
+                                                       facts.pending))
+                if end is not None:
+                    return end
         if self.job.heartbeats_due(now):
             end = self.perform(self.job.on_heartbeats(self.store.beats(), now))
             if end is not None:
@@ -230,7 +248,8 @@ class Master:
         """Tells the job which of its requests YARN has met (skein's RUNNING containers,
         still localizing included)."""
         self.job.on_allocated({c.id: c.yarn_node_http_address
-                               for c in self.app.get_containers(states=["RUNNING"])})
+                               for c in self.app.get_containers(states=["RUNNING"])},
+                              time.monotonic())
 
     def relax(self, escalated: dict[tuple[str, int], float], now: float) -> EndJob | None:
         """Requests for named hosts past yarn.placement.escalate.seconds: those YARN has
@@ -295,6 +314,8 @@ class Master:
         64 and 200 tasks): those tasks then waited REASK_S for their request again."""
         new: dict[str, list[Task]] = {}
         for ask in asks:
+            if ask.anywhere:
+                self.placement.given_back(ask.task.key)
             key = (ask.task.role, ask.task.index)
             adopted = self.adoptable.pop(key, None) if ask.generation == 0 else None
             if adopted is None:

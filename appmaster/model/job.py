@@ -24,11 +24,13 @@ the job returns are in jobactions.py.
 from __future__ import annotations
 
 import logging
+import random
 from collections import Counter
 from collections.abc import Callable
 
 from appmaster.common import registry
 from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.clusterview import ClusterView, QueueStanding
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import WAITING, JobState, Role, SuccessPolicy, TaskState
 from appmaster.model.history import History, Mark
@@ -47,6 +49,7 @@ from appmaster.model.jobcore import JobCore
 from appmaster.model.jobdeadlines import REASK_S, Deadlines
 from appmaster.model.jobfailures import FAILURE_SETTLE_S, VERDICT_WAIT_S, FailureRules
 from appmaster.model.jobflex import flex, flex_refusal
+from appmaster.model.jobqueue import QueueRules
 from appmaster.model.jobtasks import NOT_RUNNING_YET, Key, Task, TaskIndex, TaskTable
 from appmaster.model.phases import PhaseClock
 from appmaster.model.verdicts import ContainerEnd, Verdict
@@ -64,11 +67,15 @@ log = logging.getLogger("tfyarn.master")
 class Job:
     """Every task of the job, its generation and failures, and the rules that move them."""
 
-    def __init__(self, plan: JobPlan, now: float, am_attempt: int = 1) -> None:
-        self.core = JobCore(plan, now, am_attempt)
+    def __init__(self, plan: JobPlan, now: float, am_attempt: int = 1,
+                 draw: Callable[[], float] = random.random) -> None:
+        """``draw``: uniform numbers in [0, 1), which part jobs that gave their containers
+        back at the same moment (queuewait.py)."""
+        self.core = JobCore(plan, now, am_attempt, draw)
         self.table = self.core.table
         self.rules = FailureRules(self.core, self._succeeded)
         self.deadlines = Deadlines(self.core, self.rules)
+        self.queue = QueueRules(self.core)
 
     # ------------------------------------------------------------ what the job is
 
@@ -210,7 +217,7 @@ class Job:
     def _flex(self, now: float, role: str, count: int) -> None:
         flex(self.core, self.rules, role, count, now)
 
-    def on_allocated(self, containers: dict[str, str | None]) -> None:
+    def on_allocated(self, containers: dict[str, str | None], now: float) -> None:
         """YARN gave these containers (container -> node), whose agents have not started:
         their files are still being localized, which no allocation timeout should end."""
         for container, node in containers.items():
@@ -218,6 +225,7 @@ class Job:
             if task is not None and task.state.waiting:
                 self.table.move(task, TaskState.ALLOCATED)
                 task.node = node
+                self._given(now)
 
     def on_placement_relaxed(self, relaxed: dict[Key, str], now: float) -> list[Action]:
         """These tasks' requests for named hosts waited past yarn.placement.escalate.seconds
@@ -232,20 +240,40 @@ class Job:
                 self.core.note(now, Mark.PLACEMENT, line)
                 self.deadlines.ask_again(task, now, line)
 
+    def on_cluster(self, nodes: ClusterView, standing: QueueStanding | None, now: float,
+                   pending: int | None = None) -> list[Action]:
+        """What the ResourceManager says of the cluster while tasks wait for containers
+        (its nodes, the job's queue, how many of its asks it holds): see
+        :meth:`QueueRules.on_cluster`."""
+        if pending is not None:
+            self.core.pending_heard = (now, pending)
+        return self._run(self.queue.on_cluster, now, nodes, standing)
+
+    def waits_for_containers(self) -> bool:
+        return self.queue.waits()
+
     def on_heartbeats(self, beats: dict[str, bytes], now: float) -> list[Action]:
         """Every agent's heartbeat counter, read at once: silent tasks are lost."""
         return self._run(self.deadlines.heard, now, beats)
 
     def on_tick(self, now: float) -> list[Action]:
         """A deadline passed (see :meth:`next_deadline`)."""
-        return self._run(self.deadlines.check, now)
+        return self._run(self._tick, now)
+
+    def _tick(self, now: float) -> EndJob | None:
+        # first: a gang given back asks for nothing the deadlines would ask for again
+        self.queue.check(now)
+        return self.deadlines.check(now)
 
     def waiting_for_yarn(self, now: float) -> bool:
-        """See :meth:`Deadlines.waiting_for_yarn`."""
-        return self.deadlines.waiting_for_yarn(now)
+        """Whether the master should ask YARN which requests it met before the tick: see
+        :meth:`Deadlines.waiting_for_yarn`, and a decision of the queue's rules."""
+        return self.deadlines.waiting_for_yarn(now) or self.queue.due(now)
 
     def next_deadline(self) -> float | None:
-        return self.deadlines.next_deadline()
+        due = [t for t in (self.deadlines.next_deadline(), self.queue.next_deadline())
+               if t is not None]
+        return min(due) if due else None
 
     def heartbeats_due(self, now: float) -> bool:
         return self.deadlines.heartbeats_due(now)
@@ -309,13 +337,21 @@ class Job:
             return
         if self._on_a_lost_node(task, container, node, now):
             return
+        was_waiting = task.state.waiting
         self.table.move(task, TaskState.STARTED)
+        if was_waiting:
+            self._given(now)
         task.yarn_container_id, task.node, task.user = yarn_container_id, node, user
         self.history.started(container, node, now)
         if task is not self.tensorboard:
             self.table.watch(task, now)
         if not self.index.count(*WAITING, TaskState.ALLOCATED):
             self.clock.mark_once("all started", now)
+
+    def _given(self, now: float) -> None:
+        """A task waiting for YARN was seen given its container."""
+        self.deadlines.given(now)
+        self.queue.given(now)
 
     def _on_a_lost_node(self, task: Task, container: str, node: str | None,
                         now: float) -> bool:

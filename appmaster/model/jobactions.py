@@ -16,6 +16,9 @@ class Request:
 
     task: Task
     generation: int
+    # given back while the job waited for the queue: no host is asked for in particular (the
+    # one it had may be another application's by now)
+    anywhere: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,19 @@ methods, never reach into one another."""
 from __future__ import annotations
 
 import logging
+import random
+from collections.abc import Callable
 
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan
+from appmaster.common.settings import ALLOCATION_HOLD
 from appmaster.common.vocabulary import JobState, TaskState
 from appmaster.model.history import History
 from appmaster.model.jobactions import Action, Request
 from appmaster.model.jobmessages import success_message
 from appmaster.model.jobtasks import Task, TaskTable
 from appmaster.model.phases import PhaseClock
+from appmaster.model.queuewait import QueueWait
 
 log = logging.getLogger("tfyarn.master")
 
@@ -26,7 +30,8 @@ log = logging.getLogger("tfyarn.master")
 class JobCore:
     """One job's shared state, and the steps its rules take on it."""
 
-    def __init__(self, plan: JobPlan, now: float, am_attempt: int = 1) -> None:
+    def __init__(self, plan: JobPlan, now: float, am_attempt: int = 1,
+                 draw: Callable[[], float] = random.random) -> None:
         self.plan = plan
         self.am_attempt = am_attempt
         self.table = TaskTable(plan, am_attempt)
@@ -36,20 +41,26 @@ class JobCore:
         self.started_at = now
         self.history = History()  # curves, faults and containers over time, bounded
         self.clock = PhaseClock()
+        # part of the job's containers held while the rest do not come (queuewait.py)
+        self.queue_wait = QueueWait(plan.value(ALLOCATION_HOLD), draw)
+        # (when, how many): the containers the RM last said it holds the job's asks for
+        self.pending_heard: tuple[float, int] | None = None
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
         self.actions: list[Action] = []  # decided for the event at hand
 
-    def request(self, task: Task, now: float, why: TaskState | None = None) -> None:
+    def request(self, task: Task, now: float, why: TaskState | None = None,
+                anywhere: bool = False) -> None:
         """Ask YARN for a container for ``task`` (in this generation); it waits in ``why``
         (REQUESTED, REPLACING, LOST, PREEMPTED), or, if not given, as it waited already (a
-        request made again), else REQUESTED."""
+        request made again), else REQUESTED. ``anywhere``: on no host in particular."""
         self.table.move(task, why or self.table.waiting_again(task))
         task.requested_at = now
-        self.actions.append(Request(task, self.generation))
+        self.actions.append(Request(task, self.generation, anywhere))
 
     def request_all(self, now: float) -> None:
         """Every task's container, role by role in priority order (YARN keeps FIFO)."""
         self.clock.restart(now)
+        self.queue_wait.asked(now)
         for role in self.plan.roles:
             for index in range(role.instances):
                 self.request(self.table.tasks[(role.name, index)], now)

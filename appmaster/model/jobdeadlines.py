@@ -8,9 +8,10 @@ failure rules, which judge what a deadline's passing reveals."""
 from __future__ import annotations
 
 import logging
+import math
 
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import JobState, TaskState
+from appmaster.common.vocabulary import WAITING, JobState, TaskState
 from appmaster.model.jobactions import EndJob, Kill
 from appmaster.model.jobcore import JobCore
 from appmaster.model.jobfailures import FailureRules
@@ -48,8 +49,15 @@ class Deadlines:
         if task.asked_again:
             task.asked_again = False
         else:
-            self.allocation_deadline = now + self.plan.allocation_timeout_s
+            timeout = self.plan.allocation_timeout_s  # None: as long as the queue needs
+            self.allocation_deadline = now + timeout if timeout else math.inf
             self.registration_deadline = now + self.plan.registration_timeout_s
+
+    def given(self, now: float) -> None:
+        """A task waiting for YARN was seen given its container: it must register within the
+        timeout from now, however long the queue made it wait."""
+        self.registration_deadline = max(self.registration_deadline,
+                                         now + self.plan.registration_timeout_s)
 
     def evaluate_last(self, now: float) -> None:
         """Training is done: the evaluator's last word is due within its timeout."""
@@ -68,9 +76,10 @@ class Deadlines:
         deadlines = []
         oldest = index.oldest_request()
         if oldest is not None:
-            deadlines.append(self.allocation_deadline)
             deadlines.append(oldest + REASK_S)
-        if index.unregistered:
+        if self.allocation_deadline < math.inf and index.count(*WAITING, TaskState.QUEUED):
+            deadlines.append(self.allocation_deadline)
+        if self._given_unregistered():
             deadlines.append(self.registration_deadline)
         if self.plan.deadline_s:
             deadlines.append(self.core.started_at + self.plan.deadline_s)
@@ -87,6 +96,20 @@ class Deadlines:
     def heartbeats_due(self, now: float) -> bool:
         """Whether the master should read the agents' heartbeats now."""
         return bool(self.table.heard) and now >= self.next_liveness_check
+
+    def _given_unregistered(self) -> int:
+        """How many tasks YARN gave a container have not registered: those still waiting
+        for theirs (or given back) wait for the queue, which the registration timeout does
+        not bound."""
+        index = self.table.index
+        return len(index.unregistered) - index.count(*WAITING, TaskState.QUEUED)
+
+    def _asks_held(self, now: float, waiting: int) -> bool:
+        """Whether the RM said, within REASK_S, that it holds asks for as many containers
+        as tasks wait: none was lost, they wait for the queue. Asked again, a request would
+        give up what YARN reserved for it on a node, and its place to a younger job."""
+        heard = self.core.pending_heard
+        return heard is not None and now - heard[0] <= REASK_S and heard[1] >= waiting
 
     def _not_given(self) -> list[Task]:
         """Tasks whose container YARN has not given yet, as far as the job knows."""
@@ -111,21 +134,31 @@ class Deadlines:
             return None  # the TensorFlow tasks are gone: nothing else to wait for
         waiting = self._not_given()
         if waiting and now < self.allocation_deadline:
-            for task in waiting:
-                if now >= task.requested_at + REASK_S:
-                    self.ask_again(task, now, f"no container after "
-                                   f"{now - task.requested_at:.0f} s; asking YARN again")
+            held = self._asks_held(now, len(waiting))
+            due = [task for task in waiting if now >= task.requested_at + REASK_S]
+            if held and due:
+                log.info("%d task(s) wait their turn: the ResourceManager holds their asks "
+                         "(not asked again)", len(due))
+            for task in due:
+                if held:  # waiting its turn, not lost: asked again, it would lose it
+                    self.table.still_asked(task, now)
+                else:
+                        self.ask_again(task, now, f"no container after "
+                                       f"{now - task.requested_at:.0f} s; asking YARN again")
+        # given back while the rest could not come: waiting for the queue too
+        waiting += self.table.index.in_state(TaskState.QUEUED)
         if waiting and now >= self.allocation_deadline:
             lines = [f"YARN did not allocate {len(waiting)} container(s) within "
                      f"{plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
             lines += [f"  {t.name}: {describe_request(plan, t)}" for t in waiting]
             return EndJob(JobState.FAILED, "\n".join(lines))
-        missing = list(self.table.index.unregistered.values())
-        if missing and now >= self.registration_deadline:
+        if self._given_unregistered() and now >= self.registration_deadline:
+            missing = [t for t in self.table.index.unregistered.values()
+                       if not t.state.waiting and t.state != TaskState.QUEUED]
             lines = [f"Tasks did not register within {plan.registration_timeout_s:.0f} s "
                      f"(site.global.registration.timeout): {len(missing)} of "
                      f"{self.table.index.live()} missing."]
-            lines += [f"  {t.name}: {describe_unregistered(plan, t)}" for t in missing]
+            lines += [f"  {t.name}: {describe_unregistered(t)}" for t in missing]
             return EndJob(JobState.FAILED, "\n".join(lines))
         return None
 

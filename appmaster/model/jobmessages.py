@@ -21,9 +21,9 @@ def describe_request(plan: JobPlan, task: Task) -> str:
             "-showDetails` and the queue's capacity for that label)")
 
 
-def describe_unregistered(plan: JobPlan, task: Task) -> str:
-    if task.state.waiting:
-        return f"container {task.container} not started yet: {describe_request(plan, task)}"
+def describe_unregistered(task: Task) -> str:
+    """A task given its container (one still waiting for it waits for the queue, which the
+    registration timeout does not bound) that did not register."""
     if task.state == TaskState.ALLOCATED:
         return (f"container {task.container} was given on {task.node} but its agent never "
                 "started: YARN was still localizing its files (a large packed env takes "

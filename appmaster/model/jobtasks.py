@@ -14,6 +14,10 @@ A task's life (the states are appmaster/common/vocabulary.py's ``TaskState``)::
       ├─ LOST       its agent went silent, or YARN lost its node: a new container asked for
       └─ PREEMPTED  YARN took its container back: asked for again, uncounted
 
+    On its way to running, a job that holds part of its containers while the rest do not
+    come gives back what it holds and withdraws what it asked (queuewait.py):
+      QUEUED   neither given nor asked for: asked for again (REQUESTED) after a backoff
+
     Any live task whose container ends otherwise than with success:
       KILLED   its script was killed by a signal: YARN's word on why (memory? preempted?) is
                awaited until ``due``, then it is judged like any failure
@@ -44,7 +48,11 @@ S = TaskState
 JUDGED = (S.KILLED, S.FAILING)
 # Short of running: the states a task passes through on its way to its script (a task
 # being judged is on its way to a new container).
-NOT_RUNNING_YET = (*WAITING, S.ALLOCATED, S.STARTED, S.REGISTERED, *JUDGED, S.STOPPED)
+NOT_RUNNING_YET = (*WAITING, S.QUEUED, S.ALLOCATED, S.STARTED, S.REGISTERED, *JUDGED,
+                   S.STOPPED)
+# What a task of a job on its way to running holds or asks of YARN: given back, to QUEUED,
+# while part of the job cannot come.
+GIVEN_BACK = (*WAITING, S.ALLOCATED, S.STARTED, S.REGISTERED)
 
 _ASKED = frozenset(WAITING)  # asked for (again), each state saying why
 _ENDS = frozenset({S.KILLED, S.FAILING, S.FINISHED, S.FAILED, S.STOPPED})
@@ -54,11 +62,13 @@ _ENDS = frozenset({S.KILLED, S.FAILING, S.FINISHED, S.FAILED, S.STOPPED})
 # STOPPED; to an end, or to being judged, from any live state, since a container can end at
 # any moment. A waiting task stays in its state when its request is made again.
 MOVES: dict[TaskState, frozenset[TaskState]] = {
-    **dict.fromkeys(WAITING, _ASKED | {S.ALLOCATED, S.STARTED} | _ENDS),
-    S.ALLOCATED: _ASKED | {S.STARTED} | _ENDS,
+    **dict.fromkeys(WAITING, _ASKED | {S.QUEUED, S.ALLOCATED, S.STARTED} | _ENDS),
+    # given back while part of the job could not come: asked for again after a backoff
+    S.QUEUED: frozenset({S.REQUESTED}) | _ENDS,
+    S.ALLOCATED: _ASKED | {S.QUEUED, S.STARTED} | _ENDS,
     # the evaluator runs without exporting; TensorBoard's export says it runs
-    S.STARTED: _ASKED | {S.REGISTERED, S.RUNNING} | _ENDS,
-    S.REGISTERED: _ASKED | {S.RUNNING} | _ENDS,
+    S.STARTED: _ASKED | {S.QUEUED, S.REGISTERED, S.RUNNING} | _ENDS,
+    S.REGISTERED: _ASKED | {S.QUEUED, S.RUNNING} | _ENDS,
     # TensorBoard runs from its export: its agent's "running" follows
     S.RUNNING: _ASKED | {S.RUNNING} | _ENDS,
     # judged: a failure (KILLED -> FAILING for a worker), asked for again, or an end (its
@@ -262,6 +272,13 @@ class TaskTable:
         """The state a task asked for again waits in: its own, if it waits already (its
         request made again keeps its reason), else REQUESTED."""
         return task.state if task.state.waiting else S.REQUESTED
+
+    def still_asked(self, task: Task, now: float) -> None:
+        """YARN still holds the task's request (the RM said so): it counts as asked at
+        ``now``, last of its group."""
+        self.index.discard(task)
+        task.requested_at = now
+        self.index.add(task)
 
     def live_tasks(self) -> list[Task]:
         """Tasks the job still counts on (an ignored failed worker is dropped)."""

@@ -30,7 +30,8 @@ class PhaseClock:
         return {name: at - self.requested_at for name, at in self.marks.items()}
 
     def summary(self) -> str:
-        order = ["all started", "all registered", "spec published", "all running"]
+        order = ["all given", "all started", "all registered", "spec published",
+                 "all running"]
         points = [("requested", self.requested_at)] + [
             (name, self.marks[name]) for name in order if name in self.marks
         ]

@@ -13,6 +13,7 @@ containers failed, and writes what it returns.
   the job's containers (YARN's cache holds the job's env layers there) but not that one, as
   above.
 - STRICT (1): a task asked for again goes back to the host it ran on, and nowhere else.
+- A task that gave its container back while the job waited for the queue: any host.
 - ANYWHERE (2): no placement history.
 - ANTI_AFFINITY_REQUIRED (4, 5, 6): ``antiaffinity=true`` only, labelled roles too (a
   constraint works with a node label, unlike a node list): the AppMaster asks with YARN's
@@ -61,6 +62,14 @@ class Placement:
         if role is not None and role.placement_policy & STRICT:
             self.strict_host[key] = host
         self.left.pop(key, None)
+        self.settled(key)
+
+    def given_back(self, key: Key) -> None:
+        """The task gave its container back while the job waited for the queue, on its way
+        to running: its next request names no host (that one may be another application's
+        by now), a STRICT one's neither (its task had no state there yet to come back to)."""
+        self.last_host.pop(key, None)
+        self.strict_host.pop(key, None)
         self.settled(key)
 
     def settled(self, key: Key) -> None:

@@ -19,7 +19,8 @@ WIDTH, HEIGHT = 460, 180
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 22, 30  # room for the y labels, title and x labels
 PALETTE = ("#0969da", "#cf222e", "#1a7f37", "#8250df")
 MARK_COLOURS = {"replaced": "#bf8700", "restart": "#cf222e", "lost": "#24292f",
-                "preempted": "#fb8500", "memory": "#8250df", "dropped": "#6e7781"}
+                "preempted": "#fb8500", "memory": "#8250df", "dropped": "#6e7781",
+                "queue": "#0550ae"}
 # A container's bar by how it ended; "running" while it runs.
 OUTCOME_COLOURS = {"running": "#0969da", "finished": "#1a7f37", "failed": "#cf222e",
                    "memory-killed": "#8250df", "preempted": "#fb8500", "yarn-killed": "#fb8500",

@@ -20,13 +20,15 @@ from appmaster.common import gpus
 from appmaster.model import verdicts
 from appmaster.page import charts
 from appmaster.page.jobpageassets import SCRIPT, STYLE
+from appmaster.page.view import queue_line
 
 # The task row's own fields, as shown after the task's name, its state and its logs link.
 TASK_COLUMNS = ("address", "node", "restarts", "exit_code", "yarn_container_id", "container")
 NAMED = ("role", "index", "state")  # in the first two columns
 # Keys of the view that have their own place on the page (everything else is a "fact").
 PLACED = frozenset({"app_id", "name", "state", "generation", "updated", "tasks", "tensorboard",
-                    "tensorboard_url", "cluster_spec", "restarts", "phases", "history"})
+                    "tensorboard_url", "cluster_spec", "restarts", "phases", "history",
+                    "queue"})
 EMPTY = (None, "", {}, [])  # a fact with no value is not shown
 # The timeline draws a row per task up to this many; past it, the tasks with more than one
 # container first (where something happened), then the first of the rest.
@@ -145,9 +147,12 @@ def summary_html(view: dict) -> str:
              *((k, v) for k, v in view.items() if k not in PLACED and v not in EMPTY)]
     items = "".join(f"<div><dt>{esc(label_of(key))}</dt>{field_cell('dd', key, value, now_s)}"
                     "</div>" for key, value in facts)
+    waits = (f'<p class="queue">{esc(queue_line(view["queue"]))}</p>' if view.get("queue")
+             else "")
     return (f'<span class="state state-{esc(state.lower())}" data-state="{esc(state)}">'
             f"{esc(state)}</span>"
-            f'<span class="updated">updated {esc(updated)}</span><dl class="facts">{items}</dl>')
+            f'<span class="updated">updated {esc(updated)}</span>{waits}'
+            f'<dl class="facts">{items}</dl>')
 
 
 def task_columns(tasks: list[dict]) -> list[str]:

@@ -95,6 +95,9 @@ class JobView:
     # training's curves, faults and every container's life over time, in wall-clock seconds
     # (appmaster/model/history.py): what the page's charts and timeline draw
     history: dict | None = None
+    # while the job waits for the queue (appmaster/model/jobqueue.py): {given, of,
+    # localizing, waited_s, hold_s, rounds, given_back, asks_again_in_s}; None otherwise
+    queue: dict | None = None
 
     @property
     def chief(self) -> TaskRow | None:
@@ -127,7 +130,7 @@ class JobView:
             restarts=list(job.restarts), phases=job.clock.seconds(),
             progress=job_progress(job), verdicts=verdicts.counts(sum(
                 (task.verdicts for task in tasks), Counter())),
-            history=job.history.to_dict())
+            history=job.history.to_dict(), queue=job.queue.view(now))
 
     def to_dict(self) -> dict:
         view = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -143,6 +146,26 @@ class JobView:
         board = data.get("tensorboard")
         view.tensorboard = TaskRow.from_dict(board) if board else None
         return view
+
+
+def queue_line(queue: dict) -> str:
+    """What a job waiting for the queue waits for, how far it got, and the queue as the
+    ResourceManager last described it (when the AppMaster could ask)."""
+    line = (f"Waiting for the queue for {queue['waited_s']:.0f} s: {queue['given']} of "
+            f"{queue['of']} containers given")
+    if queue.get("localizing"):
+        line += f" ({queue['localizing']} still localizing the job's files on their node)"
+    if queue.get("asks_again_in_s") is not None:
+        line += (f"; the job gave back what it held ({queue['given_back']} container(s) over "
+                 f"{queue['rounds']} round(s)) for the queue's other applications and asks "
+                 f"again in {queue['asks_again_in_s']:.0f} s")
+    else:
+        if queue["given"]:
+            line += (f"; held until none came for {queue['hold_s']:.0f} s "
+                     "(site.global.allocation.hold), then given back")
+        if queue["rounds"]:
+            line += f" (given back {queue['rounds']} time(s) so far)"
+    return line + (f". {queue['cluster']}" if queue.get("cluster") else "")
 
 
 def job_progress(job: Job) -> dict | None:

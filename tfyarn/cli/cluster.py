@@ -47,9 +47,11 @@ def cluster_group() -> None:
 
     It is as strict as a production cluster: a container whose processes hold more memory
     than it asked for is killed (physical memory checked every 3 s; virtual memory not, as
-    most clusters set it). The `default` and `urgent` queues are each guaranteed half of the
+    most clusters set it). The `default` and `urgent` queues are each guaranteed 45% of the
     default partition and may use all of it, and the preemption monitor takes a queue's
     share back from the other within seconds. `small` has no guarantee and a quarter at most.
+    `fifo` and `fair` (5% each, half at most) order their applications fifo and fair, for
+    jobs that wait their turn; application priorities go from 0 to 10.
     """
 
 
@@ -83,7 +85,8 @@ def up_command(state_dir: str | None, nodes: int | None, gpus: int | None,
     click.echo(f"Local YARN cluster (Hadoop {layout.hadoop_version}) up in {result.seconds:.1f} s. "
                f"Web UI: {result.webapp_url}")
     click.echo("Strict as production: memory enforced (pmem), queues default and urgent "
-               "(half each, preempting), small (a quarter at most).")
+               "(45% each, preempting), small (a quarter at most), fifo and fair (5% each, "
+               "half at most; ordered fifo and fair), application priorities 0 to 10.")
     click.echo('Point `yarn` and tfyarn at it with: eval "$(tfyarn cluster env)"')
 
 

@@ -10,6 +10,7 @@ import time
 
 import click
 
+from appmaster.page.view import queue_line
 from appmaster.page.webpage import job_page_url
 from tfyarn.cli import exitcodes
 from tfyarn.cli.options import ScriptArgsCommand, driver_options
@@ -22,7 +23,7 @@ from tfyarn.hadoop.driver import (
 )
 from tfyarn.submission.api import SubmitOptions, plan_job
 from tfyarn.submission.plan import format_plan, format_plan_json
-from tfyarn.watch import jobview
+from tfyarn.watch import jobview, queuestanding
 from tfyarn.watch.applications import application_report, report_source
 
 
@@ -98,7 +99,8 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
         return
     environment = planned.prepare(lambda line: click.echo(line, err=True))
     with skein_client(driver) as client:
-        app_id = planned.submit(client, environment, driver)
+        app_id = planned.submit(client, environment, driver,
+                                lambda line: click.echo(line, err=True))
         report = client.application_report(app_id)
         job_page = job_page_url(report.tracking_url)
         if as_json and not wait:
@@ -178,11 +180,28 @@ def report_end(app_id: str, final) -> int:
     return exitcodes.of_report(final)
 
 
+STANDING_EVERY_S = 10.0
+
+
 class LiveProgress:
     """`submit --wait`'s display: one redrawn line on a terminal, else a line per change."""
 
     def __init__(self, app_id: str, tty: bool) -> None:
         self.app_id, self.tty, self.last = app_id, tty, ""
+        self.standing: tuple[float, str | None] = (0.0, None)  # (when asked, the RM's)
+
+    def queue_text(self, app_id: str, queue: dict | None) -> str:
+        """What the job waits for: its AppMaster's container, or the rest of its own; and
+        its queue as the RM sees it, asked every STANDING_EVERY_S (a scheduler's answer
+        is large on a big cluster)."""
+        waits = queue_line(queue) if queue else "waiting for its AppMaster's container"
+        if queue and queue.get("cluster"):
+            return waits  # the AppMaster asked the RM itself
+        asked_at, standing = self.standing
+        if time.monotonic() - asked_at >= STANDING_EVERY_S:
+            standing = queuestanding.standing_line(app_id)
+            self.standing = (time.monotonic(), standing)
+        return waits + (f" | {standing}" if standing else "")
 
     def __call__(self, report) -> None:
         state = str(report.state)
@@ -193,6 +212,8 @@ class LiveProgress:
             chief = jobview.chief_progress(view)
             if chief:
                 line += f" | chief: {chief}"
+        if (view and view.queue) or state == "ACCEPTED":
+            line += " | " + self.queue_text(report.id, view.queue if view else None)
         if self.tty:
             click.echo("\r\033[K" + line[: shutil.get_terminal_size().columns - 1], nl=False)
             if state in FINAL_STATES:

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from appmaster.common.vocabulary import Role, TaskState
-from appmaster.page.view import JobView, TaskRow
+from appmaster.page.view import JobView, TaskRow, queue_line
 from tfyarn.cli import exitcodes
 from tfyarn.cli.options import driver_options, iso_time
 from tfyarn.errors import TfyarnError
@@ -21,7 +21,7 @@ from tfyarn.hadoop import hadoopconf
 from tfyarn.hadoop.driver import FINAL_STATES, DriverSettings, plain_diagnosis, skein_client
 from tfyarn.security import kerberos
 from tfyarn.submission.environments import cluster_user
-from tfyarn.watch import joblogs, jobreport, jobview
+from tfyarn.watch import joblogs, jobreport, jobview, queuestanding
 from tfyarn.watch.applications import application_report, is_tfyarn_job, report_source
 
 ALL_STATES = ["NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED",
@@ -118,6 +118,13 @@ def _show_status(report, as_json: bool, show_all: bool, role: str | None,
         click.echo(f"Diagnostics: {report.diagnostics.strip()}")
     if why := jobview.launch_failure(report.id, report.diagnostics, wait_s=0):
         click.echo(why)
+    if view is not None and view.queue:
+        click.echo(queue_line(view.queue))
+    # the AppMaster's view holds the queue as it last asked the RM; else asked here
+    unknown = str(report.state) == "ACCEPTED" or (
+        view is not None and view.queue and not view.queue.get("cluster"))
+    if unknown and (standing := queuestanding.standing_line(report.id)):
+        click.echo(standing)
     if view is None:
         click.echo(f"Tasks: {source}.")
         return

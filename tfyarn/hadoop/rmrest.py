@@ -92,25 +92,29 @@ class RestReports:
             raise StandbyError(f"{self.base_url} is a standby ResourceManager (it redirects "
                                f"to {response.headers.get('Location', 'the active one')})")
         if response.status_code != 200:
-            try:
-                message = response.json()["RemoteException"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = response.text[:300]
-            raise RestError(f"{response.status_code}: {message}")
+            raise _refusal(response)
         return response.json()
 
     def get(self, path: str, **params: str) -> dict:
         """Any answer of the RM's /ws/v1/cluster/ resources (scheduler, nodes, ...)."""
         return self._get(path, **params)
 
+    def conf_value(self, name: str) -> str | None:
+        """A property of the RM's own configuration (its /conf page); None where it does
+        not say."""
+        conf = spnego.get(f"{self.base_url}/conf", params={"name": name},
+                          headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
+        if not conf.ok:
+            return None
+        value = conf.json().get("property", {}).get("value")
+        return None if value is None else str(value)
+
     def may_submit(self, queue: str, user: str) -> bool | None:
         """Whether the RM lets ``user`` submit to ``queue``; None where it enforces no ACLs.
 
         The answer comes as XML: Hadoop 3.5's RM fails to write this resource as JSON.
         """
-        conf = spnego.get(f"{self.base_url}/conf", params={"name": "yarn.acl.enable"},
-                          headers={"Accept": "application/json"}, timeout=TIMEOUT_S)
-        if conf.ok and str(conf.json().get("property", {}).get("value")).lower() == "false":
+        if (self.conf_value("yarn.acl.enable") or "").lower() == "false":
             return None
         response = spnego.get(
             f"{self.base_url}/ws/v1/cluster/queues/{queue}/access",
@@ -124,12 +128,33 @@ class RestReports:
             raise RestError(f"{response.status_code}: {root.findtext('message') or ''}")
         return root.findtext("allowed", "").strip().lower() == "true"
 
+    def set_priority(self, app_id: str, priority: int, user: str) -> int:
+        """YARN's application priority of ``app_id`` set to ``priority``; the one the RM
+        gave (it lowers one above the queue's or the cluster's maximum). ``user`` names the
+        caller where the web UI takes a name (simple authentication); Kerberos' is its own."""
+        response = spnego.put(f"{self.base_url}/ws/v1/cluster/apps/{app_id}/priority",
+                              params={"user.name": user}, json={"priority": priority},
+                              headers={"Accept": "application/json"}, timeout=TIMEOUT_S,
+                              allow_redirects=False)
+        if response.status_code != 200:
+            raise _refusal(response)
+        return int(response.json().get("priority", priority))
+
     def application_report(self, app_id: str) -> AppReport:
         return AppReport.from_json(self._get(f"apps/{app_id}")["app"])
 
     def get_applications(self, states: list[str]) -> list[AppReport]:
         apps = (self._get("apps", states=",".join(states)).get("apps") or {}).get("app") or []
         return [AppReport.from_json(app) for app in apps]
+
+
+def _refusal(response: requests.Response) -> RestError:
+    """The RM's error answer, in its own words where it gave them."""
+    try:
+        message = response.json()["RemoteException"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = response.text[:300]
+    return RestError(f"{response.status_code}: {message}")
 
 
 def reports_reader(failover_wait_s: float = FAILOVER_WAIT_S) -> RestReports | None:

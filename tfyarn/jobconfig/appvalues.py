@@ -28,7 +28,8 @@ def by_kind(c: Checker, settings: dict[str, Any], s: Setting) -> Any:
         if number is not None and (s.low is None or number >= s.low) and (
                 s.high is None or number <= s.high):
             return number
-        c.add(where, f"must be a whole number from {s.low} to {s.high}{s.unit}",
+        bounds = f"from {s.low} to {s.high}" if s.high is not None else f"of at least {s.low}"
+        c.add(where, f"must be a whole number {bounds}{s.unit}",
               f'give {s.noun or "a number"}, e.g. "{s.example}"{s.note}.', value=value)
     elif s.kind == "choice":
         if value in s.choices:

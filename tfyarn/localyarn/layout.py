@@ -169,6 +169,12 @@ class Layout:
         return cache_root() / f"minikdc-{self.hadoop_version}"
 
     @property
+    def mapreduce_lib_dir(self) -> Path:
+        """Hadoop's MapReduce runtime and its sleep job (sleepjob.py), with the cluster's
+        jars, which every node sees."""
+        return self.hadoop_home / "mapreduce" / "lib"
+
+    @property
     def lib_dir(self) -> Path:
         return self.hadoop_home / "lib"
 

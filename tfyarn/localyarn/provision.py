@@ -133,9 +133,13 @@ def ensure_jars(home: Path, artifacts: tuple[str, ...], version: str, what: str,
 
 
 def _pom(version: str, artifacts: tuple[str, ...], pom_id: str) -> str:
-    dependencies = "\n".join(
-        "    <dependency><groupId>org.apache.hadoop</groupId>"
-        f"<artifactId>{artifact}</artifactId><version>{version}</version></dependency>"
-        for artifact in artifacts
-    )
+    """``artifacts``: names, each with ``:classifier`` where it is one (``:tests``)."""
+    def dependency(artifact: str) -> str:
+        name, _, classifier = artifact.partition(":")
+        return ("    <dependency><groupId>org.apache.hadoop</groupId>"
+                f"<artifactId>{name}</artifactId><version>{version}</version>"
+                + (f"<classifier>{classifier}</classifier>" if classifier else "")
+                + "</dependency>")
+
+    dependencies = "\n".join(map(dependency, artifacts))
     return POM_TEMPLATE.format(version=version, dependencies=dependencies, pom_id=pom_id)

@@ -17,6 +17,8 @@ from tfyarn.localyarn.layout import (
 
 PREEMPTION_POLICY = ("org.apache.hadoop.yarn.server.resourcemanager.monitor.capacity."
                      "ProportionalCapacityPreemptionPolicy")
+MAX_APPLICATION_PRIORITY = 10
+DEFAULT_SHARE, GANG_SHARE = 45, 5  # %: default and urgent's, fifo and fair's
 APP_LOG_DIR = "/app-logs"  # aggregated container logs, on HDFS: `yarn logs` reads them there
 
 DAEMON_LOG4J = """log4j.rootLogger=INFO,RFA
@@ -101,6 +103,9 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         "yarn.resourcemanager.connect.retry-interval.ms": 500,
         "yarn.resourcemanager.am.max-attempts": 4,
         "yarn.resourcemanager.recovery.enabled": "false",
+        # Applications' priorities within a queue (0 to this, YARN's default 0 turns them
+        # off): a job's site.global.priority; a queue's default stays 0.
+        "yarn.cluster.max-application-priority": MAX_APPLICATION_PRIORITY,
         "yarn.scheduler.minimum-allocation-mb": 128,
         "yarn.scheduler.maximum-allocation-mb": 8192,
         "yarn.scheduler.minimum-allocation-vcores": 1,
@@ -226,16 +231,16 @@ def resource_types(max_gpus: int) -> dict[str, object]:
 
 def capacity_scheduler() -> dict[str, object]:
     return {
-        "yarn.scheduler.capacity.root.queues": "default,urgent,small",
-        # default and urgent are each guaranteed half of the default partition and may
-        # grow to all of it (a user too: user-limit-factor 2), so a job in one can run past
-        # its share and be preempted when the other asks for its own, as between teams on
-        # a shared cluster.
-        "yarn.scheduler.capacity.root.default.capacity": 50,
+        "yarn.scheduler.capacity.root.queues": "default,urgent,small,fifo,fair",
+        # default and urgent are each guaranteed 45% of the default partition (14.4 GB) and
+        # may grow to all of it (a user to 90%: user-limit-factor 2), so a job in one can run
+        # past its share and be preempted when the other asks for its own, as between teams
+        # on a shared cluster.
+        "yarn.scheduler.capacity.root.default.capacity": DEFAULT_SHARE,
         "yarn.scheduler.capacity.root.default.maximum-capacity": 100,
         "yarn.scheduler.capacity.root.default.user-limit-factor": 2,
         "yarn.scheduler.capacity.root.default.state": "RUNNING",
-        "yarn.scheduler.capacity.root.urgent.capacity": 50,
+        "yarn.scheduler.capacity.root.urgent.capacity": DEFAULT_SHARE,
         "yarn.scheduler.capacity.root.urgent.maximum-capacity": 100,
         "yarn.scheduler.capacity.root.urgent.user-limit-factor": 2,
         "yarn.scheduler.capacity.root.urgent.accessible-node-labels": " ",
@@ -246,6 +251,12 @@ def capacity_scheduler() -> dict[str, object]:
         "yarn.scheduler.capacity.root.small.maximum-capacity": 25,
         "yarn.scheduler.capacity.root.small.accessible-node-labels": " ",
         "yarn.scheduler.capacity.root.small.state": "RUNNING",
+        # Two queues for gang jobs queued behind each other, each guaranteed 5% and able to
+        # grow to half of the default partition: fifo offers free containers to its oldest
+        # application first (YARN's default ordering), fair to the one that holds least,
+        # where two jobs can each hold part of what they need.
+        **gang_queue("fifo", "fifo"),
+        **gang_queue("fair", "fair"),
         "yarn.scheduler.capacity.maximum-am-resource-percent": 0.5,
         # GPUs and vcores count, not only memory.
         "yarn.scheduler.capacity.resource-calculator":
@@ -261,6 +272,26 @@ def capacity_scheduler() -> dict[str, object]:
         f"yarn.scheduler.capacity.root.default.accessible-node-labels.{GPU_LABEL}.capacity": 100,
         f"yarn.scheduler.capacity.root.default.accessible-node-labels.{GPU_LABEL}"
         ".maximum-capacity": 100,
+    }
+
+
+def gang_queue(name: str, ordering: str) -> dict[str, object]:
+    """A leaf queue ordered by ``ordering`` (fifo or fair): 5% of the default partition
+    guaranteed, half of it at most."""
+    path = f"yarn.scheduler.capacity.root.{name}"
+    return {
+        f"{path}.capacity": GANG_SHARE,
+        f"{path}.maximum-capacity": 50,
+        # one user may use the queue's maximum (ten times its guarantee; the -1 of newer
+        # releases, no limit, is not in every release)
+        f"{path}.user-limit-factor": 10,
+        # a user's AppMasters may take the whole guarantee (1.6 GB, three AppMasters), as
+        # on a large queue, so that jobs wait with their AppMaster up: at YARN's 0.5 they
+        # would start one at a time
+        f"{path}.maximum-am-resource-percent": 1.0,
+        f"{path}.ordering-policy": ordering,
+        f"{path}.accessible-node-labels": " ",
+        f"{path}.state": "RUNNING",
     }
 
 

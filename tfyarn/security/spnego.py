@@ -134,3 +134,8 @@ class Negotiate(requests.auth.AuthBase):
 def get(url: str, **options: object) -> requests.Response:
     """requests.get that answers a Kerberos web service's challenge."""
     return requests.get(url, auth=Negotiate(), **options)
+
+
+def put(url: str, **options: object) -> requests.Response:
+    """requests.put that answers a Kerberos web service's challenge."""
+    return requests.put(url, auth=Negotiate(), **options)

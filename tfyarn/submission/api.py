@@ -21,6 +21,7 @@ from appmaster.common.settings import (
     AM_MEMORY,
     AM_VCORES,
     APP_NAME,
+    APPLICATION_PRIORITY,
     DATA,
     DOCKER_IMAGE,
     DOCKER_MOUNTS,
@@ -37,6 +38,7 @@ from tfyarn.jobconfig.defaults import where_set
 from tfyarn.jobconfig.overrides import Override, parse_set
 from tfyarn.security import kerberos
 from tfyarn.submission import jobenv, preflight, workdir
+from tfyarn.submission.launch import set_priority
 from tfyarn.submission.launch import submit as submit_to_yarn
 from tfyarn.submission.plan import Placement, build_plan, plan_document
 
@@ -124,10 +126,16 @@ class PlannedJob:
             return jobenv.prepare(self.job, self.plan.python, echo)
 
     def submit(self, client, environment: jobenv.JobEnvironment,
-               driver: DriverSettings | None = None) -> str:
+               driver: DriverSettings | None = None,
+               echo: Callable[[str], None] = log.info) -> str:
         """Hand the job to YARN with an open skein.Client (started with ``driver``); its
-        application id."""
-        return submit_to_yarn(client, self.job, self.plan, self.placement, environment, driver)
+        application id. ``echo`` gets the line on its priority, if it asked for one."""
+        app_id = submit_to_yarn(client, self.job, self.plan, self.placement, environment,
+                                driver)
+        priority = self.plan.value(APPLICATION_PRIORITY)
+        if priority is not None:
+            echo(set_priority(app_id, priority, preflight.submitting_user()))
+        return app_id
 
 
 def plan_job(resources: FilePath, app_config: FilePath,
@@ -153,9 +161,12 @@ def plan_job(resources: FilePath, app_config: FilePath,
         return PlannedJob(job, plan, placement, preflight.Preflight(
             False, skipped_reason="--skip-preflight was given"))
     with in_context(NOTHING_SUBMITTED):  # no active RM of an HA pair, say
+        priority = plan.value(APPLICATION_PRIORITY)
         checked = preflight.run_preflight(
             preflight.job_requests(job, plan, placement, options.given()), plan.queue,
-            queue_source)
+            queue_source, None if priority is None else preflight.PriorityAsk(
+                priority, where_set(job.settings, str(app_config),
+                                    APPLICATION_PRIORITY.key)))
     return PlannedJob(job, plan, placement, checked)
 
 
@@ -198,4 +209,4 @@ def submit(resources: FilePath = "resources.json", app_config: FilePath = "appCo
     planned = plan_job(resources, app_config, options)
     environment = planned.prepare(echo)
     with nullcontext(client) if client is not None else skein_client(driver) as yarn:
-        return planned.submit(yarn, environment, driver)
+        return planned.submit(yarn, environment, driver, echo)

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.pageguard import FLAG_FILE
-from appmaster.common.settings import FAILURE_THRESHOLD_MEANING
+from appmaster.common.settings import (
+    ALLOCATION_HOLD,
+    APPLICATION_PRIORITY,
+    FAILURE_THRESHOLD_MEANING,
+)
 from appmaster.common.vocabulary import FailurePolicy, Framework, Role
 from tfyarn.jobconfig import JobConfig
 from tfyarn.jobconfig.model import BUILT_IN, JOB_FILE
@@ -177,6 +181,9 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "chief": "{} {}".format(*plan.chief),
         "registration_timeout_s": plan.registration_timeout_s,
         "allocation_timeout_s": plan.allocation_timeout_s,
+        "allocation_hold_s": plan.value(ALLOCATION_HOLD),
+        # YARN's, within the queue; None: the queue's default
+        "application_priority": plan.value(APPLICATION_PRIORITY),
         "deadline_s": plan.deadline_s,
         "success_policy": plan.success_policy,
         "appmaster_max_attempts": plan.am_max_attempts,
@@ -214,6 +221,19 @@ def task_work_dir_line(document: dict) -> str:
             "starts, the chief's mirrored to it while it runs")
 
 
+def seconds_or_none(seconds: float | None) -> str:
+    return f"{seconds:.0f} s" if seconds else "none"
+
+
+def queue_wait_line(document: dict) -> str:
+    """How the job waits its turn: its priority in the queue, and how long it keeps part of
+    its containers while the rest do not come."""
+    priority = document["application_priority"]
+    return ("the queue's default priority" if priority is None else f"priority {priority}") + (
+        f"; part of its containers kept {document['allocation_hold_s']:.0f} s with no new one "
+        "coming, then given back and asked for again after a random backoff")
+
+
 def format_plan(document: dict) -> str:
     lines = [
         f"Application {document['name']!r} in queue {document['queue']!r}, tags "
@@ -229,9 +249,10 @@ def format_plan(document: dict) -> str:
         f"{document['appmaster']['vcores']} vcore(s), node label "
         f"{document['appmaster']['node_label'] or '<default partition>'}, up to "
         f"{document['appmaster_max_attempts']} attempt(s)",
-        f"  timeouts: allocation {document['allocation_timeout_s']:.0f} s, registration "
-        f"{document['registration_timeout_s']:.0f} s, job deadline "
-        + (f"{document['deadline_s']:.0f} s" if document["deadline_s"] else "none"),
+        f"  timeouts: allocation {seconds_or_none(document['allocation_timeout_s'])}, "
+        f"registration {document['registration_timeout_s']:.0f} s, job deadline "
+        f"{seconds_or_none(document['deadline_s'])}",
+        "  waiting for the queue: " + queue_wait_line(document),
         "  success: " + ("when the chief exits 0" if document["success_policy"] == "chief"
                           else "when the chief and every worker exit 0"),
     ]

@@ -15,10 +15,20 @@ from __future__ import annotations
 import getpass
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import requests
 
+from appmaster.common.clusterview import (
+    DIMENSIONS,
+    GPU,
+    ZERO,
+    ClusterView,
+    Queue,
+    Resources,
+    cluster_view,
+    partition_name,
+)
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.settings import (
     ANTI_AFFINITY_REQUIRED,
@@ -32,16 +42,6 @@ from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
-from tfyarn.submission.clusterview import (
-    DIMENSIONS,
-    GPU,
-    ZERO,
-    ClusterView,
-    Queue,
-    Resources,
-    cluster_view,
-    partition_name,
-)
 from tfyarn.submission.plan import Placement
 
 # What each dimension is called in resources.json, and in YARN's maximum-allocation settings.
@@ -117,15 +117,27 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PriorityAsk:
+    """The YARN application priority the job asks for, where the user set it, and the
+    cluster's highest (yarn.cluster.max-application-priority; None: not known)."""
+
+    value: int
+    source: tuple[str, str]  # (file, key)
+    cluster_max: int | None = None
+
+
 def check(view: ClusterView, containers: list[Request], queue_name: str,
           queue_source: tuple[str, str], submit_allowed: bool | None = None,
-          user: str = "") -> Verdict:
+          user: str = "", priority: PriorityAsk | None = None) -> Verdict:
     """Every problem YARN would meet with this job on this cluster, and what it would wait for.
 
     ``queue_source`` is (file, key) of the queue setting; ``submit_allowed`` is the RM's answer
     to "may ``user`` submit to the queue" (None: not asked, as no ACL can forbid it).
     """
     verdict = Verdict()
+    if priority is not None:
+        _check_priority(priority, verdict)
     queue = _check_queue(view, queue_name, queue_source, submit_allowed, user, verdict)
     labels_ok = _check_labels(view, containers, queue, verdict)
     sizes_ok = all([_check_container(view, request, queue, verdict) for request in containers])
@@ -135,6 +147,23 @@ def check(view: ClusterView, containers: list[Request], queue_name: str,
     if queue is not None and queue.leaf and labels_ok and sizes_ok:
         _check_whole_job(view, containers, queue, verdict)
     return verdict
+
+
+def _check_priority(priority: PriorityAsk, verdict: Verdict) -> None:
+    """A priority above the cluster's highest: YARN would lower it without a word."""
+    highest, (file, key) = priority.cluster_max, priority.source
+    if highest is None or priority.value <= highest:
+        return
+    if highest == 0:
+        verdict.problems.append(Problem(
+            file, key, f"{priority.value}", "the cluster has application priorities off "
+            "(yarn.cluster.max-application-priority is 0): every job runs at 0",
+            "remove the key, or ask the cluster's administrators to set "
+            "yarn.cluster.max-application-priority."))
+        return
+    verdict.problems.append(Problem(
+        file, key, f"{priority.value}", f"the cluster's application priorities go from 0 to "
+        f"{highest} (yarn.cluster.max-application-priority)", f"at most {highest}."))
 
 
 def _check_queue(view: ClusterView, name: str, source: tuple[str, str],
@@ -309,8 +338,8 @@ def _check_whole_job(view: ClusterView, containers: list[Request], queue: Queue,
     if busy:
         verdict.notes.append("the cluster is busy: " + "; ".join(busy) + ". The job fits the "
                              "queue once other applications free their containers, so it is "
-                             "submitted and waits (site.global.allocation.timeout limits how "
-                             "long the AppMaster waits for its containers).")
+                             "submitted and waits its turn (as long as the queue needs, unless "
+                             "site.global.allocation.timeout says otherwise).")
     am = next((r for r in containers if r.appmaster), None)
     limit = queue.am_limit_by_label.get(am.label, ZERO) if am is not None else ZERO
     if am is not None and limit != ZERO and not am.size.fits_in(limit):
@@ -378,9 +407,21 @@ def needs_acl_answer(view: ClusterView, queue: Queue | None) -> bool:
     return True
 
 
+def _cluster_max_priority(client: rmrest.RestReports) -> int | None:
+    """yarn.cluster.max-application-priority as the RM has it (YARN's default, 0, where its
+    configuration does not set it); None where it cannot be read."""
+    try:
+        value = client.conf_value("yarn.cluster.max-application-priority")
+        return int(value) if value is not None else 0
+    except (rmrest.RestError, requests.RequestException, ValueError):
+        return None
+
+
 def run_preflight(containers: list[Request], queue_name: str,
-                  queue_source: tuple[str, str]) -> Preflight:
-    """Ask the RM (one or two REST calls; two more where a queue ACL may apply) and check."""
+                  queue_source: tuple[str, str],
+                  priority: PriorityAsk | None = None) -> Preflight:
+    """Ask the RM (one or two REST calls; two more where a queue ACL may apply, one where
+    the job asks for a priority) and check."""
     conf = hadoopconf.client_configuration()
     urls = rmrest.web_urls(conf)
     if not urls:
@@ -401,7 +442,9 @@ def run_preflight(containers: list[Request], queue_name: str,
                 allowed = client.may_submit(queue.path, user)
             except (rmrest.RestError, requests.RequestException, ValueError) as exc:
                 acl_note = [f"queue {queue.path}'s ACL was not checked ({exc})"]
-        verdict = check(view, containers, queue_name, queue_source, allowed, user)
+        if priority is not None:
+            priority = replace(priority, cluster_max=_cluster_max_priority(client))
+        verdict = check(view, containers, queue_name, queue_source, allowed, user, priority)
         return Preflight(True, url, None, verdict.problems, acl_note + verdict.notes)
     no_active = rmrest.no_active_rm(conf, failures)
     if no_active is not None:

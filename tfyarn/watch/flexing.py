@@ -13,10 +13,10 @@ import uuid
 from dataclasses import dataclass
 
 from appmaster.common import registry
+from appmaster.common.clusterview import Resources
 from appmaster.page.view import JobView
 from tfyarn.errors import TfyarnError
 from tfyarn.jobconfig.documents import COMMAND_LINE
-from tfyarn.submission.clusterview import Resources
 from tfyarn.submission.preflight import Preflight, Request, run_preflight
 
 _COUNT = re.compile(r"([a-z]+)=([0-9]+)")

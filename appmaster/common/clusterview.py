@@ -1,6 +1,6 @@
-"""The cluster as pre-flight sees it (tfyarn/submission/preflight.py): queues, labels, nodes
-and their room, from two answers of the ResourceManager's REST API (the scheduler and the
-nodes). Pure functions of those answers."""
+"""The cluster as pre-flight (tfyarn/submission/preflight.py) and a waiting AppMaster see it:
+queues, labels, nodes and their room, from two answers of the ResourceManager's REST API (the
+scheduler and the nodes). Pure functions of those answers; only the standard library."""
 
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ class Node:
     label: str  # DEFAULT_PARTITION for a node without one
     total: Resources
     available: Resources
+    health: str = ""  # the NodeManager's health report, when it has something to say
 
     @property
     def active(self) -> bool:
@@ -90,10 +91,12 @@ class Queue:
     labels: frozenset[str]  # labels it may use ("*": any); the default partition always
     max_allocation: Resources  # per container, the queue's own cap included
     max_by_label: Mapping[str, Resources]  # what it can ever hold, per partition
+    guaranteed_by_label: Mapping[str, Resources]  # its capacity, per partition
     used_by_label: Mapping[str, Resources]
     am_limit_by_label: Mapping[str, Resources]
     max_capacity_by_label: Mapping[str, float]  # absolute maximum capacity, %
     acls: Mapping[str, str]  # SUBMIT_APP / ADMINISTER_QUEUE -> "users groups" or "*"
+    ordering: str = "fifo"  # which of its applications is offered containers first: fifo, fair
 
     @property
     def name(self) -> str:
@@ -144,12 +147,14 @@ def _queue(info: Mapping) -> Queue:
         labels=frozenset(info.get("nodeLabels") or ()),
         max_allocation=Resources.from_json(info.get("maximumAllocation")),
         max_by_label=_by_partition(capacities, "effectiveMaxResource"),
+        guaranteed_by_label=_by_partition(capacities, "effectiveMinResource"),
         used_by_label=_by_partition(usages, "used"),
         am_limit_by_label=_by_partition(usages, "amLimit"),
         max_capacity_by_label={row.get("partitionName", ""): float(row.get("absoluteMaxCapacity",
                                                                            100.0))
                                for row in capacities},
         acls=acls,
+        ordering=str(info.get("orderingPolicyInfo") or "fifo"),
     )
 
 
@@ -174,7 +179,8 @@ def cluster_view(scheduler: Mapping, nodes: Mapping) -> ClusterView:
         Node(id=row.get("id", "?"), state=row.get("state", "?"),
              label=next(iter(row.get("nodeLabels") or ()), DEFAULT_PARTITION),
              total=Resources.from_json(row.get("totalResource")),
-             available=Resources.from_json(row.get("availableResource")))
+             available=Resources.from_json(row.get("availableResource")),
+             health=str(row.get("healthReport") or ""))
         for row in node_rows
     )
     queues: dict[str, Queue] = {}
@@ -191,3 +197,58 @@ def cluster_view(scheduler: Mapping, nodes: Mapping) -> ClusterView:
             "resourceInformation") or [])
     labels.discard(DEFAULT_PARTITION)
     return ClusterView(kind, queues, node_list, frozenset(labels), max_allocation, gpus_declared)
+
+
+# ---- where a waiting application stands in its queue: its use against its guaranteed
+# capacity and its maximum, and the applications ahead. "Ahead" follows the
+# CapacityScheduler's order within a leaf queue: a higher priority first, then, at one
+# priority, the older first (fifo); a fair queue offers free containers to whichever holds
+# least, so there the count says how many share the queue.
+
+ACTIVE = "ACCEPTED,RUNNING"  # the applications' states that hold or wait for containers
+
+
+@dataclass(frozen=True)
+class QueueStanding:
+    path: str
+    ordering: str  # fifo or fair
+    used: Resources
+    guaranteed: Resources
+    maximum: Resources
+    ahead: int  # the queue's applications offered containers before this one
+    others: int  # the queue's other applications, running or waiting
+    accepted: int  # of those, waiting for their AppMaster's container
+
+    def line(self) -> str:
+        order = (f"{self.ahead} application(s) ahead of this one (older, or of a higher "
+                 "priority)" if self.ordering != "fair" else
+                 f"shared fairly with {self.others} other application(s)")
+        return (f"Queue {self.path} ({self.ordering}): uses {self.used} of its "
+                f"{self.guaranteed} guaranteed, {self.maximum} at most; {order}, "
+                f"{self.accepted} of them waiting for their AppMaster's container")
+
+
+def ahead_of(app: Mapping, others: list[Mapping]) -> int:
+    """How many of the queue's ``others`` its scheduler offers containers before ``app``."""
+    def rank(a: Mapping) -> tuple[int, int]:
+        return (-int(a.get("priority") or 0), int(a.get("startedTime") or 0))
+
+    return sum(1 for other in others if rank(other) < rank(app))
+
+
+def queue_standing(app_id: str, app: Mapping, scheduler: Mapping,
+                   apps: Mapping) -> QueueStanding | None:
+    """Where ``app`` (its /ws/v1/cluster/apps/<id> answer) stands in its queue, from the
+    scheduler's answer and the active applications' (apps?states=ACTIVE), in its partition;
+    None without a CapacityScheduler queue."""
+    queue = cluster_view(scheduler, {}).find_queue(app.get("queue", ""))
+    if queue is None:
+        return None
+    rows = (apps.get("apps") or {}).get("app") or []
+    others = [a for a in rows if a["id"] != app_id and a.get("queue") in (queue.path,
+                                                                            queue.name)]
+    part = app.get("appNodeLabelExpression") or DEFAULT_PARTITION
+    return QueueStanding(
+        queue.path, queue.ordering, queue.used_by_label.get(part, ZERO),
+        queue.guaranteed_by_label.get(part, ZERO), queue.max_by_label.get(part, ZERO),
+        ahead_of(app, others), len(others), sum(a["state"] == "ACCEPTED" for a in others))
