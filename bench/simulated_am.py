@@ -385,7 +385,7 @@ def dry_run_planning(workers: int = DRY_RUN_WORKERS) -> dict[str, float]:
 
     from tfyarn.cli.jobs import format_plan
     from tfyarn.jobconfig import load_job
-    from tfyarn.submission.plan import Placement, build_plan, plan_document
+    from tfyarn.submission.plan import AppSpecExtras, build_plan, plan_document
 
     resources = json.loads((REPO / "resources.json").read_text())
     resources["components"]["worker"]["yarn.component.instances"] = str(workers)
@@ -396,7 +396,7 @@ def dry_run_planning(workers: int = DRY_RUN_WORKERS) -> dict[str, float]:
         def plan_it() -> str:
             job = load_job(path, REPO / "appConfig.json")
             plan = build_plan(job)
-            return format_plan(plan_document(job, plan, Placement()))
+            return format_plan(plan_document(job, plan, AppSpecExtras()))
 
         runs = [timed(plan_it) for _ in range(3)]
     return {"workers": workers, "planning_s": statistics.median(w for _, w, _ in runs),

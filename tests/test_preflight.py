@@ -24,7 +24,7 @@ from jobtools import prepare_job
 from tfyarn.hadoop.driver import plain_diagnosis
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.api import SubmitOptions
-from tfyarn.submission.plan import Placement, build_plan
+from tfyarn.submission.plan import AppSpecExtras, build_plan
 from tfyarn.submission.preflight import (
     ClusterView,
     PriorityAsk,
@@ -83,7 +83,7 @@ def job(tmp_path: Path, components: dict[str, dict[str, str]] | None = None,
     resources, app_config = prepare_job(tmp_path, components=components)
     options = SubmitOptions(am_label=am_label, am_memory=am_memory_mb)
     config = load_job(resources, app_config, overrides=options.overrides())
-    return job_requests(config, build_plan(config), Placement(), options.given())
+    return job_requests(config, build_plan(config), AppSpecExtras(), options.given())
 
 
 def verdict(tmp_path: Path, queue: str = "default", doc: dict[str, Any] | None = None,

@@ -38,7 +38,7 @@ from tfyarn.localyarn import cluster
 from tfyarn.localyarn.siteconf import capacity_scheduler, xml_document
 from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.launch import submit
-from tfyarn.submission.plan import Placement, build_plan
+from tfyarn.submission.plan import AppSpecExtras, build_plan
 
 pytestmark = pytest.mark.yarn
 
@@ -168,7 +168,7 @@ def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
                    overrides=SubmitOptions(queue="nosuchqueue").overrides())
     before = application_ids(yarn_cluster)
     with pytest.raises(SubmitError) as refused:
-        submit(skein_client, job, build_plan(job), Placement())
+        submit(skein_client, job, build_plan(job), AppSpecExtras())
     message = str(refused.value)
     assert message.startswith("YARN refused the application: Application application_"), message
     assert message.endswith("to unknown queue: nosuchqueue"), message

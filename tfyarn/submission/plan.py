@@ -33,7 +33,7 @@ CONTAINER_DIR = "<container-dir>"
 
 
 @dataclass(frozen=True)
-class Placement:
+class AppSpecExtras:
     """What the application gets besides its spec: tfyarn's tags, and whether the cluster's
     web UI knows who asks (SPNEGO, `hadoop.http.authentication.type`), so that the RM's proxy
     passes a real user name and the job page can admit by it."""
@@ -138,7 +138,7 @@ def summarised(arg: str) -> str:
            f"...,{items[-1]}"
 
 
-def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
+def plan_document(job: JobConfig, plan: JobPlan, extras: AppSpecExtras) -> dict:
     spec = placeholder_spec(plan)
     work_dir = plan.work_dir
     roles = []
@@ -160,7 +160,7 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
     return {
         "name": plan.name,
         "queue": plan.queue,
-        "tags": ["tfyarn", *placement.tags],
+        "tags": ["tfyarn", *extras.tags],
         "scripts_dir": str(job.client.scripts_dir),
         "entry": plan.entry,
         "python": plan.python,
@@ -190,7 +190,7 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "appmaster": {"memory_mb": plan.am_memory_mb, "vcores": plan.am_vcores,
                       "node_label": plan.am_label},
         "acls": {"view": plan.view_acl, "modify": plan.modify_acl,
-                 "page": page_users(plan, placement.web_login)},
+                 "page": page_users(plan, extras.web_login)},
         "roles": roles,
         "env": sorted(plan.env),
         "secrets": list(plan.secrets),

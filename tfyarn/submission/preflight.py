@@ -42,7 +42,7 @@ from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
-from tfyarn.submission.plan import Placement
+from tfyarn.submission.plan import AppSpecExtras
 
 # What each dimension is called in resources.json, and in YARN's maximum-allocation settings.
 KEYS = {s.field: s.key for s in settings(COMPONENT_SCOPE) if s.field in DIMENSIONS}
@@ -72,7 +72,7 @@ class Request:
         return Problem(file, key, None if value is None else f"{value}", message, fix)
 
 
-def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
+def job_requests(job: JobConfig, plan: JobPlan, extras: AppSpecExtras,
                  given: frozenset[str] = frozenset()) -> list[Request]:
     """Every container the job asks for: the tasks, TensorBoard and the AppMaster.
 
