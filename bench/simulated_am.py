@@ -159,8 +159,9 @@ class Simulation:
             self.order += window
 
     def agent_put(self, key: str, value: bytes) -> None:
-        """What the rendezvous server does with an agent's PUT (rendezvous.RendezvousRequestHandler.do_PUT),
-        then the master's loop with the event it queued."""
+        """What the rendezvous server does with an agent's PUT
+        (rendezvous.RendezvousRequestHandler.do_PUT), then the master's loop with the event it
+        queued."""
         self.store.put(key, value)
         self.store.on_put(key, value)
         self.deliver()
