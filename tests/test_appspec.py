@@ -12,7 +12,7 @@ from test_job import plan
 
 from appmaster.common.agentlink import TOKEN_FILE
 from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
-from appmaster.common.jobplan import JOB_FILE
+from appmaster.common.jobplan import PLAN_FILE
 from appmaster.common.registry import PLACEMENT_APART_ENV
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.api import SubmitOptions
@@ -32,7 +32,7 @@ def spec_of(tmp_path: Path, extras: AppSpecExtras | None = None, keytab: str | N
     job = load_job(*prepare_job(tmp_path, scripts_dir=REPO / "examples"), user="alice",
                    overrides=SubmitOptions(sets=sets).overrides())
     plan = build_plan(job)
-    job_file = tmp_path / JOB_FILE
+    job_file = tmp_path / PLAN_FILE
     job_file.write_text(plan.to_json())
     return application_spec(plan, job.client.scripts_dir, job_file, extras or AppSpecExtras(),
                             keytab=keytab)

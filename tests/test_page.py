@@ -13,7 +13,7 @@ import pytest
 import requests
 from jobtools import REPO
 
-from appmaster.common.jobplan import JOB_FILE
+from appmaster.common.jobplan import PLAN_FILE
 from appmaster.page import webpage
 from appmaster.page.jobpage import mirror_text, render_page, render_parts, task_columns
 from tfyarn.hadoop import skeinui
@@ -160,7 +160,7 @@ def test_skein_overview_gets_a_button_per_service_page(tmp_path: Path) -> None:
 
 def test_the_appmaster_gets_the_overview_and_opens_java_util(tmp_path: Path) -> None:
     plan = build_plan(load_job(REPO / "resources.json", REPO / "appConfig.json"))
-    spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, AppSpecExtras())
+    spec = application_spec(plan, tmp_path, tmp_path / PLAN_FILE, AppSpecExtras())
     shipped = spec.master.files[skeinui.UI_DIR]
     assert str(shipped.type) == "ARCHIVE"  # unpacked by YARN as skein-ui/, on the class path
     with tarfile.open(shipped.source.replace("file://", "")) as pack:

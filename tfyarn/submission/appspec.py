@@ -16,8 +16,8 @@ from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
 from appmaster.common.jobplan import (
     DATA_DIR_NAME,
     DATA_ENTRY_PREFIX,
-    JOB_FILE,
-    SCRIPTS_DIR,
+    LOCALIZED_SCRIPTS_DIR,
+    PLAN_FILE,
     SECRET_FILE_PREFIX,
     JobPlan,
     RolePlan,
@@ -124,7 +124,7 @@ def code_packs(scripts_dir: Path, job_dir: Path) -> dict[str, Path]:
     unpacked under in the containers: the scripts, the AppMaster's code, tfyarn.data, and
     the AppMaster's web UI template (tfyarn/hadoop/skeinui.py)."""
     packs = job_dir / "packs"
-    return {SCRIPTS_DIR: tar_directory(scripts_dir, packs, SCRIPTS_DIR),
+    return {LOCALIZED_SCRIPTS_DIR: tar_directory(scripts_dir, packs, LOCALIZED_SCRIPTS_DIR),
             "appmaster": tar_directory(APPMASTER_DIR, packs, "appmaster"),
             READER_PACK: tar_directory(reader_package(job_dir), packs, READER_PACK),
             skeinui.UI_DIR: tar_directory(skeinui.write_overview(job_dir / skeinui.UI_DIR),
@@ -183,9 +183,9 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, extras: A
     code = {name: skein.File(source, type="archive", visibility="private")
             for name, source in packs.items()}
     files = {
-        SCRIPTS_DIR: code[SCRIPTS_DIR],
+        LOCALIZED_SCRIPTS_DIR: code[LOCALIZED_SCRIPTS_DIR],
         "appmaster": code["appmaster"],
-        JOB_FILE: skein.File(str(job_file), type="file"),
+        PLAN_FILE: skein.File(str(job_file), type="file"),
         TOKEN_FILE: skein.File(str(rendezvous_token(job_file.parent)), type="file",
                                visibility="application"),
     }

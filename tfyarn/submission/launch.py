@@ -9,7 +9,7 @@ from pathlib import Path
 
 import requests
 
-from appmaster.common.jobplan import JOB_FILE, JobPlan
+from appmaster.common.jobplan import PLAN_FILE, JobPlan
 from tfyarn.hadoop import rmrest
 from tfyarn.hadoop.driver import DriverSettings, SubmitError, plain_diagnosis
 from tfyarn.jobconfig import JobConfig
@@ -29,7 +29,7 @@ def submit(client, job: JobConfig, plan: JobPlan, extras: AppSpecExtras,
 
     driver = driver or DriverSettings()
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
-        job_file = Path(tmp) / JOB_FILE
+        job_file = Path(tmp) / PLAN_FILE
         job_file.write_text(plan.to_json())
         packs = codepack.upload(code_packs(job.client.scripts_dir, job_file.parent))
         spec = application_spec(plan, job.client.scripts_dir, job_file, extras,
