@@ -372,7 +372,7 @@ def test_plan_with_packed_env_and_docker(tmp_path: Path) -> None:
     assert plan.python == "./pyenv/bin/python"
     document = plan_document(job, plan, AppSpecExtras())
     assert document["python_env"] == str(archive)
-    assert document["docker"] == {"image": "tf:2", "mounts": ["/data:/data:ro"]}
+    assert (document["docker_image"], document["docker_mounts"]) == ("tf:2", ["/data:/data:ro"])
     assert all(c.startswith("./pyenv/bin/python app/train.py ")
                for r in document["roles"] for c in r["commands"])
     text = format_plan(document)
