@@ -19,15 +19,15 @@ import pytest
 from conftest import wait_for_final_state
 from jobtools import (
     REPO,
-    application_ids,
     JobFiles,
+    application_ids,
     gpu_memory_free,
     gpu_partition_busy,
     prepare_job,
     prepare_light_job,
     run_tfyarn,
-    unique_name,
     submit_and_wait,
+    unique_name,
     wait_for,
     yarn_logs,
 )
