@@ -30,7 +30,8 @@ def staged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     pointer, page or log of the AppMaster yet."""
     job = load_job(str(REPO / "resources.json"), str(REPO / "appConfig.json"),
                    defaults=Defaults())
-    (tmp_path / PLAN_FILE).write_text(build_plan(job).to_json())
+    (tmp_path / "5d41402abc4b2a76").mkdir()  # skein's driver stages each file in a folder
+    (tmp_path / "5d41402abc4b2a76" / PLAN_FILE).write_text(build_plan(job).to_json())
     monkeypatch.setattr(jobreport, "staging_dir", lambda user, app_id: str(tmp_path))
     monkeypatch.setattr(jobreport.jobpointer, "read_pointer", lambda user, app_id: None)
     monkeypatch.setattr(jobreport.jobview, "final_view", lambda app_id: None)
@@ -49,7 +50,7 @@ def test_a_job_yarn_has_not_started_has_a_report(staged: Path) -> None:
 
 
 def test_without_the_plan_yarn_s_word_alone(staged: Path) -> None:
-    (staged / PLAN_FILE).unlink()  # skein's staging dir gone, or not readable
+    (staged / "5d41402abc4b2a76" / PLAN_FILE).unlink()  # the staging dir gone, or unreadable
     html, source = jobreport.fetch(yarn_report("RUNNING"))
     assert source == "drawn from YARN's application report: the AppMaster has not written yet"
     assert "RUNNING in queue default" in html.decode() and "Submitted" not in html.decode()

@@ -96,10 +96,27 @@ def staging_dir(user: str, app_id: str) -> str:
     return f"hdfs:///user/{user}/.skein/{app_id}"
 
 
+def staged_file(directory: str, name: str) -> bytes | None:
+    """A file skein's driver staged: it uploads each under a hashed folder, ``<md5>/<name>``."""
+    if not is_remote(directory):
+        found = sorted(Path(directory).glob(f"*/{name}"))
+        return found[0].read_bytes() if found else None
+
+    def read() -> bytes | None:
+        staged = RemoteDir(directory)
+        path = next((p for p in staged.list_files() if p.rsplit("/", 1)[-1] == name), None)
+        return staged.read_bytes(path) if path else None
+
+    try:
+        return bounded(read, READ_TIMEOUT_S, f"HDFS ({directory})")
+    except (StorageError, OSError):
+        return None
+
+
 def submitted_plan(report) -> JobPlan | None:
     """The plan as it was submitted, from the application's staging dir; None when it is
     gone or cannot be read."""
-    data = read_file(staging_dir(report.user, report.id), PLAN_FILE)
+    data = staged_file(staging_dir(report.user, report.id), PLAN_FILE)
     try:
         return JobPlan.from_json(data.decode()) if data else None
     except (SpecError, ValueError, KeyError, TypeError):
