@@ -2,8 +2,8 @@
 # The test suite: set up, then pytest in lanes (pytest-xdist workers, TFYARN_TEST_WORKERS,
 # 3 by default; 1 runs it in this process). The lanes share one local YARN, which the first
 # to need it starts (or reuses a running one) and the last stops; tests marked `alone` have
-# it to themselves; tests on a cluster of their own (secure, HA, throwaway) keep to one lane
-# by their xdist_group (tests/conftest.py, tests/lanes.py).
+# it to themselves, one after another in a lane of their own, beside the lane of the tests
+# that need no cluster and the secure/HA cluster's lane (tests/conftest.py, tests/lanes.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --for tests  # also the browser, kinit, the test tools

@@ -43,6 +43,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             "these tests start the local cluster or a browser but are not marked yarn "
             "(add `pytestmark = pytest.mark.yarn` to the module, or @pytest.mark.yarn):\n  "
             + "\n  ".join(unmarked))
+    for item in items:
+        group = lane_group(item)
+        if group and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def lane_group(item: pytest.Item) -> str | None:
+    """The lane a test must share with others (xdist_group), if any. xdist hands out the
+    largest groups first: the tests that start no cluster take one lane, those `alone` on
+    the shared cluster another (they run one after another in any case, and so beside the
+    first lane's and the other clusters' tests), the secure and HA cluster's a third. The
+    tests of a module whose own fixtures outlive a test (a job, a venv, data on HDFS) run in
+    one lane, which makes them once."""
+    used = set(getattr(item, "fixturenames", ()))
+    if "yarn_cluster" in used and item.get_closest_marker("alone"):
+        return "alone"
+    module = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    for name, defs in (info.name2fixturedefs.items() if info else ()):
+        if defs and defs[-1].scope in ("module", "session") and defs[-1].baseid == module \
+                and name in item.fixturenames:
+            return module
+    return None if used & YARN_ONLY_FIXTURES else "no-cluster"
 
 
 @pytest.fixture(scope="session")

@@ -61,3 +61,4 @@ def count_lanes(shared: Path, change: int) -> int:
     lanes = (int(count.read_text() or 0) if count.exists() else 0) + change
     count.write_text(str(lanes))
     return lanes
+

@@ -37,8 +37,7 @@ from jobtools import (
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout, node_managers
 
-# The gpu node's GPUs are counted and held: alone; its throwaway cluster beside the others'.
-pytestmark = [pytest.mark.yarn, pytest.mark.alone, pytest.mark.xdist_group("throwaway")]
+pytestmark = [pytest.mark.yarn, pytest.mark.alone]  # the gpu node's GPUs are counted and held
 
 TIMEOUT_S = 240
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")

@@ -46,7 +46,6 @@ from tfyarn.localyarn.layout import (
 
 pytestmark = [
     pytest.mark.yarn,
-    pytest.mark.xdist_group("throwaway"),  # its throwaway cluster, in one lane at a time
     # skein 0.8.2 compares versions with distutils' LooseVersion.
     pytest.mark.filterwarnings("ignore:distutils Version classes:DeprecationWarning"),
 ]
@@ -500,6 +499,7 @@ def throwaway_dir(tmp_path_factory):
         cluster.down(Layout(state_dir, port_offset=OFFSET))
 
 
+@pytest.mark.xdist_group("throwaway")  # one lane: the throwaway cluster's ports
 def test_cluster_cli_lifecycle_on_a_throwaway_cluster(throwaway_dir: Path) -> None:
     state = throwaway_dir
     layout = Layout(state, port_offset=OFFSET, nodes=THROWAWAY_NODES)
@@ -615,6 +615,7 @@ def test_cluster_cli_lifecycle_on_a_throwaway_cluster(throwaway_dir: Path) -> No
     assert "not running" in down_again.stdout
 
 
+@pytest.mark.xdist_group("throwaway")  # one lane: the throwaway cluster's ports
 def test_up_fails_clearly_when_a_port_is_taken(throwaway_dir: Path) -> None:
     port = RM_PORTS["webapp.address"] + OFFSET
     with socket.socket() as squatter:
