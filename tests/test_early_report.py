@@ -3,6 +3,7 @@ from YARN's application report and the plan as submitted (skein's staging copy).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,14 @@ def yarn_report(state: str = "ACCEPTED", diagnostics: str = "") -> AppReport:
                      finish_time=None)
 
 
+@dataclass
+class Staged:
+    folder: Path  # stands for skein's staging dir
+    logs_asked: list[str]
+
+
 @pytest.fixture()
-def staged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def staged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Staged:
     """The plan where skein's driver puts it (a local dir standing for HDFS), and no
     pointer, page or log of the AppMaster yet."""
     job = load_job(str(REPO / "resources.json"), str(REPO / "appConfig.json"),
@@ -34,11 +41,12 @@ def staged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "5d41402abc4b2a76" / PLAN_FILE).write_text(build_plan(job).to_json())
     monkeypatch.setattr(jobreport, "staging_dir", lambda user, app_id: str(tmp_path))
     monkeypatch.setattr(jobreport.jobpointer, "read_pointer", lambda user, app_id: None)
-    monkeypatch.setattr(jobreport.jobview, "final_view", lambda app_id: None)
-    return tmp_path
+    asked: list[str] = []  # the AppMaster's log, asked of YARN for an ended job only
+    monkeypatch.setattr(jobreport.jobview, "final_view", lambda app_id: asked.append(app_id))
+    return Staged(tmp_path, asked)
 
 
-def test_a_job_yarn_has_not_started_has_a_report(staged: Path) -> None:
+def test_a_job_yarn_has_not_started_has_a_report(staged: Staged) -> None:
     html, source = jobreport.fetch(yarn_report(diagnostics="waiting for AM container"))
     assert source == ("drawn from YARN's application report and the submitted plan: the "
                       "AppMaster has not written yet")
@@ -47,15 +55,17 @@ def test_a_job_yarn_has_not_started_has_a_report(staged: Path) -> None:
     assert "The AppMaster has not written yet" in page
     assert "YARN says: waiting for AM container" in page
     assert "worker 2 x 1024 MB, 1 vcore(s)" in page and "a tensorflow job" in page
+    assert staged.logs_asked == []  # a running job's AppMaster has logged no view yet
 
 
-def test_without_the_plan_yarn_s_word_alone(staged: Path) -> None:
-    (staged / "5d41402abc4b2a76" / PLAN_FILE).unlink()  # the staging dir gone, or unreadable
+def test_without_the_plan_yarn_s_word_alone(staged: Staged) -> None:
+    (staged.folder / "5d41402abc4b2a76" / PLAN_FILE).unlink()  # the staging dir gone, or unreadable
     html, source = jobreport.fetch(yarn_report("RUNNING"))
     assert source == "drawn from YARN's application report: the AppMaster has not written yet"
     assert "RUNNING in queue default" in html.decode() and "Submitted" not in html.decode()
 
 
-def test_an_ended_job_with_no_report_is_still_an_error(staged: Path) -> None:
+def test_an_ended_job_with_no_report_is_still_an_error(staged: Staged) -> None:
     with pytest.raises(jobreport.ReportError, match="no report of"):
         jobreport.fetch(yarn_report("KILLED"))
+    assert staged.logs_asked == [APP]

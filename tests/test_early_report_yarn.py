@@ -33,6 +33,6 @@ def test_the_report_answers_right_after_submit(yarn_cluster, tmp_path: Path) -> 
         if source == EARLY:
             page = saved.read_text()
             assert f"Report of {app_id}" in page and "The AppMaster has not written yet" in page
-            assert "worker 2 x 256 MB, 1 vcore(s)" in page and "in queue default" in page
+            assert "worker 2 x 256 MB, 1 vcore(s)" in page and "in queue root.default" in page
     finally:
         run_tfyarn(yarn_cluster, "kill", app_id)

@@ -66,7 +66,10 @@ def fetch(report) -> tuple[bytes, str]:
     app_id = report.id
     if str(report.state) == "RUNNING" and (view := jobview.live_view(report.tracking_url)):
         return render_report(view.to_dict()).encode(), "drawn from the running AppMaster's view"
-    logged = functools.cache(lambda: jobview.final_view(app_id))
+    ended = str(report.state) in FINAL_STATES
+    # the AppMaster logs its view at the end: asking YARN for a running job's log (a JVM, and
+    # an RM that may be failing over) finds none
+    logged = functools.cache(lambda: jobview.final_view(app_id) if ended else None)
     work_dir = jobpointer.read_pointer(report.user, app_id) or (
         logged().work_dir if logged() else None)
     if work_dir:
@@ -76,7 +79,7 @@ def fetch(report) -> tuple[bytes, str]:
             return render_report(view.to_dict()).encode(), f"drawn from {work_dir}/{JSON_FILE}"
     if view := logged():
         return render_report(view.to_dict()).encode(), "drawn from the AppMaster's log"
-    if str(report.state) not in FINAL_STATES:  # its first second: what YARN and the plan say
+    if not ended:  # its first second: what YARN and the plan say
         plan = submitted_plan(report)
         return early_report(report, plan), (
             "drawn from YARN's application report" + (" and the submitted plan" if plan else "")
