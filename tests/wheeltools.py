@@ -12,9 +12,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # What the build reads: the packages, and the files pyproject.toml names.
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "tfyarn", "appmaster")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "tfyarn", "appmaster")
 PACKAGES = ("tfyarn", "appmaster")
-_BUILD_LEFTOVERS = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
+# *.jar: the patched AppMaster a build of the checkout left in it; the wheel's build makes its own.
+_BUILD_LEFTOVERS = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist",
+                                          "*.jar")
 
 
 def package_files(root: Path = REPO) -> set[str]:

@@ -20,7 +20,7 @@ from appmaster.common.settings import (
 from appmaster.common.vocabulary import FailurePolicy, Framework, Role
 from tfyarn.jobconfig import JobConfig
 from tfyarn.jobconfig.model import BUILT_IN, JOB_FILE
-from tfyarn.submission import environments
+from tfyarn.submission import amneeds, environments
 from tfyarn.submission.workdir import default_work_dir, qualified
 
 # A dry run of thousands of tasks stays quick and small: a role with more tasks than this
@@ -188,7 +188,9 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
         "success_policy": plan.success_policy,
         "appmaster_max_attempts": plan.am_max_attempts,
         "appmaster": {"memory_mb": plan.am_memory_mb, "vcores": plan.am_vcores,
-                      "node_label": plan.am_label},
+                      "node_label": plan.am_label,
+                      # which: tfyarn's patched skein AppMaster, or skein's stock one and why
+                      "build": amneeds.document()},
         "acls": {"view": plan.view_acl, "modify": plan.modify_acl,
                  "page": page_users(plan, placement.web_login)},
         "roles": roles,
@@ -248,7 +250,8 @@ def format_plan(document: dict) -> str:
         f"  AppMaster: {document['appmaster']['memory_mb']} MB, "
         f"{document['appmaster']['vcores']} vcore(s), node label "
         f"{document['appmaster']['node_label'] or '<default partition>'}, up to "
-        f"{document['appmaster_max_attempts']} attempt(s)",
+        f"{document['appmaster_max_attempts']} attempt(s); "
+        f"{document['appmaster']['build']['described']}",
         f"  timeouts: allocation {seconds_or_none(document['allocation_timeout_s'])}, "
         f"registration {document['registration_timeout_s']:.0f} s, job deadline "
         f"{seconds_or_none(document['deadline_s'])}",
