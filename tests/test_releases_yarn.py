@@ -9,8 +9,8 @@ its host, asked for by the patched AppMaster.
 
 In CI: 3.3.6 (the oldest) and 3.4.3 (the newest 3.4), each about 3 minutes with its cluster's
 start. TFYARN_RELEASES=3.3.6,3.4.0,... names others on demand. Each release's cluster
-starts here and stops at the end of its tests (unless it was running), so these tests run
-alone (`alone`): another cluster beside them would not fit a 2-core machine.
+starts here and stops at the end of its tests (unless it was running), while the other
+lanes' tests wait (`alone`): two clusters at once would not fit a 2-core machine.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import lanes
 import pytest
 from barenodes import client_environ, node_python
 from conftest import LocalCluster
@@ -44,20 +45,22 @@ def state_dir(version: str) -> Path:
 
 
 @pytest.fixture(scope="module", params=RELEASES)
-def release_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+def release_cluster(request: pytest.FixtureRequest, lanes_dir: Path) -> Iterator[LocalCluster]:
+    """The release's cluster, while no other lane's test runs (`alone`, for its life)."""
     version = request.param
     layout = Layout(state_dir(version), hadoop_version=version,
                     port_offset=releases.port_window(version))
-    started_here = not cluster.is_running(layout)
-    if started_here:
-        cluster.up(layout)
-    try:
-        env = cluster.client_environment(layout)
-        with client_environ(env):
-            yield LocalCluster(layout, env)
-    finally:
+    with lanes.on_the_cluster(lanes_dir, alone=True):
+        started_here = not cluster.is_running(layout)
         if started_here:
-            cluster.down(layout)
+            cluster.up(layout)
+        try:
+            env = cluster.client_environment(layout)
+            with client_environ(env):
+                yield LocalCluster(layout, env)
+        finally:
+            if started_here:
+                cluster.down(layout)
 
 
 def test_a_job_with_a_strict_ps_and_a_killed_worker_succeeds(
