@@ -1,21 +1,26 @@
 """What a job asks of tfyarn's patched skein AppMaster (tfyarn/submission/amneeds.py): where
 the package has only skein's stock one, such a job is refused before anything is submitted,
-with the reason and the fix; the dry run says which AppMaster runs the job."""
+with the reason and the fix; the dry run and the job page say which AppMaster runs the job."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from jobtools import APPS, prepare_job
+from jobtools import APPS, REPO, prepare_job
 
+from appmaster.common.jobplan import PLAN_FILE
+from appmaster.common.registry import APPMASTER_BUILD_ENV
+from appmaster.page.jobpage import render_page
 from tfyarn.cli.main import main
 from tfyarn.hadoop import amjar
 from tfyarn.jobconfig import load_job
 from tfyarn.submission import amneeds
-from tfyarn.submission.plan import build_plan
+from tfyarn.submission.appspec import application_spec
+from tfyarn.submission.plan import AppSpecExtras, build_plan
 
 PATCHED = amjar.AppMasterJar(Path("/pkg/am/patched.jar"), True)
 STOCK = amjar.AppMasterJar(Path("/site/skein/java/skein.jar"), False, "built without it",
@@ -104,3 +109,18 @@ def test_the_dry_run_says_which_appmaster_runs_the_job(
     monkeypatch.setenv(amjar.OFF_ENV, "1")
     shown = CliRunner().invoke(main, args)
     assert f"attempt(s); skein's stock AppMaster ({amjar.OFF_ENV} is set)\n" in shown.output
+
+
+def test_the_job_page_says_which_appmaster_runs_the_job(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client tells the AppMaster its own words (its environment); the page's facts."""
+    monkeypatch.setenv(amjar.OFF_ENV, "1")
+    plan = build_plan(load_job(REPO / "resources.json", REPO / "appConfig.json"))
+    spec = application_spec(plan, tmp_path, tmp_path / PLAN_FILE, AppSpecExtras())
+    said = spec.master.env[APPMASTER_BUILD_ENV]
+    assert said == f"skein's stock AppMaster ({amjar.OFF_ENV} is set)"
+    view = {"app_id": "application_1_0001", "name": "demo", "state": "RUNNING",
+            "generation": 0, "updated": 1_700_000_000_000, "tasks": [], "tensorboard": None,
+            "tensorboard_url": None, "cluster_spec": None, "restarts": [], "phases": {},
+            "appmaster": said}
+    assert f"<dt>appmaster</dt><dd>{html.escape(said)}</dd>" in render_page(view)
