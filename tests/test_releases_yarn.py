@@ -32,7 +32,8 @@ from tfyarn.hadoop import amjar
 from tfyarn.localyarn import cluster, releases
 from tfyarn.localyarn.layout import Layout
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone]
+pytestmark = [pytest.mark.yarn, pytest.mark.alone,
+              pytest.mark.xdist_group("releases")]  # one lane: one cluster at a time
 
 RELEASES = tuple(os.environ.get("TFYARN_RELEASES", "3.3.6,3.4.3").split(","))
 RECOVERY_S = 120
