@@ -60,6 +60,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
   if [ "$extra" = test ]; then touch .venv/.tfyarn-installed-tf; fi
 fi
+# tfyarn's patched skein AppMaster, in the package (an editable install built it, unless that
+# happened before; quick when built: a copy from ~/.cache/tfyarn/amjar).
+.venv/bin/python -m tfyarn.amjarbuild >/dev/null
 [ "$purpose" = tests ] || exit 0
 # tf-keras (Keras 2) for the Keras examples (tests/test_keras_yarn.py): on TF 2.21 only it runs
 # model.fit with the ParameterServer and MultiWorkerMirrored strategies. --no-deps: it requires

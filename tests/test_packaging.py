@@ -7,6 +7,7 @@ against the local cluster: tests/test_wheel_install_yarn.py."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ import pytest
 from wheeltools import REPO, build_wheel, package_files
 
 import tfyarn
+from tfyarn.hadoop import amjar
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +49,21 @@ def test_the_wheel_ships_every_file_of_the_packages_and_the_licence(wheel: Path)
     assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
     assert licence == (REPO / "LICENSE").read_bytes()
     assert b"Apache License" in licence and b"Version 2.0, January 2004" in licence
+
+
+def test_the_wheel_carries_the_patched_appmaster(wheel: Path) -> None:
+    """Built with the package (setup.py runs tfyarn/amjarbuild.py), named by what it is made
+    of, and skein's jar with the patched classes in it: a submit only uses it."""
+    with zipfile.ZipFile(wheel) as whl:
+        jars = [n for n in whl.namelist() if n.endswith(".jar")]
+        assert jars == [f"tfyarn/hadoop/am/{amjar.jar_name()}"], jars
+        inner = zipfile.ZipFile(io.BytesIO(whl.read(jars[0])))
+    with zipfile.ZipFile(amjar.skein_jar()) as stock:
+        assert set(inner.namelist()) >= set(stock.namelist()) - {"META-INF/INDEX.LIST"}
+        master = "com/anaconda/skein/ApplicationMaster.class"
+        assert b"tfyarn.placement." in inner.read(master)
+        assert b"tfyarn.placement." not in stock.read(master)
+    assert inner.read(master)[6:8] == b"\x00\x34"  # class file major 52: Java 8's bytecode
 
 
 def test_the_wheel_metadata(wheel: Path) -> None:

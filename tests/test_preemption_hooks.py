@@ -1,14 +1,16 @@
 """What a task's script reads of YARN's preemption notice (tfyarn/preemption.py), and the
-build of the AppMaster that passes the notice on (tfyarn/hadoop/amjar.py)."""
+build of the AppMaster that passes the notice on (tfyarn/amjarbuild.py) and the jar a
+submit uses (tfyarn/hadoop/amjar.py)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
 from appmaster.common.registry import NOTICE_FILE_ENV
-from tfyarn import preemption
+from tfyarn import amjarbuild, preemption
 from tfyarn.hadoop import amjar
 
 
@@ -43,7 +45,7 @@ def test_the_patch_moves_imports_to_the_packages_skeins_jar_shades_them_into() -
     text = ("import com.google.protobuf.ByteString;\nimport io.grpc.Server;\n"
             "import static io.netty.x.Y;\nimport org.apache.hadoop.fs.Path;\n")
     shaded = "import com.anaconda.skein.shaded."
-    assert amjar.shaded(text) == (f"{shaded}com.google.protobuf.ByteString;\n"
+    assert amjarbuild.shaded(text) == (f"{shaded}com.google.protobuf.ByteString;\n"
                                   f"{shaded}io.grpc.Server;\n"
                                   "import static com.anaconda.skein.shaded.io.netty.x.Y;\n"
                                   "import org.apache.hadoop.fs.Path;\n")
@@ -52,27 +54,29 @@ def test_the_patch_moves_imports_to_the_packages_skeins_jar_shades_them_into() -
 def test_the_patch_names_skeins_release_and_the_keys_the_job_reads() -> None:
     text = amjar.patch_text()
     assert [line.split("/")[-1] for line in text.splitlines() if line.startswith("--- ")] \
-        == [f"{name}.java" for name in amjar.CLASSES]
+        == [f"{name}.java" for name in amjarbuild.CLASSES]
     for key in ("tfyarn.preempt.", "tfyarn.placement.", "tfyarn.blacklist"):
         assert f'"{key}"' in text
 
 
-def test_without_a_jdk_skeins_own_jar_serves_and_the_build_waits_an_hour(
+def test_a_package_without_the_patched_jar_submits_with_skeins_and_says_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no javac, no yarn
-    monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.delenv(amjar.OFF_ENV, raising=False)
-    before = amjar.in_use()
-    try:
-        assert amjar.use_patched_jar() == amjar.skein_jar()
-        failed = amjar.jar_path().with_suffix(".failed")
-        assert "no javac" in failed.read_text()  # said, and nothing downloaded
-        stamp = failed.stat().st_mtime_ns
-        assert amjar.use_patched_jar() == amjar.skein_jar()  # not tried again yet
-        assert failed.stat().st_mtime_ns == stamp and not amjar.jar_path().exists()
-        assert not list(amjar.cache_dir().glob("*.tar.gz"))
-    finally:
-        import skein.core
+    monkeypatch.setattr(amjar, "BUNDLED_DIR", tmp_path)
+    (tmp_path / "skein-0.8.2-tfyarn-000000000000-hadoop-3.5.0.jar").write_bytes(b"")  # another
+    stock = amjar.chosen()
+    assert (stock.path, stock.patched) == (amjar.skein_jar(), False)
+    assert stock.describe() == ("skein's stock AppMaster (this tfyarn was built without it: no "
+                                f"{amjar.jar_name()} in {tmp_path})")
+    (tmp_path / amjar.jar_name()).write_bytes(b"PK")
+    assert amjar.chosen() == amjar.AppMasterJar(tmp_path / amjar.jar_name(), True)
+    assert amjar.chosen().describe() == f"tfyarn's patched skein AppMaster ({amjar.jar_name()})"
+    monkeypatch.setenv(amjar.OFF_ENV, "1")  # to compare with skein's own
+    assert not amjar.chosen().patched and amjar.OFF_ENV in amjar.chosen().describe()
 
-        skein.core._SKEIN_JAR = before
+
+def test_the_jar_is_named_by_skeins_release_the_patch_and_the_hadoop_api() -> None:
+    name = amjar.jar_name()
+    assert name.startswith(f"skein-{amjar.SKEIN_VERSION}-tfyarn-")
+    assert name.endswith(f"-hadoop-{amjar.HADOOP_API}.jar")
+    assert hashlib.sha256(amjar.patch_text().encode()).hexdigest()[:12] in name

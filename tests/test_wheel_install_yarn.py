@@ -5,6 +5,10 @@ venv (not this one, not the checkout), drives the local cluster.
   TensorFlow; the venv itself is packed and shipped, as for any job naming no interpreter),
   `list`, `status` of the finished job, `status` and `kill` of a running one. Each exits 0,
   with no traceback. About 1.5 min (the install ~15 s with pip's cache).
+- The same client on an edge node with no JDK (no javac on PATH or in JAVA_HOME) and no
+  route to a package index: a job with a STRICT placement policy runs with the patched
+  AppMaster the wheel carries, to SUCCEEDED; with skein's stock one chosen, a job asking
+  for anti-affinity is refused before anything is submitted.
 - With `[tf]`: the seed job (README's main job) submitted from that venv to SUCCEEDED. A
   fresh TensorFlow install (~600 MB, pip's cache helps), its pack and its upload: several
   minutes, so it runs on demand (TFYARN_LONG=1).
@@ -30,9 +34,10 @@ from jobtools import (
     submit_detached,
     wait_for,
 )
-from wheeltools import build_wheel, fresh_venv, pip_install
+from wheeltools import build_wheel, fresh_venv, pip_install, without_a_compiler
 
 import tfyarn
+from tfyarn.hadoop import amjar
 
 pytestmark = pytest.mark.yarn
 
@@ -132,6 +137,42 @@ def test_the_thin_client_operates_jobs(yarn_cluster, thin_client: EdgeNode,
         if app_state(yarn_cluster, app_id) not in ("FINISHED", "FAILED", "KILLED"):
             subprocess.run(["yarn", "application", "-kill", app_id], env=yarn_cluster.env,
                            capture_output=True, timeout=60)
+
+
+def test_the_thin_client_without_a_jdk_or_an_index_runs_a_strict_job(
+        thin_client: EdgeNode, tmp_path: Path) -> None:
+    edge = EdgeNode(thin_client.bin, {})
+    edge.env = without_a_compiler(thin_client.env, tmp_path / "no-jdk")
+    edge.env["PIP_INDEX_URL"] = "http://127.0.0.1:9/"  # nothing answers there
+    edge.env["PIP_FIND_LINKS"] = ""
+    edge.env.pop(amjar.OFF_ENV, None)
+    assert subprocess.run(["bash", "-c", "command -v javac || ls \"$JAVA_HOME/bin/javac\""],
+                          env=edge.env, capture_output=True).returncode != 0
+    resources, app_config = prepare_light_job(
+        tmp_path, ["--sleep", "1"], settings={"app.name": "tfyarn-wheel-test"},
+        components={"ps": {"yarn.component.placement.policy": "1"}})
+    args = ["submit", "--resources", str(resources), "--app-config", str(app_config)]
+    planned = edge.tfyarn(*args, "--dry-run", "--skip-preflight").stdout
+    assert f"tfyarn's patched skein AppMaster ({amjar.jar_name()})" in planned, planned
+    submitted = edge.tfyarn(*args, "--wait", timeout_s=SUBMIT_TIMEOUT_S)
+    assert "SUCCEEDED" in submitted.stdout + submitted.stderr, submitted.stdout
+
+    # skein's own AppMaster (chosen here, as where the package has none): refused, unsent
+    (tmp_path / "apart").mkdir()
+    resources, app_config = prepare_light_job(
+        tmp_path / "apart", ["--sleep", "1"],
+        components={"ps": {"yarn.component.placement.policy": "4"}})
+    refused = subprocess.run(
+        [str(edge.bin / "tfyarn"), "submit", "--resources", str(resources), "--app-config",
+         str(app_config), "--detach"], env={**edge.env, amjar.OFF_ENV: "1"}, cwd=REPO,
+        capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "Submitted" not in refused.stdout, refused.stdout
+    assert refused.stderr.startswith(
+        "Error: nothing was submitted:\nthe job asks for what only tfyarn's patched skein "
+        "AppMaster does:\n"), refused.stderr
+    assert "placement.policy = 4 (ANTI_AFFINITY_REQUIRED" in refused.stderr
+    assert f"skein's stock AppMaster ({amjar.OFF_ENV} is set). Fix: unset {amjar.OFF_ENV}" \
+        in refused.stderr
 
 
 @pytest.mark.skipif(not os.environ.get("TFYARN_LONG"),

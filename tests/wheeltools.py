@@ -12,9 +12,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # What the build reads: the packages, and the files pyproject.toml names.
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "tfyarn", "appmaster")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "tfyarn", "appmaster")
 PACKAGES = ("tfyarn", "appmaster")
-_BUILD_LEFTOVERS = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
+# *.jar: the patched AppMaster a build of the checkout left in it; the wheel's build makes its own.
+_BUILD_LEFTOVERS = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist",
+                                          "*.jar")
 
 
 def package_files(root: Path = REPO) -> set[str]:
@@ -60,3 +62,27 @@ def pip_install(bin_dir: Path, *args: str, timeout_s: float = 600) -> None:
     result = subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet", *args],
                             capture_output=True, text=True, timeout=timeout_s, env=env)
     assert result.returncode == 0, f"pip install {' '.join(args)}:\n{result.stdout}{result.stderr}"
+
+
+def without_a_compiler(env: dict[str, str], shadow: Path) -> dict[str, str]:
+    """``env`` as on an edge node with only a JRE: every PATH directory holding javac, and
+    JAVA_HOME, replaced by a copy of links to all their files but javac (a JDK's bin and a
+    JRE's differ by the compiler, for what tfyarn could use of it)."""
+    def shadowed(directory: Path) -> Path:
+        copy = shadow / str(len(list(shadow.iterdir())) if shadow.is_dir() else 0)
+        copy.mkdir(parents=True)
+        for entry in directory.iterdir():
+            if entry.name != "javac":
+                (copy / entry.name).symlink_to(entry)
+        return copy
+
+    shadow.mkdir(parents=True, exist_ok=True)
+    changed = dict(env)
+    changed["PATH"] = ":".join(str(shadowed(Path(d))) if (Path(d) / "javac").exists() else d
+                               for d in env.get("PATH", "").split(":") if d)
+    if env.get("JAVA_HOME"):
+        home = shadowed(Path(env["JAVA_HOME"]))
+        (home / "bin").unlink()
+        (home / "bin").symlink_to(shadowed(Path(env["JAVA_HOME"]) / "bin"))
+        changed["JAVA_HOME"] = str(home)
+    return changed

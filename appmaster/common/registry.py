@@ -164,6 +164,9 @@ def notice_key(container: str) -> str:
     return f"notice/{container}"
 
 
+# the AppMaster's environment: which AppMaster runs the job (tfyarn/hadoop/amjar.py's words:
+# tfyarn's patched skein one, or skein's stock one and why), for the job page
+APPMASTER_BUILD_ENV = "TFYARN_APPMASTER_BUILD"
 # the task's environment: the file that appears when YARN announced its container's preemption
 NOTICE_FILE_ENV = "TFYARN_PREEMPTION_NOTICE_FILE"
 # skein's key-value store, where tfyarn's patched AppMaster (tfyarn/hadoop/amjar.py) writes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import sys
 import threading
@@ -22,7 +23,7 @@ import skein
 
 from appmaster.common import agentlink, hdfstokens, registry
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.registry import AgentState, AgentStatus
+from appmaster.common.registry import APPMASTER_BUILD_ENV, AgentState, AgentStatus
 from appmaster.common.vocabulary import JobState, Role
 from appmaster.master import attempts, clusterwatch, rendezvous
 from appmaster.model import verdicts
@@ -381,7 +382,8 @@ class Master:
     def view(self) -> dict:
         """The job as the web page, `tfyarn status` and the final log line show it."""
         with self.lock:
-            return JobView.of(self.job, self.app.id, self.work_dir, time.monotonic()).to_dict()
+            return JobView.of(self.job, self.app.id, self.work_dir, time.monotonic(),
+                              os.environ.get(APPMASTER_BUILD_ENV)).to_dict()
 
     def container_report(self, role: str, container: str) -> skein.Container | None:
         # every state, the ended ones too (skein's default: the active ones only)

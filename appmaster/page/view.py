@@ -98,6 +98,8 @@ class JobView:
     # while the job waits for the queue (appmaster/model/jobqueue.py): {given, of,
     # localizing, waited_s, hold_s, rounds, given_back, asks_again_in_s}; None otherwise
     queue: dict | None = None
+    # which AppMaster runs the job: tfyarn's patched skein one, or skein's stock one and why
+    appmaster: str | None = None
 
     @property
     def chief(self) -> TaskRow | None:
@@ -115,7 +117,8 @@ class JobView:
                 if (role is None or t.role == role) and (index is None or t.index == index)]
 
     @classmethod
-    def of(cls, job: Job, app_id: str, work_dir: str | None, now: float) -> JobView:
+    def of(cls, job: Job, app_id: str, work_dir: str | None, now: float,
+           appmaster: str | None = None) -> JobView:
         board, evaluator = job.tensorboard, job.evaluator
         tasks = [*job.tasks.values(), *([evaluator] if evaluator else [])]
         return cls(
@@ -130,7 +133,7 @@ class JobView:
             restarts=list(job.restarts), phases=job.clock.seconds(),
             progress=job_progress(job), verdicts=verdicts.counts(sum(
                 (task.verdicts for task in tasks), Counter())),
-            history=job.history.to_dict(), queue=job.queue.view(now))
+            history=job.history.to_dict(), queue=job.queue.view(now), appmaster=appmaster)
 
     def to_dict(self) -> dict:
         view = {f.name: getattr(self, f.name) for f in fields(self)}

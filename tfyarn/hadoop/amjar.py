@@ -1,4 +1,5 @@
-"""skein's AppMaster with tfyarn's patch: built once per machine from skein's released source.
+"""skein's AppMaster with tfyarn's patch: the jar tfyarn's package carries, and which
+AppMaster a submit uses.
 
 skein 0.8.2's Java AppMaster drops the allocate response's PreemptionMessage and has no way to
 steer one request or to blacklist a host. skein-am.patch (beside this file) adds those, over
@@ -18,51 +19,33 @@ The patch also makes skein's driver set YARN's log aggregation context of the ap
 (include and exclude patterns, also for rolling aggregation) from the AppMaster's environment
 (tfyarn/submission/appspec.py: TFYARN_LOG_INCLUDE_PATTERN, TFYARN_LOG_EXCLUDE_PATTERN).
 
-The build: skein's sdist from PyPI (checked by its SHA-256), its ApplicationMaster.java and
-Driver.java patched, their imports moved to the packages skein's jar shades them into, compiled
-against skein's jar and the cluster's Hadoop jars (`yarn classpath`, as skein's driver finds
-them), and written over their classes in a copy of skein's jar. The client submits with that
-jar (the AppMaster's jar is the driver's); where it cannot be built (no javac, no PyPI),
-skein's own jar serves and the notices are off.
+The jar is built when tfyarn's package is built (tfyarn/amjarbuild.py, run by setup.py),
+compiled against the Hadoop API of the oldest release tfyarn supports (HADOOP_API), so one jar
+runs on every supported release; it lies in ``am/`` beside this file, named by everything it
+is made of. A submit never builds or downloads it: where the package has none (built with
+TFYARN_AM_BUILD=skip), skein's own jar serves, and tfyarn/submission/amneeds.py refuses the
+jobs that ask for what only the patched one does.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
-import io
-import logging
 import os
-import re
-import shutil
-import subprocess
-import sys
-import tarfile
-import tempfile
-import time
-import urllib.request
-import zipfile
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-log = logging.getLogger(__name__)
-
 SKEIN_VERSION = "0.8.2"
-SDIST_URL = ("https://files.pythonhosted.org/packages/88/8f/"
-             "d67552b164d419f4a56c844b04b3bc24c9f758ddb340fb0d358c703beaf7/skein-0.8.2.tar.gz")
-SDIST_SHA256 = "9d74eab09357fcbc008253dc3d99267583df17ebc32cdfa735d65a0c54eb1f31"
-PACKAGE_DIR = "java/src/main/java/com/anaconda/skein"
-CLASSES = ("ApplicationMaster", "Driver")  # the patched sources, and their classes' names
+# The oldest Hadoop release tfyarn supports: compiled against its API, the jar uses no field
+# or method that 3.3 lacks (one built against 3.5.0 dies on 3.3.6 with NoSuchFieldError).
+HADOOP_API = "3.3.6"
 PATCH = "skein-am.patch"
-# skein's pom relocates these packages under com.anaconda.skein.shaded
-_SHADED = re.compile(r"^import (static )?(com\.google|io\.grpc|io\.netty)\.", re.M)
+BUNDLED_DIR = Path(__file__).resolve().parent / "am"  # the package's, made by its build
 OFF_ENV = "TFYARN_STOCK_SKEIN_AM"  # set: skein's own AppMaster (to compare)
-RETRY_AFTER_S = 3600.0  # a failed build (no PyPI, no javac) is not tried by every command
-
-
-class BuildError(RuntimeError):
-    pass
+REBUILD_FIX = ("install tfyarn from a wheel built with a JDK and Maven (`pip wheel .` runs "
+               "`python -m tfyarn.amjarbuild`, which puts the jar in the package), or, in a "
+               "checkout, run `python -m tfyarn.amjarbuild` once")
 
 
 def skein_jar() -> Path:
@@ -72,140 +55,49 @@ def skein_jar() -> Path:
     return Path(spec.origin).parent / "java" / "skein.jar"
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tfyarn" / "skein-am"
-
-
 def patch_text() -> str:
     return resources.files("tfyarn.hadoop").joinpath(PATCH).read_text()
 
 
-def jar_path() -> Path:
-    """Named by the patch and skein's jar: either changed builds anew."""
-    digest = hashlib.sha256(patch_text().encode() + skein_jar().read_bytes()).hexdigest()[:12]
-    return cache_dir() / f"skein-{SKEIN_VERSION}-tfyarn-{digest}.jar"
+def jar_name() -> str:
+    """Named by what it is made of: skein's release, the patch, the Hadoop API it was
+    compiled against; a jar of other makings is never taken for it."""
+    digest = hashlib.sha256(patch_text().encode()).hexdigest()[:12]
+    return f"skein-{SKEIN_VERSION}-tfyarn-{digest}-hadoop-{HADOOP_API}.jar"
 
 
-def sdist() -> bytes:
-    """skein's released source, fetched once and checked."""
-    cached = cache_dir() / f"skein-{SKEIN_VERSION}.tar.gz"
-    if cached.is_file():
-        data = cached.read_bytes()
-    else:
-        with urllib.request.urlopen(SDIST_URL, timeout=60) as response:
-            data = response.read()
-    if hashlib.sha256(data).hexdigest() != SDIST_SHA256:
-        cached.unlink(missing_ok=True)
-        raise BuildError(f"skein's sdist from {SDIST_URL} is not the released one (SHA-256)")
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_bytes(data)
-    return data
+@dataclass(frozen=True)
+class AppMasterJar:
+    """The jar skein's driver starts from and uploads as the AppMaster's, and why that one."""
+
+    path: Path
+    patched: bool
+    why_stock: str = ""  # skein's own: why, and how to have the patched one
+    fix: str = ""
+
+    def describe(self) -> str:
+        if self.patched:
+            return f"tfyarn's patched skein AppMaster ({self.path.name})"
+        return f"skein's stock AppMaster ({self.why_stock})"
 
 
-def patched_sources(scratch: Path) -> list[Path]:
-    """skein's sources of CLASSES, patched, with their imports shaded, in ``scratch``."""
-    tree = scratch / "src"
-    (tree / PACKAGE_DIR).mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(sdist())) as tar:
-        for name in CLASSES:
-            member = tar.extractfile(f"skein-{SKEIN_VERSION}/{PACKAGE_DIR}/{name}.java")
-            assert member is not None
-            (tree / PACKAGE_DIR / f"{name}.java").write_bytes(member.read())
-    applied = subprocess.run(["patch", "-p1", "--no-backup-if-mismatch", "-s"], cwd=tree,
-                             input=patch_text(), capture_output=True, text=True)
-    if applied.returncode != 0:
-        raise BuildError(f"{PATCH} does not apply to skein {SKEIN_VERSION}: "
-                         f"{applied.stdout}{applied.stderr}")
-    sources = []
-    for name in CLASSES:
-        source = scratch / f"{name}.java"
-        source.write_text(shaded((tree / PACKAGE_DIR / f"{name}.java").read_text()))
-        sources.append(source)
-    return sources
-
-
-def shaded(java: str) -> str:
-    """The source's imports of what skein's jar relocates, moved where it put them."""
-    return _SHADED.sub(r"import \1com.anaconda.skein.shaded.\2.", java)
-
-
-def hadoop_classpath() -> str:
-    """The cluster's Hadoop jars, as skein's driver finds them."""
-    yarn = shutil.which("yarn")
-    if yarn is None:
-        raise BuildError("`yarn` is not on PATH")
-    out = subprocess.run([yarn, "classpath", "--glob"], capture_output=True, text=True,
-                         timeout=120)
-    if out.returncode != 0:
-        raise BuildError(f"`yarn classpath --glob` failed: {out.stderr[-500:]}")
-    return out.stdout.strip()
-
-
-def javac() -> str:
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "javac") if home else shutil.which("javac")
-    if not found or not Path(found).is_file():
-        raise BuildError("no javac (JAVA_HOME/bin or PATH): a JDK, not only a JRE, builds it")
-    return found
-
-
-def build(classpath: str | None = None) -> Path:
-    """The patched jar, built unless already there."""
-    target = jar_path()
-    if target.is_file():
-        return target
-    compiler, classpath = javac(), classpath or hadoop_classpath()  # before any download
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
-    try:
-        sources = patched_sources(scratch)
-        classes = scratch / "classes"
-        compiled = subprocess.run(
-            [compiler, "-nowarn", "--release", "8", "-encoding", "UTF-8", "-d", str(classes),
-             "-cp", f"{skein_jar()}:{classpath}", *map(str, sources)],
-            capture_output=True, text=True, timeout=600)
-        if compiled.returncode != 0:
-            raise BuildError(f"javac: {compiled.stderr[-3000:]}")
-        built = scratch / target.name
-        with zipfile.ZipFile(skein_jar()) as stock, zipfile.ZipFile(built, "w") as out:
-            for item in stock.infolist():
-                if not _patched_class(item.filename):  # skein's own of these go
-                    out.writestr(item, stock.read(item))
-            for path in sorted((classes / "com/anaconda/skein").glob("*.class")):
-                out.write(path, path.relative_to(classes).as_posix())
-        os.replace(built, target)  # two builds at once: one rename wins, both whole
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return target
-
-
-def _patched_class(name: str) -> bool:
-    """``com/anaconda/skein/Driver$1.class`` and the like: a class of a patched source."""
-    directory, _, file = name.rpartition("/")
-    return (directory == "com/anaconda/skein" and file.endswith(".class")
-            and file.removesuffix(".class").split("$")[0] in CLASSES)
+def chosen() -> AppMasterJar:
+    """The package's patched jar, or skein's own and why."""
+    if os.environ.get(OFF_ENV):
+        return AppMasterJar(skein_jar(), False, f"{OFF_ENV} is set", f"unset {OFF_ENV}")
+    bundled = BUNDLED_DIR / jar_name()
+    if bundled.is_file():
+        return AppMasterJar(bundled, True)
+    return AppMasterJar(skein_jar(), False,
+                        f"this tfyarn was built without it: no {bundled.name} in {BUNDLED_DIR}",
+                        REBUILD_FIX)
 
 
 def use_patched_jar() -> Path:
-    """Point skein (its driver, hence its AppMaster) at the patched jar, built if need be;
-    skein's own jar where it cannot be (said once, with why). Returns the jar in use."""
+    """Point skein (its driver, hence its AppMaster) at the chosen jar; returns it."""
     import skein.core  # its driver and the AppMaster's upload read this name
 
-    if os.environ.get(OFF_ENV):
-        return skein_jar()
-    failed = jar_path().with_suffix(".failed")  # why the last build failed, and when
-    try:
-        if failed.is_file() and time.time() - failed.stat().st_mtime < RETRY_AFTER_S:
-            raise BuildError(failed.read_text().strip())
-        jar = build()
-    except (BuildError, OSError, subprocess.SubprocessError) as exc:
-        log.warning("skein's own AppMaster: tfyarn's patch could not be built (%s); YARN's "
-                    "preemption notices and steered placement are off", exc)
-        with contextlib.suppress(OSError):
-            failed.parent.mkdir(parents=True, exist_ok=True)
-            if not failed.is_file() or time.time() - failed.stat().st_mtime >= RETRY_AFTER_S:
-                failed.write_text(f"{exc}\n")
-        return skein_jar()
+    jar = chosen().path
     skein.core._SKEIN_JAR = str(jar)
     return jar
 
@@ -215,10 +107,3 @@ def in_use() -> str:
     import skein.core
 
     return skein.core._SKEIN_JAR
-
-
-if __name__ == "__main__":  # build ahead: python -m tfyarn.hadoop.amjar
-    try:
-        print(build())
-    except BuildError as exc:
-        sys.exit(f"tfyarn: {exc}")

@@ -37,7 +37,7 @@ from tfyarn.jobconfig.datasets import DATA_OPTION
 from tfyarn.jobconfig.defaults import where_set
 from tfyarn.jobconfig.overrides import Override, parse_set
 from tfyarn.security import kerberos
-from tfyarn.submission import jobenv, preflight, workdir
+from tfyarn.submission import amneeds, jobenv, preflight, workdir
 from tfyarn.submission.launch import set_priority
 from tfyarn.submission.launch import submit as submit_to_yarn
 from tfyarn.submission.plan import AppSpecExtras, build_plan, plan_document
@@ -144,6 +144,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
     with in_context(NOTHING_SUBMITTED):
         job = load_job(resources, app_config, overrides=options.overrides())
         plan = build_plan(job, extra_args=options.script_args, principal=options.principal)
+        amneeds.check(job, plan)  # skein's stock AppMaster would silently not do it
         if not options.skip_preflight:
             jobenv.check_frameworks(job)  # a thin client's env without TensorFlow, say
             hadoopconf.check_present()  # before a local work dir is picked for want of one

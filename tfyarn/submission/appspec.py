@@ -22,9 +22,9 @@ from appmaster.common.jobplan import (
     JobPlan,
     RolePlan,
 )
-from appmaster.common.registry import CANNOT_START, PLACEMENT_APART_ENV
+from appmaster.common.registry import APPMASTER_BUILD_ENV, CANNOT_START, PLACEMENT_APART_ENV
 from appmaster.common.settings import ANTI_AFFINITY_REQUIRED
-from tfyarn.hadoop import skeinui
+from tfyarn.hadoop import amjar, skeinui
 from tfyarn.hadoop.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
 from tfyarn.jobconfig.datasets import is_archive
 from tfyarn.submission.codepack import tar_directory
@@ -234,7 +234,8 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, extras: A
         # which JDK 17 must open, and its Overview links the job page (tfyarn/hadoop/skeinui.py).
         env={"JAVA_TOOL_OPTIONS": f"{QUICK_JVM_OPTIONS} {am_java_options()} "
              f"--add-opens=java.base/java.util=ALL-UNNAMED {skeinui.JVM_OPTION}",
-             **LEAN_AM_ENV, **log_aggregation_env(plan)},
+             **LEAN_AM_ENV, **log_aggregation_env(plan),
+             APPMASTER_BUILD_ENV: amjar.chosen().describe()},
     )
     return skein.ApplicationSpec(
         name=plan.name,

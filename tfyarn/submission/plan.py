@@ -28,7 +28,7 @@ from appmaster.common.settings import (
 from appmaster.common.vocabulary import FailurePolicy, Framework, Role
 from tfyarn.jobconfig import JobConfig
 from tfyarn.jobconfig.model import BUILT_IN, JOB_FILE
-from tfyarn.submission import environments
+from tfyarn.submission import amneeds, environments
 from tfyarn.submission.workdir import default_work_dir, qualified
 
 # A dry run of thousands of tasks stays quick and small: a role with more tasks than this
@@ -174,6 +174,8 @@ def plan_document(job: JobConfig, plan: JobPlan, extras: AppSpecExtras) -> dict:
         "task_work_dir": plan.task_work_dir("${APP_ID}", CONTAINER_DIR),
         "chief": "{} {}".format(*plan.chief),
         "page_users": page_users(plan, extras.web_login),
+        # which AppMaster: tfyarn's patched skein one, or skein's stock one and why
+        "am_build": amneeds.document(),
         "roles": roles,
         "env": sorted(plan.env),
         "tensorboard": None if plan.tensorboard is None else {
@@ -312,7 +314,7 @@ def format_lines(document: Read, roles: list[Read]) -> list[str]:
                                            if document["chief"] == "worker 0" else ""),
         f"  AppMaster: {document['am_memory_mb']} MB, {document['am_vcores']} vcore(s), "
         f"node label {document['am_label'] or '<default partition>'}, up to "
-        f"{document['am_max_attempts']} attempt(s)",
+        f"{document['am_max_attempts']} attempt(s); {document['am_build']['described']}",
         f"  timeouts: allocation {seconds_or_none(document['allocation_timeout_s'])}, "
         f"registration {document['registration_timeout_s']:.0f} s, job deadline "
         f"{seconds_or_none(document['deadline_s'])}",
