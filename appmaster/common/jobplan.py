@@ -175,6 +175,9 @@ class JobPlan:
     work_dir_flag: str = settings.WORK_DIR_FLAG.default_for({})
     # an agent silent this long: its task is lost
     heartbeat_timeout_s: float = settings.HEARTBEAT_TIMEOUT.default
+    # how often agents report their processes' steps; a step standing still this long: stalled
+    progress_interval_s: float = settings.PROGRESS_INTERVAL.default
+    stall_timeout_s: float = settings.STALL_TIMEOUT.default
     # site.global.data: HDFS files and archives, each seen as DATA_DIR_NAME/<name>
     data: tuple[DataEntry, ...] = ()
     # who submitted with --principal/--keytab: the master gets new HDFS tokens as them
@@ -234,6 +237,8 @@ class JobPlan:
                               ("evaluation timeout", self.evaluation_timeout_s),
                               ("mirror interval", self.mirror_interval_s),
                               ("heartbeat timeout", self.heartbeat_timeout_s),
+                              ("progress interval", self.progress_interval_s),
+                              ("stall timeout", self.stall_timeout_s),
                               ("deadline", 1.0 if self.deadline_s is None else self.deadline_s)):
             if not seconds > 0:
                 raise SpecError(f"the {what} must be a positive number of seconds")
