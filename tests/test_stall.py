@@ -34,11 +34,14 @@ TIMEOUT = 60.0
 def test_a_track_is_stalled_only_past_the_timeout_since_its_step_last_changed() -> None:
     track = stall.StepTrack.first(5, 100.0)
     track.heard(5, 150.0)  # the same step again is no progress
-    assert stall.stalled({"a": track}, 159.0, TIMEOUT) == []
-    assert stall.stalled({"a": track}, 161.0, TIMEOUT) == ["a"]
+    def timeout(name: str) -> float:
+        return TIMEOUT
+
+    assert stall.stalled({"a": track}, 159.0, timeout) == []
+    assert stall.stalled({"a": track}, 161.0, timeout) == ["a"]
     track.heard(6, 161.0)
-    assert stall.stalled({"a": track}, 200.0, TIMEOUT) == []
-    assert stall.next_stall_check({"a": track}, TIMEOUT) == 221.0
+    assert stall.stalled({"a": track}, 200.0, timeout) == []
+    assert stall.next_stall_check({"a": track}, timeout) == 221.0
 
 
 def test_behind_are_the_stalled_tasks_at_the_lowest_step() -> None:
@@ -281,3 +284,30 @@ def test_a_process_writes_every_threads_stack_on_the_agents_signal_and_goes_on(
     assert process.returncode == 0 and "went on" in out
     assert "waits_for_a_peer" in err and "Current thread" in err
     assert int(signal.SIGRTMIN) < steps.STACKS_SIGNAL < int(signal.SIGRTMAX)
+
+
+def test_a_component_s_own_stall_timeout_beats_the_job_s_and_is_checked_too(
+        tmp_path: Path) -> None:
+    from tfyarn.errors import TfyarnError
+    from tfyarn.jobconfig import load_job
+
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "appConfig.json").write_text(json.dumps({"global": {
+        "site.global.user.scripts.entry": "train.py", "site.global.stall.timeout": "100"}}))
+
+    def load(worker: dict):
+        (tmp_path / "resources.json").write_text(json.dumps({"components": {
+            "chiefworker": {"yarn.role.priority": "1"},
+            "worker": {"yarn.role.priority": "2", **worker}}}))
+        return load_job(tmp_path / "resources.json", tmp_path / "appConfig.json")
+
+    spec = load({"yarn.stall.timeout.seconds": "1800"}).spec
+    assert (spec.stall_timeout_for("worker"), spec.stall_timeout_for("chiefworker")) == (
+        1800.0, 100.0)
+    for value, words in (("6", "below twice site.global.progress.interval"),
+                         ("soon", "positive number of seconds")):
+        with pytest.raises(TfyarnError) as refused:
+            load({"yarn.stall.timeout.seconds": value})
+        text = str(refused.value)
+        assert "resources.json" in text and "yarn.stall.timeout.seconds" in text, text
+        assert words in text, text

@@ -162,6 +162,13 @@ PLACEMENT_ESCALATE = Setting(
     example="30",
     field="placement_escalate_seconds")
 
+STALL_TIMEOUT_ROLE = Setting(
+    "yarn.stall.timeout.seconds", COMPONENT_SCOPE, "seconds",
+    "this component's stall timeout, in place of the job's site.global.stall.timeout (a "
+    "role whose steps pause longer, or a stricter one); at least twice "
+    "site.global.progress.interval", default_text="site.global.stall.timeout",
+    example="1800", field="stall_timeout_s")
+
 # resources.json's "global" alone: the whole job's. The failure window is one duration
 # written in three keys (Slider's); the default applies only when none is written.
 FAILURE_WINDOW_DAYS = Setting(
@@ -406,7 +413,8 @@ MODIFY_ACL = Setting(
 # Every declaration, in the order the key reference lists them.
 SETTINGS: tuple[Setting, ...] = (
     PRIORITY, INSTANCES, MEMORY, VCORES, FAILURE_THRESHOLD, LABEL, GPUS, PROCESSES, FAILURE_POLICY,
-    PLACEMENT_POLICY, NODE_FAILURE_THRESHOLD, PLACEMENT_ESCALATE, FAILURE_WINDOW_DAYS,
+    PLACEMENT_POLICY, NODE_FAILURE_THRESHOLD, PLACEMENT_ESCALATE, STALL_TIMEOUT_ROLE,
+    FAILURE_WINDOW_DAYS,
     FAILURE_WINDOW_HOURS, FAILURE_WINDOW_MINUTES, LOG_INCLUDE, LOG_EXCLUDE, LOG_INTERVAL,
     AM_MEMORY, AM_VCORES, AM_LABEL, ENTRY, SCRIPTS_DIR, SCRIPT_ARGS, WORK_DIR_FLAG, ENV, QUEUE,
     APP_NAME, WORK_DIR, REGISTRATION_TIMEOUT, PYTHON, DOCKER_IMAGE, PYTHON_ENV, LAYERS_DIR,

@@ -159,9 +159,9 @@ class FailureRules:
         self.core.actions.append(Kill(task.container))
         task.exit_code = None
         reason = (f"{task.name} (attempt {task.attempt}) stalled: its training step stood at "
-                  f"{step} for {still_s:.0f} s (site.global.stall.timeout "
-                  f"{self.plan.stall_timeout_s:.0f} s); every process's thread stacks are "
-                  "in its stderr log (tfyarn logs).")
+                  f"{step} for {still_s:.0f} s (stall timeout "
+                  f"{self.plan.stall_timeout_for(task.role):.0f} s); every process's thread "
+                  "stacks are in its stderr log (tfyarn logs).")
         return self._count_failure(task, reason, now, f"stalled at step {step}",
                                    Verdict.STALLED)
 

@@ -37,9 +37,8 @@ class Watchdog:
         self.heard_any = False
         self.fired_generation = 0  # whether any task ever reported a step
 
-    @property
-    def timeout_s(self) -> float:
-        return self.core.plan.stall_timeout_s
+    def timeout_s(self, key: Key) -> float:
+        return self.core.plan.stall_timeout_for(key[0])
 
     def heard(self, task: Task, step: int, now: float, summaries: bool = False) -> None:
         """A running task's step. ``summaries``: from the chief's event files, which count
@@ -93,7 +92,8 @@ class Watchdog:
         generation = self.core.generation
         for key in behind:
             task = self.table.tasks.get(key)
-            if task is None or key not in tracks or tracks[key].still_for(now) <= self.timeout_s:
+            if (task is None or key not in tracks
+                    or tracks[key].still_for(now) <= self.timeout_s(key)):
                 continue  # ended, moved or restarted meanwhile
             end = self.rules.stalled(task, tracks[key].still_for(now), now)
             if end is not None or self.core.generation != generation:
@@ -103,7 +103,7 @@ class Watchdog:
     def _fire(self, behind: list[Key], tracks: dict[Key, stall.StepTrack], now: float) -> None:
         names = ", ".join(f"{self.table.tasks[key].name} at step {tracks[key].step}"
                           for key in behind)
-        self.last_fired = (f"stalled (no step for {self.timeout_s:.0f} s, "
+        self.last_fired = (f"stalled (no step for {self.timeout_s(behind[0]):.0f} s, "
                            f"site.global.stall.timeout): {names}; every process's stacks "
                            "are in its stderr log")
         self.fired_generation = self.core.generation

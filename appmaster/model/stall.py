@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)  # a task's key, or its name
 
 RATE_WINDOW_S = 60.0  # the step rate is over this much of the recent past
 STRAGGLER_RATIO = 0.5  # a straggler steps at less than half the median rate
@@ -65,25 +69,26 @@ class StepTrack:
         return now - self.changed_at
 
 
-def stalled(tracks: dict[str, StepTrack], now: float, timeout_s: float) -> list[str]:
-    """The tasks (by name) whose step stood still past ``timeout_s``."""
-    return [name for name, track in tracks.items() if track.still_for(now) > timeout_s]
+def stalled(tracks: Mapping[K, StepTrack], now: float, timeout: Callable[[K], float]) -> list[K]:
+    """The tasks whose step stood still past their ``timeout``."""
+    return [key for key, track in tracks.items() if track.still_for(now) > timeout(key)]
 
 
-def behind(tracks: dict[str, StepTrack], names: list[str]) -> list[str]:
-    """Of ``names``, those at the lowest step."""
-    if not names:
+def behind(tracks: Mapping[K, StepTrack], keys: list[K]) -> list[K]:
+    """Of ``keys``, those at the lowest step."""
+    if not keys:
         return []
-    lowest = min(tracks[name].step for name in names)
-    return [name for name in names if tracks[name].step == lowest]
+    lowest = min(tracks[key].step for key in keys)
+    return [key for key in keys if tracks[key].step == lowest]
 
 
-def next_stall_check(tracks: dict[str, StepTrack], timeout_s: float) -> float | None:
-    """When the first of these tracks would be past the timeout, if none moves before."""
-    return min((t.changed_at + timeout_s for t in tracks.values()), default=None)
+def next_stall_check(tracks: Mapping[K, StepTrack],
+                     timeout: Callable[[K], float]) -> float | None:
+    """When the first of these tracks would be past its timeout, if none moves before."""
+    return min((track.changed_at + timeout(key) for key, track in tracks.items()), default=None)
 
 
-def stragglers(rates: dict[str, float]) -> list[str]:
+def stragglers(rates: Mapping[K, float]) -> list[K]:
     """The tasks whose rate is below :data:`STRAGGLER_RATIO` of the median of ``rates``."""
     if len(rates) < STRAGGLER_MIN_TASKS:
         return []
