@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from appmaster.common.vocabulary import JobState, TaskState
+from appmaster.common.vocabulary import TaskState
 from appmaster.model import stall
 from appmaster.model.jobactions import DumpStacks, EndJob
 from appmaster.model.jobcore import JobCore
@@ -62,13 +62,13 @@ class Watchdog:
                 if (rate := track.rate(now)) is not None}
 
     def summary(self) -> str:
-        """What status says of the watchdog: its last firing, or that it has nothing to
-        judge a running job by."""
+        """What status says of the watchdog: its last firing, or, once every task ran, that
+        it has nothing to judge the job by (said after the job's end too)."""
         if self.last_fired:
             return f"last fired in generation {self.fired_generation}: {self.last_fired}"
-        if self.core.state == JobState.RUNNING and not self.heard_any:
+        if "all running" in self.core.clock.marks and not self.heard_any:
             return ("no progress signal: no task reports a training step "
-                    "(tfyarn.progress.report_step, or TensorFlow summaries of the chief), so "
+                    "(tfyarn.progress.report_step, or the chief's TensorFlow summaries), so "
                     "the stall watchdog (site.global.stall.timeout) judges none")
         return ""
 
