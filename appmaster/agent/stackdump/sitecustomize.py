@@ -26,7 +26,9 @@ def _next_sitecustomize() -> None:
     import importlib.util
 
     here = os.path.dirname(os.path.abspath(__file__))
-    path = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    entries = [os.path.abspath(p or ".") for p in sys.path]
+    # only what comes after this directory: one earlier on the path ran before this one
+    path = sys.path[entries.index(here) + 1:] if here in entries else sys.path
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return
