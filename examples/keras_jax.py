@@ -8,7 +8,11 @@ KERAS_DISTRIBUTION_JOB_ADDRESSES, _NUM_PROCESSES and _PROCESS_ID, which
 own share of the data; the model's variables are replicated on every device of every
 process. Process 0 saves the weights into the work dir (TFYARN_WORK_DIR, mirrored to HDFS)
 after every epoch (the others save too: saving is collective, they save where nobody looks),
-and every process loads them at its start, and it writes ``result.json``.
+and every process loads them at its start, and it writes ``result.json``. Each process
+reports its step as each batch begins (``tfyarn.progress.report_step``: tfyarn's stall
+watchdog and `tfyarn status` read it). ``--stall_at STEP --stall_process N``: process N
+stops after that step in the job's first generation and sleeps, as a rank stuck on its
+data would (the others wait for it in their next collective).
 Alone (no tfyarn): one process on this machine's devices.
 """
 
@@ -27,6 +31,11 @@ import jax  # noqa: E402 (after the backend is chosen)
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+try:
+    from tfyarn import progress  # noqa: E402
+except ImportError:  # alone, without tfyarn installed
+    progress = None
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,6 +43,10 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=64)  # per process
     parser.add_argument("--work_dir", default=os.environ.get("TFYARN_WORK_DIR", "."))
     parser.add_argument("--step_sleep", type=float, default=0.0, help="seconds per step")
+    parser.add_argument("--stall_at", type=int, default=None,
+                        help="in the first generation, process --stall_process sleeps after "
+                        "this step")
+    parser.add_argument("--stall_process", type=int, default=1)
     args = parser.parse_args()
 
     if "KERAS_DISTRIBUTION_NUM_PROCESSES" in os.environ:
@@ -80,9 +93,24 @@ def main() -> None:
                 with tempfile.TemporaryDirectory() as scratch:
                     model.save_weights(Path(scratch) / weights.name)
 
+    steps_per_epoch = -(-len(x) // args.batch_size)
+    first_generation = os.environ.get("TFYARN_GENERATION", "0") == "0"
+
     class Slow(keras.callbacks.Callback):  # a longer run, to stop a process in the middle
+        step = first_epoch * steps_per_epoch
+
+        def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+            self.step += 1
+            if progress is not None:
+                progress.report_step(self.step)
+
         def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
             time.sleep(args.step_sleep)
+            if (self.step == args.stall_at and process == args.stall_process
+                    and first_generation):
+                print(f"process {process}: stalling after step {self.step} at {time.time()}",
+                      flush=True)
+                time.sleep(3600)
 
     history = model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs,
                         initial_epoch=first_epoch, callbacks=[Snapshot(), Slow()], verbose=2)

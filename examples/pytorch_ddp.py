@@ -11,7 +11,10 @@ TORCHELASTIC_RESTART_COUNT...). Rank 0 saves a snapshot (model, optimizer, epoch
 work dir after every epoch; every rank loads it at its start, so a restarted group goes on
 from the last epoch. The work dir is TFYARN_WORK_DIR under tfyarn (mirrored to HDFS, and
 restored into every rank of a new group), else --snapshot_dir. gloo on CPU, nccl on GPUs.
-Rank 0 writes ``result.json`` at the end.
+Rank 0 writes ``result.json`` at the end. Each rank writes its step, as each step begins,
+into the file TFYARN_PROGRESS_FILE names (tfyarn's stall watchdog reads it; a torchrun script
+need not import tfyarn). ``--stall_at STEP --stall_rank R``: rank R stops after that step in
+the group's first run and sleeps, as a rank stuck on its data would.
 """
 
 from __future__ import annotations
@@ -41,6 +44,15 @@ def ddp_setup() -> torch.device:
     return torch.device("cpu")
 
 
+def report_step(step: int) -> None:
+    """The step into tfyarn's progress file, whole (written aside, renamed); outside tfyarn,
+    nothing."""
+    path = os.environ.get("TFYARN_PROGRESS_FILE")
+    if path:
+        Path(f"{path}.tmp").write_text(f"{step}\n")
+        os.replace(f"{path}.tmp", path)
+
+
 def dataset(size: int = 2048) -> TensorDataset:
     """A fixed synthetic regression: y = x · w + noise (every rank makes the same one)."""
     generator = torch.Generator().manual_seed(0)
@@ -52,12 +64,12 @@ def dataset(size: int = 2048) -> TensorDataset:
 class Trainer:
     def __init__(self, model: torch.nn.Module, data: DataLoader,
                  optimizer: torch.optim.Optimizer, device: torch.device, snapshot: Path,
-                 step_sleep: float) -> None:
+                 step_sleep: float, stall_at: int | None = None) -> None:
         self.rank = int(os.environ["RANK"])
         self.device = device
         self.model = model.to(device)
         self.data, self.optimizer = data, optimizer
-        self.snapshot, self.step_sleep = snapshot, step_sleep
+        self.snapshot, self.step_sleep, self.stall_at = snapshot, step_sleep, stall_at
         self.epochs_run = 0
         if snapshot.exists():
             self._load_snapshot()
@@ -83,7 +95,9 @@ class Trainer:
         assert isinstance(self.data.sampler, DistributedSampler)
         self.data.sampler.set_epoch(epoch)
         total = 0.0
-        for source, targets in self.data:
+        for batch, (source, targets) in enumerate(self.data, start=1):
+            step = epoch * len(self.data) + batch
+            report_step(step)
             source, targets = source.to(self.device), targets.to(self.device)
             self.optimizer.zero_grad()
             loss = F.mse_loss(self.model(source), targets)
@@ -91,6 +105,10 @@ class Trainer:
             self.optimizer.step()
             total += loss.item()
             time.sleep(self.step_sleep)
+            if step == self.stall_at:
+                print(f"rank {self.rank}: stalling after step {step} at {time.time()}",
+                      flush=True)
+                time.sleep(3600)
         return total / len(self.data)
 
     def train(self, max_epochs: int) -> float:
@@ -109,6 +127,9 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--snapshot_dir", default=os.environ.get("TFYARN_WORK_DIR", "."))
     parser.add_argument("--step_sleep", type=float, default=0.0, help="seconds per step")
+    parser.add_argument("--stall_at", type=int, default=None,
+                        help="in the group's first run, rank --stall_rank sleeps after this step")
+    parser.add_argument("--stall_rank", type=int, default=1)
     args = parser.parse_args()
     device = ddp_setup()
     restarts = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
@@ -121,7 +142,9 @@ def main() -> None:
     loader = DataLoader(data, batch_size=args.batch_size, shuffle=False,
                         sampler=DistributedSampler(data))
     snapshot = Path(args.snapshot_dir) / "snapshot.pt"
-    trainer = Trainer(model, loader, optimizer, device, snapshot, args.step_sleep)
+    stalls = restarts == 0 and int(os.environ["RANK"]) == args.stall_rank
+    trainer = Trainer(model, loader, optimizer, device, snapshot, args.step_sleep,
+                      args.stall_at if stalls else None)
     first_epoch = trainer.epochs_run
     loss = trainer.train(args.epochs)
     if trainer.rank == 0:

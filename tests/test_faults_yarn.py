@@ -38,6 +38,7 @@ from jobtools import (
     prepare_job,
     prepare_light_job,
     run_tfyarn,
+    status_json,
     yarn_logs,
 )
 
@@ -574,6 +575,10 @@ def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client,
     job.assert_no_process_left()
 
 
+# A stall watchdog shorter than light_task.py's sleep, whose tasks report no step.
+NO_STEPS_WATCHED = {"stall.timeout": "4", "progress.interval": "2"}
+
+
 def light_policy_job(tmp_path: Path, args: list[str], worker: dict[str, str],
                      **settings: str) -> tuple[Path, Path]:
     """The seed job's roles on tests/apps/light_task.py, with worker settings changed."""
@@ -596,12 +601,17 @@ def final_tasks(yarn_cluster, app_id: str) -> dict[tuple[str, int], dict]:
 def test_ignore_policy_drops_the_failed_worker_and_the_job_succeeds(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
     """yarn.container.failure.policy ignore: worker 1 fails, is not replaced, the chief ends
-    the job as usual."""
+    the job as usual. Its tasks report no training step: the stall watchdog, shorter than
+    the job, leaves them running, and status says it had no progress signal."""
     job = submit(*light_policy_job(tmp_path, ["--sleep", "8", "--fail", "worker:2"],
-                                   {"yarn.container.failure.policy": "ignore"}))
+                                   {"yarn.container.failure.policy": "ignore"},
+                                   **NO_STEPS_WATCHED))
     app = job.final(timeout_s=180)
     assert_succeeded(job, app)
+    # its tasks report no step: a stall watchdog shorter than the job judged none of them
     assert restarts_of(app["diagnostics"]) == ["worker 1 dropped (failure policy ignore)"]
+    view = status_json(yarn_cluster, job.app_id)["job"]
+    assert view["watchdog"].startswith("no progress signal"), view["watchdog"]
     tasks = final_tasks(yarn_cluster, job.app_id)
     assert tasks[("worker", 1)]["state"] == "failed" and tasks[("worker", 1)]["restarts"] == 0
     # The other worker trained on: it ended with the job (whether its script or the chief's

@@ -12,7 +12,9 @@ docs/benchmarks.md has what that costs.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import signal
 import sys
 import time
@@ -22,9 +24,10 @@ from pathlib import Path
 import pytest
 import test_faults_yarn
 from barenodes import make_venv, pins
-from jobtools import EXAMPLES, REPO, prepare_job, task_processes
+from jobtools import EXAMPLES, REPO, prepare_job, run_tfyarn, status_json, task_processes
 from test_faults_yarn import Job, assert_succeeded, restarts_of, wait_until
 
+from appmaster.model.jobstall import STACKS_GRACE_S
 from tfyarn.localyarn.layout import GPU_LABEL
 
 pytestmark = pytest.mark.yarn
@@ -140,3 +143,77 @@ def test_pytorch_ddp_three_ranks_killed_rank_restarts_the_group(
     assert result["world_size"] == 3 and result["restart_count"] == 1, result
     assert 0 < result["first_epoch"] < result["epochs"], result  # resumed from the snapshot
     job.assert_no_process_left()
+
+
+STALL_SETTINGS = {"stall.timeout": "20", "progress.interval": "2"}
+STALL_TIMEOUT_S, PROGRESS_INTERVAL_S = 20, 2
+
+
+def assert_stall_recovered(yarn_cluster, job: Job, step: int, stacked_in: str) -> dict:
+    """The job, whose worker 1 stalled after ``step`` in generation 0 (its script printed
+    "stalling after step N at <time>"), SUCCEEDED after the watchdog fired within its time
+    plus the report interval, with worker 1 named stalled at ``step`` (the verdict stalled,
+    counted), every rank's thread stacks in `tfyarn logs` (worker 1's inside
+    ``stacked_in``), and its group restarted as generation 1. The view, for more checks."""
+    app = job.final()
+    assert_succeeded(job, app)
+    (restart,) = restarts_of(app["diagnostics"])
+    assert restart == (f"worker 1 stalled at step {step}: cluster restarted as generation 1 "
+                       "from the last checkpoint"), restart
+    view = status_json(yarn_cluster, job.app_id)["job"]
+    assert f"worker 1 at step {step}" in view["watchdog"], view["watchdog"]
+    assert view["verdicts"] == {"stalled": 1}, view["verdicts"]
+    logs = run_tfyarn(yarn_cluster, "logs", job.app_id, "--all", "--json", timeout_s=180)
+    assert logs.returncode == 0, logs.stderr
+    files = json.loads(logs.stdout)
+    stacks = {(f["role"], f["index"]): f["text"] for f in files
+              if f["stream"] == "stderr" and "most recent call first" in f["text"]}
+    assert set(stacks) == {("worker", 0), ("worker", 1), ("worker", 2)}, stacks
+    assert stacked_in in stacks[("worker", 1)], stacks[("worker", 1)]  # where it sleeps
+    stalled_at = float(re.search(r"stalling after step \d+ at ([\d.]+)", "".join(
+        f["text"] for f in files)).group(1))
+    judged_at = next(t for t, kind, _ in view["history"]["marks"] if kind == "stalled")
+    fired_s = judged_at - STACKS_GRACE_S - stalled_at
+    running_again = max(span["running"] for span in view["history"]["spans"]
+                        if span["generation"] == 1)
+    print(f"[{job.app_id}] stalled at {stalled_at:.1f}: watchdog fired {fired_s:.1f} s later "
+          f"(timeout {STALL_TIMEOUT_S} s, reports every {PROGRESS_INTERVAL_S} s), the group "
+          f"ran again {running_again - stalled_at:.1f} s after the last step "
+          f"({running_again - judged_at:.1f} s after the stalled task was judged)")
+    assert STALL_TIMEOUT_S <= fired_s <= STALL_TIMEOUT_S + PROGRESS_INTERVAL_S + 3, fired_s
+    return view
+
+
+def test_keras_on_jax_a_stalled_process_is_found_its_stacks_logged_and_the_group_restarts(
+        yarn_cluster, tmp_path: Path, submit_framework: Callable[..., Job]) -> None:
+    """examples/keras_jax.py, three containers of one process, each reporting its step
+    (tfyarn.progress.report_step) as a batch begins. Process 1 sleeps after step 30 in
+    generation 0, the others wait for it in step 31's collective: the stall watchdog (20 s,
+    reports every 2 s) finds worker 1 behind, every process writes its stacks, the group
+    restarts from the weights on HDFS and the job SUCCEEDS."""
+    job = submit_framework(*example_job(
+        tmp_path, "keras_jax", ["--epochs", "6", "--step_sleep", "0.05",
+                                "--stall_at", "30", "--stall_process", "1"],
+        settings={"checkpoint.mirror.interval": "2", **STALL_SETTINGS},
+        components={"worker": {"yarn.component.instances": "3"}}))
+    assert_stall_recovered(yarn_cluster, job, 30, "on_train_batch_end")
+    result = job.result()
+    assert result["processes"] == 3 and 0 < result["first_epoch"] < 6, result  # resumed
+
+
+@pytest.mark.skipif(not TORCH, reason="PyTorch's env is GBs: TFYARN_TORCH=1 runs it")
+def test_pytorch_ddp_a_stalled_rank_is_found_its_stacks_logged_and_the_group_restarts(
+        yarn_cluster, tmp_path: Path, submit_framework: Callable[..., Job]) -> None:
+    """examples/pytorch_ddp.py (gloo, 3 ranks), which writes its step into
+    TFYARN_PROGRESS_FILE itself: rank 1 sleeps after step 40 in the group's first run; the
+    same as Keras's above, from the snapshot on HDFS."""
+    one_node = {"yarn.label.expression": GPU_LABEL}  # as the killed rank's test, above
+    job = submit_framework(*example_job(
+        tmp_path, "pytorch_ddp", ["--epochs", "8", "--step_sleep", "0.05",
+                                  "--stall_at", "40", "--stall_rank", "1"],
+        settings={"checkpoint.mirror.interval": "2", **STALL_SETTINGS},
+        components={"worker": one_node, "slider-appmaster": one_node}))
+    assert_stall_recovered(yarn_cluster, job, 40, "_run_epoch")
+    result = job.result()
+    assert result["world_size"] == 3 and result["restart_count"] == 1, result
+    assert 0 < result["first_epoch"] < result["epochs"], result

@@ -84,11 +84,12 @@ def test_truncated_or_foreign_files_refused() -> None:
 
 
 def test_shipped_reader_imports_with_the_standard_library_only(tmp_path: Path) -> None:
-    """What tfyarn ships with a job: tfyarn.data (and tfyarn.preemption), importable in a
-    Python without tfyarn's other modules (or any site-packages: -S); hdfs-native and
-    TensorFlow are only imported when data is read."""
+    """What tfyarn ships with a job: tfyarn.data (and tfyarn.preemption, tfyarn.progress),
+    importable in a Python without tfyarn's other modules (or any site-packages: -S);
+    hdfs-native and TensorFlow are only imported when data is read."""
     package = reader_package(tmp_path)
-    assert sorted(p.name for p in package.iterdir()) == ["__init__.py", "data", "preemption.py"]
+    assert sorted(p.name for p in package.iterdir()) == ["__init__.py", "data", "preemption.py",
+                                                         "progress.py"]
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import tfyarn.data as d; "
             "print(d.__file__, d.task_shard({}), sorted(m for m in sys.modules "
             "if m.startswith(('tfyarn', 'hdfs_native', 'tensorflow'))))")
@@ -96,8 +97,10 @@ def test_shipped_reader_imports_with_the_standard_library_only(tmp_path: Path) -
                          capture_output=True, text=True, timeout=60).stdout
     assert out.startswith(f"{package}/data/__init__.py Shard(index=0, count=1)"), out
     assert "hdfs_native" not in out and "tensorflow" not in out, out
-    # tfyarn.preemption beside it, with the AppMaster's code (appmaster/, in every container)
+    # tfyarn.preemption and tfyarn.progress beside it, with the AppMaster's code (appmaster/,
+    # in every container)
     code = ("import sys; sys.path[:0] = sys.argv[1:]; import tfyarn.preemption as p; "
+            "import tfyarn.progress as s; s.report_step(1); "
             "print(p.__file__, p.notice_received())")
     out = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path),
                           str(Path(__file__).parent.parent)], check=True, capture_output=True,

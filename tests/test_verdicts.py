@@ -48,8 +48,9 @@ def test_a_memory_verdict_carries_the_usage_the_limit_and_a_value_that_fits() ->
     assert judge("FAILED", "1.5 GB of 1 GB physical memory used").used_mb == 1536
 
 
-def test_only_the_tasks_own_failures_and_lost_hosts_count() -> None:
-    assert {v for v in Verdict if v.counted} == {Verdict.FAILED, Verdict.MEMORY, Verdict.LOST}
+def test_only_the_tasks_own_failures_lost_hosts_and_stalls_count() -> None:
+    assert {v for v in Verdict if v.counted} == {Verdict.FAILED, Verdict.MEMORY, Verdict.LOST,
+                                                 Verdict.STALLED}
 
 
 @pytest.mark.parametrize(("code", "signalled"), [(137, True), (143, True), (-9, True),

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from appmaster.agent import notice
+from appmaster.agent import notice, steps
 from appmaster.agent.heartbeat import Heartbeat
 from appmaster.agent.mirror import MirrorStatus
 from appmaster.agent.processgroup import GroupEnd, ProcessGroup
@@ -201,8 +201,8 @@ def main() -> int:
         return _cannot_start(link, container, str(exc))
     # CUDA_VISIBLE_DEVICES: each process its own share of the GPUs, or "" for none
     envs = [{**env, **held.process_environment(i, len(envs))} for i, env in enumerate(envs)]
-    end = _run_script(link, container, work, command, envs, name, address,
-                      page or reservation)
+    end = _run_script(link, container, plan, task.generation, work, command, envs, name,
+                      address, page or reservation)
     work.finish(report_mirror)
     hinted = _with_hint(plan, name, end.code, end.tail, role.gpus if role else 0)
     code = _exit_code(link, container, name, address, end.code, hinted)
@@ -319,24 +319,37 @@ def _group_environments(plan: JobPlan, spec: ClusterSpec, task: registry.TaskAss
         local_rank=local_rank, local_world_size=processes) for local_rank in range(processes)]
 
 
-def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: list[str],
-                envs: list[dict], name: str, address: str | None,
-                reservation: socket.socket | GuardedPage | None) -> GroupEnd:
+def _run_script(link: AgentLink, container: str, plan: JobPlan, generation: int,
+                work: TaskWorkDir, command: list[str], envs: list[dict], name: str,
+                address: str | None, reservation: socket.socket | GuardedPage | None,
+                ) -> GroupEnd:
     """The task's script, one process per environment (appmaster/agent/processgroup.py), its
     progress reported while it runs (its port let go once it ends): how it ended."""
     progress = None
+    page = reservation if isinstance(reservation, GuardedPage) else None
     if work.reports_progress:
         from appmaster.agent.progress import ProgressReporter, report_to
 
         progress = ProgressReporter(work.path, report_to(
-            link, registry.progress_key(container))).start()
+            link, registry.progress_key(container)), plan.progress_interval_s).start()
     log.info("starting %s (%d process(es)): %s", name, len(envs), " ".join(command))
     notified = notice.follow(link, container, name, work.mirror if work.is_chief else None)
     _status(link, container, AgentState.RUNNING, address=address)
+    if page is None:  # a training process: its steps, its stacks on the watchdog's request
+        envs = [{**env, **steps.process_environment(i, env)} for i, env in enumerate(envs)]
     group = ProcessGroup(command, [{**env, **notified} for env in envs], name, log_dir(),
-                         reservation.secret if isinstance(reservation, GuardedPage) else "")
+                         page.secret if page else "")
+    reporter = None
+    if page is None:
+        reporter = steps.StepReporter(
+            [Path(env[registry.PROGRESS_FILE_ENV]) for env in envs],
+            steps.report_to(link, container), plan.progress_interval_s).start()
+        steps.follow_stack_requests(link, name, generation, group.children)
     group.forward_signals()
     end = group.wait()
+    if reporter is not None:
+        reporter.stop()
+        reporter.read()
     if reservation is not None:
         reservation.close()
     log.info("%s exited with code %d%s", name, end.code,

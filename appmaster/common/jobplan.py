@@ -91,6 +91,8 @@ class RolePlan:
     placement_escalate_seconds: float = settings.PLACEMENT_ESCALATE.default
     # processes each container runs (a PyTorch or JAX rank each), G/processes GPUs each
     processes: int = settings.PROCESSES.default
+    # its own stall timeout; None: the job's (JobPlan.stall_timeout_for)
+    stall_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if str(self.placement_policy) not in settings.PLACEMENT_POLICY.choices:
@@ -98,8 +100,10 @@ class RolePlan:
                             f"one of {', '.join(settings.PLACEMENT_POLICY.choices)}")
         if self.node_failure_threshold is not None and self.node_failure_threshold < 1:
             raise SpecError(f"{self.name}: node failure threshold must be >= 1 or None")
-        if not self.placement_escalate_seconds > 0:
-            raise SpecError(f"{self.name}: placement escalation must be positive seconds")
+        if not self.placement_escalate_seconds > 0 or not (
+                self.stall_timeout_s is None or self.stall_timeout_s > 0):
+            raise SpecError(f"{self.name}: placement escalation and the stall timeout must "
+                            "be positive seconds")
         if self.name not in set(Role):
             raise SpecError(f"{self.name!r} is no role: one of {', '.join(Role)}")
         if self.failure_policy not in set(FailurePolicy):
@@ -175,6 +179,9 @@ class JobPlan:
     work_dir_flag: str = settings.WORK_DIR_FLAG.default_for({})
     # an agent silent this long: its task is lost
     heartbeat_timeout_s: float = settings.HEARTBEAT_TIMEOUT.default
+    # how often agents report their processes' steps; a step standing still this long: stalled
+    progress_interval_s: float = settings.PROGRESS_INTERVAL.default
+    stall_timeout_s: float = settings.STALL_TIMEOUT.default
     # site.global.data: HDFS files and archives, each seen as DATA_DIR_NAME/<name>
     data: tuple[DataEntry, ...] = ()
     # who submitted with --principal/--keytab: the master gets new HDFS tokens as them
@@ -234,6 +241,8 @@ class JobPlan:
                               ("evaluation timeout", self.evaluation_timeout_s),
                               ("mirror interval", self.mirror_interval_s),
                               ("heartbeat timeout", self.heartbeat_timeout_s),
+                              ("progress interval", self.progress_interval_s),
+                              ("stall timeout", self.stall_timeout_s),
                               ("deadline", 1.0 if self.deadline_s is None else self.deadline_s)):
             if not seconds > 0:
                 raise SpecError(f"the {what} must be a positive number of seconds")
@@ -281,6 +290,12 @@ class JobPlan:
     def planned(self) -> bool:
         """Whether the plan named the interpreter and the work dir: what containers need."""
         return self.python is not None and self.work_dir is not None
+
+    def stall_timeout_for(self, role: str) -> float:
+        """A role's stall timeout: its own (yarn.stall.timeout.seconds), else the job's."""
+        plan = self.role(role)
+        own = plan.stall_timeout_s if plan else None
+        return self.stall_timeout_s if own is None else own
 
     @property
     def heartbeat_interval_s(self) -> float:

@@ -81,13 +81,28 @@ def _torchrun(master: str, rank: int, world: int, node: int, nodes: int, local_r
         "TORCHELASTIC_MAX_RESTARTS": str(max_restarts),
         "TORCHELASTIC_RUN_ID": run_id,
         "TORCHELASTIC_USE_AGENT_STORE": "False",  # rank 0 hosts the store on MASTER_PORT
-        "TORCH_NCCL_ASYNC_ERROR_HANDLING": environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
+        **nccl_watchdog(environ),
     }
     if "OMP_NUM_THREADS" in environ:
         env["OMP_NUM_THREADS"] = environ["OMP_NUM_THREADS"]
     elif local_world_size > 1:  # torchrun's default: processes sharing a node, one thread each
         env["OMP_NUM_THREADS"] = "1"
     return env
+
+
+def nccl_watchdog(environ: Mapping[str, str]) -> dict[str, str]:
+    """PyTorch's NCCL watchdog, for a hung collective to end in minutes and say what it
+    waited on, each unless the job's environment sets it (docs/guide/stalls.md): a timed-out
+    collective tears the process down (torchrun's 1), a stuck watchdog thread is killed
+    after its heartbeat timeout, and its flight recorder's last collectives are dumped into
+    the container's log dir (`yarn logs` collects them), one file per rank."""
+    logs = environ.get("LOG_DIRS", "").split(",")[0]
+    defaults = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "TORCH_NCCL_ENABLE_MONITORING": "1",
+                "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "600", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
+                "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
+                **({"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{logs}/nccl_trace_rank_"}
+                   if logs else {})}
+    return {name: environ.get(name, value) for name, value in defaults.items()}
 
 
 def _jax(addresses: tuple[str, ...], rank: int, world: int, local_world_size: int,

@@ -19,6 +19,10 @@ the agents write and read, and skein's key-value store, which keeps what only YA
   counter in the rendezvous (and answers whether it still holds its task); the master reads
   them all at once and declares a task lost when its counter stops.
 - ``progress/<container>``: how far its training got, from its event files (progress.py).
+- ``steps/<container>``: its processes' training steps ({"steps": [one per process, None
+  for a process that reported none]}), as they change (appmaster/agent/steps.py).
+- ``stacks/request``: the master's request that every process of every task write its
+  threads' stacks to its stderr (the stall watchdog fired): its value says why.
 - ``training/done``: written once the chief finished: the evaluator's cue to evaluate the
   last checkpoint and end.
 - ``flex/request/<id>`` (skein's store): ``tfyarn flex``'s {role, count}; the master answers
@@ -159,6 +163,10 @@ def progress_key(container: str) -> str:
     return f"progress/{container}"
 
 
+def steps_key(container: str) -> str:
+    return f"steps/{container}"
+
+
 def notice_key(container: str) -> str:
     """YARN announced it will preempt the container: its agent tells its script."""
     return f"notice/{container}"
@@ -169,6 +177,11 @@ def notice_key(container: str) -> str:
 APPMASTER_BUILD_ENV = "TFYARN_APPMASTER_BUILD"
 # the task's environment: the file that appears when YARN announced its container's preemption
 NOTICE_FILE_ENV = "TFYARN_PREEMPTION_NOTICE_FILE"
+# the task's environment: the file a process writes its training step into (tfyarn/progress.py),
+# and the signal on which it writes its threads' stacks (appmaster/agent/sitecustomize)
+PROGRESS_FILE_ENV = "TFYARN_PROGRESS_FILE"
+STACKS_SIGNAL_ENV = "TFYARN_STACKS_SIGNAL"
+STACKS_KEY = "stacks/request"
 # skein's key-value store, where tfyarn's patched AppMaster (tfyarn/hadoop/amjar.py) writes
 # this prefix + <container> when YARN's PreemptionMessage names the container
 PREEMPT_PREFIX = "tfyarn.preempt."

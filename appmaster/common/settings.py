@@ -162,6 +162,13 @@ PLACEMENT_ESCALATE = Setting(
     example="30",
     field="placement_escalate_seconds")
 
+STALL_TIMEOUT_ROLE = Setting(
+    "yarn.stall.timeout.seconds", COMPONENT_SCOPE, "seconds",
+    "this component's stall timeout, in place of the job's site.global.stall.timeout (a "
+    "role whose steps pause longer, or a stricter one); at least twice "
+    "site.global.progress.interval", default_text="site.global.stall.timeout",
+    example="1800", field="stall_timeout_s")
+
 # resources.json's "global" alone: the whole job's. The failure window is one duration
 # written in three keys (Slider's); the default applies only when none is written.
 FAILURE_WINDOW_DAYS = Setting(
@@ -356,6 +363,22 @@ HEARTBEAT_TIMEOUT = Setting(
     "a task whose agent is silent this long is lost (its host died or was cut off)",
     default=30.0, example="30", field="heartbeat_timeout_s")
 
+PROGRESS_INTERVAL = Setting(
+    _G + "progress.interval", APP_SCOPE, "seconds",
+    "how often each task's agent reads its processes' training steps (tfyarn.progress."
+    "report_step, or the file TFYARN_PROGRESS_FILE names) and the chief's summaries, and "
+    "tells the AppMaster", default=5.0, example="5", field="progress_interval_s")
+
+STALL_TIMEOUT = Setting(
+    _G + "stall.timeout", APP_SCOPE, "seconds",
+    "a task whose training step stood still this long is stalled: every rank writes its "
+    "threads' stacks to its logs, and the task is counted as a failure and restarted (its "
+    "group with it). Judged only after a task's first step in its container, so graph "
+    "building, data loading and compilation never count; a job that reports no step is "
+    "never judged. The default outlasts a checkpoint's save or an evaluation pass between "
+    "two steps; at least twice site.global.progress.interval", default=600.0,
+    example="600", field="stall_timeout_s")
+
 EVALUATION_TIMEOUT = Setting(
     _G + "evaluation.timeout", APP_SCOPE, "seconds",
     "once the chief finished, how long the evaluator may take over the last checkpoint",
@@ -390,13 +413,15 @@ MODIFY_ACL = Setting(
 # Every declaration, in the order the key reference lists them.
 SETTINGS: tuple[Setting, ...] = (
     PRIORITY, INSTANCES, MEMORY, VCORES, FAILURE_THRESHOLD, LABEL, GPUS, PROCESSES, FAILURE_POLICY,
-    PLACEMENT_POLICY, NODE_FAILURE_THRESHOLD, PLACEMENT_ESCALATE, FAILURE_WINDOW_DAYS,
+    PLACEMENT_POLICY, NODE_FAILURE_THRESHOLD, PLACEMENT_ESCALATE, STALL_TIMEOUT_ROLE,
+    FAILURE_WINDOW_DAYS,
     FAILURE_WINDOW_HOURS, FAILURE_WINDOW_MINUTES, LOG_INCLUDE, LOG_EXCLUDE, LOG_INTERVAL,
     AM_MEMORY, AM_VCORES, AM_LABEL, ENTRY, SCRIPTS_DIR, SCRIPT_ARGS, WORK_DIR_FLAG, ENV, QUEUE,
     APP_NAME, WORK_DIR, REGISTRATION_TIMEOUT, PYTHON, DOCKER_IMAGE, PYTHON_ENV, LAYERS_DIR,
     LAYERS_TRUST, DOCKER_MOUNTS, SUCCESS_POLICY, ALLOCATION_TIMEOUT, ALLOCATION_HOLD,
     APPLICATION_PRIORITY, DEADLINE, AM_MAX_ATTEMPTS,
-    SECRETS, MIRROR_INTERVAL, HEARTBEAT_TIMEOUT, EVALUATION_TIMEOUT, DATA_DIR,
+    SECRETS, MIRROR_INTERVAL, HEARTBEAT_TIMEOUT, PROGRESS_INTERVAL, STALL_TIMEOUT,
+    EVALUATION_TIMEOUT, DATA_DIR,
     CHECKPOINT_PREFIX, DATA, VIEW_ACL, MODIFY_ACL,
     FRAMEWORK,
 )

@@ -68,6 +68,7 @@ class TaskState(Word):
     REPLACING = "replacing"
     LOST = "lost"
     PREEMPTED = "preempted"
+    STALLED = "stalled"
     # Neither given nor asked for: given back while the rest of the job could not come.
     QUEUED = "queued"
     # Given, on its way to its script.
@@ -107,6 +108,10 @@ _MEANINGS = {
                     "(counted): a new container is asked of YARN",
     TaskState.PREEMPTED: "YARN took its container back (preempted for another queue, or "
                          "killed by the ResourceManager; not counted): asked for again",
+    TaskState.STALLED: "its script made no training progress for the stall timeout "
+                       "(site.global.stall.timeout): every rank wrote its threads' stacks "
+                       "to its logs, and it is counted as a failure and restarted (its "
+                       "whole group, for a PyTorch, JAX or MultiWorkerMirrored job)",
     TaskState.QUEUED: "part of the job's containers could not come: it gave its container "
                       "back (or withdrew its request), so that the queue's other "
                       "applications may use it, and the job asks for every such task again "
@@ -130,7 +135,8 @@ assert set(_MEANINGS) == set(TaskState)
 
 
 # The states of a task whose container YARN has not given yet.
-WAITING = (TaskState.REQUESTED, TaskState.REPLACING, TaskState.LOST, TaskState.PREEMPTED)
+WAITING = (TaskState.REQUESTED, TaskState.REPLACING, TaskState.LOST, TaskState.PREEMPTED,
+           TaskState.STALLED)
 
 # How far each state got along the way, for the per-role counts the CLI prints.
 STAGES = ("requested", "allocated", "registered", "running", "finished")

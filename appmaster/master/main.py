@@ -29,6 +29,7 @@ from appmaster.master import attempts, clusterwatch, rendezvous
 from appmaster.model import verdicts
 from appmaster.model.job import (
     Action,
+    DumpStacks,
     EndJob,
     Fence,
     FlexAnswer,
@@ -162,6 +163,10 @@ class Master:
             except (ValueError, TypeError, KeyError):  # not tfyarn flex's: answered, not fatal
                 return self.perform([FlexAnswer(request, False, "not a flex request")])
             return self.perform(self.job.on_flex(request, role, count, now))
+        if kind == "steps":
+            steps = json.loads(event.result.value).get("steps") or []
+            self.job.on_steps(registry.container_of(event.key), steps, now)
+            return None
         if kind in ("mirror", "progress"):
             self.job.on_status(registry.container_of(event.key),
                                **{kind: json.loads(event.result.value)}, now=now)
@@ -297,6 +302,9 @@ class Master:
                                      link_name="TensorBoard")
                 log.info("TensorBoard at http://%s, for YARN's proxy only (/pages/%s/)",
                          action.address, Role.TENSORBOARD)
+            elif isinstance(action, DumpStacks):  # each agent signals its processes
+                self.store.put(registry.STACKS_KEY, json.dumps(
+                    {"generation": action.generation, "why": action.why}).encode())
             elif isinstance(action, TrainingDone):
                 self.store.put(registry.TRAINING_DONE_KEY, b"1")
             elif isinstance(action, FlexAnswer):

@@ -38,9 +38,10 @@ from appmaster.common.agentlink import TOKEN_HEADER, VERSION_HEADER, candidate_p
 log = logging.getLogger("tfyarn.rendezvous")
 
 # What agents may write and read: nothing else of the master's state is reachable.
-AGENT_WRITABLE = ("exports/", "status/", "tail/", "mirror/", "progress/")
-# training/done: the evaluator's cue; tokens/: new HDFS tokens (appmaster/common/hdfstokens.py)
-AGENT_READABLE = ("task/", "spec/", "training/", "tokens/", "notice/")
+AGENT_WRITABLE = ("exports/", "status/", "tail/", "mirror/", "progress/", "steps/")
+# training/done: the evaluator's cue; tokens/: new HDFS tokens (appmaster/common/hdfstokens.py);
+# stacks/: the stall watchdog's request for every process's stacks
+AGENT_READABLE = ("task/", "spec/", "training/", "tokens/", "notice/", "stacks/")
 MAX_BODY = 1 << 20  # a status, a mirror report, 20 stderr lines: far less than this
 MAX_WAIT_S = 60.0
 

@@ -39,6 +39,7 @@ class Mark:
     MEMORY = "memory"  # YARN killed a container for memory
     DROPPED = "dropped"  # a task left for good (failure policy ignore, evaluator)
     PLACEMENT = "placement"  # the cluster cannot place a role as its policy asks
+    STALLED = "stalled"  # no training progress for the stall timeout: restarted
     QUEUE = "queue"  # part of the job could not come: what it held went back to the queue
 
 

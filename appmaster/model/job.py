@@ -36,6 +36,7 @@ from appmaster.common.vocabulary import WAITING, JobState, Role, SuccessPolicy, 
 from appmaster.model.history import History, Mark
 from appmaster.model.jobactions import (
     Action,
+    DumpStacks,
     EndJob,
     Fence,
     FlexAnswer,
@@ -50,6 +51,7 @@ from appmaster.model.jobdeadlines import REASK_S, Deadlines
 from appmaster.model.jobfailures import FAILURE_SETTLE_S, VERDICT_WAIT_S, FailureRules
 from appmaster.model.jobflex import flex, flex_refusal
 from appmaster.model.jobqueue import QueueRules
+from appmaster.model.jobstall import Watchdog
 from appmaster.model.jobtasks import NOT_RUNNING_YET, Key, Task, TaskIndex, TaskTable
 from appmaster.model.phases import PhaseClock
 from appmaster.model.verdicts import ContainerEnd, Verdict
@@ -57,8 +59,8 @@ from appmaster.model.verdicts import ContainerEnd, Verdict
 # The job's public surface, wherever each part lives: master.py, view.py and the tests
 # import it from here.
 __all__ = ["FAILURE_SETTLE_S", "NOT_RUNNING_YET", "REASK_S", "VERDICT_WAIT_S", "Action",
-           "EndJob", "Fence", "FlexAnswer", "Job", "Key", "Kill", "PublishSpec", "Request",
-           "ShowTensorBoard",
+           "DumpStacks", "EndJob", "Fence", "FlexAnswer", "Job", "Key", "Kill", "PublishSpec",
+           "Request", "ShowTensorBoard",
            "Task", "TaskIndex", "TaskTable", "TrainingDone"]
 
 log = logging.getLogger("tfyarn.master")
@@ -76,6 +78,7 @@ class Job:
         self.rules = FailureRules(self.core, self._succeeded)
         self.deadlines = Deadlines(self.core, self.rules)
         self.queue = QueueRules(self.core)
+        self.watchdog = Watchdog(self.core, self.rules)
 
     # ------------------------------------------------------------ what the job is
 
@@ -153,6 +156,7 @@ class Job:
         task.container = container
         self.table.move(task, task.state, address=None)  # it waits, as it was asked for
         task.gpus = None  # its new agent says which it holds
+        task.steps = None  # no step yet in its new container: not judged before its first
         self.by_container[container] = task
         self.history.asked(container, task.name, self.generation, now)
         return registry.TaskAssignment(task.role, task.index, self.generation, task.attempt,
@@ -263,7 +267,7 @@ class Job:
     def _tick(self, now: float) -> EndJob | None:
         # first: a gang given back asks for nothing the deadlines would ask for again
         self.queue.check(now)
-        return self.deadlines.check(now)
+        return self.deadlines.check(now) or self.watchdog.check(now)
 
     def waiting_for_yarn(self, now: float) -> bool:
         """Whether the master should ask YARN which requests it met before the tick: see
@@ -271,8 +275,8 @@ class Job:
         return self.deadlines.waiting_for_yarn(now) or self.queue.due(now)
 
     def next_deadline(self) -> float | None:
-        due = [t for t in (self.deadlines.next_deadline(), self.queue.next_deadline())
-               if t is not None]
+        due = [t for t in (self.deadlines.next_deadline(), self.queue.next_deadline(),
+                           self.watchdog.next_deadline()) if t is not None]
         return min(due) if due else None
 
     def heartbeats_due(self, now: float) -> bool:
@@ -290,10 +294,20 @@ class Job:
         task.mirror = task.mirror if mirror is None else mirror
         task.progress = task.progress if progress is None else progress
         if progress is not None and now is not None:
+            if isinstance(progress.get("step"), int):
+                self.watchdog.heard(task, progress["step"], now, summaries=True)
             if task.key == self.plan.chief:
                 self.history.on_training(now, progress)
             elif task is self.evaluator:
                 self.history.on_evaluation(now, progress)
+
+    def on_steps(self, container: str, steps: list[int | None], now: float) -> None:
+        """A task's processes' steps (None: one that reported none yet): the slowest one's
+        is the task's, for the stall watchdog and stragglers."""
+        task = self.by_container.get(container)
+        known = [step for step in steps if isinstance(step, int)]
+        if task is not None and known:
+            self.watchdog.heard(task, min(known), now)
 
     def ended(self, status: JobState, now: float | None = None) -> None:
         """The application ends: tasks still running were ended by tfyarn, not failed."""

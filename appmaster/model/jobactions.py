@@ -49,6 +49,15 @@ class ShowTensorBoard:
 
 
 @dataclass(frozen=True)
+class DumpStacks:
+    """Ask every process of every task of ``generation`` to write its threads' stacks to
+    its stderr log (the stall watchdog fired): ``why`` says so in the agents' logs."""
+
+    generation: int
+    why: str
+
+
+@dataclass(frozen=True)
 class TrainingDone:
     """Tell the evaluator that training ended: the last checkpoint is on HDFS."""
 
@@ -68,5 +77,5 @@ class EndJob:
     diagnostics: str
 
 
-Action = (Request | Kill | Fence | PublishSpec | ShowTensorBoard | TrainingDone | FlexAnswer
-          | EndJob)
+Action = (Request | Kill | Fence | PublishSpec | ShowTensorBoard | DumpStacks | TrainingDone
+          | FlexAnswer | EndJob)

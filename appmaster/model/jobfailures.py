@@ -151,6 +151,20 @@ class FailureRules:
                   f"{self.plan.heartbeat_timeout_s:.0f} s): its host died or was cut off.")
         return self._count_failure(task, reason, now, f"lost on {task.host}", Verdict.LOST)
 
+    def stalled(self, task: Task, still_s: float, now: float) -> EndJob | None:
+        """The stall watchdog judged ``task`` stalled (its processes wrote their stacks):
+        like a failure, counted against its role's threshold; its container is ended."""
+        step = task.steps.step if task.steps else None
+        self.core.drop(task.container, now, str(Verdict.STALLED))
+        self.core.actions.append(Kill(task.container))
+        task.exit_code = None
+        reason = (f"{task.name} (attempt {task.attempt}) stalled: its training step stood at "
+                  f"{step} for {still_s:.0f} s (stall timeout "
+                  f"{self.plan.stall_timeout_for(task.role):.0f} s); every process's thread "
+                  "stacks are in its stderr log (tfyarn logs).")
+        return self._count_failure(task, reason, now, f"stalled at step {step}",
+                                   Verdict.STALLED)
+
     def _failed(self, task: Task, reason: str, now: float, how: str = "failed",
                 heard_at: float | None = None) -> EndJob | None:
         """``heard_at``: when the failure was first heard (the settling counts from then)."""
@@ -194,8 +208,9 @@ class FailureRules:
         alone = self._replaceable(task) and not self._moves_for_sure(verdict)
         self.core.note(now, self._mark_kind(verdict, alone),
                        restart_line(task, how, alone, self.core.generation))
-        self._restart(task, now, alone,
-                      TaskState.LOST if verdict == Verdict.LOST else TaskState.REPLACING)
+        self._restart(task, now, alone, {Verdict.LOST: TaskState.LOST,
+                                         Verdict.STALLED: TaskState.STALLED}.get(
+                                             verdict, TaskState.REPLACING))
         return None
 
     def _moves_for_sure(self, verdict: Verdict) -> bool:
@@ -300,4 +315,6 @@ class FailureRules:
             return Mark.MEMORY
         if verdict == Verdict.LOST:
             return Mark.LOST
+        if verdict == Verdict.STALLED:
+            return Mark.STALLED
         return Mark.REPLACED if alone else Mark.RESTART

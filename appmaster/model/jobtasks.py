@@ -12,7 +12,8 @@ A task's life (the states are appmaster/common/vocabulary.py's ``TaskState``)::
       │                         port)
       ├─ REPLACING  its container failed and was counted: a new one asked for
       ├─ LOST       its agent went silent, or YARN lost its node: a new container asked for
-      └─ PREEMPTED  YARN took its container back: asked for again, uncounted
+      ├─ PREEMPTED  YARN took its container back: asked for again, uncounted
+      └─ STALLED    its training step stood still past the stall timeout: counted, asked for
 
     On its way to running, a job that holds part of its containers while the rest do not
     come gives back what it holds and withdraws what it asked (queuewait.py):
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import WAITING, Role, TaskState
+from appmaster.model.stall import StepTrack
 
 Key = tuple[str, int]
 
@@ -102,6 +104,10 @@ class Task:
     mirror: dict | None = None  # its local work dir against HDFS (appmaster/agent/mirror.py)
     gpus: dict | None = None  # the GPUs its agent found and holds (appmaster/common/gpus.py)
     progress: dict | None = None  # what its event files say (appmaster/agent/progress.py)
+    # its training steps in its current container (appmaster/model/stall.py), from its
+    # processes (appmaster/agent/steps.py) or, without them, the chief's summaries
+    steps: StepTrack | None = None
+    steps_from_summaries: bool = False
     requested_at: float = 0.0  # when its container was last asked for
     # How its containers ended, by YARN's verdict (model/verdicts.py): failed, preempted...
     verdicts: Counter[str] = field(default_factory=Counter)

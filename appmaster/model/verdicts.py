@@ -30,15 +30,17 @@ class Verdict(Word):
     PREEMPTED = "preempted"  # another queue took its share back: asked for again, uncounted
     LOST = "lost"  # its node was lost or its disks failed: a lost host, counted as one
     YARN_KILLED = "yarn-killed"  # killed by the ResourceManager: asked for again, uncounted
+    STALLED = "stalled"  # no training progress for the stall timeout: tfyarn ended it, counted
 
     @property
     def counted(self) -> bool:
         """Whether it counts against the role's yarn.container.failure.threshold."""
-        return self in (Verdict.FAILED, Verdict.MEMORY, Verdict.LOST)
+        return self in (Verdict.FAILED, Verdict.MEMORY, Verdict.LOST, Verdict.STALLED)
 
 
 # The order `tfyarn status` and the page show a task's counts in.
-SHOWN = (Verdict.FAILED, Verdict.MEMORY, Verdict.PREEMPTED, Verdict.LOST, Verdict.YARN_KILLED)
+SHOWN = (Verdict.FAILED, Verdict.MEMORY, Verdict.PREEMPTED, Verdict.LOST, Verdict.YARN_KILLED,
+         Verdict.STALLED)
 
 _MEMORY = re.compile(r"([\d.]+) ?([KMGTP]?)B of ([\d.]+) ?([KMGTP]?)B (physical|virtual) "
                      r"memory used", re.IGNORECASE)

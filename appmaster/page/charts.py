@@ -20,10 +20,11 @@ LEFT, RIGHT, TOP, BOTTOM = 56, 12, 22, 30  # room for the y labels, title and x 
 PALETTE = ("#0969da", "#cf222e", "#1a7f37", "#8250df")
 MARK_COLOURS = {"replaced": "#bf8700", "restart": "#cf222e", "lost": "#24292f",
                 "preempted": "#fb8500", "memory": "#8250df", "dropped": "#6e7781",
-                "queue": "#0550ae"}
+                "queue": "#0550ae", "stalled": "#953800"}
 # A container's bar by how it ended; "running" while it runs.
 OUTCOME_COLOURS = {"running": "#0969da", "finished": "#1a7f37", "failed": "#cf222e",
                    "memory-killed": "#8250df", "preempted": "#fb8500", "yarn-killed": "#fb8500",
+                   "stalled": "#953800",
                    "lost": "#24292f"}
 STOPPED_COLOUR = "#8c959f"  # stopped or withdrawn by tfyarn itself
 WAITING_COLOUR = "#d0d7de"  # asked for, not started yet

@@ -161,6 +161,7 @@ def task_columns(tasks: list[dict]) -> list[str]:
     for task in tasks:
         extra += [k for k, v in task.items() if k not in TASK_COLUMNS and k not in NAMED
                   and k not in HIDDEN_TASK_KEYS and k not in extra and v not in (None, "", {})
+                  and v is not False  # a flag (straggler) only where it is raised
                   and (k != "gpus" or gpus.worth_showing(v))  # no column when none uses GPUs
                   and (k != "mirror" or mirrored_anything(v))]
     return [*TASK_COLUMNS, *extra]

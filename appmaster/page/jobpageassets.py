@@ -37,7 +37,8 @@ dl.facts dd{display:inline;margin:0 0 0 4px;font-weight:500}
 tr.task-running td.col-state{color:#1a7f37;font-weight:600}
 tr.task-failed td.col-state{color:#cf222e;font-weight:600}
 tr.task-killed td.col-state,tr.task-failing td.col-state,tr.task-lost td.col-state,
-tr.task-preempted td.col-state,tr.task-replacing td.col-state{color:#9a6700;font-weight:600}
+tr.task-preempted td.col-state,tr.task-replacing td.col-state,
+tr.task-stalled td.col-state{color:#9a6700;font-weight:600}
 td.col-state small.ends{color:#9a6700}
 #ended{border-color:#bf8700;background:#fff8c5}
 #ended.final-succeeded{border-color:#1a7f37;background:#dafbe1}

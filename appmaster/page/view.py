@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 
 from appmaster.common.vocabulary import Role, TaskState
-from appmaster.model import verdicts
+from appmaster.model import stall, verdicts
 from appmaster.model.job import Job, Task
 
 
@@ -38,19 +38,27 @@ class TaskRow:
     # its containers' ends by YARN's verdict: {"failed": 1, "preempted": 2} (none: {})
     verdicts: dict[str, int] = field(default_factory=dict)
     processes: int | None = None  # the processes its container runs, where more than one
+    # its training step in its container and its rate (appmaster/model/stall.py); a
+    # straggler steps at under half the median rate of the job's tasks
+    step: int | None = None
+    steps_per_s: float | None = None
+    straggler: bool = False
 
     @property
     def name(self) -> str:
         return f"{self.role} {self.index}"
 
     @classmethod
-    def of(cls, task: Task, silent_s: float | None = None, processes: int = 1) -> TaskRow:
+    def of(cls, task: Task, silent_s: float | None = None, processes: int = 1,
+           rate: float | None = None, straggler: bool = False) -> TaskRow:
         log_url = (f"http://{task.node}/node/containerlogs/{task.yarn_container_id}/{task.user}"
                    if task.node and task.yarn_container_id and task.user else None)
         return cls(task.role, task.index, task.state, task.address, task.container,
                    task.yarn_container_id, task.node, task.attempt, task.exit_code, log_url,
                    task.mirror, task.gpus, silent_s, task.progress,
-                   verdicts.counts(task.verdicts), processes if processes > 1 else None)
+                   verdicts.counts(task.verdicts), processes if processes > 1 else None,
+                   task.steps.step if task.steps else None,
+                   None if rate is None else round(rate, 3), straggler)
 
     def to_dict(self) -> dict:
         # Field by field, not dataclasses.asdict: its deep copy of every value was most of
@@ -100,6 +108,9 @@ class JobView:
     queue: dict | None = None
     # which AppMaster runs the job: tfyarn's patched skein one, or skein's stock one and why
     appmaster: str | None = None
+    # the stall watchdog's word: its last firing (the stalled tasks and their step), or that
+    # no task reports a step (then it judges none); "" otherwise
+    watchdog: str = ""
 
     @property
     def chief(self) -> TaskRow | None:
@@ -121,11 +132,14 @@ class JobView:
            appmaster: str | None = None) -> JobView:
         board, evaluator = job.tensorboard, job.evaluator
         tasks = [*job.tasks.values(), *([evaluator] if evaluator else [])]
+        rates = job.watchdog.rates(now)
+        stragglers = set(stall.stragglers(rates))
         return cls(
             app_id=app_id, name=job.plan.name, state=str(job.state), generation=job.generation,
             updated=int(time.time() * 1000), work_dir=work_dir,
             tasks=[TaskRow.of(task, job.table.silent_for(task, now),
-                              job.plan.processes_per_container) for task in tasks],
+                              job.plan.processes_per_container, rates.get(task.key),
+                              task.key in stragglers) for task in tasks],
             heartbeat_timeout_s=job.plan.heartbeat_timeout_s, lost_nodes=sorted(job.lost_nodes),
             tensorboard=TaskRow.of(board) if board else None,
             tensorboard_url=f"http://{board.address}" if board and board.address else None,
@@ -133,7 +147,8 @@ class JobView:
             restarts=list(job.restarts), phases=job.clock.seconds(),
             progress=job_progress(job), verdicts=verdicts.counts(sum(
                 (task.verdicts for task in tasks), Counter())),
-            history=job.history.to_dict(), queue=job.queue.view(now), appmaster=appmaster)
+            history=job.history.to_dict(), queue=job.queue.view(now), appmaster=appmaster,
+            watchdog=job.watchdog.summary())
 
     def to_dict(self) -> dict:
         view = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -28,7 +28,7 @@ from tfyarn.jobconfig.model import (
     describe_problems,
 )
 from tfyarn.jobconfig.overrides import OverriddenChecker, Override, apply
-from tfyarn.jobconfig.resources import check_roles_fit, parse_resources
+from tfyarn.jobconfig.resources import check_roles_fit, check_stall_timeouts, parse_resources
 
 __all__ = [
     "APPMASTER", "COMPONENT_NAMES", "ClientFacts", "Defaults", "JobConfig", "JobConfigError",
@@ -68,6 +68,7 @@ def load_job(
         app_checker, defaults.app_document(given_app), Path(app_config_path), user)
     if resources is not None and app is not None:
         check_roles_fit(resources_checker, resources[0], app[0]["framework"])
+        check_stall_timeouts(resources_checker, resources[0], app[0]["progress_interval_s"])
     if problems:
         raise JobConfigError(problems)
     assert resources is not None and app is not None  # no problems means both parsed

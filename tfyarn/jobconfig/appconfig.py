@@ -28,6 +28,7 @@ from appmaster.common.settings import (
     HEARTBEAT_TIMEOUT,
     MIRROR_INTERVAL,
     MODIFY_ACL,
+    PROGRESS_INTERVAL,
     PYTHON,
     PYTHON_ENV,
     QUEUE,
@@ -35,6 +36,7 @@ from appmaster.common.settings import (
     SCRIPT_ARGS,
     SCRIPTS_DIR,
     SECRETS,
+    STALL_TIMEOUT,
     SUCCESS_POLICIES,
     SUCCESS_POLICY,
     VIEW_ACL,
@@ -184,6 +186,7 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         secrets=_secrets(c, settings, base),
         mirror_interval_s=appvalues.seconds(c, settings, MIRROR_INTERVAL.key),
         heartbeat_timeout_s=appvalues.seconds(c, settings, HEARTBEAT_TIMEOUT.key),
+        **_watchdog(c, settings),
         evaluation_timeout_s=appvalues.seconds(c, settings, EVALUATION_TIMEOUT.key),
         data_dir=data_dir,
         checkpoint_prefix=checkpoint_prefix,
@@ -195,6 +198,21 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
         extra={s.key: appvalues.by_kind(c, settings, s)
                for s in declared(APP_SCOPE) if not s.field},
     )
+
+
+def _watchdog(c: Checker, settings: dict[str, Any]) -> dict[str, float | None]:
+    """The progress interval and the stall timeout: a stall is seen only from reports, so
+    the timeout must span at least two of them (a step just after a read is seen one
+    interval late)."""
+    interval = appvalues.seconds(c, settings, PROGRESS_INTERVAL.key)
+    timeout = appvalues.seconds(c, settings, STALL_TIMEOUT.key)
+    if interval is not None and timeout is not None and timeout < 2 * interval:
+        c.add(key_path("global", STALL_TIMEOUT.key),
+              f"below twice {PROGRESS_INTERVAL.key} ({interval:g} s): a task would be judged "
+              "stalled between two of its progress reports",
+              f'give at least "{2 * interval:g}" seconds, or a shorter '
+              f"{PROGRESS_INTERVAL.key}.", value=settings.get(STALL_TIMEOUT.key, timeout))
+    return dict(progress_interval_s=interval, stall_timeout_s=timeout)
 
 
 def with_paths_from(settings: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from appmaster.common.settings import (
     PLACEMENT_POLICY,
     PRIORITY,
     PROCESSES,
+    PROGRESS_INTERVAL,
+    STALL_TIMEOUT_ROLE,
     VCORES,
     built_in,
     failure_window_seconds,
@@ -255,8 +257,10 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     placement = sliderkeys.placement_policy(s.c, s.find(PLACEMENT_POLICY.key))
     node_threshold = s.whole(NODE_FAILURE_THRESHOLD.key, None)
     escalate = sliderkeys.seconds(s.c, PLACEMENT_ESCALATE, s.find(PLACEMENT_ESCALATE.key))
+    stall_timeout = sliderkeys.seconds(s.c, STALL_TIMEOUT_ROLE, s.find(STALL_TIMEOUT_ROLE.key))
     if (s.find(NODE_FAILURE_THRESHOLD.key) is not None and node_threshold is None) or (
-            placement is None or escalate is None):
+            placement is None or escalate is None) or (
+            s.find(STALL_TIMEOUT_ROLE.key) is not None and stall_timeout is None):
         return None
     if (
         priority is None
@@ -274,7 +278,7 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
                      vcores=vcores, failure_threshold=threshold, label=label, gpus=gpus,
                      failure_policy=policy, placement_policy=placement,
                      node_failure_threshold=node_threshold, placement_escalate_seconds=escalate,
-                     processes=processes)
+                     processes=processes, stall_timeout_s=stall_timeout)
 
 
 def _processes(s: _Settings, gpus: int | None) -> int | None:
@@ -367,6 +371,22 @@ def _label(s: _Settings) -> tuple[str | None, bool]:
         )
         return None, False
     return label, True
+
+
+def check_stall_timeouts(c: Checker, components: Sequence[RolePlan],
+                         progress_interval_s: float | None) -> None:
+    """A component's own stall timeout spans two progress reports at least, as the job's
+    must (appconfig.py): a stall is seen only from them."""
+    if progress_interval_s is None:
+        return
+    for role in components:
+        if role.stall_timeout_s is not None and role.stall_timeout_s < 2 * progress_interval_s:
+            c.add(key_path("components", role.name, STALL_TIMEOUT_ROLE.key),
+                  f"below twice {PROGRESS_INTERVAL.key} ({progress_interval_s:g} s): a task "
+                  "would be judged stalled between two of its progress reports",
+                  f'give at least "{2 * progress_interval_s:g}" seconds, or a shorter '
+                  f"{PROGRESS_INTERVAL.key} in appConfig.json.",
+                  value=f"{role.stall_timeout_s:g}")
 
 
 def check_roles_fit(c: Checker, components: Sequence[RolePlan], framework: str) -> None:

@@ -171,9 +171,9 @@ def _scalars(scalars: dict[str, float], limit: int = 6) -> str:
 def progress_lines(view: JobView, now: float) -> list[str]:
     """How far training got and the last evaluation, from the tasks' event files."""
     figures = view.progress
+    lines = [f"Stall watchdog: {view.watchdog}"] if view.watchdog else []
     if not figures:
-        return []
-    lines = []
+        return lines
     if figures.get("step") is not None:
         age = (f", {now - figures['updated']:.0f} s ago" if figures.get("updated") else "")
         lines.append(f"Training: global step {figures['step']}{_pace(figures)}{age}"
@@ -197,6 +197,9 @@ def format_table(view: JobView, tasks: list[TaskRow] | None = None,
         columns.remove(("gpus", "GPUS"))  # a job without GPUs
     if any(task.processes for task in tasks):  # several per container
         columns.insert(columns.index(("exit_code", "EXIT")), ("processes", "PROCS"))
+    if any(task.step is not None for task in tasks):  # its processes report their steps
+        columns[columns.index(("silent_s", "HEARD")):0] = [("step", "STEP"),
+                                                            ("steps_per_s", "STEPS/S")]
     if any(task.verdicts for task in tasks):  # how YARN ended its containers
         columns.insert(columns.index(("exit_code", "EXIT")), ("verdicts", "ENDS"))
     shown = {"gpus": lambda value: gpus.short_text(value),
@@ -245,6 +248,10 @@ def attention(view: JobView) -> dict[str, str]:
             reasons.append("failed")
         if task.verdicts:
             reasons.append(f"ends: {verdicts.counts_text(task.verdicts)}")
+        if task.straggler:
+            reasons.append(f"straggler on {(task.node or '?').rsplit(':', 1)[0]}: "
+                           f"{task.steps_per_s:g} steps/s, under half the median of the job's "
+                           "tasks")
         if task.restarts and task.state in (*NOT_REGISTERED, TaskState.REGISTERED):
             reasons.append(f"starting again (attempt {task.restarts})")
         elif training and task.state in NOT_REGISTERED:
@@ -276,8 +283,8 @@ def format_status(view: JobView, role: str | None = None, state: str | None = No
     why = attention(view)
     if role or state:
         return format_table(view, tasks, why) if tasks else "No task matches."
-    if show_all or len(view.tasks) <= SMALL_JOB:
-        return format_table(view)
+    if show_all or len(view.tasks) <= SMALL_JOB:  # a straggler says why
+        return format_table(view, why=why if any(t.straggler for t in view.tasks) else None)
     flagged = [t for t in view.tasks if t.name in why]
     lines = [state_counts(view), ""]
     if flagged:
