@@ -3,6 +3,7 @@ environment (appmaster/common/rankenv.py), the shipped env's check, the failure 
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from appmaster.common import rankenv
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan, RolePlan, SpecError
 from appmaster.common.vocabulary import Framework, JobState
+from appmaster.model.jobmessages import restored_line
 from tfyarn.submission import frameworks
 from tfyarn.submission.environments import JobEnvironmentError
 
@@ -237,8 +239,7 @@ def test_a_failed_rank_restarts_the_whole_group_and_counts_once() -> None:
     rank_0 = cluster.container("worker", 0)
     cluster.exit("worker", 2, 1)  # not rank 0: still every rank starts again, now
     assert cluster.job.generation == 1 and cluster.job.state == JobState.RESTARTING
-    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1 from "
-                                 "the last checkpoint"]
+    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1"]
     # rank 0's collective broke with it: already stopped, uncounted
     assert cluster.apply(cluster.job.on_exited(rank_0, 1, cluster.now, "broken pipe")) == []
     assert cluster.job.failures == Counter(worker=1)
@@ -287,3 +288,31 @@ def test_status_and_the_page_say_how_many_processes_each_container_runs() -> Non
     single.everyone_running()
     assert "PROCS" not in jobview.format_table(
         JobView.of(single.job, "application_1_0002", None, single.now))
+
+
+def test_a_restart_says_what_its_chief_restored_and_claims_nothing_before() -> None:
+    """The restart's line names what rank 0 of the new generation restored, once it has
+    (its mirror's report), and the time it was written; nothing restored is said so."""
+    cluster = Cluster(group_plan(threshold=5))
+    cluster.everyone_running()
+    cluster.exit("worker", 2, 1)
+    cluster.everyone_running()
+    rank_0 = cluster.container("worker", 0)
+    cluster.job.on_status(rank_0, mirror={"restore_done": False})  # restoring still
+    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1"]
+    written = time.mktime((2026, 11, 29, 12, 3, 10, 0, 0, -1))
+    done = {"restore_done": True, "restored": "snapshot.pt", "restored_modified": written}
+    cluster.job.on_status(rank_0, mirror=done)
+    cluster.job.on_status(rank_0, mirror=done)  # told once
+    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1, "
+                                 "restored snapshot.pt of 12:03:10"]
+    cluster.exit("worker", 1, 1)
+    cluster.everyone_running()
+    cluster.job.on_status(cluster.container("worker", 0), mirror={"restore_done": True})
+    assert restarts(cluster)[-1] == ("worker 1 failed: cluster restarted as generation 2, "
+                                     "restored nothing: the job starts over")
+
+
+def test_a_tensorflow_checkpoint_restored_names_its_step() -> None:
+    assert restored_line({"restored": "ckpt/model.ckpt-100"}) == (
+        "restored ckpt/model.ckpt-100 (step 100)")

@@ -13,8 +13,10 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,13 @@ from appmaster.agent import notice
 from appmaster.agent.heartbeat import Heartbeat
 from appmaster.agent.mirror import MirrorStatus
 from appmaster.agent.processgroup import GroupEnd, ProcessGroup
-from appmaster.agent.taskdir import CannotStart, Restore, TaskWorkDir, cannot_reach
+from appmaster.agent.taskdir import (
+    CannotStart,
+    Restore,
+    TaskWorkDir,
+    cannot_reach,
+    wait_until_settled,
+)
 from appmaster.common import gpus, rankenv, registry
 from appmaster.common.agentlink import AgentLink, LinkError
 from appmaster.common.cluster_spec import ClusterSpec
@@ -176,7 +184,8 @@ def main() -> int:
         work = _work_dir(plan, app_id, task, name)
         # TensorBoard and the evaluator read their files first; a TensorFlow task restores
         # while it exports and waits for the others: its export does not wait for HDFS.
-        restore = Restore(work, name, report_mirror)
+        restore = Restore(work, name, report_mirror, partial(
+            wait_until_settled, link, task.generation))
         if task.role in (Role.TENSORBOARD, Role.EVALUATOR):
             restore.run()
             restore.done()
@@ -336,6 +345,7 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
     group = ProcessGroup(command, [{**env, **notified} for env in envs], name, log_dir(),
                          reservation.secret if isinstance(reservation, GuardedPage) else "")
     group.forward_signals()
+    _stop_when_asked(link, container, name, group)
     end = group.wait()
     if reservation is not None:
         reservation.close()
@@ -344,6 +354,22 @@ def _run_script(link: AgentLink, container: str, work: TaskWorkDir, command: lis
     if progress is not None:
         progress.finish()
     return end
+
+
+def _stop_when_asked(link: AgentLink, container: str, name: str, group: ProcessGroup) -> None:
+    """tfyarn ends this healthy task (a group restart, a flex, the job's end): its processes
+    get SIGTERM and their grace, then the agent goes on as after any end of its script (the
+    chief's work dir goes up in full) instead of dying with YARN's kill mid-copy."""
+    def wait() -> None:
+        try:
+            link.wait(registry.stop_key(container))
+        except Exception as exc:  # the master gone: its heartbeat tells the agent
+            log.debug("no stop to wait for: %s", exc)
+            return
+        log.info("tfyarn stops %s: SIGTERM to its processes", name)
+        group.stop()
+
+    threading.Thread(target=wait, daemon=True, name="stop").start()
 
 
 def _with_hint(plan: JobPlan, name: str, code: int, tail: str, gpus: int = 0) -> str:

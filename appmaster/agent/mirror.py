@@ -98,6 +98,8 @@ class MirrorStatus:
     files_up: int = 0
     bytes_up: int = 0
     restored: str | None = None  # the checkpoint brought down at start
+    restored_modified: float | None = None  # when it was written (on HDFS)
+    restore_done: bool = False  # the restore ran (``restored`` None: HDFS had nothing)
     error: str | None = None  # the last failure, while it lasts
     failing_since: float | None = None
     warning: str | None = None  # e.g. a checkpoint split across hosts
@@ -150,7 +152,10 @@ class WorkDirMirror:
             prefixes = listed_checkpoints(state_text)
             if prefixes:
                 newest = os.path.join(directory, prefixes[-1])
+        written = remote_files.get(newest) or remote_files.get(f"{newest}.index")
         self.status.restored = newest
+        self.status.restored_modified = written.modified_ms / 1000 if written else None
+        self.status.restore_done = True
         return newest
 
     def _restore_plain(self, remote_files: dict) -> str | None:

@@ -23,7 +23,7 @@ import skein
 from appmaster.common import agentlink, hdfstokens, registry
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.registry import AgentState, AgentStatus
-from appmaster.common.vocabulary import JobState, Role
+from appmaster.common.vocabulary import JobState, Role, TaskState
 from appmaster.master import attempts, clusterwatch, rendezvous
 from appmaster.model import verdicts
 from appmaster.model.job import (
@@ -36,9 +36,11 @@ from appmaster.model.job import (
     PublishSpec,
     Request,
     ShowTensorBoard,
+    Stop,
     Task,
     TrainingDone,
 )
+from appmaster.model.jobactions import CHIEF_STOP_GRACE_S
 from appmaster.model.placement import Placement
 from appmaster.model.placementwait import relaxed_line
 from appmaster.page import webpage
@@ -72,6 +74,11 @@ class Master:
         self.placed: dict[str, str] = {}  # the placement last written, by role
         self.cluster = clusterwatch.ClusterWatch(app.id)  # asked while tasks wait
         self.cluster_asked_at = -CLUSTER_EVERY_S
+        # healthy tasks asked to stop (Stop): when each container is killed if still there,
+        # and whether it is a chief whose last copy to HDFS the next generation waits for
+        self.stopping: dict[str, tuple[float, bool]] = {}
+        self.asked_generation = 0  # the newest generation containers were asked for
+        self.settled_generation = 0  # the newest whose tasks may restore (settled_key)
 
     # ------------------------------------------------------------ main loop
 
@@ -132,8 +139,9 @@ class Master:
     def seconds_to_next_deadline(self) -> float | None:
         asks = self.cluster_asked_at + CLUSTER_EVERY_S if self.job.waits_for_containers() \
             else None
-        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation(), asks)
-               if t is not None]
+        kills = min((due for due, _ in self.stopping.values()), default=None)
+        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation(), asks,
+                           kills) if t is not None]
         return max(0.0, min(due) - time.monotonic()) if due else None
 
     def handle(self, event: skein.kv.Event) -> EndJob | None:
@@ -200,6 +208,8 @@ class Master:
         task = self.job.task_of(container)
         if task is None:
             self.job.on_container_end(container, False, now)  # one the job stopped itself
+            if self.stopping.pop(container, None):
+                self.settle()
             return None
         report = self.container_report(task.role, container)
         state = str(report.state) if report else "UNKNOWN"
@@ -221,6 +231,7 @@ class Master:
                         "(yarn.node.failure.threshold)%s", task.name, task.host, kept)
 
     def on_deadline(self, now: float) -> EndJob | None:
+        self.kill_unstopped(now)
         if escalated := self.placement.escalations(now):
             end = self.relax(escalated, now)
             if end is not None:
@@ -276,7 +287,9 @@ class Master:
                 continue
             self.request(asks)
             asks = []
-            if isinstance(action, Kill):
+            if isinstance(action, Stop):
+                self.stop(action)
+            elif isinstance(action, Kill):
                 # skein releases the container: YARN reports it ABORTED ("Container released
                 # by application"), never KILLED_BY_APPMASTER, at which skein's AppMaster
                 # would stop reading the heartbeat's other ends (issue 36; the test:
@@ -304,7 +317,54 @@ class Master:
             elif isinstance(action, EndJob):
                 return action
         self.request(asks)
+        self.settle()
         return None
+
+    def stop(self, action: Stop) -> None:
+        """Ask the container's agent to stop its task (registry.stop_key); killed at its
+        deadline if still there (kill_unstopped)."""
+        self.store.put(registry.stop_key(action.container), b"1")
+        self.stopping[action.container] = (time.monotonic() + action.grace_s, action.chief)
+
+    def kill_unstopped(self, now: float) -> None:
+        """Containers asked to stop that have not ended within their grace: killed."""
+        late = [c for c, (due, _) in self.stopping.items() if now >= due]
+        for container in late:
+            log.warning("%s did not stop within its grace: killed", container)
+            self.app.kill_container(container)
+            del self.stopping[container]
+        if late:
+            self.settle()
+
+    def settle(self) -> None:
+        """The newest generation's tasks may restore once no stopped chief is still copying
+        its work dir to HDFS: then they find its last files (registry.settled_key)."""
+        if self.asked_generation <= self.settled_generation:
+            return
+        if any(chief for _, chief in self.stopping.values()):
+            return
+        self.settled_generation = self.asked_generation
+        self.store.put(registry.settled_key(self.settled_generation), b"1")
+
+    def wind_down(self, timeout_s: float) -> None:
+        """The job ends: every task still running is asked to stop, and the chief's last
+        copy to HDFS awaited (up to ``timeout_s``) before the application goes."""
+        chief = None
+        with self.lock:
+            for container, task in list(self.job.by_container.items()):
+                if task.state == TaskState.RUNNING:
+                    self.store.put(registry.stop_key(container), b"1")
+                    if task.key == self.plan.chief:
+                        chief = container
+        if chief is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = self.store.get(registry.status_key(chief))
+            if found and AgentStatus.from_json(found[0]).state == AgentState.EXITED:
+                return
+            time.sleep(0.2)
+        log.warning("the chief did not end within %.0f s of the job's end", timeout_s)
 
     def request(self, asks: list[Request]) -> None:
         """Containers for these tasks: those skein asked for at start-up are adopted; the
@@ -314,6 +374,7 @@ class Master:
         64 and 200 tasks): those tasks then waited REASK_S for their request again."""
         new: dict[str, list[Task]] = {}
         for ask in asks:
+            self.asked_generation = max(self.asked_generation, ask.generation)
             if ask.anywhere:
                 self.placement.given_back(ask.task.key)
             key = (ask.task.role, ask.task.index)
@@ -444,6 +505,7 @@ def main() -> int:
         except Exception as exc:  # a bug of ours must still end the job with a reason
             log.exception("the tfyarn master failed")
             outcome = EndJob(JobState.FAILED, f"The tfyarn AppMaster failed: {exc!r}")
+        master.wind_down(CHIEF_STOP_GRACE_S)
         with master.lock:
             master.job.ended(outcome.status, time.monotonic())
         print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)

@@ -39,8 +39,9 @@ log = logging.getLogger("tfyarn.rendezvous")
 
 # What agents may write and read: nothing else of the master's state is reachable.
 AGENT_WRITABLE = ("exports/", "status/", "tail/", "mirror/", "progress/")
-# training/done: the evaluator's cue; tokens/: new HDFS tokens (appmaster/common/hdfstokens.py)
-AGENT_READABLE = ("task/", "spec/", "training/", "tokens/", "notice/")
+# training/done: the evaluator's cue; tokens/: new HDFS tokens (appmaster/common/hdfstokens.py);
+# stop/ and settled/: a healthy task ended by tfyarn, and when the next generation may restore
+AGENT_READABLE = ("task/", "spec/", "training/", "tokens/", "notice/", "stop/", "settled/")
 MAX_BODY = 1 << 20  # a status, a mirror report, 20 stderr lines: far less than this
 MAX_WAIT_S = 60.0
 

@@ -70,7 +70,7 @@ def flex(core: JobCore, rules: FailureRules, role: str, count: int, now: float) 
     roles = tuple(replace(r, instances=count) if r.name == role else r for r in plan.roles)
     core.plan = replace(plan, roles=roles)
     line = (f"{role} flexed from {before} to {count}: cluster restarted as generation "
-            f"{core.generation + 1} from the last checkpoint")
+            f"{core.generation + 1}")
     log.info(line)
     rules.restart_generation(None, now)
     core.note(now, Mark.RESTART, line)
