@@ -3,7 +3,9 @@ environment (appmaster/common/rankenv.py), the shipped env's check, the failure 
 
 from __future__ import annotations
 
-import time
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -187,6 +189,8 @@ def test_jax_and_keras_environment_for_each_process() -> None:
     spec = ClusterSpec(workers=("w0:2001", "w1:2002"))
     env = rankenv.process_environment("jax", spec, "worker", 1, generation=0, max_restarts=0,
                                       run_id="a", environ={"KERAS_BACKEND": "torch"})
+    startup = env.pop("PYTHONPATH")  # its sitecustomize: tfyarn's cluster for JAX
+    assert startup == os.path.abspath(rankenv.JAX_STARTUP_DIR)
     assert env == {
         "JAX_COORDINATOR_ADDRESS": "w0:2001", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1",
         "KERAS_DISTRIBUTION_JOB_ADDRESSES": "w0:2001,w1:2002",
@@ -300,8 +304,7 @@ def test_a_restart_says_what_its_chief_restored_and_claims_nothing_before() -> N
     rank_0 = cluster.container("worker", 0)
     cluster.job.on_status(rank_0, mirror={"restore_done": False})  # restoring still
     assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1"]
-    written = time.mktime((2026, 11, 29, 12, 3, 10, 0, 0, -1))
-    done = {"restore_done": True, "restored": "snapshot.pt", "restored_modified": written}
+    done = {"restore_done": True, "restored": "snapshot.pt", "restored_written": "12:03:10"}
     cluster.job.on_status(rank_0, mirror=done)
     cluster.job.on_status(rank_0, mirror=done)  # told once
     assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1, "
@@ -316,3 +319,41 @@ def test_a_restart_says_what_its_chief_restored_and_claims_nothing_before() -> N
 def test_a_tensorflow_checkpoint_restored_names_its_step() -> None:
     assert restored_line({"restored": "ckpt/model.ckpt-100"}) == (
         "restored ckpt/model.ckpt-100 (step 100)")
+
+
+def test_jax_finds_tfyarns_cluster_with_no_arguments(tmp_path: Path) -> None:
+    """jax.distributed.initialize()'s detection, as jax 0.10.2's ClusterEnv does it (a fake
+    jax._src.clusters with its registry), through the sitecustomize a JAX process starts
+    with: tfyarn's detector comes first, defined only once JAX imports its clusters, and
+    an env's own sitecustomize still runs."""
+    fake = tmp_path / "fake"
+    (fake / "jax" / "_src" / "clusters").mkdir(parents=True)
+    (fake / "jax" / "__init__.py").write_text("")
+    (fake / "jax" / "_src" / "__init__.py").write_text("")
+    (fake / "jax" / "_src" / "clusters" / "__init__.py").write_text(
+        "class ClusterEnv:\n"
+        "    _cluster_types = []\n"
+        "    def __init_subclass__(cls, **kwargs):\n"
+        "        super().__init_subclass__(**kwargs)\n"
+        "        cls._cluster_types.append(cls)\n"
+        "class SlurmCluster(ClusterEnv):\n"
+        "    pass\n")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("import os; os.environ['THEIRS'] = 'ran'\n")
+    probe = ("import os, sys\n"
+             "assert 'jax._src.clusters' not in sys.modules\n"
+             "from jax._src.clusters import ClusterEnv\n"
+             "first = ClusterEnv._cluster_types[0]\n"
+             "print(first.name, first.is_env_present(), first.get_coordinator_address(),\n"
+             "      first.get_process_count(), first.get_process_id(), os.environ['THEIRS'])\n")
+    env = {**rankenv.process_environment("jax", ClusterSpec(workers=("w0:2001", "w1:2002")),
+                                         "worker", 1, generation=0, max_restarts=0,
+                                         run_id="a", environ={}),
+           "TFYARN_GENERATION": "0"}
+    repo = Path(__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join([str(repo / rankenv.JAX_STARTUP_DIR), str(repo),
+                                         str(fake), str(theirs)])
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.split() == ["tfyarn", "True", "w0:2001", "2", "1", "ran"], done.stderr

@@ -81,7 +81,7 @@ def test_a_restart_stops_the_running_tasks_and_restores_after_the_chiefs_last_co
     chief, worker = containers[master.plan.chief], containers[("worker", 0)]
     assert master.handle(status_event(containers[("ps", 0)], "exited", exit_code=1)) is None
     assert master.job.generation == 1
-    assert {chief, worker} <= set(master.stopping) and master.app.killed == []
+    assert {chief, worker} <= set(master.stopping.containers) and master.app.killed == []
     assert master.store.get(registry.stop_key(chief)) is not None
     assert master.store.get(registry.settled_key(1)) is None
     master.handle(container_end(worker))  # the worker's end settles nothing
@@ -97,5 +97,5 @@ def test_a_task_that_does_not_stop_within_its_grace_is_killed() -> None:
     master.handle(status_event(containers[("ps", 0)], "exited", exit_code=1))
     assert master.seconds_to_next_deadline() is not None
     master.on_deadline(time.monotonic() + CHIEF_STOP_GRACE_S + 1)
-    assert chief in master.app.killed and not master.stopping
+    assert chief in master.app.killed and not master.stopping.containers
     assert master.store.get(registry.settled_key(1)) is not None

@@ -22,12 +22,17 @@ import it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.vocabulary import Framework, Role
 
 TORCHRUN_ROLE = "default"  # torchrun's --role when none is given
+# In the container's dir (the tfyarn package shipped with the job): first on a JAX process's
+# PYTHONPATH, its sitecustomize lets jax.distributed.initialize() find tfyarn's cluster
+# (tfyarn/jaxcluster.py)
+JAX_STARTUP_DIR = "tfyarn/jaxstartup"
 
 
 def group(spec: ClusterSpec) -> tuple[str, ...]:
@@ -93,7 +98,9 @@ def _torchrun(master: str, rank: int, world: int, node: int, nodes: int, local_r
 def _jax(addresses: tuple[str, ...], rank: int, world: int, local_world_size: int,
          environ: Mapping[str, str]) -> dict[str, str]:
     coordinator = addresses[0]
+    startup = os.path.abspath(JAX_STARTUP_DIR)
     return {
+        "PYTHONPATH": os.pathsep.join(filter(None, (startup, environ.get("PYTHONPATH")))),
         "JAX_COORDINATOR_ADDRESS": coordinator,
         "JAX_NUM_PROCESSES": str(world),
         "JAX_PROCESS_ID": str(rank),

@@ -25,6 +25,7 @@ from appmaster.common.jobplan import JobPlan
 from appmaster.common.registry import AgentState, AgentStatus
 from appmaster.common.vocabulary import JobState, Role, TaskState
 from appmaster.master import attempts, clusterwatch, rendezvous
+from appmaster.master.stopping import Stopping
 from appmaster.model import verdicts
 from appmaster.model.job import (
     Action,
@@ -74,11 +75,7 @@ class Master:
         self.placed: dict[str, str] = {}  # the placement last written, by role
         self.cluster = clusterwatch.ClusterWatch(app.id)  # asked while tasks wait
         self.cluster_asked_at = -CLUSTER_EVERY_S
-        # healthy tasks asked to stop (Stop): when each container is killed if still there,
-        # and whether it is a chief whose last copy to HDFS the next generation waits for
-        self.stopping: dict[str, tuple[float, bool]] = {}
-        self.asked_generation = 0  # the newest generation containers were asked for
-        self.settled_generation = 0  # the newest whose tasks may restore (settled_key)
+        self.stopping = Stopping(self.store, app.kill_container)  # healthy tasks ended
 
     # ------------------------------------------------------------ main loop
 
@@ -139,7 +136,7 @@ class Master:
     def seconds_to_next_deadline(self) -> float | None:
         asks = self.cluster_asked_at + CLUSTER_EVERY_S if self.job.waits_for_containers() \
             else None
-        kills = min((due for due, _ in self.stopping.values()), default=None)
+        kills = self.stopping.next_deadline()
         due = [t for t in (self.job.next_deadline(), self.placement.next_escalation(), asks,
                            kills) if t is not None]
         return max(0.0, min(due) - time.monotonic()) if due else None
@@ -208,8 +205,7 @@ class Master:
         task = self.job.task_of(container)
         if task is None:
             self.job.on_container_end(container, False, now)  # one the job stopped itself
-            if self.stopping.pop(container, None):
-                self.settle()
+            self.stopping.ended(container)
             return None
         report = self.container_report(task.role, container)
         state = str(report.state) if report else "UNKNOWN"
@@ -231,7 +227,7 @@ class Master:
                         "(yarn.node.failure.threshold)%s", task.name, task.host, kept)
 
     def on_deadline(self, now: float) -> EndJob | None:
-        self.kill_unstopped(now)
+        self.stopping.kill_late(now)
         if escalated := self.placement.escalations(now):
             end = self.relax(escalated, now)
             if end is not None:
@@ -288,7 +284,7 @@ class Master:
             self.request(asks)
             asks = []
             if isinstance(action, Stop):
-                self.stop(action)
+                self.stopping.stop(action, time.monotonic())
             elif isinstance(action, Kill):
                 # skein releases the container: YARN reports it ABORTED ("Container released
                 # by application"), never KILLED_BY_APPMASTER, at which skein's AppMaster
@@ -317,54 +313,17 @@ class Master:
             elif isinstance(action, EndJob):
                 return action
         self.request(asks)
-        self.settle()
+        self.stopping.settle()
         return None
 
-    def stop(self, action: Stop) -> None:
-        """Ask the container's agent to stop its task (registry.stop_key); killed at its
-        deadline if still there (kill_unstopped)."""
-        self.store.put(registry.stop_key(action.container), b"1")
-        self.stopping[action.container] = (time.monotonic() + action.grace_s, action.chief)
-
-    def kill_unstopped(self, now: float) -> None:
-        """Containers asked to stop that have not ended within their grace: killed."""
-        late = [c for c, (due, _) in self.stopping.items() if now >= due]
-        for container in late:
-            log.warning("%s did not stop within its grace: killed", container)
-            self.app.kill_container(container)
-            del self.stopping[container]
-        if late:
-            self.settle()
-
-    def settle(self) -> None:
-        """The newest generation's tasks may restore once no stopped chief is still copying
-        its work dir to HDFS: then they find its last files (registry.settled_key)."""
-        if self.asked_generation <= self.settled_generation:
-            return
-        if any(chief for _, chief in self.stopping.values()):
-            return
-        self.settled_generation = self.asked_generation
-        self.store.put(registry.settled_key(self.settled_generation), b"1")
-
     def wind_down(self, timeout_s: float) -> None:
-        """The job ends: every task still running is asked to stop, and the chief's last
-        copy to HDFS awaited (up to ``timeout_s``) before the application goes."""
-        chief = None
+        """The job ends: every task still running is asked to stop, the chief's last copy
+        to HDFS awaited (Stopping.wind_down)."""
         with self.lock:
-            for container, task in list(self.job.by_container.items()):
-                if task.state == TaskState.RUNNING:
-                    self.store.put(registry.stop_key(container), b"1")
-                    if task.key == self.plan.chief:
-                        chief = container
-        if chief is None:
-            return
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            found = self.store.get(registry.status_key(chief))
-            if found and AgentStatus.from_json(found[0]).state == AgentState.EXITED:
-                return
-            time.sleep(0.2)
-        log.warning("the chief did not end within %.0f s of the job's end", timeout_s)
+            running = {c: t for c, t in self.job.by_container.items()
+                       if t.state == TaskState.RUNNING}
+        chief = next((c for c, t in running.items() if t.key == self.plan.chief), None)
+        self.stopping.wind_down(list(running), chief, timeout_s)
 
     def request(self, asks: list[Request]) -> None:
         """Containers for these tasks: those skein asked for at start-up are adopted; the
@@ -374,7 +333,7 @@ class Master:
         64 and 200 tasks): those tasks then waited REASK_S for their request again."""
         new: dict[str, list[Task]] = {}
         for ask in asks:
-            self.asked_generation = max(self.asked_generation, ask.generation)
+            self.stopping.asked(ask.generation)
             if ask.anywhere:
                 self.placement.given_back(ask.task.key)
             key = (ask.task.role, ask.task.index)

@@ -6,7 +6,6 @@ the plan and of what the job counted, called by the rules."""
 from __future__ import annotations
 
 import re
-import time
 
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import FailurePolicy, TaskState
@@ -88,8 +87,8 @@ def restored_line(mirror: dict) -> str:
     if not restored:
         return "restored nothing: the job starts over"
     text = f"restored {restored}"
-    if mirror.get("restored_modified"):
-        text += time.strftime(" of %H:%M:%S", time.localtime(mirror["restored_modified"]))
+    if mirror.get("restored_written"):
+        text += f" of {mirror['restored_written']}"
     if step := re.search(r"-(\d+)$", restored):  # TensorFlow's model.ckpt-<step>
         text += f" (step {step.group(1)})"
     return text
