@@ -181,3 +181,14 @@ def test_a_snapshot_saved_just_before_a_rank_fails_is_what_the_group_restarts_fr
         job.files.remote().root, recursive=True) if TEMPORARY_MARK in s.path]
     assert leftovers == []
     job.assert_no_process_left()
+
+
+def test_jax_distributed_initialize_with_no_arguments(
+        yarn_cluster, tmp_path: Path, submit_framework: Callable[..., Job]) -> None:
+    """examples/jax_data_parallel.py calls jax.distributed.initialize() with no arguments:
+    JAX finds the coordinator, the count and the id through tfyarn's ClusterEnv (shipped with
+    the job); two containers make one computation over both processes' devices."""
+    job = submit_framework(*example_job(tmp_path, "jax_data_parallel", ["--steps", "20"]))
+    assert_succeeded(job, job.final())
+    result = job.result()
+    assert (result["processes"], result["devices"]) == (2, 2), result
