@@ -19,6 +19,8 @@ from test_jobconfig import job_dir as job_dir  # the fixture
 from appmaster.agent.backendhint import nccl_without_gpus_hint
 from appmaster.common import rankenv
 from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.frameworks import of as frameworks_of
+from appmaster.common.frameworks.jax import JAX_STARTUP_DIR
 from appmaster.common.jobplan import JobPlan, RolePlan, SpecError
 from appmaster.common.vocabulary import Framework, JobState
 from appmaster.model.jobmessages import restored_line
@@ -75,7 +77,8 @@ def test_a_ps_or_evaluator_in_a_pytorch_job_is_refused_with_the_fix(job_dir: Pat
 def test_the_spec_refuses_what_the_files_refuse() -> None:
     ps = RolePlan("ps", 1, 1, 1024, 1)
     worker = RolePlan("worker", 2, 2, 1024, 1)
-    with pytest.raises(SpecError, match="a jax job has no ps"):
+    with pytest.raises(SpecError, match='ps: a ps has no place in a job whose "site.global.'
+                       'framework" is "jax"'):
         JobPlan("job", "t.py", "python3", "/w", (ps, worker), framework="jax")
     with pytest.raises(SpecError, match="framework 'mxnet' is not one of"):
         JobPlan("job", "t.py", "python3", "/w", (worker,), framework="mxnet")
@@ -126,14 +129,14 @@ def test_processes_per_container_that_cannot_be_are_refused_with_the_fix(
 
 
 def test_the_spec_refuses_processes_the_files_refuse() -> None:
-    with pytest.raises(SpecError, match="3 GPUs cannot be shared evenly by 2 processes"):
+    with pytest.raises(SpecError, match="3 GPUs per container .yarn.gpus. cannot be shared evenly by 2"):
         RolePlan("worker", 2, 2, 1024, 1, gpus=3, processes=2)
     with pytest.raises(SpecError, match="processes must be a whole number >= 1"):
         RolePlan("worker", 2, 2, 1024, 1, processes=0)
     two = RolePlan("worker", 2, 2, 1024, 1, processes=2)
-    with pytest.raises(SpecError, match="several processes per container are a PyTorch"):
+    with pytest.raises(SpecError, match="worker: TensorFlow runs one process per task"):
         JobPlan("job", "t.py", "python3", "/w", (two,))
-    with pytest.raises(SpecError, match="the same number in each of its containers"):
+    with pytest.raises(SpecError, match="every container of the group runs as many"):
         JobPlan("job", "t.py", "python3", "/w", (RolePlan("chiefworker", 1, 1, 1024, 1), two),
                 framework="jax")
 
@@ -155,7 +158,7 @@ def test_a_pytorch_task_runs_the_script_without_cluster_flags() -> None:
 
 
 def test_torchrun_s_environment_for_each_rank() -> None:
-    env = rankenv.process_environment("pytorch", SPEC, "worker", 1, generation=2,
+    env = frameworks_of("pytorch").process_environment(SPEC, "worker", 1, generation=2,
                                       max_restarts=3, run_id="application_1_0001", environ={})
     assert env == {
         "MASTER_ADDR": "c0", "MASTER_PORT": "2000", "RANK": "2", "WORLD_SIZE": "3",
@@ -164,39 +167,39 @@ def test_torchrun_s_environment_for_each_rank() -> None:
         "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_MAX_RESTARTS": "3",
         "TORCHELASTIC_RUN_ID": "application_1_0001", "TORCHELASTIC_USE_AGENT_STORE": "False",
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
-    chief = rankenv.process_environment("pytorch", SPEC, "chiefworker", 0, generation=0,
+    chief = frameworks_of("pytorch").process_environment(SPEC, "chiefworker", 0, generation=0,
                                         max_restarts=0, run_id="a", environ={})
     assert (chief["RANK"], chief["GROUP_RANK"]) == ("0", "0")
 
 
 def test_several_processes_per_container_count_as_torchrun_counts_them() -> None:
-    env = rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+    env = frameworks_of("pytorch").process_environment(SPEC, "worker", 0, generation=0,
                                       max_restarts=0, run_id="a", environ={},
                                       local_rank=1, local_world_size=4)
     assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["GROUP_RANK"],
             env["OMP_NUM_THREADS"]) == ("5", "12", "1", "1", "1")
-    mine = rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+    mine = frameworks_of("pytorch").process_environment(SPEC, "worker", 0, generation=0,
                                        max_restarts=0, run_id="a",
                                        environ={"OMP_NUM_THREADS": "8"})
     assert mine["OMP_NUM_THREADS"] == "8"
     with pytest.raises(ValueError, match="local rank 4 of 4"):
-        rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+        frameworks_of("pytorch").process_environment(SPEC, "worker", 0, generation=0,
                                     max_restarts=0, run_id="a", environ={},
                                     local_rank=4, local_world_size=4)
 
 
 def test_jax_and_keras_environment_for_each_process() -> None:
     spec = ClusterSpec(workers=("w0:2001", "w1:2002"))
-    env = rankenv.process_environment("jax", spec, "worker", 1, generation=0, max_restarts=0,
+    env = frameworks_of("jax").process_environment(spec, "worker", 1, generation=0, max_restarts=0,
                                       run_id="a", environ={"KERAS_BACKEND": "torch"})
     startup = env.pop("PYTHONPATH")  # its sitecustomize: tfyarn's cluster for JAX
-    assert startup == os.path.abspath(rankenv.JAX_STARTUP_DIR)
+    assert startup == os.path.abspath(JAX_STARTUP_DIR)
     assert env == {
         "JAX_COORDINATOR_ADDRESS": "w0:2001", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1",
         "KERAS_DISTRIBUTION_JOB_ADDRESSES": "w0:2001,w1:2002",
         "KERAS_DISTRIBUTION_NUM_PROCESSES": "2", "KERAS_DISTRIBUTION_PROCESS_ID": "1",
         "KERAS_BACKEND": "torch", "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo"}
-    several = rankenv.process_environment("jax", spec, "worker", 1, generation=0,
+    several = frameworks_of("jax").process_environment(spec, "worker", 1, generation=0,
                                           max_restarts=0, run_id="a", environ={},
                                           local_rank=1, local_world_size=2)
     assert (several["KERAS_DISTRIBUTION_JOB_ADDRESSES"], several["JAX_PROCESS_ID"],
@@ -204,7 +207,7 @@ def test_jax_and_keras_environment_for_each_process() -> None:
 
 
 def test_tensorflow_tasks_get_nothing_here_and_a_ps_is_no_rank() -> None:
-    assert rankenv.process_environment("tensorflow", SPEC, "worker", 0, generation=0,
+    assert frameworks_of("tensorflow").process_environment(SPEC, "worker", 0, generation=0,
                                        max_restarts=0, run_id="a", environ={}) == {}
     with pytest.raises(ValueError, match="a ps is no rank"):
         rankenv.group_rank(SPEC, "ps", 0)
@@ -347,12 +350,12 @@ def test_jax_finds_tfyarns_cluster_with_no_arguments(tmp_path: Path) -> None:
              "first = ClusterEnv._cluster_types[0]\n"
              "print(first.name, first.is_env_present(), first.get_coordinator_address(),\n"
              "      first.get_process_count(), first.get_process_id(), os.environ['THEIRS'])\n")
-    env = {**rankenv.process_environment("jax", ClusterSpec(workers=("w0:2001", "w1:2002")),
+    env = {**frameworks_of("jax").process_environment(ClusterSpec(workers=("w0:2001", "w1:2002")),
                                          "worker", 1, generation=0, max_restarts=0,
                                          run_id="a", environ={}),
            "TFYARN_GENERATION": "0"}
     repo = Path(__file__).resolve().parents[1]
-    env["PYTHONPATH"] = os.pathsep.join([str(repo / rankenv.JAX_STARTUP_DIR), str(repo),
+    env["PYTHONPATH"] = os.pathsep.join([str(repo / JAX_STARTUP_DIR), str(repo),
                                          str(fake), str(theirs)])
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                           text=True, timeout=60)

@@ -8,7 +8,7 @@ present; a subclass registers itself by being defined (``__init_subclass__``, ja
 JAX ahead of the script would read its settings (``JAX_PLATFORMS``, ``XLA_FLAGS``) before the
 script sets them. tfyarn's own is asked first: in a tfyarn job, tfyarn launched the process.
 
-It reads what tfyarn gives each process of a JAX job (appmaster/common/rankenv.py):
+It reads what tfyarn gives each process of a JAX job (appmaster/common/frameworks/jax.py):
 ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``, ``JAX_PROCESS_ID``. Each process's GPUs are
 already its own (``CUDA_VISIBLE_DEVICES``): it sees all of them (no local process id).
 Shipped with the job and run at every JAX process's start (tfyarn/jaxstartup/sitecustomize.py).

@@ -31,13 +31,13 @@ from appmaster.agent.taskdir import (
     cannot_reach,
     wait_until_settled,
 )
-from appmaster.common import gpus, rankenv, registry
+from appmaster.common import frameworks, gpus, registry
 from appmaster.common.agentlink import AgentLink, LinkError
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.common.pageguard import GuardedPage
 from appmaster.common.registry import AgentState
-from appmaster.common.vocabulary import Framework, Role
+from appmaster.common.vocabulary import Role
 
 # What only some tasks use is imported where it is used (a keytab's tokens, the chief's
 # progress, a failed script's hints): every agent's start is CPU its node spends before the
@@ -114,7 +114,8 @@ def gather_data(names: Iterable[str]) -> str:
 def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir: str,
                      secrets: tuple[str, ...] = (), work_dir_url: str | None = None,
                      group: dict[str, str] | None = None) -> dict:
-    """``group``: a PyTorch or JAX rank's variables (rankenv.py), in place of TF_CONFIG."""
+    """``group``: a PyTorch or JAX rank's variables (appmaster/common/frameworks/), in place
+    of TF_CONFIG."""
     env = dict(os.environ)
     env.update(secret_environment(secrets))
     env.update(group if group is not None else {
@@ -316,14 +317,15 @@ def _command_and_environment(link: AgentLink, plan: JobPlan, app_id: str,
 
 def _group_environments(plan: JobPlan, spec: ClusterSpec, task: registry.TaskAssignment,
                         app_id: str) -> list[dict[str, str]]:
-    """A PyTorch or JAX task's processes' ranks in the group, one per process of its
-    container; none for TensorFlow's."""
-    if plan.framework == Framework.TENSORFLOW:
+    """A group's task's processes' variables, one per process of its container (their
+    ranks); none for a framework whose cluster is in flags and TF_CONFIG."""
+    traits = frameworks.of(plan.framework)
+    if not traits.ranks:
         return []
     role = plan.role(task.role)
     processes = plan.processes_per_container
-    return [rankenv.process_environment(
-        plan.framework, spec, task.role, task.index, generation=task.generation,
+    return [traits.process_environment(
+        spec, task.role, task.index, generation=task.generation,
         max_restarts=role.failure_threshold if role else 0, run_id=app_id, environ=os.environ,
         local_rank=local_rank, local_world_size=processes) for local_rank in range(processes)]
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appmaster.agent.mirror import MirrorStatus, WorkDirMirror
-from appmaster.common import registry
+from appmaster.common import frameworks, registry
 from appmaster.common.agentlink import AgentLink
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.storage import RemoteDir, StorageError, bounded, is_remote
-from appmaster.common.vocabulary import Framework, Role
+from appmaster.common.vocabulary import Role
 
 if TYPE_CHECKING:  # the evaluator's alone: imported where it is used
     from appmaster.agent.evaluation import CheckpointFollower
@@ -63,7 +63,7 @@ class TaskWorkDir:
         # path every node mounts (or a one-node cluster)
         self.path = plan.task_work_dir(app_id, os.getcwd())
         # a PyTorch or JAX script's snapshots are its own files: all of them restored
-        self.plain_files = plan.framework != Framework.TENSORFLOW
+        self.plain_files = frameworks.of(plan.framework).ranks
         Path(self.path).mkdir(parents=True, exist_ok=True)
         if not is_remote(self.job_dir):
             return

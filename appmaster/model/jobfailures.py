@@ -14,9 +14,9 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 
-from appmaster.common import registry
+from appmaster.common import frameworks, registry
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import FailurePolicy, Framework, JobState, Role, TaskState
+from appmaster.common.vocabulary import FailurePolicy, JobState, Role, TaskState
 from appmaster.model.failurewindow import FailureWindow
 from appmaster.model.history import Mark
 from appmaster.model.jobactions import CHIEF_STOP_GRACE_S, STOP_GRACE_S, EndJob, Fence, Kill, Stop
@@ -247,8 +247,8 @@ class FailureRules:
     def _replaceable(self, task: Task) -> bool:
         """A plain worker of TensorFlow: not the chief (worker 0 in a job without a
         chiefworker). A PyTorch or JAX group cannot go on with a rank missing: none is."""
-        return (self.plan.framework == Framework.TENSORFLOW and task.role == Role.WORKER
-                and task.key != self.plan.chief)
+        return (frameworks.of(self.plan.framework).replaces_workers_alone
+                and task.role == Role.WORKER and task.key != self.plan.chief)
 
     def restart_generation(self, failed: Task | None, now: float,
                            why: TaskState = TaskState.REQUESTED) -> None:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from appmaster.common import frameworks
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.pageguard import FLAG_FILE
@@ -17,7 +18,7 @@ from appmaster.common.settings import (
     APPLICATION_PRIORITY,
     FAILURE_THRESHOLD_MEANING,
 )
-from appmaster.common.vocabulary import FailurePolicy, Framework, Role
+from appmaster.common.vocabulary import FailurePolicy, Role
 from tfyarn.jobconfig import JobConfig
 from tfyarn.jobconfig.model import BUILT_IN, JOB_FILE
 from tfyarn.submission import environments
@@ -153,7 +154,7 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
             "memory_mb": role.memory_mb, "vcores": role.vcores, "gpus": role.gpus,
             "node_label": role.label, "failure_threshold": role.failure_threshold,
             "failure_policy": role.failure_policy,
-            "restarts": restart_limit(role, group=plan.framework != Framework.TENSORFLOW),
+            "restarts": restart_limit(role, group=frameworks.of(plan.framework).ranks),
             "tasks_shown": shown, "commands": commands,
             "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in shown],
         })
