@@ -159,8 +159,9 @@ class Simulation:
             self.order += window
 
     def agent_put(self, key: str, value: bytes) -> None:
-        """What the rendezvous server does with an agent's PUT (rendezvous.Handler.do_PUT),
-        then the master's loop with the event it queued."""
+        """What the rendezvous server does with an agent's PUT
+        (rendezvous.RendezvousRequestHandler.do_PUT), then the master's loop with the event it
+        queued."""
         self.store.put(key, value)
         self.store.on_put(key, value)
         self.deliver()
@@ -385,7 +386,7 @@ def dry_run_planning(workers: int = DRY_RUN_WORKERS) -> dict[str, float]:
 
     from tfyarn.cli.jobs import format_plan
     from tfyarn.jobconfig import load_job
-    from tfyarn.submission.plan import Placement, build_plan, plan_document
+    from tfyarn.submission.plan import AppSpecExtras, build_plan, plan_document
 
     resources = json.loads((REPO / "resources.json").read_text())
     resources["components"]["worker"]["yarn.component.instances"] = str(workers)
@@ -396,7 +397,7 @@ def dry_run_planning(workers: int = DRY_RUN_WORKERS) -> dict[str, float]:
         def plan_it() -> str:
             job = load_job(path, REPO / "appConfig.json")
             plan = build_plan(job)
-            return format_plan(plan_document(job, plan, Placement()))
+            return format_plan(plan_document(job, plan, AppSpecExtras()))
 
         runs = [timed(plan_it) for _ in range(3)]
     return {"workers": workers, "planning_s": statistics.median(w for _, w, _ in runs),

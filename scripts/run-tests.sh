@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The test suite: set up, then pytest. Integration tests start the local YARN themselves
-# (or reuse a running one) and stop what they started.
+# The test suite: set up, then pytest in lanes (pytest-xdist workers, TFYARN_TEST_WORKERS,
+# 3 by default; 1 runs it in this process). The lanes share one local YARN, which the first
+# to need it starts (or reuses a running one) and the last stops; tests marked `alone` have
+# it to themselves; tests on a cluster of their own (secure, HA, throwaway) keep to one lane
+# by their xdist_group (tests/conftest.py, tests/lanes.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --for tests  # also the browser, kinit, the test tools
 .venv/bin/ruff check .
-exec .venv/bin/python -m pytest -raR "$@"
+workers=${TFYARN_TEST_WORKERS:-3}
+if [ "$workers" -gt 1 ]; then
+  lanes=(-n "$workers" --dist loadgroup)
+else
+  lanes=(-p no:xdist)
+fi
+exec .venv/bin/python -m pytest -raR "${lanes[@]}" "$@"

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import lanes
 import pytest
 from barenodes import client_environ, ship_env_to_every_node
 
@@ -65,22 +66,50 @@ class LocalCluster:
 
 
 @pytest.fixture(scope="session")
-def yarn_cluster() -> Iterator[LocalCluster]:
-    """Start the local cluster once (or reuse one already running, and leave it running)."""
+def lanes_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return lanes.run_dir(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session")
+def yarn_cluster(lanes_dir: Path) -> Iterator[LocalCluster]:
+    """Start the local cluster once for every lane (or reuse one already running, and leave
+    it running); the last lane to finish stops the cluster a lane started."""
     layout = Layout(default_state_dir())
-    started_here = not cluster.is_running(layout)
-    if started_here:
-        cluster.up(layout)
-    env = cluster.client_environment(layout)
-    try:
-        with client_environ(env):
+    started, shipped = lanes_dir / "cluster-started", lanes_dir / "env-shipped"
+    with lanes.locked(lanes_dir / "cluster.lock"):
+        lanes.count_lanes(lanes_dir, +1)
+        if not cluster.is_running(layout):
+            cluster.up(layout)
+            started.touch()
+        env = cluster.client_environment(layout)
+        if not shipped.exists():
             # Every job ships this interpreter's env to the bare nodes: packed and localized
             # once here, so that no test's timeouts pay for a node's first localization.
-            ship_env_to_every_node(layout)
+            with client_environ(env):
+                ship_env_to_every_node(layout)
+            shipped.touch()
+    try:
+        with client_environ(env):
             yield LocalCluster(layout, env)
     finally:
-        if started_here:
-            cluster.down(layout)
+        with lanes.locked(lanes_dir / "cluster.lock"):
+            if lanes.count_lanes(lanes_dir, -1) == 0 and started.exists():
+                cluster.down(layout)
+                started.unlink()
+                shipped.unlink(missing_ok=True)
+
+
+@pytest.fixture(autouse=True)
+def cluster_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test on the shared cluster runs beside other lanes' tests, or (marked `alone`) with
+    the cluster to itself."""
+    if "yarn_cluster" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("yarn_cluster")  # started before the turn is taken
+    alone = request.node.get_closest_marker("alone") is not None
+    with lanes.on_the_cluster(request.getfixturevalue("lanes_dir"), alone):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -395,22 +396,28 @@ def gpu_partition_busy(yarn_cluster, skein_client, seconds: int = 120):
             skein_client.kill_application(blocker)
 
 
-def application_ids(yarn_cluster) -> set[str]:
-    """Every application the ResourceManager knows."""
+def application_ids(yarn_cluster, name: str | None = None) -> set[str]:
+    """Every application the ResourceManager knows (only those called ``name``, if given)."""
     apps = (cluster.rest(yarn_cluster.layout, "apps").get("apps") or {}).get("app") or []
-    return {app["id"] for app in apps}
+    return {app["id"] for app in apps if name is None or app["name"] == name}
+
+
+def unique_name() -> str:
+    """An application name no other test (in any lane of the suite) gives its job: other
+    lanes submit beside this one, so "nothing was submitted" is asked of this name."""
+    return f"tfyarn-refused-{uuid.uuid4().hex[:12]}"
 
 
 def refused(yarn_cluster, resources: Path, app_config: Path, key: str,
             env: dict | None = None, options: tuple[str, ...] = ()) -> str:
     """`tfyarn submit` of these files (and ``options``) fails naming ``key``, with nothing
-    submitted (the ResourceManager's application list unchanged) and no Java frames; its
-    message."""
-    before = application_ids(yarn_cluster)
+    submitted (no application of the submit's name) and no Java frames; its message."""
+    name = unique_name()
     result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                        str(app_config), "--detach", *options, timeout_s=120, env=env)
+                        str(app_config), "--detach", "--name", name, *options, timeout_s=120,
+                        env=env)
     assert result.returncode != 0, result.stdout
-    assert application_ids(yarn_cluster) == before, "something was submitted"
+    assert not application_ids(yarn_cluster, name), "something was submitted"
     message = result.stderr
     assert "nothing was submitted" in message and key in message, message
     assert "\tat " not in message and "Exception" not in message, message  # no Java frames

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for_final_state
-from jobtools import application_ids, prepare_light_job
+from jobtools import application_ids, prepare_light_job, unique_name
 
 import tfyarn
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
@@ -36,13 +36,13 @@ def test_bad_files_raise_and_submit_nothing(yarn_cluster, tmp_path: Path) -> Non
     doc = json.loads(resources.read_text())
     doc["components"]["worker"]["yarn.memroy"] = "256"
     resources.write_text(json.dumps(doc))
-    before = application_ids(yarn_cluster)
+    name = unique_name()
     with pytest.raises(JobConfigError) as raised:
-        tfyarn.submit(resources, app_config)
+        tfyarn.submit(resources, app_config, name=name)
     assert isinstance(raised.value, TfyarnError)
     assert raised.value.describe().startswith(f"{NOTHING_SUBMITTED}:\n{resources}: "
                                               'components.worker."yarn.memroy"')
-    assert application_ids(yarn_cluster) == before
+    assert not application_ids(yarn_cluster, name)
 
 
 def test_the_jobs_code_goes_to_hdfs_once_and_only_its_owner_reads_it(

@@ -12,7 +12,7 @@ from test_job import plan
 
 from appmaster.common.agentlink import TOKEN_FILE
 from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
-from appmaster.common.jobplan import JOB_FILE
+from appmaster.common.jobplan import PLAN_FILE
 from appmaster.common.registry import PLACEMENT_APART_ENV
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.api import SubmitOptions
@@ -23,18 +23,18 @@ from tfyarn.submission.appspec import (
     application_spec,
     log_aggregation_env,
 )
-from tfyarn.submission.plan import Placement, build_plan
+from tfyarn.submission.plan import AppSpecExtras, build_plan
 
 
-def spec_of(tmp_path: Path, placement: Placement | None = None, keytab: str | None = None,
+def spec_of(tmp_path: Path, extras: AppSpecExtras | None = None, keytab: str | None = None,
             sets: tuple[str, ...] = ()):
     tmp_path.mkdir(parents=True, exist_ok=True)
     job = load_job(*prepare_job(tmp_path, scripts_dir=REPO / "examples"), user="alice",
                    overrides=SubmitOptions(sets=sets).overrides())
     plan = build_plan(job)
-    job_file = tmp_path / JOB_FILE
+    job_file = tmp_path / PLAN_FILE
     job_file.write_text(plan.to_json())
-    return application_spec(plan, job.client.scripts_dir, job_file, placement or Placement(),
+    return application_spec(plan, job.client.scripts_dir, job_file, extras or AppSpecExtras(),
                             keytab=keytab)
 
 
@@ -76,7 +76,7 @@ def test_access_lists_become_yarns_acls_and_skeins_ui_stays_open_without_a_web_l
 def test_with_a_web_login_the_job_page_admits_the_view_acls_users(
         tmp_path: Path, view_acl: str | None, page_users: list[str]) -> None:
     sets = () if view_acl is None else (f"site.global.acl.view={view_acl}",)
-    acls = spec_of(tmp_path, Placement(web_login=True), sets=sets).acls
+    acls = spec_of(tmp_path, AppSpecExtras(web_login=True), sets=sets).acls
     assert acls.enable and acls.ui_users == page_users
 
 

@@ -107,11 +107,11 @@ def test_plan_passes_data_dir_and_localizes_each_entry(tmp_path: Path,
     assert not any(f.startswith("--data_dir") for f in without.task_command(spec, "worker", 1, "w"))
 
     from tfyarn.submission.appspec import application_spec
-    from tfyarn.submission.plan import Placement
+    from tfyarn.submission.plan import AppSpecExtras
 
     job_file = tmp_path / "job.json"
     job_file.write_text(plan.to_json())
-    files = application_spec(plan, tmp_path, job_file, Placement()).services["worker"].files
+    files = application_spec(plan, tmp_path, job_file, AppSpecExtras()).services["worker"].files
     archive, plain = files[DATA_ENTRY_PREFIX + "mnist"], files[DATA_ENTRY_PREFIX + "v.txt"]
     assert (archive.type, plain.type) == ("archive", "file")
     assert archive.visibility == plain.visibility == "private"  # kept on the node for later jobs

@@ -296,6 +296,20 @@ def test_config_without_job_files_shows_the_defaults(where: dict[str, Path]) -> 
     assert len({len(line) - len(line.split(maxsplit=1)[1]) for line in rows}) == 1
 
 
+def test_config_all_is_drawn_from_the_declarations(where: dict[str, Path]) -> None:
+    """Every declared setting shows in `tfyarn config --all`, with its declaration's meaning,
+    without a line of the command's own: a new declaration shows there too."""
+    from appmaster.common.settings import APPMASTER_COMPONENT, APPMASTER_SCOPE, SETTINGS
+
+    result = config("--all", "--json")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)["settings"]
+    for setting in SETTINGS:
+        key = (f"{APPMASTER_COMPONENT}.{setting.key}" if setting.scope == APPMASTER_SCOPE
+               else setting.key)
+        assert shown[key]["meaning"] == setting.meaning, key
+
+
 def test_config_reports_problems(where: dict[str, Path]) -> None:
     write_yaml(where["personal"], {"yarn.memory": 1})
     result = config()

@@ -1,5 +1,6 @@
 """The docs site's facts that code could contradict: every environment variable the code
-names is in the reference, and the site builds with every link resolved."""
+names is in the reference, and the site builds with every link resolved and every code
+block (the architecture's whole picture: one) rendered as a code block."""
 
 from __future__ import annotations
 
@@ -38,6 +39,43 @@ def test_the_site_builds_with_every_link_resolved(tmp_path: Path) -> None:
                              str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr
+    site = tmp_path / "site"
+    found = [problem for page in sorted(site.rglob("*.html"))
+             for problem in code_block_problems(str(page.relative_to(site)), page.read_text())]
+    found += picture_problems((site / "architecture" / "index.html").read_text())
+    assert not found, "\n".join(found)
+
+
+EMPTY_CODE = re.compile(r"<pre[^>]*>\s*<code[^>]*>\s*</code>\s*</pre>")
+PICTURE = "The whole picture</h2>"  # docs/architecture.md's diagram of the whole
+
+
+def code_block_problems(page: str, html: str) -> list[str]:
+    """A fenced block that renders empty: a fence closed at once (what follows is paragraphs)."""
+    return [f"{page}: an empty code block (a stray ``` fence?)" for _ in EMPTY_CODE.findall(html)]
+
+
+def picture_problems(html: str) -> list[str]:
+    """The whole picture is one code block, none of it a paragraph."""
+    section = re.split(r"<h2|<footer", html[html.index(PICTURE):], maxsplit=1)[0]
+    blocks, paragraphs = section.count("<pre"), section.count("<p>")
+    if blocks == 1 and paragraphs == 0:
+        return []
+    return [f"architecture.md's whole picture renders as {blocks} code blocks and "
+            f"{paragraphs} paragraphs: one code block, fenced once"]
+
+
+def test_a_split_diagram_is_found() -> None:
+    """The checks can fail: the picture as it once was (an empty fence pair before and after
+    it, the diagram between as paragraphs) and as it is rendered by Python-Markdown."""
+    markdown = pytest.importorskip("markdown")
+    broken = "## The whole picture\n\n```\n```\ntfyarn submit\n  ──► plan\n```\n```\n"
+    html = markdown.markdown(broken, extensions=["fenced_code"])
+    assert code_block_problems("architecture", html) == [
+        "architecture: an empty code block (a stray ``` fence?)"] * 2
+    assert "2 code blocks and 1 paragraphs" in picture_problems(html)[0]
+    fixed = markdown.markdown(broken.replace("```\n```\n", "```\n"), extensions=["fenced_code"])
+    assert code_block_problems("architecture", fixed) == picture_problems(fixed) == []
 
 
 INSIDE = "Inside tfyarn"  # mkdocs.yml's section for those who work on tfyarn itself

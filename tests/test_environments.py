@@ -24,7 +24,7 @@ import pytest
 from barenodes import make_venv
 from jobtools import JobFiles, prepare_job, read_json, submit_and_wait
 
-from appmaster.common.jobplan import JOB_FILE, SCRIPTS_DIR
+from appmaster.common.jobplan import LOCALIZED_SCRIPTS_DIR, PLAN_FILE
 from tfyarn.jobconfig import JobConfig, JobConfigError, envvalues, load_job
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout
@@ -32,7 +32,7 @@ from tfyarn.submission import environments as envs
 from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.appspec import application_spec
 from tfyarn.submission.environments import JobEnvironment, JobEnvironmentError
-from tfyarn.submission.plan import Placement, build_plan, format_plan, plan_document
+from tfyarn.submission.plan import AppSpecExtras, build_plan, format_plan, plan_document
 
 REPO = Path(__file__).resolve().parent.parent
 G = "site.global."
@@ -370,9 +370,9 @@ def test_plan_with_packed_env_and_docker(tmp_path: Path) -> None:
                                            "docker.mounts": ["/data:/data:ro"]}))
     plan = build_plan(job)
     assert plan.python == "./pyenv/bin/python"
-    document = plan_document(job, plan, Placement())
+    document = plan_document(job, plan, AppSpecExtras())
     assert document["python_env"] == str(archive)
-    assert document["docker"] == {"image": "tf:2", "mounts": ["/data:/data:ro"]}
+    assert (document["docker_image"], document["docker_mounts"]) == ("tf:2", ["/data:/data:ro"])
     assert all(c.startswith("./pyenv/bin/python app/train.py ")
                for r in document["roles"] for c in r["commands"])
     text = format_plan(document)
@@ -392,18 +392,18 @@ def test_application_spec(tmp_path: Path) -> None:
     plan = build_plan(load_job(*job_files(tmp_path), overrides=SubmitOptions(
         python_env=str(archive)).overrides()))
     url = f"hdfs://nn:8020/user/alice/.tfyarn/envs/{SHA}.tar.gz"
-    job_file = tmp_path / JOB_FILE
+    job_file = tmp_path / PLAN_FILE
     job_file.write_text(plan.to_json())
     environment = JobEnvironment(python_env_url=url, docker_image="tf:2",
                                  docker_mounts=("/data:/data:ro",),
                                  master_python="./pyenv/bin/python")
-    spec = application_spec(plan, tmp_path, job_file, Placement(),
+    spec = application_spec(plan, tmp_path, job_file, AppSpecExtras(),
                             environment=environment)
     for files in [spec.master.files, *(s.files for s in spec.services.values())]:
         env_file = files[envs.ENV_DIR]
         assert env_file.source == url  # on the cluster already: skein uses it in place
         assert str(env_file.type) == "ARCHIVE" and str(env_file.visibility) == "PRIVATE"
-        assert {SCRIPTS_DIR, "appmaster", JOB_FILE} <= set(files)
+        assert {LOCALIZED_SCRIPTS_DIR, "appmaster", PLAN_FILE} <= set(files)
     assert "exec ./pyenv/bin/python -m appmaster.master.main" in spec.master.script
     assert not any(k.startswith("YARN_CONTAINER_RUNTIME") for k in spec.master.env)
     assert set(spec.services) == {"ps", "chiefworker", "worker"}
@@ -419,12 +419,12 @@ def test_application_spec(tmp_path: Path) -> None:
 def test_the_appmaster_is_given_only_the_layers_it_needs(tmp_path: Path) -> None:
     """The tasks get every layer of the shipped env; the AppMaster the ones it imports."""
     plan = build_plan(load_job(*job_files(tmp_path)))
-    job_file = tmp_path / JOB_FILE
+    job_file = tmp_path / PLAN_FILE
     job_file.write_text(plan.to_json())
     python, tf = (("pyenv", "hdfs://nn:8020/e/layer-python-1.tar", "public"),
                   ("pyenv-site-tensorflow", "hdfs://nn:8020/e/layer-tensorflow-2.tar", "public"))
     environment = JobEnvironment(layers=(python, tf), master_layers=(python,))
-    spec = application_spec(plan, tmp_path, job_file, Placement(), environment=environment)
+    spec = application_spec(plan, tmp_path, job_file, AppSpecExtras(), environment=environment)
     assert "pyenv" in spec.master.files and "pyenv-site-tensorflow" not in spec.master.files
     for service in spec.services.values():
         assert {"pyenv", "pyenv-site-tensorflow"} <= set(service.files)
@@ -434,7 +434,7 @@ def test_application_spec_with_a_node_interpreter(tmp_path: Path) -> None:
     """site.global.python: every node has it; nothing is shipped."""
     job = load_job(*job_files(tmp_path, python="/opt/py/bin/python3"))
     plan = build_plan(job)
-    spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, Placement())
+    spec = application_spec(plan, tmp_path, tmp_path / PLAN_FILE, AppSpecExtras())
     assert envs.ENV_DIR not in spec.master.files
     assert "exec /opt/py/bin/python3 -m appmaster.master.main" in spec.master.script
     assert not any(k.startswith("YARN_CONTAINER_RUNTIME") for s in spec.services.values()

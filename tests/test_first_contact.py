@@ -255,5 +255,5 @@ def test_a_memory_with_its_unit_is_planned_in_mb(light_job: Path) -> None:
                  "--set", "chiefworker.yarn.memory=2g", "--set", "slider-appmaster.yarn.memory=1g")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
-    chief = next(role for role in plan["roles"] if role["role"] == "chiefworker")
+    chief = next(role for role in plan["roles"] if role["name"] == "chiefworker")
     assert chief["memory_mb"] == 2048, chief

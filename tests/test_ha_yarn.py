@@ -31,7 +31,7 @@ from jobtools import (
 from tfyarn.localyarn import cluster, daemons, ha, hasite
 from tfyarn.localyarn.layout import NAMESERVICE, Layout
 
-pytestmark = pytest.mark.yarn
+pytestmark = [pytest.mark.yarn, pytest.mark.xdist_group("offset-2700")]  # one lane: same ports
 HA_PORT_OFFSET = 2700  # beside the session's cluster and the helpers' (offsets of 300)
 WAIT_S = 240  # each step, on a loaded 2-core machine
 EVENTS = "train/events.out.tfevents"  # the chief's (light_task.py --summaries), mirrored

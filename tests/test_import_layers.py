@@ -24,8 +24,9 @@ def modules(root: Path) -> dict[str, Path]:
 
 
 def floors(root: Path) -> list[list[str]]:
-    """The floors table's rows, top first, each its floors as module prefixes
-    (`tfyarn/cli/` -> "tfyarn.cli", `tfyarn/errors.py` -> "tfyarn.errors")."""
+    """The floors table's rows, top first, each its floors: a package as a prefix of modules
+    (`tfyarn/cli/` -> "tfyarn.cli.*"), a file as one module (`tfyarn/errors.py` -> "tfyarn.errors",
+    `tfyarn/__init__.py` -> "tfyarn": the package's own module, not the modules in it)."""
     text = (root / ARCHITECTURE).read_text()
     table = text[text.index("## Floors"):].split("\n## ", 1)[0]
     rows = []
@@ -33,17 +34,24 @@ def floors(root: Path) -> list[list[str]]:
         if not line.startswith("| `"):
             continue
         cell = line.split("|")[1]
-        rows.append([re.sub(r"(/__init__)?\.py$|/$", "", path).replace("/", ".")
+        rows.append([re.sub(r"(/__init__)?\.py$", "", re.sub(r"/$", "/*", path)).replace("/", ".")
                      for path in re.findall(r"`([^`]+)`", cell)])
     return rows
 
 
-def floor_of(module: str, rows: list[list[str]]) -> tuple[int, str]:
-    """(row, floor) of a module: the longest floor that is the module or a package above it."""
-    found = [(len(f), row, f) for row, names in enumerate(rows) for f in names
-             if module == f or module.startswith(f + ".")]
+def on_floor(module: str, floor: str) -> bool:
+    if floor.endswith(".*"):
+        return module == floor[:-2] or module.startswith(floor[:-1])
+    return module == floor
+
+
+def floor_of(module: str, rows: list[list[str]]) -> tuple[int, str] | None:
+    """(row, floor) of a module: the longest floor that is the module or a package above it;
+    None for a module the table does not list."""
+    found = [(len(f), row, f.removesuffix(".*")) for row, names in enumerate(rows) for f in names
+             if on_floor(module, f)]
     if not found:
-        raise AssertionError(f"{module} is on no floor of {ARCHITECTURE}: add it to the table")
+        return None
     _, row, name = max(found)
     return row, name
 
@@ -84,14 +92,21 @@ def is_private(name: str) -> bool:
 
 
 def violations(root: Path) -> list[str]:
-    """Every import that goes up or sideways a floor, and every private name reached for."""
+    """Every module on no floor, every floor naming no file, every import that goes up or
+    sideways a floor, and every private name reached for."""
     rows, found = floors(root), []
     files = modules(root)
+    found += [f"{ARCHITECTURE}'s floor {floor} names no module: correct the table"
+              for names in rows for floor in names
+              if not any(on_floor(module, floor) for module in files)]
     for name, path in sorted(files.items()):
-        row, floor = floor_of(name, rows)
         where = path.relative_to(root)
+        if (placed := floor_of(name, rows)) is None:
+            found.append(f"{where} is on no floor of {ARCHITECTURE}: add it to the table")
+            continue
+        row, floor = placed
         for target, imported, line in imports(path, set(files)):
-            target_row, target_floor = floor_of(target, rows)
+            target_row, target_floor = floor_of(target, rows) or (row, floor)
             if target_floor != floor and target_row <= row:
                 way = "up" if target_row < row else "sideways"
                 found.append(f"{where}:{line} imports {target} ({way}: {floor} -> {target_floor})")
@@ -134,10 +149,13 @@ def test_imports_only_go_down_the_floors() -> None:
 
 def test_the_floors_table_is_read() -> None:
     rows = floors(ROOT)
-    assert rows[0] == ["tfyarn"] and ["tfyarn.cli"] in rows
-    assert ["appmaster.master", "appmaster.agent"] in rows and rows[-2] == ["appmaster.common"]
+    assert rows[0] == ["tfyarn"] and ["tfyarn.cli.*"] in rows
+    assert ["appmaster.master.*", "appmaster.agent.*"] in rows
+    assert rows[-2] == ["appmaster.common.*"] and rows[-1] == ["appmaster"]
     assert floor_of("appmaster.agent.mirror", rows) == (rows.index(
-        ["appmaster.master", "appmaster.agent"]), "appmaster.agent")
+        ["appmaster.master.*", "appmaster.agent.*"]), "appmaster.agent")
+    assert floor_of("tfyarn", rows) == (0, "tfyarn")
+    assert floor_of("tfyarn.unlisted", rows) is None  # not on tfyarn/__init__.py's floor
 
 
 def copy_of_the_code(tmp_path: Path) -> Path:
@@ -167,6 +185,20 @@ def test_an_upward_import_fails_the_check(tmp_path: Path) -> None:
     assert "up: tfyarn.jobconfig -> tfyarn.submission" in found
     assert "sideways: appmaster.agent -> appmaster.master" in found
     assert "tfyarn.jobconfig.model's private _x" in found
+
+
+def test_a_module_on_no_floor_fails_the_check(tmp_path: Path) -> None:
+    """A new module the table does not list is refused, not put on the top floor; so is a
+    floor of the table that names no module."""
+    root = copy_of_the_code(tmp_path)
+    (root / "tfyarn" / "unlisted.py").write_text("from tfyarn.cli import main\n")
+    (root / "appmaster" / "page" / "view.py").rename(root / "appmaster" / "page" / "look.py")
+    (root / "tfyarn" / "errors.py").rename(root / "tfyarn" / "problems.py")
+    found = "\n".join(violations(root))
+    assert f"tfyarn/unlisted.py is on no floor of {ARCHITECTURE}" in found
+    assert f"tfyarn/problems.py is on no floor of {ARCHITECTURE}" in found
+    assert f"{ARCHITECTURE}'s floor tfyarn.errors names no module" in found
+    assert "appmaster/page/look.py" not in found  # its package is a floor
 
 
 def test_no_import_cycles() -> None:

@@ -46,6 +46,7 @@ from tfyarn.localyarn.layout import (
 
 pytestmark = [
     pytest.mark.yarn,
+    pytest.mark.xdist_group("throwaway"),  # its throwaway cluster, in one lane at a time
     # skein 0.8.2 compares versions with distutils' LooseVersion.
     pytest.mark.filterwarnings("ignore:distutils Version classes:DeprecationWarning"),
 ]

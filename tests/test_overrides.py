@@ -114,7 +114,7 @@ def test_the_dry_run_shows_set_and_its_origin(job: Path, no_cluster) -> None:
                                        "worker.yarn.component.instances=3"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
-    worker = next(r for r in document["roles"] if r["role"] == "worker")
+    worker = next(r for r in document["roles"] if r["name"] == "worker")
     assert worker["instances"] == 3
     assert document["settings"]["worker.yarn.component.instances"] == {
         "value": "3", "from": "--set worker.yarn.component.instances (command line)"}

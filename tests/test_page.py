@@ -13,13 +13,13 @@ import pytest
 import requests
 from jobtools import REPO
 
-from appmaster.common.jobplan import JOB_FILE
+from appmaster.common.jobplan import PLAN_FILE
 from appmaster.page import webpage
 from appmaster.page.jobpage import mirror_text, render_page, render_parts, task_columns
 from tfyarn.hadoop import skeinui
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.appspec import application_spec
-from tfyarn.submission.plan import Placement, build_plan
+from tfyarn.submission.plan import AppSpecExtras, build_plan
 
 TASK = {"role": "worker", "index": 1, "state": "running", "address": "h:3",
         "container": "worker_1", "yarn_container_id": "container_w1", "node": "n:8042",
@@ -160,7 +160,7 @@ def test_skein_overview_gets_a_button_per_service_page(tmp_path: Path) -> None:
 
 def test_the_appmaster_gets_the_overview_and_opens_java_util(tmp_path: Path) -> None:
     plan = build_plan(load_job(REPO / "resources.json", REPO / "appConfig.json"))
-    spec = application_spec(plan, tmp_path, tmp_path / JOB_FILE, Placement())
+    spec = application_spec(plan, tmp_path, tmp_path / PLAN_FILE, AppSpecExtras())
     shipped = spec.master.files[skeinui.UI_DIR]
     assert str(shipped.type) == "ARCHIVE"  # unpacked by YARN as skein-ui/, on the class path
     with tarfile.open(shipped.source.replace("file://", "")) as pack:

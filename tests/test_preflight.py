@@ -24,13 +24,13 @@ from jobtools import prepare_job
 from tfyarn.hadoop.driver import plain_diagnosis
 from tfyarn.jobconfig import load_job
 from tfyarn.submission.api import SubmitOptions
-from tfyarn.submission.plan import Placement, build_plan
+from tfyarn.submission.plan import AppSpecExtras, build_plan
 from tfyarn.submission.preflight import (
     ClusterView,
+    ContainerAsk,
+    PreflightFindings,
     PriorityAsk,
-    Request,
     Resources,
-    Verdict,
     check,
     cluster_view,
     job_requests,
@@ -78,20 +78,20 @@ def resource_json(memory: int, vcores: int, gpus: int = 0) -> dict[str, Any]:
 
 
 def job(tmp_path: Path, components: dict[str, dict[str, str]] | None = None,
-        am_label: str | None = None, am_memory_mb: int | None = None) -> list[Request]:
+        am_label: str | None = None, am_memory_mb: int | None = None) -> list[ContainerAsk]:
     """The containers of the seed job (ps, chief on the default partition, 2 gpu workers)."""
     resources, app_config = prepare_job(tmp_path, components=components)
     options = SubmitOptions(am_label=am_label, am_memory=am_memory_mb)
     config = load_job(resources, app_config, overrides=options.overrides())
-    return job_requests(config, build_plan(config), Placement(), options.given())
+    return job_requests(config, build_plan(config), AppSpecExtras(), options.given())
 
 
 def verdict(tmp_path: Path, queue: str = "default", doc: dict[str, Any] | None = None,
-            **job_changes: Any) -> Verdict:
+            **job_changes: Any) -> PreflightFindings:
     return check(view(doc), job(tmp_path, **job_changes), queue, QUEUE_KEY)
 
 
-def texts(v: Verdict) -> list[str]:
+def texts(v: PreflightFindings) -> list[str]:
     return [str(p) for p in v.problems]
 
 
@@ -134,7 +134,7 @@ def test_hadoop_3_3s_answer_reads_as_later_releases_do(tmp_path: Path) -> None:
 
 
 def test_the_seed_job_passes(tmp_path: Path) -> None:
-    assert verdict(tmp_path) == Verdict([], [])
+    assert verdict(tmp_path) == PreflightFindings([], [])
 
 
 # ---- the issue's table: each refused with file, key, fix and what the cluster offers ----

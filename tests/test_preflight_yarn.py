@@ -20,12 +20,14 @@ from conftest import wait_for_final_state
 from jobtools import (
     REPO,
     JobFiles,
+    application_ids,
     gpu_memory_free,
     gpu_partition_busy,
     prepare_job,
     prepare_light_job,
     run_tfyarn,
     submit_and_wait,
+    unique_name,
     wait_for,
     yarn_logs,
 )
@@ -38,7 +40,7 @@ from tfyarn.localyarn import cluster
 from tfyarn.localyarn.siteconf import capacity_scheduler, xml_document
 from tfyarn.submission.api import SubmitOptions
 from tfyarn.submission.launch import submit
-from tfyarn.submission.plan import Placement, build_plan
+from tfyarn.submission.plan import AppSpecExtras, build_plan
 
 pytestmark = pytest.mark.yarn
 
@@ -48,22 +50,17 @@ SMALL_JOB = {"ps": {"yarn.memory": "256"}, "chiefworker": {"yarn.memory": "256"}
                         "yarn.component.instances": "1"}}
 
 
-def application_ids(yarn_cluster) -> set[str]:
-    apps = (cluster.rest(yarn_cluster.layout, "apps").get("apps") or {}).get("app") or []
-    return {app["id"] for app in apps}
-
-
 def assert_refused(yarn_cluster, resources: Path, app_config: Path, *options: str) -> str:
     """`tfyarn submit` refused before YARN saw anything; returns what the user read."""
-    before = application_ids(yarn_cluster)
+    name = unique_name()
     result = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources),
-                        "--app-config", str(app_config), "--detach", *options)
+                        "--app-config", str(app_config), "--detach", "--name", name, *options)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
     assert output.count("Error: nothing was submitted") == 1, output
     assert not STACK_FRAME.search(output), output
     assert "Exception" not in output, output
-    assert application_ids(yarn_cluster) == before, "an application was submitted"
+    assert not application_ids(yarn_cluster, name), "an application was submitted"
     return output
 
 
@@ -151,6 +148,7 @@ def queue_state(yarn_cluster, queue: str, state: str) -> Iterator[None]:
         refresh()
 
 
+@pytest.mark.alone
 def test_a_stopped_queue(yarn_cluster, tmp_path: Path) -> None:
     resources, app_config = prepare_job(tmp_path, components=SMALL_JOB)
     with queue_state(yarn_cluster, "small", "STOPPED"):
@@ -160,6 +158,7 @@ def test_a_stopped_queue(yarn_cluster, tmp_path: Path) -> None:
             "root.urgent)") in output, output
 
 
+@pytest.mark.alone
 def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
                                                 tmp_path: Path) -> None:
     """Past pre-flight (the cluster changed since): YARN's own refusal, once, no frames."""
@@ -168,7 +167,7 @@ def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
                    overrides=SubmitOptions(queue="nosuchqueue").overrides())
     before = application_ids(yarn_cluster)
     with pytest.raises(SubmitError) as refused:
-        submit(skein_client, job, build_plan(job), Placement())
+        submit(skein_client, job, build_plan(job), AppSpecExtras())
     message = str(refused.value)
     assert message.startswith("YARN refused the application: Application application_"), message
     assert message.endswith("to unknown queue: nosuchqueue"), message
@@ -180,6 +179,7 @@ ASKING_AGAIN = re.compile(r"worker \d+: no container after \d+ s; asking YARN ag
 WAITING_TURN = re.compile(r"\d+ task\(s\) wait their turn: the ResourceManager holds their asks")
 
 
+@pytest.mark.alone
 def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path: Path) -> None:
     """The gpu node is nearly full for a while: the job is submitted, waits, and runs. The
     wait outlasts REASK_S, but the ResourceManager says it holds every ask the AppMaster made:

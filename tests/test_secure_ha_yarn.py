@@ -22,7 +22,7 @@ from test_ha_yarn import train_through_failovers
 from tfyarn.localyarn import cluster, secure
 from tfyarn.localyarn.layout import Layout
 
-pytestmark = [pytest.mark.yarn, pytest.mark.skipif(
+pytestmark = [pytest.mark.yarn, pytest.mark.xdist_group("offset-2700"), pytest.mark.skipif(
     not os.environ.get("TFYARN_LONG"),
     reason="a cluster of its own and two failovers, 3-4 min: TFYARN_LONG=1 to run it")]
 # Beside the session's cluster (0), the HA tests' and secure tests' (2700), the gpu tests'

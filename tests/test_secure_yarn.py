@@ -47,7 +47,7 @@ from tfyarn.security import spnego
 from tfyarn.security.kerberos import keytab_entries
 from tfyarn.watch import jobview
 
-pytestmark = pytest.mark.yarn
+pytestmark = [pytest.mark.yarn, pytest.mark.xdist_group("offset-2700")]  # one lane: same ports
 
 # Ports shift by this offset: away from the plain cluster's (0 by default, 300 apart for more).
 PORT_OFFSET = int(os.environ.get("TFYARN_SECURE_CLUSTER_PORT_OFFSET", "2700"))

@@ -106,13 +106,13 @@ settings.SETTINGS = (*settings.SETTINGS, WARMUP)  # as if written in settings.py
 from appmaster.common.jobplan import JobPlan
 from tfyarn.jobconfig import Defaults, load_job
 from tfyarn.submission.api import SubmitOptions
-from tfyarn.submission.plan import Placement, build_plan, plan_document
+from tfyarn.submission.plan import AppSpecExtras, build_plan, plan_document
 
 def planned(*sets):
     job = load_job(sys.argv[1], sys.argv[2], defaults=Defaults(),
                    overrides=SubmitOptions(sets=sets).overrides())
     plan = JobPlan.from_json(build_plan(job).to_json())  # as the AppMaster reads it
-    return plan.value(WARMUP), plan_document(job, plan, Placement())["settings"]
+    return plan.value(WARMUP), plan_document(job, plan, AppSpecExtras())["settings"]
 
 print(json.dumps([planned(), planned(WARMUP.key + "=45")]))
 """

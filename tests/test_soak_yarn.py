@@ -62,7 +62,7 @@ from tfyarn.localyarn.layout import Layout
 from tfyarn.localyarn.proctable import scan_processes
 from tfyarn.localyarn.provision import find_java_home
 
-pytestmark = [pytest.mark.yarn, pytest.mark.skipif(
+pytestmark = [pytest.mark.yarn, pytest.mark.xdist_group("offset-2700"), pytest.mark.skipif(
     not os.environ.get("TFYARN_SOAK"),
     reason="a 15-minute soak, run alone: TFYARN_SOAK=1 pytest -s tests/test_soak_yarn.py")]
 

@@ -23,7 +23,7 @@ from appmaster.common.vocabulary import Role
 from tfyarn.jobconfig import JobConfig, JobConfigError, load_job
 from tfyarn.submission.plan import (
     CONTAINER_DIR,
-    Placement,
+    AppSpecExtras,
     build_plan,
     format_plan,
     placeholder_spec,
@@ -195,7 +195,7 @@ def test_the_dry_run_shows_the_local_work_dir_each_task_gets(tmp_path: Path) -> 
     job = load(tmp_path)
     plan = build_plan(job)
     assert plan.work_dir.startswith("hdfs://nn:8020/user/")  # the default, on HDFS
-    document = plan_document(job, plan, Placement())
+    document = plan_document(job, plan, AppSpecExtras())
     commands = [c for role in document["roles"] for c in role["commands"]]
     assert len(commands) == 4
     assert all(shlex.split(c)[-1] == f"--work_dir={CONTAINER_DIR}/work" for c in commands)
@@ -208,7 +208,7 @@ def test_the_dry_run_shows_the_local_work_dir_each_task_gets(tmp_path: Path) -> 
 
 def test_the_dry_run_without_a_work_dir_flag(tmp_path: Path) -> None:
     job = load(tmp_path, **{"user.scripts.work_dir_flag": ""})
-    document = plan_document(job, build_plan(job), Placement())
+    document = plan_document(job, build_plan(job), AppSpecExtras())
     commands = [c for role in document["roles"] for c in role["commands"]]
     assert len(commands) == 4 and not any("_dir" in c for c in commands), commands
     assert ('given in TFYARN_WORK_DIR only (site.global.user.scripts.work_dir_flag is "")'
@@ -218,7 +218,7 @@ def test_the_dry_run_without_a_work_dir_flag(tmp_path: Path) -> None:
 def test_a_work_dir_every_node_mounts_is_the_task_s_own(tmp_path: Path) -> None:
     job = load(tmp_path, **{"user.work.dir": "/shared/jobs/${APP_ID}",
                             "user.scripts.work_dir_flag": "--model_dir"})
-    document = plan_document(job, build_plan(job), Placement())
+    document = plan_document(job, build_plan(job), AppSpecExtras())
     assert shlex.split(document["roles"][0]["commands"][0])[-1] == \
         "--model_dir=/shared/jobs/${APP_ID}"
     assert ("each task's work dir: the work dir itself (a path every node mounts), given as "
@@ -254,7 +254,7 @@ def test_the_dry_run_and_the_agent_take_the_work_dir_from_one_function(
     work.path, work.job_dir, work.mirror = plan.task_work_dir("app_1", os.getcwd()), "x", None
     command, (env,) = agent._command_and_environment(_Link(spec), plan, "app_1", task, work, None,
                                                       address)
-    dry = plan_document(job, plan, Placement())["roles"][2]["commands"][1]
+    dry = plan_document(job, plan, AppSpecExtras())["roles"][2]["commands"][1]
     assert shlex.split(dry) == [
         arg.replace(str(container), CONTAINER_DIR) for arg in command]
     assert command[-1] == f"--model_dir={container}/work" == f"--model_dir={env['TFYARN_WORK_DIR']}"
@@ -262,7 +262,7 @@ def test_the_dry_run_and_the_agent_take_the_work_dir_from_one_function(
     # one function: change it and every one of them follows
     monkeypatch.setattr(JobPlan, "task_work_dir",
                         lambda self, app_id, container_dir: f"{container_dir}/elsewhere/{app_id}")
-    dry = plan_document(job, plan, Placement())["roles"][2]["commands"][1]
+    dry = plan_document(job, plan, AppSpecExtras())["roles"][2]["commands"][1]
     assert shlex.split(dry)[-1] == f"--model_dir={CONTAINER_DIR}/elsewhere/${{APP_ID}}"
     local = plan.work_dir.replace("hdfs://nn:8020", str(tmp_path / "mounted"))
     made = agent.TaskWorkDir(JobPlan.from_json(json.dumps(

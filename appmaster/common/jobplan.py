@@ -24,8 +24,8 @@ from appmaster.common.vocabulary import (
     Word,
 )
 
-JOB_FILE = "tfyarn-job.json"
-SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
+PLAN_FILE = "tfyarn-job.json"
+LOCALIZED_SCRIPTS_DIR = "app"  # the name the user's scripts directory is localized under
 SECRET_FILE_PREFIX = ".tfyarn-secret-"  # a secret's file name in each task's directory
 # Each task's data dir, localized by YARN into its directory: Slider's site.global.user.data.dir
 # itself, or site.global.data's entries under their names
@@ -319,7 +319,7 @@ class JobPlan:
         """The exact command line one task runs in its container's directory
         ``container_dir``: the agent's, and the dry run's with placeholders."""
         assert self.python is not None, "a planned job's interpreter"
-        script = f"{SCRIPTS_DIR}/{self.entry}"
+        script = f"{LOCALIZED_SCRIPTS_DIR}/{self.entry}"
         data = f"{container_dir}/{DATA_DIR_NAME}" if self.data_dir or self.data else None
         work = self.task_work_dir(app_id, container_dir)
         if frameworks.of(self.framework).ranks:  # the cluster is in its environment
@@ -356,9 +356,9 @@ class JobPlan:
     @classmethod
     def from_container(cls) -> JobPlan:
         """The plan YARN localized into this container's working directory."""
-        plan = cls.from_json(Path(os.environ.get("TFYARN_JOB_FILE", JOB_FILE)).read_text())
+        plan = cls.from_json(Path(os.environ.get("TFYARN_JOB_FILE", PLAN_FILE)).read_text())
         if not plan.planned:
-            raise SpecError(f"{JOB_FILE} names no interpreter or work dir: not a planned job")
+            raise SpecError(f"{PLAN_FILE} names no interpreter or work dir: not a planned job")
         return plan
 
 

@@ -118,7 +118,7 @@ class RendezvousServer(ThreadingHTTPServer):
         # The TLS handshake runs here, in the connection's own thread: a slow or silent
         # peer never holds up accept() for the others.
         if isinstance(request, ssl.SSLSocket):
-            request.settimeout(Handler.timeout)
+            request.settimeout(RendezvousRequestHandler.timeout)
             try:
                 request.do_handshake()
             except (OSError, ssl.SSLError) as exc:
@@ -132,7 +132,7 @@ class RendezvousServer(ThreadingHTTPServer):
         return f"{scheme}://{self.server_name}:{self.server_address[1]}"
 
 
-class Handler(BaseHTTPRequestHandler):
+class RendezvousRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: an agent holds one connection per thread
     timeout = MAX_WAIT_S + 30  # an idle connection is dropped; the agent dials again
     server: RendezvousServer
@@ -232,7 +232,7 @@ def server_tls(cert_file: str, key_file: str) -> ssl.SSLContext:
 def serve(store: Store, token: str, host: str = "0.0.0.0", port: int = 0,
           tls: ssl.SSLContext | None = None, advertised: str | None = None) -> RendezvousServer:
     """Start serving in a daemon thread; ``advertised`` is the host name agents dial."""
-    server = RendezvousServer((host, port), Handler)
+    server = RendezvousServer((host, port), RendezvousRequestHandler)
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True,
                                         do_handshake_on_connect=False)

@@ -355,9 +355,11 @@ def render_parts(view: dict) -> dict:
                                                 for name, render in REGIONS.items()}}
 
 
-def render_page(view: dict, live: bool = True, written: float | None = None) -> str:
+def render_page(view: dict, live: bool = True, written: float | None = None,
+                note: str = "") -> str:
     """The page. ``live``: served by the AppMaster, refreshing itself; otherwise the report,
-    written at ``written``: no script and no link that needs the AppMaster or a network."""
+    written at ``written``: no script and no link that needs the AppMaster or a network;
+    ``note``: a report's word on where it was drawn from, under its heading."""
     regions = render_parts(view)["regions"]
 
     def region(name: str) -> str:
@@ -375,7 +377,7 @@ def render_page(view: dict, live: bool = True, written: float | None = None) -> 
         banner = (f'<section id="report"><h2>Report of {esc(view["app_id"])}, written {when}'
                   f"</h2><p>The job was {esc(view['state'])} then. This file does not update; "
                   f"<code>tfyarn report {esc(view['app_id'])}</code> fetches the newest.</p>"
-                  "</section>")
+                  + (f'<p id="note">{esc(note)}</p>' if note else "") + "</section>")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(view['name'])} &middot; {esc(view['app_id'])}</title><style>{STYLE}</style></head>

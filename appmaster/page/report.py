@@ -34,9 +34,10 @@ FORMAT = 1
 INTERVAL_S = 60.0  # while the job runs; each write is the whole view, so not every refresh
 WRITE_TIMEOUT_S = 20.0
 
-def render_report(view: dict, written: float | None = None) -> str:
+def render_report(view: dict, written: float | None = None, note: str = "") -> str:
     """The page as it stood, with nothing live: it opens from a file with no network."""
-    return render_page(view, live=False, written=time.time() if written is None else written)
+    return render_page(view, live=False, written=time.time() if written is None else written,
+                       note=note)
 
 
 def record(view: dict, final: bool, written: float | None = None) -> dict:

@@ -62,7 +62,7 @@ def serve(view: Callable[[], dict]) -> PageServer:
     """Start serving on an ephemeral loopback port in a daemon thread; returns the server."""
     secret = secrets.token_urlsafe(24)
 
-    class Handler(BaseHTTPRequestHandler):
+    class PageRequestHandler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             # skein's Java AM, in this container, connects from 127.0.0.1 (what a process
             # on this host gets for a loopback target unless it picks another source).
@@ -94,7 +94,7 @@ def serve(view: Callable[[], dict]) -> PageServer:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             log.debug(format, *args)
 
-    server = PageServer((LOOPBACK, 0), Handler)
+    server = PageServer((LOOPBACK, 0), PageRequestHandler)
     server.secret = secret
     threading.Thread(target=server.serve_forever, daemon=True, name="webpage").start()
     return server

@@ -94,7 +94,9 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
     if dry_run:
         document = planned.document()
         click.echo(format_plan_json(document) if as_json
-                   else "\n".join([format_plan(document), "", *planned.preflight.lines()]))
+                   else "\n".join([format_plan({key: value for key, value in document.items()
+                                                 if key != "preflight"}),  # its lines follow
+                                    "", *planned.preflight.lines()]))
         planned.check_runnable()
         return
     environment = planned.prepare(lambda line: click.echo(line, err=True))

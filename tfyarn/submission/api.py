@@ -40,7 +40,7 @@ from tfyarn.security import kerberos
 from tfyarn.submission import jobenv, preflight, workdir
 from tfyarn.submission.launch import set_priority
 from tfyarn.submission.launch import submit as submit_to_yarn
-from tfyarn.submission.plan import Placement, build_plan, plan_document
+from tfyarn.submission.plan import AppSpecExtras, build_plan, plan_document
 
 log = logging.getLogger(__name__)
 FilePath = str | os.PathLike[str]
@@ -102,12 +102,12 @@ class PlannedJob:
 
     job: JobConfig
     plan: JobPlan
-    placement: Placement
+    extras: AppSpecExtras
     preflight: preflight.Preflight
 
     def document(self) -> dict:
         """The dry run's document: the plan, and the pre-flight check under "preflight"."""
-        document = plan_document(self.job, self.plan, self.placement)
+        document = plan_document(self.job, self.plan, self.extras)
         document["preflight"] = self.preflight.to_json()
         return document
 
@@ -130,7 +130,7 @@ class PlannedJob:
                echo: Callable[[str], None] = log.info) -> str:
         """Hand the job to YARN with an open skein.Client (started with ``driver``); its
         application id. ``echo`` gets the line on its priority, if it asked for one."""
-        app_id = submit_to_yarn(client, self.job, self.plan, self.placement, environment,
+        app_id = submit_to_yarn(client, self.job, self.plan, self.extras, environment,
                                 driver)
         priority = self.plan.value(APPLICATION_PRIORITY)
         if priority is not None:
@@ -153,21 +153,21 @@ def plan_job(resources: FilePath, app_config: FilePath,
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
             plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY,
             checkpoint_prefix=bool(plan.checkpoint_prefix))
-    placement = Placement(tags=options.tags, web_login=hadoopconf.web_login(conf))
+    extras = AppSpecExtras(tags=options.tags, web_login=hadoopconf.web_login(conf))
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
     # user wrote.
     queue_source = where_set(job.settings, str(app_config), QUEUE.key)
     if options.skip_preflight:
-        return PlannedJob(job, plan, placement, preflight.Preflight(
+        return PlannedJob(job, plan, extras, preflight.Preflight(
             False, skipped_reason="--skip-preflight was given"))
     with in_context(NOTHING_SUBMITTED):  # no active RM of an HA pair, say
         priority = plan.value(APPLICATION_PRIORITY)
         checked = preflight.run_preflight(
-            preflight.job_requests(job, plan, placement, options.given()), plan.queue,
+            preflight.job_requests(job, plan, extras, options.given()), plan.queue,
             queue_source, None if priority is None else preflight.PriorityAsk(
                 priority, where_set(job.settings, str(app_config),
                                     APPLICATION_PRIORITY.key)))
-    return PlannedJob(job, plan, placement, checked)
+    return PlannedJob(job, plan, extras, checked)
 
 
 def submit(resources: FilePath = "resources.json", app_config: FilePath = "appConfig.json", *,

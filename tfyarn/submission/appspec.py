@@ -16,8 +16,8 @@ from appmaster.common.hdfstokens import KEYTAB_FILE, KRB5_CONF_FILE
 from appmaster.common.jobplan import (
     DATA_DIR_NAME,
     DATA_ENTRY_PREFIX,
-    JOB_FILE,
-    SCRIPTS_DIR,
+    LOCALIZED_SCRIPTS_DIR,
+    PLAN_FILE,
     SECRET_FILE_PREFIX,
     JobPlan,
     RolePlan,
@@ -29,7 +29,7 @@ from tfyarn.hadoop.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
 from tfyarn.jobconfig.datasets import is_archive
 from tfyarn.submission.codepack import tar_directory
 from tfyarn.submission.environments import JobEnvironment
-from tfyarn.submission.plan import Placement, acl_names, page_users
+from tfyarn.submission.plan import AppSpecExtras, acl_names, page_users
 from tfyarn.submission.workdir import qualified
 
 APPMASTER_DIR = Path(appmaster.__file__).parent
@@ -130,7 +130,7 @@ def code_packs(scripts_dir: Path, job_dir: Path) -> dict[str, Path]:
     unpacked under in the containers: the scripts, the AppMaster's code, tfyarn.data, and
     the AppMaster's web UI template (tfyarn/hadoop/skeinui.py)."""
     packs = job_dir / "packs"
-    return {SCRIPTS_DIR: tar_directory(scripts_dir, packs, SCRIPTS_DIR),
+    return {LOCALIZED_SCRIPTS_DIR: tar_directory(scripts_dir, packs, LOCALIZED_SCRIPTS_DIR),
             "appmaster": tar_directory(APPMASTER_DIR, packs, "appmaster"),
             READER_PACK: tar_directory(reader_package(job_dir), packs, READER_PACK),
             skeinui.UI_DIR: tar_directory(skeinui.write_overview(job_dir / skeinui.UI_DIR),
@@ -161,12 +161,12 @@ def kerberos_files(keytab: str | None) -> dict[str, skein.File]:
     return files
 
 
-def application_acls(plan: JobPlan, placement: Placement) -> skein.ACLs:
+def application_acls(plan: JobPlan, extras: AppSpecExtras) -> skein.ACLs:
     """YARN's application ACLs from the job's access lists; none given: YARN's default, the
     owner and YARN's admins. skein's UI (the job page behind it) admits the owner and the view
     ACL's users by the name the RM's proxy passes, where the cluster's web UI logs users in
     (docs/secure.md, "The tracking page"); elsewhere that name is nobody's and it stays open."""
-    users = page_users(plan, placement.web_login)
+    users = page_users(plan, extras.web_login)
     if plan.view_acl is None and plan.modify_acl is None and users == ["*"]:
         return skein.ACLs()
     (view_users, view_groups), (modify_users, modify_groups) = (
@@ -176,7 +176,7 @@ def application_acls(plan: JobPlan, placement: Placement) -> skein.ACLs:
                       ui_users=users)
 
 
-def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement: Placement,
+def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, extras: AppSpecExtras,
                      secrets: dict[str, Path] | None = None,
                      environment: JobEnvironment | None = None,
                      keytab: str | None = None,
@@ -189,9 +189,9 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     code = {name: skein.File(source, type="archive", visibility="private")
             for name, source in packs.items()}
     files = {
-        SCRIPTS_DIR: code[SCRIPTS_DIR],
+        LOCALIZED_SCRIPTS_DIR: code[LOCALIZED_SCRIPTS_DIR],
         "appmaster": code["appmaster"],
-        JOB_FILE: skein.File(str(job_file), type="file"),
+        PLAN_FILE: skein.File(str(job_file), type="file"),
         TOKEN_FILE: skein.File(str(rendezvous_token(job_file.parent)), type="file",
                                visibility="application"),
     }
@@ -245,10 +245,10 @@ def application_spec(plan: JobPlan, scripts_dir: Path, job_file: Path, placement
     return skein.ApplicationSpec(
         name=plan.name,
         queue=plan.queue,
-        acls=application_acls(plan, placement),
+        acls=application_acls(plan, extras),
         node_label=plan.am_label or "",
         master=master,
         services=services,
         max_attempts=plan.am_max_attempts,
-        tags={"tfyarn", *placement.tags},
+        tags={"tfyarn", *extras.tags},
     )

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import requests
 
-from appmaster.common.jobplan import JOB_FILE, JobPlan
+from appmaster.common.jobplan import PLAN_FILE, JobPlan
 from tfyarn.hadoop import rmrest
 from tfyarn.hadoop.driver import DriverSettings, SubmitError, plain_diagnosis
 from tfyarn.jobconfig import JobConfig
 from tfyarn.submission import codepack
 from tfyarn.submission.environments import JobEnvironment
-from tfyarn.submission.plan import Placement
+from tfyarn.submission.plan import AppSpecExtras
 
 
-def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
+def submit(client, job: JobConfig, plan: JobPlan, extras: AppSpecExtras,
            environment: JobEnvironment | None = None,
            driver: DriverSettings | None = None) -> str:
     """Upload the scripts, the AppMaster code and the plan; return the application id."""
@@ -29,10 +29,10 @@ def submit(client, job: JobConfig, plan: JobPlan, placement: Placement,
 
     driver = driver or DriverSettings()
     with tempfile.TemporaryDirectory(prefix="tfyarn-") as tmp:
-        job_file = Path(tmp) / JOB_FILE
+        job_file = Path(tmp) / PLAN_FILE
         job_file.write_text(plan.to_json())
         packs = codepack.upload(code_packs(job.client.scripts_dir, job_file.parent))
-        spec = application_spec(plan, job.client.scripts_dir, job_file, placement,
+        spec = application_spec(plan, job.client.scripts_dir, job_file, extras,
                                 job.client.secret_files, environment, driver.keytab, packs)
         try:
             return client.submit(spec)

@@ -6,8 +6,10 @@ import dataclasses
 import json
 import shlex
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from appmaster.common import frameworks
 from appmaster.common.cluster_spec import ClusterSpec
@@ -15,8 +17,14 @@ from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.pageguard import FLAG_FILE
 from appmaster.common.settings import (
     ALLOCATION_HOLD,
+    APP_SCOPE,
     APPLICATION_PRIORITY,
+    APPMASTER_COMPONENT,
+    APPMASTER_SCOPE,
+    COMPONENT_SCOPE,
     FAILURE_THRESHOLD_MEANING,
+    JOB_SCOPE,
+    SETTINGS,
 )
 from appmaster.common.vocabulary import FailurePolicy, Role
 from tfyarn.jobconfig import JobConfig
@@ -34,7 +42,7 @@ CONTAINER_DIR = "<container-dir>"
 
 
 @dataclass(frozen=True)
-class Placement:
+class AppSpecExtras:
     """What the application gets besides its spec: tfyarn's tags, and whether the cluster's
     web UI knows who asks (SPNEGO, `hadoop.http.authentication.type`), so that the RM's proxy
     passes a real user name and the job page can admit by it."""
@@ -139,9 +147,8 @@ def summarised(arg: str) -> str:
            f"...,{items[-1]}"
 
 
-def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
+def plan_document(job: JobConfig, plan: JobPlan, extras: AppSpecExtras) -> dict:
     spec = placeholder_spec(plan)
-    work_dir = plan.work_dir
     roles = []
     for role in (*plan.roles, *([plan.evaluator] if plan.evaluator else [])):
         shown = shown_tasks(role.instances)
@@ -150,54 +157,28 @@ def plan_document(job: JobConfig, plan: JobPlan, placement: Placement) -> dict:
             for i in shown
         ]
         roles.append({
-            "role": role.name, "priority": role.priority, "instances": role.instances,
-            "memory_mb": role.memory_mb, "vcores": role.vcores, "gpus": role.gpus,
-            "node_label": role.label, "failure_threshold": role.failure_threshold,
-            "failure_policy": role.failure_policy,
+            **role.to_dict(),  # every field of the role's plan, by its name
             "restarts": restart_limit(role, group=frameworks.of(plan.framework).ranks),
             "tasks_shown": shown, "commands": commands,
             "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in shown],
         })
+    fields = {name: value for name, value in plan.to_dict().items() if name not in ROLE_FIELDS}
     return {
-        "name": plan.name,
-        "queue": plan.queue,
-        "tags": ["tfyarn", *placement.tags],
+        **fields,  # every field of the plan, by its name; below, what is drawn from them
+        "tags": ["tfyarn", *extras.tags],
         "scripts_dir": str(job.client.scripts_dir),
-        "entry": plan.entry,
-        "python": plan.python,
         "python_env": None if job.client.python_env is None else str(job.client.python_env),
         # tfyarn packs and ships the environment running it (tfyarn/submission/envpack.py)
         "shipped_env": (sys.prefix if environments.ships_own_env(job.spec.python,
                                                                  job.client.python_env) else None),
-        "docker": None if plan.docker_image is None else {
-            "image": plan.docker_image, "mounts": list(plan.docker_mounts),
-        },
-        "work_dir": work_dir,
-        "checkpoint_prefix": plan.checkpoint_prefix,
         # what each task's script is told, and how (site.global.user.scripts.work_dir_flag)
         "task_work_dir": plan.task_work_dir("${APP_ID}", CONTAINER_DIR),
-        "work_dir_flag": plan.work_dir_flag,
-        "data_dir": plan.data_dir,
-        "data": [{"name": e.name, "url": e.url, "unpacked": e.archive} for e in plan.data],
         "chief": "{} {}".format(*plan.chief),
-        "registration_timeout_s": plan.registration_timeout_s,
-        "allocation_timeout_s": plan.allocation_timeout_s,
-        "allocation_hold_s": plan.value(ALLOCATION_HOLD),
-        # YARN's, within the queue; None: the queue's default
-        "application_priority": plan.value(APPLICATION_PRIORITY),
-        "deadline_s": plan.deadline_s,
-        "success_policy": plan.success_policy,
-        "appmaster_max_attempts": plan.am_max_attempts,
-        "appmaster": {"memory_mb": plan.am_memory_mb, "vcores": plan.am_vcores,
-                      "node_label": plan.am_label},
-        "acls": {"view": plan.view_acl, "modify": plan.modify_acl,
-                 "page": page_users(plan, placement.web_login)},
+        "page_users": page_users(plan, extras.web_login),
         "roles": roles,
         "env": sorted(plan.env),
-        "secrets": list(plan.secrets),
         "tensorboard": None if plan.tensorboard is None else {
-            "memory_mb": plan.tensorboard.memory_mb, "vcores": plan.tensorboard.vcores,
-            "node_label": plan.tensorboard.label,
+            **plan.tensorboard.to_dict(),
             "command": shlex.join(plan.tensorboard_command(
                 0, plan.task_work_dir("${APP_ID}", CONTAINER_DIR), FLAG_FILE)).replace(
                 "--port 0", "--port <reserved loopback port>"),
@@ -228,28 +209,111 @@ def seconds_or_none(seconds: float | None) -> str:
 
 def queue_wait_line(document: dict) -> str:
     """How the job waits its turn: its priority in the queue, and how long it keeps part of
-    its containers while the rest do not come."""
-    priority = document["application_priority"]
+    its containers while the rest do not come (settings without a field: the plan's extra)."""
+    extra = document["extra"]
+    priority = extra.get(APPLICATION_PRIORITY.key, APPLICATION_PRIORITY.default)
+    hold = extra.get(ALLOCATION_HOLD.key, ALLOCATION_HOLD.default)
     return ("the queue's default priority" if priority is None else f"priority {priority}") + (
-        f"; part of its containers kept {document['allocation_hold_s']:.0f} s with no new one "
+        f"; part of its containers kept {hold:.0f} s with no new one "
         "coming, then given back and asked for again after a random backoff")
 
 
+class Read(dict):
+    """A part of the dry run's document that remembers which keys the lines drawn from it
+    read: the plan's fields no line read are listed after them (`the_rest`)."""
+
+    def __init__(self, data: dict) -> None:
+        super().__init__(data)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.read |= {key, *DRAWN_FROM.get(key, ())}
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read |= {key, *DRAWN_FROM.get(key, ())}
+        return super().get(key, default)
+
+
+# The document's views that say plan fields in words: reading one shows its fields.
+DRAWN_FROM = {"restarts": ("failure_threshold", "failure_policy")}
+
+
+# The job's fields shown as roles of their own (with every field of RolePlan each).
+ROLE_FIELDS = ("roles", "evaluator")
+
+
+def field_label(name: str, scopes: Sequence[str]) -> str:
+    """A plan field as the dry run names it: the key of the setting that declares it, as
+    users write it; the field's name where no one setting does."""
+    keys = [s.key for s in SETTINGS if s.field == name and s.scope in scopes]
+    prefix = f"{APPMASTER_COMPONENT}." if name.startswith("am_") else ""
+    return f"{prefix}{keys[0]}" if len(keys) == 1 else name
+
+
+def the_rest(part: Read, scopes: Sequence[str]) -> list[str]:
+    """`label=value` for each of the document's entries (a plan field, or a view drawn from
+    the plan) that no line read from ``part``."""
+    shown = []
+    for name, value in part.items():
+        if name == "extra":  # the settings without a field of their own, by key
+            shown += [f"{key}={json.dumps(setting)}" for key, setting in value.items()
+                      if key not in value.read]
+        elif name not in part.read:
+            shown.append(f"{field_label(name, scopes)}={json.dumps(value)}")
+    return shown
+
+
+JOB_SCOPES = (APP_SCOPE, APPMASTER_SCOPE, JOB_SCOPE)
+
+
+def read_views(document: dict) -> tuple[Read, list[Read]]:
+    """The document and its roles, each remembering what the lines drawn from it read."""
+    board = document["tensorboard"] and Read(document["tensorboard"])
+    read = Read({**document, "extra": Read(document["extra"]), "tensorboard": board})
+    return read, [Read(role) for role in read["roles"]]
+
+
 def format_plan(document: dict) -> str:
+    """The dry run: the plan in words, then, as they are, its fields no line says (a new
+    field or role property shows without a line of its own)."""
+    document, roles = read_views(document)
+    lines = format_lines(document, roles)
+    rest = [("", the_rest(document, JOB_SCOPES))]
+    by_role: dict[str, list[str]] = {}  # roles whose rest is the same share a line
+    for role in [*roles, *filter(None, [dict.__getitem__(document, "tensorboard")])]:
+        said = ", ".join(the_rest(role, (COMPONENT_SCOPE,)))
+        by_role.setdefault(said, []).append(dict.__getitem__(role, "name"))
+    rest += [(", ".join(names) + ": ", [said]) for said, names in by_role.items() if said]
+    if any(said for _, said in rest):
+        lines.append("\nThe rest of the plan (tfyarn-job.json), as it is:")
+    for heading, said in rest:
+        lines += textwrap.wrap(heading + ", ".join(said), 98, initial_indent="  ",
+                               subsequent_indent="    ")
+    return "\n".join(lines)
+
+
+def processes_line(roles: list[Read]) -> str:
+    processes = max((role["processes"] for role in roles), default=1)  # the same in each
+    return (f"{processes} processes (ranks) in each container" if processes > 1 else
+            "one process in each container")
+
+
+def format_lines(document: Read, roles: list[Read]) -> list[str]:
     lines = [
         f"Application {document['name']!r} in queue {document['queue']!r}, tags "
         f"{', '.join(document['tags'])}",
         f"  scripts:  {document['scripts_dir']} (entry {document['entry']}, "
         f"python {document['python']})",
+        f"  framework: {document['framework']}, " + processes_line(roles),
         f"  work dir: {document['work_dir']}"
         + (" (site.global.user.checkpoint.prefix)" if document["checkpoint_prefix"] else ""),
         "  each task's work dir: " + task_work_dir_line(document),
         f"  chief: {document['chief']}" + (" (no chiefworker component)"
                                            if document["chief"] == "worker 0" else ""),
-        f"  AppMaster: {document['appmaster']['memory_mb']} MB, "
-        f"{document['appmaster']['vcores']} vcore(s), node label "
-        f"{document['appmaster']['node_label'] or '<default partition>'}, up to "
-        f"{document['appmaster_max_attempts']} attempt(s)",
+        f"  AppMaster: {document['am_memory_mb']} MB, {document['am_vcores']} vcore(s), "
+        f"node label {document['am_label'] or '<default partition>'}, up to "
+        f"{document['am_max_attempts']} attempt(s)",
         f"  timeouts: allocation {seconds_or_none(document['allocation_timeout_s'])}, "
         f"registration {document['registration_timeout_s']:.0f} s, job deadline "
         f"{seconds_or_none(document['deadline_s'])}",
@@ -257,19 +321,19 @@ def format_plan(document: dict) -> str:
         "  success: " + ("when the chief exits 0" if document["success_policy"] == "chief"
                           else "when the chief and every worker exit 0"),
     ]
-    acls = document["acls"]
-    if acls["view"] or acls["modify"]:
-        lines.append(f"  access besides you and YARN's admins: view {acls['view'] or 'nobody'!r},"
-                     f" kill {acls['modify'] or 'nobody'!r}")
+    view, modify, page = document["view_acl"], document["modify_acl"], document["page_users"]
+    if view or modify:
+        lines.append(f"  access besides you and YARN's admins: view {view or 'nobody'!r},"
+                     f" kill {modify or 'nobody'!r}")
     lines.append("  job page: " + ("whoever passes the ResourceManager's proxy"
-                                   if acls["page"] == ["*"] else
-                                   ", ".join(["you", *acls["page"]]) + " (by Kerberos name)"))
+                                   if page == ["*"] else
+                                   ", ".join(["you", *page]) + " (by Kerberos name)"))
     if document["data_dir"]:
         lines.append(f"  data dir: {document['data_dir']}, localized by YARN into every task's "
                      "directory (--data_dir)")
     for entry in document["data"]:
         lines.append(f"  data: {entry['url']} as <--data_dir>/{entry['name']}"
-                     + (" (unpacked)" if entry["unpacked"] else "")
+                     + (" (unpacked)" if entry["archive"] else "")
                      + ", localized by YARN into every task (cached per node)")
     if document["python_env"]:
         lines.append(f"  python env: {document['python_env']}, unpacked as "
@@ -280,28 +344,28 @@ def format_plan(document: dict) -> str:
                      ", each large distribution and the rest of site-packages as "
                      "./pyenv-site-* in every container (each packed and uploaded once per "
                      "content)")
-    if document["docker"]:
-        mounts = ", ".join(document["docker"]["mounts"]) or "none"
-        lines.append(f"  docker: the tasks run in image {document['docker']['image']} "
+    if document["docker_image"]:
+        mounts = ", ".join(document["docker_mounts"]) or "none"
+        lines.append(f"  docker: the tasks run in image {document['docker_image']} "
                      f"(host network; mounts: {mounts}); the AppMaster runs on the host")
-    for role in document["roles"]:
+    for role in roles:
         gpus = f", {role['gpus']} GPU" if role["gpus"] else ""
-        label = role["node_label"] or "<default partition>"
+        label = role["label"] or "<default partition>"
         lines.append(
-            f"\n{role['role']} (priority {role['priority']}): {role['instances']} x "
+            f"\n{role['name']} (priority {role['priority']}): {role['instances']} x "
             f"{role['memory_mb']} MB, {role['vcores']} vcore(s){gpus}, node label {label}; "
             f"{role['restarts']}"
         )
         if role["gpus"]:
             lines.append(
                 f"  GPUs: {role['gpus']} yarn.io/gpu per task ({role['gpus'] * role['instances']}"
-                f" in all) on {'node label ' + label if role['node_label'] else label}; each "
+                f" in all) on {'node label ' + label if role['label'] else label}; each "
                 "task's script gets its own in CUDA_VISIBLE_DEVICES")
         previous = -1
         for index, command, task in zip(role["tasks_shown"], role["commands"],
                                         role["tf_config_task"], strict=True):
             if index != previous + 1:
-                lines.append(f"  ... {index - previous - 1} more {role['role']} tasks like "
+                lines.append(f"  ... {index - previous - 1} more {role['name']} tasks like "
                              "these (host lists summarised)")
             lines.append(f"  [{task['type']} {task['index']}] {command}")
             previous = index
@@ -312,8 +376,9 @@ def format_plan(document: dict) -> str:
                      + ", ".join(document["secrets"]))
     if document["tensorboard"]:
         board = document["tensorboard"]
-        lines.append(f"\ntensorboard: 1 x {board['memory_mb']} MB, {board['vcores']} vcore(s), "
-                     f"node label {board['node_label'] or '<default partition>'}; "
+        lines.append(f"\n{board['name']} (priority {board['priority']}): {board['instances']} x "
+                     f"{board['memory_mb']} MB, {board['vcores']} vcore(s), "
+                     f"node label {board['label'] or '<default partition>'}; "
                      "its URL in `tfyarn status` and on the job page\n"
                      f"  {board['command']}")
     outside = {key: entry for key, entry in document.get("settings", {}).items()
@@ -327,7 +392,7 @@ def format_plan(document: dict) -> str:
         lines.append("\nSlider-only keys accepted and not needed: "
                      + ", ".join(document["ignored_keys"]))
     lines.append(f"\nFailure threshold: {document['failure_threshold_meaning']}")
-    return "\n".join(lines)
+    return lines
 
 
 def format_plan_json(document: dict) -> str:

@@ -42,7 +42,7 @@ from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
-from tfyarn.submission.plan import Placement
+from tfyarn.submission.plan import AppSpecExtras
 
 # What each dimension is called in resources.json, and in YARN's maximum-allocation settings.
 KEYS = {s.field: s.key for s in settings(COMPONENT_SCOPE) if s.field in DIMENSIONS}
@@ -54,7 +54,7 @@ MAX_ALLOCATION_SETTINGS = {"memory_mb": "maximum-allocation-mb",
 # ---- the job, as YARN will see it ----
 
 @dataclass(frozen=True)
-class Request:
+class ContainerAsk:
     """Containers of one kind the job asks for, and where the user set each of their values."""
 
     what: str  # "worker", "AppMaster"
@@ -72,8 +72,8 @@ class Request:
         return Problem(file, key, None if value is None else f"{value}", message, fix)
 
 
-def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
-                 given: frozenset[str] = frozenset()) -> list[Request]:
+def job_requests(job: JobConfig, plan: JobPlan, extras: AppSpecExtras,
+                 given: frozenset[str] = frozenset()) -> list[ContainerAsk]:
     """Every container the job asks for: the tasks, TensorBoard and the AppMaster.
 
     ``given`` names the command-line options the user gave (--am-memory, --am-vcores,
@@ -88,29 +88,29 @@ def job_requests(job: JobConfig, plan: JobPlan, placement: Placement,
         keys["placement"] = key_path("components", name, PLACEMENT_POLICY.key)
         return keys
 
-    def role_request(role: RolePlan) -> Request:
+    def role_request(role: RolePlan) -> ContainerAsk:
         own_label = (job.spec.role(role.name) or role).label
-        return Request(role.name, role.instances,
-                       Resources(role.memory_mb, role.vcores, role.gpus), role.label or "",
-                       resources, component_keys(role.name, not own_label and
-                                                 bool(plan.am_label)),
-                       placement_policy=role.placement_policy)
+        return ContainerAsk(role.name, role.instances,
+                            Resources(role.memory_mb, role.vcores, role.gpus), role.label or "",
+                            resources, component_keys(role.name, not own_label and
+                                                      bool(plan.am_label)),
+                            placement_policy=role.placement_policy)
 
     containers = [role_request(r) for r in (*plan.roles, *plan.side_roles)]
     am_keys = component_keys(APPMASTER, "--am-label" in given)
     for option, dimension in (("--am-memory", "memory_mb"), ("--am-vcores", "vcores")):
         if option in given:
             am_keys[dimension] = option
-    containers.append(Request("AppMaster", 1,
-                            Resources(plan.am_memory_mb, plan.am_vcores),
-                            plan.am_label or "", resources, am_keys, appmaster=True))
+    containers.append(ContainerAsk("AppMaster", 1,
+                                 Resources(plan.am_memory_mb, plan.am_vcores),
+                                 plan.am_label or "", resources, am_keys, appmaster=True))
     return containers
 
 
 # ---- the checks ----
 
 @dataclass
-class Verdict:
+class PreflightFindings:
     """What pre-flight found: problems refuse the job; notes are said and the job goes on."""
 
     problems: list[Problem] = field(default_factory=list)
@@ -127,15 +127,15 @@ class PriorityAsk:
     cluster_max: int | None = None
 
 
-def check(view: ClusterView, containers: list[Request], queue_name: str,
+def check(view: ClusterView, containers: list[ContainerAsk], queue_name: str,
           queue_source: tuple[str, str], submit_allowed: bool | None = None,
-          user: str = "", priority: PriorityAsk | None = None) -> Verdict:
+          user: str = "", priority: PriorityAsk | None = None) -> PreflightFindings:
     """Every problem YARN would meet with this job on this cluster, and what it would wait for.
 
     ``queue_source`` is (file, key) of the queue setting; ``submit_allowed`` is the RM's answer
     to "may ``user`` submit to the queue" (None: not asked, as no ACL can forbid it).
     """
-    verdict = Verdict()
+    verdict = PreflightFindings()
     if priority is not None:
         _check_priority(priority, verdict)
     queue = _check_queue(view, queue_name, queue_source, submit_allowed, user, verdict)
@@ -149,7 +149,7 @@ def check(view: ClusterView, containers: list[Request], queue_name: str,
     return verdict
 
 
-def _check_priority(priority: PriorityAsk, verdict: Verdict) -> None:
+def _check_priority(priority: PriorityAsk, verdict: PreflightFindings) -> None:
     """A priority above the cluster's highest: YARN would lower it without a word."""
     highest, (file, key) = priority.cluster_max, priority.source
     if highest is None or priority.value <= highest:
@@ -167,7 +167,8 @@ def _check_priority(priority: PriorityAsk, verdict: Verdict) -> None:
 
 
 def _check_queue(view: ClusterView, name: str, source: tuple[str, str],
-                 submit_allowed: bool | None, user: str, verdict: Verdict) -> Queue | None:
+                 submit_allowed: bool | None, user: str,
+                 verdict: PreflightFindings) -> Queue | None:
     file, key = source
     if view.scheduler != "capacityScheduler":
         verdict.notes.append(f"the cluster runs the {view.scheduler}: pre-flight checked nodes "
@@ -206,8 +207,8 @@ def _label_offer(view: ClusterView) -> str:
     return ", ".join(parts) if parts else "no labels at all"
 
 
-def _check_labels(view: ClusterView, containers: list[Request], queue: Queue | None,
-                  verdict: Verdict) -> bool:
+def _check_labels(view: ClusterView, containers: list[ContainerAsk], queue: Queue | None,
+                  verdict: PreflightFindings) -> bool:
     ok = True
     for request in containers:
         label = request.label
@@ -237,8 +238,8 @@ def _check_labels(view: ClusterView, containers: list[Request], queue: Queue | N
     return ok
 
 
-def _check_container(view: ClusterView, request: Request, queue: Queue | None,
-                     verdict: Verdict) -> bool:
+def _check_container(view: ClusterView, request: ContainerAsk, queue: Queue | None,
+                     verdict: PreflightFindings) -> bool:
     """Whether one container fits the maximum allocation and some active node."""
     size = request.size
     if size.gpus and not view.gpus_declared:
@@ -277,7 +278,8 @@ def _check_container(view: ClusterView, request: Request, queue: Queue | None,
     return True
 
 
-def _check_anti_affinity(view: ClusterView, request: Request, verdict: Verdict) -> None:
+def _check_anti_affinity(view: ClusterView, request: ContainerAsk,
+                         verdict: PreflightFindings) -> None:
     """ANTI_AFFINITY_REQUIRED: each container on a host of its own, so as many active nodes
     that can hold one as there are containers; hosts with room now are what the job waits
     for (the AppMaster says so while it waits: appmaster/model/placementwait.py)."""
@@ -302,15 +304,15 @@ def _check_anti_affinity(view: ClusterView, request: Request, verdict: Verdict) 
             "waits for the others to free some.")
 
 
-def _needs(containers: list[Request]) -> dict[str, Resources]:
+def _needs(containers: list[ContainerAsk]) -> dict[str, Resources]:
     needs: dict[str, Resources] = {}
     for request in containers:
         needs[request.label] = needs.get(request.label, ZERO) + request.size.times(request.count)
     return needs
 
 
-def _check_whole_job(view: ClusterView, containers: list[Request], queue: Queue,
-                     verdict: Verdict) -> None:
+def _check_whole_job(view: ClusterView, containers: list[ContainerAsk], queue: Queue,
+                     verdict: PreflightFindings) -> None:
     if not containers:
         return
     resources = containers[0].file
@@ -417,7 +419,7 @@ def _cluster_max_priority(client: rmrest.RestReports) -> int | None:
         return None
 
 
-def run_preflight(containers: list[Request], queue_name: str,
+def run_preflight(containers: list[ContainerAsk], queue_name: str,
                   queue_source: tuple[str, str],
                   priority: PriorityAsk | None = None) -> Preflight:
     """Ask the RM (one or two REST calls; two more where a queue ACL may apply, one where

@@ -17,7 +17,7 @@ from appmaster.common.clusterview import Resources
 from appmaster.page.view import JobView
 from tfyarn.errors import TfyarnError
 from tfyarn.jobconfig.documents import COMMAND_LINE
-from tfyarn.submission.preflight import Preflight, Request, run_preflight
+from tfyarn.submission.preflight import ContainerAsk, Preflight, run_preflight
 
 _COUNT = re.compile(r"([a-z]+)=([0-9]+)")
 ANSWER_WAIT_S = 30.0  # the AppMaster answers as it handles the request: at once
@@ -49,7 +49,7 @@ def current_counts(view: JobView) -> dict[str, int]:
     return counts
 
 
-def job_containers(app, view: JobView, asked: FlexAsked) -> list[Request]:
+def job_containers(app, view: JobView, asked: FlexAsked) -> list[ContainerAsk]:
     """The job's containers with the new count, sized as skein was given them at submit."""
     spec = app.get_specification()
     counts = {**current_counts(view), asked.role: asked.count}
@@ -59,12 +59,12 @@ def job_containers(app, view: JobView, asked: FlexAsked) -> list[Request]:
         count = counts.get(name, service.instances)
         size = Resources(service.resources.memory, service.resources.vcores,
                          service.resources.gpus)
-        requests.append(Request(name, count, size, service.node_label or "", COMMAND_LINE,
-                                keys))
+        requests.append(ContainerAsk(name, count, size, service.node_label or "", COMMAND_LINE,
+                                     keys))
     master = spec.master.resources
-    requests.append(Request("AppMaster", 1, Resources(master.memory, master.vcores),
-                            spec.node_label or "", COMMAND_LINE, keys,
-                            appmaster=True))
+    requests.append(ContainerAsk("AppMaster", 1, Resources(master.memory, master.vcores),
+                                 spec.node_label or "", COMMAND_LINE, keys,
+                                 appmaster=True))
     return requests
 
 
