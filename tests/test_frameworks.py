@@ -4,6 +4,7 @@ environment (appmaster/common/rankenv.py), the shipped env's check, the failure 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -360,3 +361,38 @@ def test_jax_finds_tfyarns_cluster_with_no_arguments(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.stdout.split() == ["tfyarn", "True", "w0:2001", "2", "1", "ran"], done.stderr
+
+
+# ---- a PyTorch or JAX job in its own words ----
+
+TENSORFLOW_WORDS = re.compile(r"TensorFlow|Cluster spec|\bps\b|checkpoint|TF_CONFIG", re.I)
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "jax"])
+def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str) -> None:
+    """What a user reads of a running PyTorch or JAX job (status's lines, the job page, the
+    flex refusals) holds no TensorFlow word: ranks, rank 0, the process group, snapshots."""
+    from appmaster.model.jobflex import flex_refusal
+    from appmaster.page.jobpage import render_page
+    from appmaster.page.view import JobView, cluster_words
+    from tfyarn.watch import jobview
+
+    workers = RolePlan("worker", 3, 1, 1024, 1, failure_threshold=1)
+    job_plan = JobPlan("job", "t.py", "python3", "hdfs:///w", (workers,), framework=framework)
+    cluster = Cluster(job_plan)
+    cluster.everyone_running()
+    rank_0 = cluster.container("worker", 0)
+    cluster.job.on_status(rank_0, mirror={"interval_s": 10.0, "last_sync": 1.0, "files_up": 2,
+                                          "remote": "hdfs:///w"})
+    view = JobView.of(cluster.job, "application_1_0001", "hdfs:///w", cluster.now)
+    title, line = cluster_words(view.to_dict())
+    status = "\n".join([jobview.format_status(view), f"{title}: {line}",
+                        *jobview.storage_lines(view, 2.0)])
+    assert "rank 0's first (where the group meets)" in status and "3 container(s)" in status
+    page = render_page(view.to_dict())
+    refusals = [flex_refusal(job_plan, JobState.RUNNING, role, count) for role, count in
+                [("ps", 1), ("chiefworker", 2), ("evaluator", 1), ("worker", 0)]]
+    assert "flex takes worker" in refusals[0] and "process group" in refusals[3]
+    for text in (status, page, *refusals):
+        assert not TENSORFLOW_WORDS.search(re.sub(r"flex takes worker|no role 'ps'", "", text)
+                                           ), TENSORFLOW_WORDS.search(text)

@@ -8,10 +8,12 @@ Only the standard library: this module runs inside YARN containers.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields
 
+from appmaster.common import frameworks
 from appmaster.common.vocabulary import Role, TaskState
 from appmaster.model import verdicts
 from appmaster.model.job import Job, Task
@@ -98,6 +100,7 @@ class JobView:
     # while the job waits for the queue (appmaster/model/jobqueue.py): {given, of,
     # localizing, waited_s, hold_s, rounds, given_back, asks_again_in_s}; None otherwise
     queue: dict | None = None
+    framework: str = "tensorflow"  # site.global.framework: the words the views speak
 
     @property
     def chief(self) -> TaskRow | None:
@@ -130,7 +133,8 @@ class JobView:
             restarts=list(job.restarts), phases=job.clock.seconds(),
             progress=job_progress(job), verdicts=verdicts.counts(sum(
                 (task.verdicts for task in tasks), Counter())),
-            history=job.history.to_dict(), queue=job.queue.view(now))
+            history=job.history.to_dict(), queue=job.queue.view(now),
+            framework=str(job.plan.framework))
 
     def to_dict(self) -> dict:
         view = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -146,6 +150,20 @@ class JobView:
         board = data.get("tensorboard")
         view.tensorboard = TaskRow.from_dict(board) if board else None
         return view
+
+
+def cluster_words(view: dict) -> tuple[str, str]:
+    """The published cluster as its framework speaks of it: a title and one line. A group
+    of ranks: its tasks' addresses in rank order, rank 0's (where the group meets) first."""
+    spec = view.get("cluster_spec")
+    traits = frameworks.of(view.get("framework") or "tensorflow")
+    if not traits.ranks:
+        return "Cluster spec", json.dumps(spec) if spec else ""
+    if not spec:
+        return "Process group", ""
+    addresses = [*spec.get(Role.CHIEFWORKER, []), *spec.get(Role.WORKER, [])]
+    return "Process group", (f"{len(addresses)} container(s) in rank order, rank 0's first "
+                             f"(where the group meets): {', '.join(addresses)}")
 
 
 def queue_line(queue: dict) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from appmaster.common.vocabulary import Role, TaskState
-from appmaster.page.view import JobView, TaskRow, queue_line
+from appmaster.page.view import JobView, TaskRow, cluster_words, queue_line
 from tfyarn.cli import exitcodes
 from tfyarn.cli.options import driver_options, iso_time
 from tfyarn.errors import TfyarnError
@@ -133,8 +133,9 @@ def _show_status(report, as_json: bool, show_all: bool, role: str | None,
     if gpu_lines := jobview.gpu_lines(view):
         click.echo("\nGPUs (as each task saw them; its script gets CUDA_VISIBLE_DEVICES):")
         click.echo("\n".join(gpu_lines))
-    if view.cluster_spec:
-        click.echo(f"\nCluster spec: {json.dumps(view.cluster_spec)}")
+    title, line = cluster_words(view.to_dict())
+    if line:
+        click.echo(f"\n{title}: {line}")
     for line in [*jobview.progress_lines(view, time.time()),
                  *jobview.storage_lines(view, time.time()), *jobview.verdict_lines(view),
                  *jobview.liveness_lines(view)]:
