@@ -396,3 +396,14 @@ def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str)
     for text in (status, page, *refusals):
         assert not TENSORFLOW_WORDS.search(re.sub(r"flex takes worker|no role 'ps'", "", text)
                                            ), TENSORFLOW_WORDS.search(text)
+
+
+def test_logs_all_leaves_out_yarns_directory_listings_unless_asked() -> None:
+    """A torch env's directory.info is 1.4 MB a container: `tfyarn logs --all` shows the
+    job's output, not YARN's listings of every file (--directory-info brings them)."""
+    from tfyarn.watch.joblogs import LogFile, without_listings
+
+    logs = [LogFile("container_1_01_000002", "nm1", name, "text")
+            for name in ("worker-0.stderr", "directory.info", "prelaunch.err")]
+    kept, left_out = without_listings(logs)
+    assert [log.name for log in kept] == ["worker-0.stderr", "prelaunch.err"] and left_out == 1
