@@ -137,7 +137,7 @@ def test_pytorch_ddp_three_ranks_killed_rank_restarts_the_group(
     print(f"[{job.app_id}] rank 1 killed -> ended {time.monotonic() - killed_at:.1f} s later")
     assert_succeeded(job, app)
     (restart,) = restarts_of(app["diagnostics"])
-    assert "cluster restarted as generation 1" in restart, restart
+    assert "cluster restarted as generation 1, restored snapshot.pt of " in restart, restart
     result = job.result()
     assert result["world_size"] == 3 and result["restart_count"] == 1, result
     assert 0 < result["first_epoch"] < result["epochs"], result  # resumed from the snapshot
