@@ -237,6 +237,19 @@ class Job:
             time.sleep(0.2)
         return time.monotonic() - started
 
+    def live_stdout(self, name: str) -> str:
+        """The newest container's ``name`` log file so far, read from its NodeManager's log
+        dir (a replacement's container comes after the one it replaces)."""
+        found: dict[str, Path] = {}
+        for nm in self.yarn_cluster.layout.node_managers:
+            base = self.yarn_cluster.layout.node_dir(nm) / "containers" / self.app_id
+            found.update({path.parent.name: path for path in base.glob(f"container_*/{name}")})
+        if not found:
+            return ""
+        with contextlib.suppress(OSError):
+            return found[max(found, key=container_number)].read_text(errors="replace")
+        return ""
+
     # ----- the AppMaster's log, read live from the NodeManager's log dir
 
     def driver_log(self) -> str:
@@ -374,13 +387,19 @@ def test_killed_worker_is_replaced(yarn_cluster, skein_client, submit, tmp_path:
     job = submit(*make_job(tmp_path, args=TRAIN_ARGS, thresholds={"worker": 1}))
     job.wait_for_checkpoint()
     victim = job.task("worker", 2)  # worker role index 1 (the chief is TF worker 0)
+    # The others pause while the replacement comes, so that it always joins a job still
+    # training, however slow its start on a busy machine (their agents keep beating).
+    others = [job.task("worker", 0), job.task("worker", 1)]
     killed_at = job.kill9(victim)
-
-    record = wait_until("the replacement's flags/worker_2.attempt1.json",
-                        lambda: job.flags("worker", 2, attempt=1), RECOVERY_TIMEOUT_S,
-                        fail_fast=job.ended_early)
-    print(f"[{job.app_id}] worker 1 killed -> replacement started its script "
-          f"(worker_2.attempt1.json) in {time.monotonic() - killed_at:.1f} s")
+    with paused(others):
+        record = wait_until("the replacement's flags/worker_2.attempt1.json",
+                            lambda: job.flags("worker", 2, attempt=1), RECOVERY_TIMEOUT_S,
+                            fail_fast=job.ended_early)
+        print(f"[{job.app_id}] worker 1 killed -> replacement started its script "
+              f"(worker_2.attempt1.json) in {time.monotonic() - killed_at:.1f} s")
+        wait_until("the replacement's first progress line", lambda: re.search(
+            r"^step \d+ loss", job.live_stdout("worker-1.stdout"), re.MULTILINE),
+            RECOVERY_TIMEOUT_S, fail_fast=job.ended_early)
     job.print_am_recovery_lines()
 
     app = job.final()
@@ -393,6 +412,25 @@ def test_killed_worker_is_replaced(yarn_cluster, skein_client, submit, tmp_path:
     assert job.flags("worker", 1, attempt=1) is None  # only worker 1 restarted
     job.assert_no_process_left()
     assert_replacement_trained(job, "worker-1.stdout")
+
+
+def container_number(container_id: str) -> tuple[int, int]:
+    """(attempt, number) of container_<cluster>_<app>_<attempt>_<number>: newer is larger."""
+    attempt, number = container_id.split("_")[-2:]
+    return int(attempt), int(number)
+
+
+@contextlib.contextmanager
+def paused(procs: list[Proc]) -> Iterator[None]:
+    """SIGSTOP these processes for the block's length, SIGCONT after (even on a failure)."""
+    for proc in procs:
+        os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
 
 
 def assert_replacement_trained(job: Job, stdout_name: str) -> None:
