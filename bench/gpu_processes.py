@@ -1,6 +1,6 @@
 """On a machine with an NVIDIA GPU and PyTorch (no YARN needed): the agent's own process
 group (appmaster/agent/processgroup.py) with the GPUs the agent holds (appmaster/common/gpus.py,
-the real nvidia-smi) and each process's rank environment (appmaster/common/rankenv.py).
+the real nvidia-smi) and each process's rank environment (appmaster/common/frameworks/pytorch.py).
 
 - yarn.gpus=1, one process: the process sees exactly its GPU (torch.cuda.device_count() 1)
   and a one-rank nccl group all-reduces on it;
@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 from appmaster.agent.processgroup import ProcessGroup
-from appmaster.common import gpus, rankenv
+from appmaster.common import gpus
 from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.frameworks.pytorch import PYTORCH
 
 CHILD = r"""
 import json, os, time
@@ -64,7 +65,7 @@ def run_case(name: str, wanted_gpus: int, processes: int, logs: Path) -> dict:
     held = gpus.take(wanted_gpus, lock_dir=logs / "locks")
     spec = ClusterSpec(chief=(f"127.0.0.1:{free_port()}",), workers=())
     envs = [{**os.environ, "PYTHONUNBUFFERED": "1",
-             **rankenv.process_environment("pytorch", spec, "chiefworker", 0, generation=0,
+             **PYTORCH.process_environment(spec, "chiefworker", 0, generation=0,
                                            max_restarts=0, run_id=name, environ=os.environ,
                                            local_rank=i, local_world_size=processes),
              **held.process_environment(i, processes)} for i in range(processes)]

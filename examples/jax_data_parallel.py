@@ -3,11 +3,12 @@
 over every device of every process, the weights replicated (jit and shardings, as JAX's
 "distributed arrays and automatic parallelization" tutorial writes it).
 
-On YARN with ``site.global.framework: jax`` (examples/jax_data_parallel/): JAX itself reads
-the coordinator's address from JAX_COORDINATOR_ADDRESS (process 0's task, on the port its
-agent holds); the process count and id are in JAX_NUM_PROCESSES and JAX_PROCESS_ID, which
-JAX reads only from Slurm, Open MPI and the like, so they are passed here. On CPU the
-processes' collectives use gloo (JAX_CPU_COLLECTIVES_IMPLEMENTATION). Alone: one process.
+On YARN with ``site.global.framework: jax`` (examples/jax_data_parallel/):
+``jax.distributed.initialize()`` with no arguments finds the coordinator (process 0's task,
+on the port its agent holds), the process count and this process's id through JAX's own
+cluster detection, as on Slurm or Open MPI: tfyarn ships a detector of its own with the job.
+On CPU the processes' collectives use gloo (JAX_CPU_COLLECTIVES_IMPLEMENTATION). Alone: one
+process.
 Process 0 writes ``result.json`` into the work dir (TFYARN_WORK_DIR).
 """
 
@@ -31,9 +32,8 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=256)  # per process
     parser.add_argument("--work_dir", default=os.environ.get("TFYARN_WORK_DIR", "."))
     args = parser.parse_args()
-    if "JAX_NUM_PROCESSES" in os.environ:
-        jax.distributed.initialize(num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
-                                   process_id=int(os.environ["JAX_PROCESS_ID"]))
+    if "JAX_COORDINATOR_ADDRESS" in os.environ:  # launched as one of several processes
+        jax.distributed.initialize()
     process = jax.process_index()
     print(f"process {process} of {jax.process_count()}: devices {jax.devices()}", flush=True)
 

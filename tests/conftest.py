@@ -43,10 +43,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             "these tests start the local cluster or a browser but are not marked yarn "
             "(add `pytestmark = pytest.mark.yarn` to the module, or @pytest.mark.yarn):\n  "
             + "\n  ".join(unmarked))
-    for item in items:
-        group = lane_group(item)
-        if group and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Each test's lane group, as it is collected: xdist reads the groups when it orders
+    the collection."""
+    group = lane_group(item)
+    if group and not item.get_closest_marker("xdist_group"):
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def lane_group(item: pytest.Item) -> str | None:

@@ -42,7 +42,10 @@ def test_the_site_builds_with_every_link_resolved(tmp_path: Path) -> None:
     site = tmp_path / "site"
     found = [problem for page in sorted(site.rglob("*.html"))
              for problem in code_block_problems(str(page.relative_to(site)), page.read_text())]
-    found += picture_problems((site / "architecture" / "index.html").read_text())
+    found += picture_problems((site / "architecture.html").read_text())
+    found += [f"{page.relative_to(site)}: a link to {href}, a folder opened from disk"
+              for page in sorted(site.rglob("*.html"))
+              for href in re.findall(r'href="([^"#:]*/)(?:#[^"]*)?"', page.read_text())]
     assert not found, "\n".join(found)
 
 

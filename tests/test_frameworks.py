@@ -3,6 +3,11 @@ environment (appmaster/common/rankenv.py), the shipped env's check, the failure 
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,8 +21,11 @@ from test_jobconfig import job_dir as job_dir  # the fixture
 from appmaster.agent.backendhint import nccl_without_gpus_hint
 from appmaster.common import rankenv
 from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.frameworks import of as frameworks_of
+from appmaster.common.frameworks.jax import JAX_STARTUP_DIR
 from appmaster.common.jobplan import JobPlan, RolePlan, SpecError
 from appmaster.common.vocabulary import Framework, JobState
+from appmaster.model.jobmessages import restored_line
 from tfyarn.submission import frameworks
 from tfyarn.submission.environments import JobEnvironmentError
 
@@ -71,7 +79,8 @@ def test_a_ps_or_evaluator_in_a_pytorch_job_is_refused_with_the_fix(job_dir: Pat
 def test_the_spec_refuses_what_the_files_refuse() -> None:
     ps = RolePlan("ps", 1, 1, 1024, 1)
     worker = RolePlan("worker", 2, 2, 1024, 1)
-    with pytest.raises(SpecError, match="a jax job has no ps"):
+    with pytest.raises(SpecError, match='ps: a ps has no place in a job whose "site.global.'
+                       'framework" is "jax"'):
         JobPlan("job", "t.py", "python3", "/w", (ps, worker), framework="jax")
     with pytest.raises(SpecError, match="framework 'mxnet' is not one of"):
         JobPlan("job", "t.py", "python3", "/w", (worker,), framework="mxnet")
@@ -122,14 +131,14 @@ def test_processes_per_container_that_cannot_be_are_refused_with_the_fix(
 
 
 def test_the_spec_refuses_processes_the_files_refuse() -> None:
-    with pytest.raises(SpecError, match="3 GPUs cannot be shared evenly by 2 processes"):
+    with pytest.raises(SpecError, match="3 GPUs per container .yarn.gpus. cannot be shared"):
         RolePlan("worker", 2, 2, 1024, 1, gpus=3, processes=2)
     with pytest.raises(SpecError, match="processes must be a whole number >= 1"):
         RolePlan("worker", 2, 2, 1024, 1, processes=0)
     two = RolePlan("worker", 2, 2, 1024, 1, processes=2)
-    with pytest.raises(SpecError, match="several processes per container are a PyTorch"):
+    with pytest.raises(SpecError, match="worker: TensorFlow runs one process per task"):
         JobPlan("job", "t.py", "python3", "/w", (two,))
-    with pytest.raises(SpecError, match="the same number in each of its containers"):
+    with pytest.raises(SpecError, match="every container of the group runs as many"):
         JobPlan("job", "t.py", "python3", "/w", (RolePlan("chiefworker", 1, 1, 1024, 1), two),
                 framework="jax")
 
@@ -151,7 +160,7 @@ def test_a_pytorch_task_runs_the_script_without_cluster_flags() -> None:
 
 
 def test_torchrun_s_environment_for_each_rank() -> None:
-    env = rankenv.process_environment("pytorch", SPEC, "worker", 1, generation=2,
+    env = frameworks_of("pytorch").process_environment(SPEC, "worker", 1, generation=2,
                                       max_restarts=3, run_id="application_1_0001", environ={})
     assert env == {
         "MASTER_ADDR": "c0", "MASTER_PORT": "2000", "RANK": "2", "WORLD_SIZE": "3",
@@ -162,14 +171,14 @@ def test_torchrun_s_environment_for_each_rank() -> None:
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "TORCH_NCCL_ENABLE_MONITORING": "1",
         "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "600", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
         "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}
-    chief = rankenv.process_environment("pytorch", SPEC, "chiefworker", 0, generation=0,
+    chief = frameworks_of("pytorch").process_environment(SPEC, "chiefworker", 0, generation=0,
                                         max_restarts=0, run_id="a", environ={})
     assert (chief["RANK"], chief["GROUP_RANK"]) == ("0", "0")
 
 
 def test_nccl_s_watchdog_is_set_unless_the_job_sets_it_its_dumps_in_the_log_dir() -> None:
-    env = rankenv.process_environment(
-        "pytorch", SPEC, "worker", 1, generation=0, max_restarts=0, run_id="a",
+    env = frameworks_of("pytorch").process_environment(
+        SPEC, "worker", 1, generation=0, max_restarts=0, run_id="a",
         environ={"LOG_DIRS": "/logs/c1,/logs2/c1", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "60",
                  "TORCH_NCCL_TRACE_BUFFER_SIZE": "0"})
     assert env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == "/logs/c1/nccl_trace_rank_"
@@ -178,31 +187,33 @@ def test_nccl_s_watchdog_is_set_unless_the_job_sets_it_its_dumps_in_the_log_dir(
 
 
 def test_several_processes_per_container_count_as_torchrun_counts_them() -> None:
-    env = rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+    env = frameworks_of("pytorch").process_environment(SPEC, "worker", 0, generation=0,
                                       max_restarts=0, run_id="a", environ={},
                                       local_rank=1, local_world_size=4)
     assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["GROUP_RANK"],
             env["OMP_NUM_THREADS"]) == ("5", "12", "1", "1", "1")
-    mine = rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+    mine = frameworks_of("pytorch").process_environment(SPEC, "worker", 0, generation=0,
                                        max_restarts=0, run_id="a",
                                        environ={"OMP_NUM_THREADS": "8"})
     assert mine["OMP_NUM_THREADS"] == "8"
     with pytest.raises(ValueError, match="local rank 4 of 4"):
-        rankenv.process_environment("pytorch", SPEC, "worker", 0, generation=0,
+        frameworks_of("pytorch").process_environment(SPEC, "worker", 0, generation=0,
                                     max_restarts=0, run_id="a", environ={},
                                     local_rank=4, local_world_size=4)
 
 
 def test_jax_and_keras_environment_for_each_process() -> None:
     spec = ClusterSpec(workers=("w0:2001", "w1:2002"))
-    env = rankenv.process_environment("jax", spec, "worker", 1, generation=0, max_restarts=0,
+    env = frameworks_of("jax").process_environment(spec, "worker", 1, generation=0, max_restarts=0,
                                       run_id="a", environ={"KERAS_BACKEND": "torch"})
+    startup = env.pop("PYTHONPATH")  # its sitecustomize: tfyarn's cluster for JAX
+    assert startup == os.path.abspath(JAX_STARTUP_DIR)
     assert env == {
         "JAX_COORDINATOR_ADDRESS": "w0:2001", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1",
         "KERAS_DISTRIBUTION_JOB_ADDRESSES": "w0:2001,w1:2002",
         "KERAS_DISTRIBUTION_NUM_PROCESSES": "2", "KERAS_DISTRIBUTION_PROCESS_ID": "1",
         "KERAS_BACKEND": "torch", "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo"}
-    several = rankenv.process_environment("jax", spec, "worker", 1, generation=0,
+    several = frameworks_of("jax").process_environment(spec, "worker", 1, generation=0,
                                           max_restarts=0, run_id="a", environ={},
                                           local_rank=1, local_world_size=2)
     assert (several["KERAS_DISTRIBUTION_JOB_ADDRESSES"], several["JAX_PROCESS_ID"],
@@ -210,7 +221,7 @@ def test_jax_and_keras_environment_for_each_process() -> None:
 
 
 def test_tensorflow_tasks_get_nothing_here_and_a_ps_is_no_rank() -> None:
-    assert rankenv.process_environment("tensorflow", SPEC, "worker", 0, generation=0,
+    assert frameworks_of("tensorflow").process_environment(SPEC, "worker", 0, generation=0,
                                        max_restarts=0, run_id="a", environ={}) == {}
     with pytest.raises(ValueError, match="a ps is no rank"):
         rankenv.group_rank(SPEC, "ps", 0)
@@ -249,8 +260,7 @@ def test_a_failed_rank_restarts_the_whole_group_and_counts_once() -> None:
     rank_0 = cluster.container("worker", 0)
     cluster.exit("worker", 2, 1)  # not rank 0: still every rank starts again, now
     assert cluster.job.generation == 1 and cluster.job.state == JobState.RESTARTING
-    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1 from "
-                                 "the last checkpoint"]
+    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1"]
     # rank 0's collective broke with it: already stopped, uncounted
     assert cluster.apply(cluster.job.on_exited(rank_0, 1, cluster.now, "broken pipe")) == []
     assert cluster.job.failures == Counter(worker=1)
@@ -299,3 +309,139 @@ def test_status_and_the_page_say_how_many_processes_each_container_runs() -> Non
     single.everyone_running()
     assert "PROCS" not in jobview.format_table(
         JobView.of(single.job, "application_1_0002", None, single.now))
+
+
+def test_a_restart_says_what_its_chief_restored_and_claims_nothing_before() -> None:
+    """The restart's line names what rank 0 of the new generation restored, once it has
+    (its mirror's report), and the time it was written; nothing restored is said so."""
+    cluster = Cluster(group_plan(threshold=5))
+    cluster.everyone_running()
+    cluster.exit("worker", 2, 1)
+    cluster.everyone_running()
+    rank_0 = cluster.container("worker", 0)
+    cluster.job.on_status(rank_0, mirror={"restore_done": False})  # restoring still
+    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1"]
+    done = {"restore_done": True, "restored": "snapshot.pt", "restored_written": "12:03:10"}
+    cluster.job.on_status(rank_0, mirror=done)
+    cluster.job.on_status(rank_0, mirror=done)  # told once
+    assert restarts(cluster) == ["worker 2 failed: cluster restarted as generation 1, "
+                                 "restored snapshot.pt of 12:03:10"]
+    cluster.exit("worker", 1, 1)
+    cluster.everyone_running()
+    cluster.job.on_status(cluster.container("worker", 0), mirror={"restore_done": True})
+    assert restarts(cluster)[-1] == ("worker 1 failed: cluster restarted as generation 2, "
+                                     "restored nothing: the job starts over")
+
+
+def test_a_tensorflow_checkpoint_restored_names_its_step() -> None:
+    assert restored_line({"restored": "ckpt/model.ckpt-100"}) == (
+        "restored ckpt/model.ckpt-100 (step 100)")
+
+
+def test_jax_finds_tfyarns_cluster_with_no_arguments(tmp_path: Path) -> None:
+    """jax.distributed.initialize()'s detection, as jax 0.10.2's ClusterEnv does it (a fake
+    jax._src.clusters with its registry), through the sitecustomize a JAX process starts
+    with: tfyarn's detector comes first, defined only once JAX imports its clusters, and
+    an env's own sitecustomize still runs."""
+    fake = tmp_path / "fake"
+    (fake / "jax" / "_src" / "clusters").mkdir(parents=True)
+    (fake / "jax" / "__init__.py").write_text("")
+    (fake / "jax" / "_src" / "__init__.py").write_text("")
+    (fake / "jax" / "_src" / "clusters" / "__init__.py").write_text(
+        "class ClusterEnv:\n"
+        "    _cluster_types = []\n"
+        "    def __init_subclass__(cls, **kwargs):\n"
+        "        super().__init_subclass__(**kwargs)\n"
+        "        cls._cluster_types.append(cls)\n"
+        "class SlurmCluster(ClusterEnv):\n"
+        "    pass\n")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("import os; os.environ['THEIRS'] = 'ran'\n")
+    probe = ("import os, sys\n"
+             "assert 'jax._src.clusters' not in sys.modules\n"
+             "from jax._src.clusters import ClusterEnv\n"
+             "first = ClusterEnv._cluster_types[0]\n"
+             "print(first.name, first.is_env_present(), first.get_coordinator_address(),\n"
+             "      first.get_process_count(), first.get_process_id(), os.environ['THEIRS'])\n")
+    env = {**frameworks_of("jax").process_environment(ClusterSpec(workers=("w0:2001", "w1:2002")),
+                                         "worker", 1, generation=0, max_restarts=0,
+                                         run_id="a", environ={}),
+           "TFYARN_GENERATION": "0"}
+    repo = Path(__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join([str(repo / JAX_STARTUP_DIR), str(repo),
+                                         str(fake), str(theirs)])
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.split() == ["tfyarn", "True", "w0:2001", "2", "1", "ran"], done.stderr
+
+
+
+def test_a_jax_process_runs_the_stacks_and_the_jax_sitecustomize_then_the_envs_once(
+        tmp_path: Path) -> None:
+    """A JAX task's process starts with both of tfyarn's sitecustomize modules on its path
+    (the stacks on a signal, first; JAX's cluster detector), each running the next after it,
+    and the env's own at the end, once: none hides another, none runs twice."""
+    from appmaster.agent.steps import SITE_DIR
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text(
+        "import os\nos.environ['THEIRS'] = os.environ.get('THEIRS', '') + 'ran'\n")
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "TFYARN_STACKS_SIGNAL": str(signal.SIGRTMIN + 3),
+           "PYTHONPATH": os.pathsep.join([str(SITE_DIR), str(repo / JAX_STARTUP_DIR),
+                                          str(repo), str(theirs)])}
+    probe = ("import os, signal, sys, time\n"
+             "os.kill(os.getpid(), signal.SIGRTMIN + 3); time.sleep(0.5)\n"
+             "print('tfyarn.jaxcluster' in sys.modules, os.environ['THEIRS'])\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.split() == ["True", "ran"], done.stderr
+    assert "most recent call first" in done.stderr, done.stderr  # the stacks, on the signal
+
+
+# ---- a PyTorch or JAX job in its own words ----
+
+TENSORFLOW_WORDS = re.compile(r"TensorFlow|Cluster spec|\bps\b|checkpoint|TF_CONFIG", re.I)
+
+
+@pytest.mark.parametrize("framework", ["pytorch", "jax"])
+def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str) -> None:
+    """What a user reads of a running PyTorch or JAX job (status's lines, the job page, the
+    flex refusals) holds no TensorFlow word: ranks, rank 0, the process group, snapshots."""
+    from appmaster.model.jobflex import flex_refusal
+    from appmaster.page.jobpage import render_page
+    from appmaster.page.view import JobView, cluster_words
+    from tfyarn.watch import jobview
+
+    workers = RolePlan("worker", 3, 1, 1024, 1, failure_threshold=1)
+    job_plan = JobPlan("job", "t.py", "python3", "hdfs:///w", (workers,), framework=framework)
+    cluster = Cluster(job_plan)
+    cluster.everyone_running()
+    rank_0 = cluster.container("worker", 0)
+    cluster.job.on_status(rank_0, mirror={"interval_s": 10.0, "last_sync": 1.0, "files_up": 2,
+                                          "remote": "hdfs:///w"})
+    view = JobView.of(cluster.job, "application_1_0001", "hdfs:///w", cluster.now)
+    title, line = cluster_words(view.to_dict())
+    status = "\n".join([jobview.format_status(view), f"{title}: {line}",
+                        *jobview.storage_lines(view, 2.0)])
+    assert "rank 0's first (where the group meets)" in status and "3 container(s)" in status
+    page = render_page(view.to_dict())
+    refusals = [flex_refusal(job_plan, JobState.RUNNING, role, count) for role, count in
+                [("ps", 1), ("chiefworker", 2), ("evaluator", 1), ("worker", 0)]]
+    assert "flex takes worker" in refusals[0] and "process group" in refusals[3]
+    for text in (status, page, *refusals):
+        assert not TENSORFLOW_WORDS.search(re.sub(r"flex takes worker|no role 'ps'", "", text)
+                                           ), TENSORFLOW_WORDS.search(text)
+
+
+def test_logs_all_leaves_out_yarns_directory_listings_unless_asked() -> None:
+    """A torch env's directory.info is 1.4 MB a container: `tfyarn logs --all` shows the
+    job's output, not YARN's listings of every file (--directory-info brings them)."""
+    from tfyarn.watch.joblogs import LogFile, without_listings
+
+    logs = [LogFile("container_1_01_000002", "nm1", name, "text")
+            for name in ("worker-0.stderr", "directory.info", "prelaunch.err")]
+    kept, left_out = without_listings(logs)
+    assert [log.name for log in kept] == ["worker-0.stderr", "prelaunch.err"] and left_out == 1

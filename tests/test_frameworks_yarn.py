@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import test_faults_yarn
 from barenodes import make_venv, pins
-from jobtools import EXAMPLES, REPO, prepare_job, run_tfyarn, status_json, task_processes
+from jobtools import APPS, EXAMPLES, REPO, prepare_job, run_tfyarn, status_json, task_processes
 from test_faults_yarn import Job, assert_succeeded, restarts_of, wait_until
 
 from appmaster.model.jobstall import STACKS_GRACE_S
@@ -138,7 +138,7 @@ def test_pytorch_ddp_three_ranks_killed_rank_restarts_the_group(
     print(f"[{job.app_id}] rank 1 killed -> ended {time.monotonic() - killed_at:.1f} s later")
     assert_succeeded(job, app)
     (restart,) = restarts_of(app["diagnostics"])
-    assert "cluster restarted as generation 1" in restart, restart
+    assert "cluster restarted as generation 1, restored snapshot.pt of " in restart, restart
     result = job.result()
     assert result["world_size"] == 3 and result["restart_count"] == 1, result
     assert 0 < result["first_epoch"] < result["epochs"], result  # resumed from the snapshot
@@ -158,8 +158,8 @@ def assert_stall_recovered(yarn_cluster, job: Job, step: int, stacked_in: str) -
     app = job.final()
     assert_succeeded(job, app)
     (restart,) = restarts_of(app["diagnostics"])
-    assert restart == (f"worker 1 stalled at step {step}: cluster restarted as generation 1 "
-                       "from the last checkpoint"), restart
+    assert re.fullmatch(rf"worker 1 stalled at step {step}: cluster restarted as generation 1, "
+                        r"restored (?!nothing).+", restart), restart
     view = status_json(yarn_cluster, job.app_id)["job"]
     assert f"worker 1 at step {step}" in view["watchdog"], view["watchdog"]
     assert view["verdicts"] == {"stalled": 1}, view["verdicts"]
@@ -217,3 +217,53 @@ def test_pytorch_ddp_a_stalled_rank_is_found_its_stacks_logged_and_the_group_res
     result = job.result()
     assert result["world_size"] == 3 and result["restart_count"] == 1, result
     assert 0 < result["first_epoch"] < result["epochs"], result
+
+
+def test_a_snapshot_saved_just_before_a_rank_fails_is_what_the_group_restarts_from(
+        yarn_cluster, tmp_path: Path, submit_framework: Callable[..., Job]) -> None:
+    """A group of 2 (framework jax; the script saves its own snapshot, no framework needed:
+    tests/apps/snapshot_steps.py). Rank 0 saves at steps 50 and 100; the mirror's interval
+    is 10 minutes, so nothing reaches HDFS on it. Rank 1 is killed once step 100's snapshot
+    is written: tfyarn asks rank 0 to stop, its agent copies the work dir up before its
+    container goes, and generation 1 restores it: every rank starts at step 100, the restart
+    line says so, and no unfinished copy is left on HDFS."""
+    from appmaster.common.storage import TEMPORARY_MARK
+
+    job = submit_framework(*example_job(
+        tmp_path, "jax_data_parallel",
+        ["--steps", "300", "--snapshot_at", "50,100", "--step_sleep", "0.05"],
+        scripts_dir=APPS, entry="snapshot_steps.py",
+        settings={"checkpoint.mirror.interval": "600"},
+        components={"worker": {"yarn.memory": "512"}}))
+
+    def saved_step() -> int | None:
+        path = job.files.local("snapshot.pt")
+        step = json.loads(path.read_text())["step"] if path else 0
+        return step if step >= 100 else None
+
+    wait_until("rank 0's snapshot of step 100 in its work dir", saved_step, 300, poll_s=0.2,
+               fail_fast=job.ended_early)
+    assert "snapshot.pt" not in job.files.remote_names()  # not mirrored on the interval
+    kill_rank(job, "snapshot_steps.py", "JAX_PROCESS_ID", 1)
+    app = job.final()
+    assert_succeeded(job, app)
+    (restart,) = restarts_of(app["diagnostics"])
+    print(restart)
+    assert re.fullmatch(r"worker 1 failed: cluster restarted as generation 1, restored "
+                        r"snapshot\.pt of \d\d:\d\d:\d\d", restart), restart
+    assert job.result() == {"generation": 1, "first_step": 100}
+    leftovers = [s.path for s in job.files.remote().client.list_status(
+        job.files.remote().root, recursive=True) if TEMPORARY_MARK in s.path]
+    assert leftovers == []
+    job.assert_no_process_left()
+
+
+def test_jax_distributed_initialize_with_no_arguments(
+        yarn_cluster, tmp_path: Path, submit_framework: Callable[..., Job]) -> None:
+    """examples/jax_data_parallel.py calls jax.distributed.initialize() with no arguments:
+    JAX finds the coordinator, the count and the id through tfyarn's ClusterEnv (shipped with
+    the job); two containers make one computation over both processes' devices."""
+    job = submit_framework(*example_job(tmp_path, "jax_data_parallel", ["--steps", "20"]))
+    assert_succeeded(job, job.final())
+    result = job.result()
+    assert (result["processes"], result["devices"]) == (2, 2), result

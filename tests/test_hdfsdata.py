@@ -84,12 +84,14 @@ def test_truncated_or_foreign_files_refused() -> None:
 
 
 def test_shipped_reader_imports_with_the_standard_library_only(tmp_path: Path) -> None:
-    """What tfyarn ships with a job: tfyarn.data (and tfyarn.preemption, tfyarn.progress),
-    importable in a Python without tfyarn's other modules (or any site-packages: -S);
-    hdfs-native and TensorFlow are only imported when data is read."""
+    """What tfyarn ships with a job: tfyarn.data (and tfyarn.preemption, tfyarn.progress,
+    tfyarn.jaxcluster and the sitecustomize a JAX process starts with), importable in a
+    Python without tfyarn's other modules (or any site-packages: -S); hdfs-native and
+    TensorFlow are only imported when data is read."""
     package = reader_package(tmp_path)
-    assert sorted(p.name for p in package.iterdir()) == ["__init__.py", "data", "preemption.py",
-                                                         "progress.py"]
+    assert sorted(p.name for p in package.iterdir()) == [
+        "__init__.py", "data", "jaxcluster.py", "jaxstartup", "preemption.py", "progress.py"]
+    assert sorted(p.name for p in (package / "jaxstartup").iterdir()) == ["sitecustomize.py"]
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import tfyarn.data as d; "
             "print(d.__file__, d.task_shard({}), sorted(m for m in sys.modules "
             "if m.startswith(('tfyarn', 'hdfs_native', 'tensorflow'))))")

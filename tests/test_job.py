@@ -29,6 +29,7 @@ from appmaster.model.job import (
     PublishSpec,
     Request,
     ShowTensorBoard,
+    Stop,
     TrainingDone,
 )
 from appmaster.model.jobqueue import NODES_GONE_S
@@ -66,7 +67,7 @@ class Cluster:
                 container = f"{role}_{self.numbers[role]}"
                 self.numbers[role] += 1
                 self.job.assigned(action.task, container, self.now)
-            elif isinstance(action, Kill):
+            elif isinstance(action, (Kill, Stop)):  # a Stop ends in a kill at the latest
                 self.killed.append(action.container)
             elif isinstance(action, Fence):
                 self.fenced.append(action.container)
@@ -225,11 +226,14 @@ def test_a_failed_ps_or_chief_restarts_the_whole_cluster(role: str) -> None:
     old = {key: t.container for key, t in cluster.job.tasks.items()}
     actions = cluster.exit(role, 0, 1)
     others = {c for key, c in old.items() if key != (role, 0)}
-    assert {a.container for a in actions if isinstance(a, Kill)} == others
+    # the running others are asked to stop, the chief's work dir awaited (not killed at once)
+    stops = {a.container: a for a in actions if isinstance(a, Stop)}
+    assert set(stops) == others and not any(isinstance(a, Kill) for a in actions)
+    assert {c for c, a in stops.items() if a.chief} == (
+        {old[("chiefworker", 0)]} if role == "ps" else set())
     assert sum(isinstance(a, Request) for a in actions) == 4
     assert cluster.job.generation == 1 and cluster.job.state == JobState.RESTARTING
-    assert restarts(cluster) == [f"{role} 0 failed: cluster restarted as generation 1 from "
-                                 "the last checkpoint"]
+    assert restarts(cluster) == [f"{role} 0 failed: cluster restarted as generation 1"]
     assert all(t.attempt == 1 for t in cluster.job.tasks.values())
     # The killed containers' ends are the job's doing: no failure is counted for them.
     for container in others:
@@ -349,7 +353,7 @@ def test_a_worker_failure_absorbed_by_a_cluster_restart_is_not_counted() -> None
     cluster.exit("chiefworker", 0, 137)
     assert cluster.job.generation == 1 and cluster.job.failures == Counter(chiefworker=1)
     assert restarts(cluster) == [  # one restart: the worker's end was part of it
-        "chiefworker 0 failed: cluster restarted as generation 1 from the last checkpoint"]
+        "chiefworker 0 failed: cluster restarted as generation 1"]
     assert cluster.settle() == [] and cluster.job.failures == Counter(chiefworker=1)
     cluster.everyone_running()
     assert cluster.job.state == JobState.RUNNING and cluster.end is None
@@ -393,7 +397,7 @@ def test_a_replaced_task_on_a_new_address_restarts_the_cluster() -> None:
     cluster.export("worker", 0, address="elsewhere:3333")
     assert cluster.job.generation == 1
     assert restarts(cluster)[-1] == ("worker 0 came back at elsewhere:3333: cluster restarted "
-                                     "as generation 1 from the last checkpoint")
+                                     "as generation 1")
 
 
 def test_a_silent_task_is_lost_fenced_and_counted() -> None:
@@ -412,7 +416,7 @@ def test_a_silent_task_is_lost_fenced_and_counted() -> None:
     assert actions[:2] == [Fence(containers[("ps", 0)]), Kill(containers[("ps", 0)])]
     assert cluster.job.failures == Counter(ps=1) and cluster.job.generation == 1
     assert restarts(cluster) == [
-        "ps 0 lost on nm1: cluster restarted as generation 1 from the last checkpoint"]
+        "ps 0 lost on nm1: cluster restarted as generation 1"]
     assert cluster.job.lost_nodes == {"nm1": cluster.now}
 
 
@@ -428,7 +432,7 @@ def test_a_replacement_placed_on_the_lost_host_goes_back() -> None:
     cluster.apply(cluster.job.on_heartbeats(beats, cluster.now))
     replacement = cluster.container("worker", 1)
     assert replacement != lost and restarts(cluster)[-1] == (  # it cannot keep its address
-        "worker 1 lost on nm1: cluster restarted as generation 1 from the last checkpoint")
+        "worker 1 lost on nm1: cluster restarted as generation 1")
     actions = cluster.start("worker", 1, node="nm1:8042")  # the same host, too soon
     assert [type(a) for a in actions] == [Kill, Request] and actions[0].container == replacement
     assert cluster.start("worker", 1, node="nm2:8042") == []

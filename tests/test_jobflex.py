@@ -26,7 +26,7 @@ def test_workers_two_to_three_to_two_each_a_generation() -> None:
     first = {key: task.container for key, task in cluster.job.tasks.items()}
     said = answer(cluster, "worker", 3)
     assert said.accepted and said.text == (
-        "worker flexed from 2 to 3: cluster restarted as generation 1 from the last checkpoint")
+        "worker flexed from 2 to 3: cluster restarted as generation 1")
     assert sorted(cluster.killed) == sorted(first.values())  # the old cluster stopped
     assert cluster.job.plan.role("worker").instances == 3
     assert cluster.job.state == JobState.RESTARTING

@@ -12,6 +12,7 @@ import pytest
 from appmaster.common import registry
 from appmaster.common.vocabulary import JobState
 from appmaster.model.job import EndJob, Kill
+from appmaster.model.jobactions import CHIEF_STOP_GRACE_S
 from bench.simulated_am import SimulatedSkein, job_plan
 
 skein = pytest.importorskip("skein")
@@ -66,3 +67,35 @@ def test_perform_returns_the_end_after_the_actions_before_it() -> None:
     end = EndJob(JobState.FAILED, "stopped")
     assert master.perform([Kill(worker), end]) is end
     assert master.app.killed == [worker]
+
+
+def container_end(container: str) -> skein.kv.Event:
+    return skein.kv.Event(registry.task_key(container), None, "DELETE", None)
+
+
+def test_a_restart_stops_the_running_tasks_and_restores_after_the_chiefs_last_copy() -> None:
+    """A ps fails: the chief and the worker are asked to stop (not killed), and the new
+    generation may restore (settled) only once the stopped chief's container ended."""
+    master = running_master()
+    containers = {key: task.container for key, task in master.job.tasks.items()}
+    chief, worker = containers[master.plan.chief], containers[("worker", 0)]
+    assert master.handle(status_event(containers[("ps", 0)], "exited", exit_code=1)) is None
+    assert master.job.generation == 1
+    assert {chief, worker} <= set(master.stopping.containers) and master.app.killed == []
+    assert master.store.get(registry.stop_key(chief)) is not None
+    assert master.store.get(registry.settled_key(1)) is None
+    master.handle(container_end(worker))  # the worker's end settles nothing
+    assert master.store.get(registry.settled_key(1)) is None
+    master.handle(container_end(chief))  # the chief's last copy is done
+    assert master.store.get(registry.settled_key(1)) is not None
+
+
+def test_a_task_that_does_not_stop_within_its_grace_is_killed() -> None:
+    master = running_master()
+    containers = {key: task.container for key, task in master.job.tasks.items()}
+    chief = containers[master.plan.chief]
+    master.handle(status_event(containers[("ps", 0)], "exited", exit_code=1))
+    assert master.seconds_to_next_deadline() is not None
+    master.on_deadline(time.monotonic() + CHIEF_STOP_GRACE_S + 1)
+    assert chief in master.app.killed and not master.stopping.containers
+    assert master.store.get(registry.settled_key(1)) is not None

@@ -105,3 +105,16 @@ def test_no_process_outlives_its_agent(tmp_path: Path, signum: int) -> None:
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(alive(pid) for pid in pids)
+
+
+def test_stop_from_another_thread_ends_every_process_with_sigterm(tmp_path: Path) -> None:
+    """tfyarn ends a healthy task (the agent's stop key): each process gets SIGTERM, and
+    the group ends at once, not after the scripts' 30 s."""
+    import threading
+
+    group = ProcessGroup([sys.executable, "-c", SCRIPT], envs(2), "worker-0", tmp_path)
+    started = time.monotonic()
+    threading.Timer(0.5, group.stop).start()
+    end = group.wait()
+    assert end.code == 128 + signal.SIGTERM and time.monotonic() - started < 10
+    assert not any(alive(child.pid) for child in group.children)

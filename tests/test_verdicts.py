@@ -105,7 +105,7 @@ def test_a_preempted_ps_restarts_the_cluster_from_the_checkpoint_uncounted() -> 
     assert cluster.end is None and cluster.job.failures == Counter()
     assert cluster.job.generation == 1 and cluster.job.state == JobState.RESTARTING
     assert restarts(cluster) == [
-        "ps 0 preempted by YARN: cluster restarted as generation 1 from the last checkpoint"]
+        "ps 0 preempted by YARN: cluster restarted as generation 1"]
     cluster.everyone_running()
     assert cluster.job.state == JobState.RUNNING
 
@@ -154,7 +154,7 @@ def test_a_node_lost_under_a_task_counts_as_a_lost_host() -> None:
     assert cluster.job.failures == Counter(worker=1) and "nm1" in cluster.job.lost_nodes
     assert cluster.job.tasks[("worker", 1)].verdicts == Counter({Verdict.LOST: 1})
     assert restarts(cluster) == [  # back elsewhere, at a new address: a new generation
-        "worker 1 lost on nm1: cluster restarted as generation 1 from the last checkpoint"]
+        "worker 1 lost on nm1: cluster restarted as generation 1"]
     assert cluster.job.generation == 1
 
 

@@ -13,8 +13,10 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +24,20 @@ from appmaster.agent import notice, steps
 from appmaster.agent.heartbeat import Heartbeat
 from appmaster.agent.mirror import MirrorStatus
 from appmaster.agent.processgroup import GroupEnd, ProcessGroup
-from appmaster.agent.taskdir import CannotStart, Restore, TaskWorkDir, cannot_reach
-from appmaster.common import gpus, rankenv, registry
+from appmaster.agent.taskdir import (
+    CannotStart,
+    Restore,
+    TaskWorkDir,
+    cannot_reach,
+    wait_until_settled,
+)
+from appmaster.common import frameworks, gpus, registry
 from appmaster.common.agentlink import AgentLink, LinkError
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
 from appmaster.common.pageguard import GuardedPage
 from appmaster.common.registry import AgentState
-from appmaster.common.vocabulary import Framework, Role
+from appmaster.common.vocabulary import Role
 
 # What only some tasks use is imported where it is used (a keytab's tokens, the chief's
 # progress, a failed script's hints): every agent's start is CPU its node spends before the
@@ -106,7 +114,8 @@ def gather_data(names: Iterable[str]) -> str:
 def task_environment(spec: ClusterSpec, task: registry.TaskAssignment, work_dir: str,
                      secrets: tuple[str, ...] = (), work_dir_url: str | None = None,
                      group: dict[str, str] | None = None) -> dict:
-    """``group``: a PyTorch or JAX rank's variables (rankenv.py), in place of TF_CONFIG."""
+    """``group``: a PyTorch or JAX rank's variables (appmaster/common/frameworks/), in place
+    of TF_CONFIG."""
     env = dict(os.environ)
     env.update(secret_environment(secrets))
     env.update(group if group is not None else {
@@ -176,7 +185,8 @@ def main() -> int:
         work = _work_dir(plan, app_id, task, name)
         # TensorBoard and the evaluator read their files first; a TensorFlow task restores
         # while it exports and waits for the others: its export does not wait for HDFS.
-        restore = Restore(work, name, report_mirror)
+        restore = Restore(work, name, report_mirror, partial(
+            wait_until_settled, link, task.generation))
         if task.role in (Role.TENSORBOARD, Role.EVALUATOR):
             restore.run()
             restore.done()
@@ -307,14 +317,15 @@ def _command_and_environment(link: AgentLink, plan: JobPlan, app_id: str,
 
 def _group_environments(plan: JobPlan, spec: ClusterSpec, task: registry.TaskAssignment,
                         app_id: str) -> list[dict[str, str]]:
-    """A PyTorch or JAX task's processes' ranks in the group, one per process of its
-    container; none for TensorFlow's."""
-    if plan.framework == Framework.TENSORFLOW:
+    """A group's task's processes' variables, one per process of its container (their
+    ranks); none for a framework whose cluster is in flags and TF_CONFIG."""
+    traits = frameworks.of(plan.framework)
+    if not traits.ranks:
         return []
     role = plan.role(task.role)
     processes = plan.processes_per_container
-    return [rankenv.process_environment(
-        plan.framework, spec, task.role, task.index, generation=task.generation,
+    return [traits.process_environment(
+        spec, task.role, task.index, generation=task.generation,
         max_restarts=role.failure_threshold if role else 0, run_id=app_id, environ=os.environ,
         local_rank=local_rank, local_world_size=processes) for local_rank in range(processes)]
 
@@ -346,6 +357,7 @@ def _run_script(link: AgentLink, container: str, plan: JobPlan, generation: int,
             steps.report_to(link, container), plan.progress_interval_s).start()
         steps.follow_stack_requests(link, name, generation, group.children)
     group.forward_signals()
+    _stop_when_asked(link, container, name, group)
     end = group.wait()
     if reporter is not None:
         reporter.stop()
@@ -357,6 +369,22 @@ def _run_script(link: AgentLink, container: str, plan: JobPlan, generation: int,
     if progress is not None:
         progress.finish()
     return end
+
+
+def _stop_when_asked(link: AgentLink, container: str, name: str, group: ProcessGroup) -> None:
+    """tfyarn ends this healthy task (a group restart, a flex, the job's end): its processes
+    get SIGTERM and their grace, then the agent goes on as after any end of its script (the
+    chief's work dir goes up in full) instead of dying with YARN's kill mid-copy."""
+    def wait() -> None:
+        try:
+            link.wait(registry.stop_key(container))
+        except Exception as exc:  # the master gone: its heartbeat tells the agent
+            log.debug("no stop to wait for: %s", exc)
+            return
+        log.info("tfyarn stops %s: SIGTERM to its processes", name)
+        group.stop()
+
+    threading.Thread(target=wait, daemon=True, name="stop").start()
 
 
 def _with_hint(plan: JobPlan, name: str, code: int, tail: str, gpus: int = 0) -> str:

@@ -98,6 +98,8 @@ class MirrorStatus:
     files_up: int = 0
     bytes_up: int = 0
     restored: str | None = None  # the checkpoint brought down at start
+    restored_written: str | None = None  # when it was written (HDFS's time), "12:03:10"
+    restore_done: bool = False  # the restore ran (``restored`` None: HDFS had nothing)
     error: str | None = None  # the last failure, while it lasts
     failing_since: float | None = None
     warning: str | None = None  # e.g. a checkpoint split across hosts
@@ -150,7 +152,11 @@ class WorkDirMirror:
             prefixes = listed_checkpoints(state_text)
             if prefixes:
                 newest = os.path.join(directory, prefixes[-1])
+        written = remote_files.get(newest) or remote_files.get(f"{newest}.index")
         self.status.restored = newest
+        self.status.restored_written = time.strftime(
+            "%H:%M:%S", time.localtime(written.modified_ms / 1000)) if written else None
+        self.status.restore_done = True
         return newest
 
     def _restore_plain(self, remote_files: dict) -> str | None:

@@ -113,6 +113,11 @@ class ProcessGroup:
         signal.signal(signal.SIGTERM, forward)
         signal.signal(signal.SIGINT, forward)
 
+    def stop(self) -> None:
+        """End every process as a SIGTERM to the agent would (tfyarn ends a healthy task);
+        from any thread."""
+        self._events.put(("signal", signal.SIGTERM))
+
     def _signal_running(self, signum: int) -> None:
         for child in self.children:
             if child.returncode is None:

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appmaster.agent.mirror import MirrorStatus, WorkDirMirror
-from appmaster.common import registry
+from appmaster.common import frameworks, registry
 from appmaster.common.agentlink import AgentLink
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.storage import RemoteDir, StorageError, bounded, is_remote
-from appmaster.common.vocabulary import Framework, Role
+from appmaster.common.vocabulary import Role
 
 if TYPE_CHECKING:  # the evaluator's alone: imported where it is used
     from appmaster.agent.evaluation import CheckpointFollower
@@ -27,6 +27,9 @@ log = logging.getLogger("tfyarn.agent")
 
 RESTORE_TIMEOUT_S = 300.0
 LAST_MIRROR_TIMEOUT_S = 120.0
+# the longest a restarted task waits for the stopped chief's last copy (the master gives it
+# 150 s, then kills it and says settled)
+SETTLE_TIMEOUT_S = 180.0
 
 
 class CannotStart(Exception):
@@ -60,7 +63,7 @@ class TaskWorkDir:
         # path every node mounts (or a one-node cluster)
         self.path = plan.task_work_dir(app_id, os.getcwd())
         # a PyTorch or JAX script's snapshots are its own files: all of them restored
-        self.plain_files = plan.framework != Framework.TENSORFLOW
+        self.plain_files = frameworks.of(plan.framework).ranks
         Path(self.path).mkdir(parents=True, exist_ok=True)
         if not is_remote(self.job_dir):
             return
@@ -88,6 +91,10 @@ class TaskWorkDir:
             self.follower.start(report)
         if self.is_chief:
             bounded(self.mirror.remote.make, RESTORE_TIMEOUT_S, what)
+            # copies an earlier chief's end cut short: never finished, never to be read
+            removed = bounded(self.mirror.remote.remove_temporaries, RESTORE_TIMEOUT_S, what)
+            if removed:
+                log.info("removed %d unfinished copies from %s", removed, self.job_dir)
             self.mirror.start("sync", report)
         report(self.mirror.status)
 
@@ -127,19 +134,40 @@ class TaskWorkDir:
         report(self.mirror.status)
 
 
+def wait_until_settled(link: AgentLink, generation: int,
+                       timeout_s: float = SETTLE_TIMEOUT_S) -> None:
+    """A restarted generation restores once the chief it replaces has copied its work dir up
+    (registry.settled_key): what it saved just before the restart is then on HDFS."""
+    if generation == 0:
+        return
+    waiter = threading.Thread(target=link.wait, args=(registry.settled_key(generation),),
+                              daemon=True, name="settled")
+    waiter.start()
+    waiter.join(timeout_s)
+    if waiter.is_alive():
+        log.warning("the previous generation's chief did not copy its work dir up within "
+                    "%.0f s: restoring what HDFS has", timeout_s)
+
+
 class Restore(threading.Thread):
     """The work dir restored (:meth:`TaskWorkDir.prepare`) in a thread of its own while the
     agent exports and waits for the spec (``start``), or in the agent's own (``run``).
     ``done`` waits for it, then raises :class:`CannotStart` (or whatever else it raised)."""
 
     def __init__(self, work: TaskWorkDir, name: str,
-                 report: Callable[[MirrorStatus], None]) -> None:
+                 report: Callable[[MirrorStatus], None],
+                 settled: Callable[[], None] | None = None) -> None:
+        """``settled``: blocks until HDFS holds the last generation's files
+        (wait_until_settled)."""
         super().__init__(daemon=True, name="restore")
         self.work, self.name, self.report = work, name, report
+        self.settled = settled
         self.error: Exception | None = None
 
     def run(self) -> None:
         try:
+            if self.settled is not None and self.work.mirror is not None:
+                self.settled()
             self.work.prepare(self.report)
         except Exception as exc:  # raised again by done(), in the agent's thread
             self.error = cannot_reach(self.name, self.work.job_dir, exc)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from appmaster.common import settings
+from appmaster.common import frameworks, settings
 from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.frameworks.base import processes_misfit
 from appmaster.common.storage import is_remote
 from appmaster.common.vocabulary import (
     TF_ROLES,
@@ -36,10 +37,6 @@ DATA_ENTRY_PREFIX = "data-"
 # own fast disk, kept in step with HDFS by the agent (appmaster/agent/mirror.py)
 LOCAL_WORK_DIR = "work"
 
-
-# What a PyTorch or JAX job cannot have: its ranks are one group, with no ps to serve it and
-# no evaluator beside it (TensorBoard reads the event files, as in any job).
-GROUPLESS_ROLES = (Role.PS, Role.EVALUATOR)
 
 
 class SpecError(ValueError):
@@ -116,9 +113,8 @@ class RolePlan:
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise SpecError(f"{self.name}: {what} must be a whole number >= {low}, "
                                 f"not {value!r}")
-        if self.gpus % self.processes:
-            raise SpecError(f"{self.name}: {self.gpus} GPUs cannot be shared evenly by "
-                            f"{self.processes} processes")
+        if misfit := processes_misfit(self.name, self.processes, self.gpus):
+            raise SpecError(f"{self.name}: {misfit.message}")
         object.__setattr__(self, "name", Role(self.name))
         object.__setattr__(self, "failure_policy", FailurePolicy(self.failure_policy))
 
@@ -258,26 +254,13 @@ class JobPlan:
         if self.framework not in set(Framework):
             raise SpecError(f"framework {self.framework!r} is not one of {', '.join(Framework)}")
         object.__setattr__(self, "framework", Framework(self.framework))
-        if unfit := self.unfit_roles():
-            raise SpecError(f"a {self.framework} job has no {' or '.join(unfit)}: its "
-                            "processes are ranks of one group (chiefworker and workers)")
-        if len({role.processes for role in self.roles}) > 1 or any(
-                role.processes > 1 for role in self.side_roles) or (
-                self.framework == Framework.TENSORFLOW and self.processes_per_container > 1):
-            raise SpecError("several processes per container are a PyTorch or JAX group's, "
-                            "the same number in each of its containers")
+        if misfits := frameworks.of(self.framework).misfits(self.components):
+            raise SpecError(f"{misfits[0].role}: {misfits[0].message}")
 
     @property
     def processes_per_container(self) -> int:
         """How many ranks each of the group's containers runs (1 in a TensorFlow job)."""
         return max((role.processes for role in self.roles), default=1)
-
-    def unfit_roles(self) -> list[str]:
-        """The roles this job has that its framework has no place for: a ps or an evaluator
-        beside the ranks of a PyTorch or JAX group."""
-        if self.framework == Framework.TENSORFLOW:
-            return []
-        return [role.name for role in self.components if role.name in GROUPLESS_ROLES]
 
     def value(self, setting: settings.Setting) -> Any:
         """A setting of appConfig or the AppMaster as the job has it, by its declaration (its
@@ -354,10 +337,10 @@ class JobPlan:
         script = f"{LOCALIZED_SCRIPTS_DIR}/{self.entry}"
         data = f"{container_dir}/{DATA_DIR_NAME}" if self.data_dir or self.data else None
         work = self.task_work_dir(app_id, container_dir)
-        if self.framework == Framework.TENSORFLOW:
-            flags = spec.flags(role, index, work, data_dir=data, work_dir_flag=self.work_dir_flag)
-        else:  # written for torchrun or jax.distributed: the cluster is in its environment
+        if frameworks.of(self.framework).ranks:  # the cluster is in its environment
             flags = [f"{self.work_dir_flag}={work}"] if self.work_dir_flag else []
+        else:
+            flags = spec.flags(role, index, work, data_dir=data, work_dir_flag=self.work_dir_flag)
         return [self.python, script, *flags, *self.script_args]
 
     def to_dict(self) -> dict[str, Any]:

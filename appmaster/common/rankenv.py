@@ -1,33 +1,16 @@
-"""The rendezvous' cluster as a PyTorch or JAX process reads it: its environment.
-
-TensorFlow's tasks get flags and TF_CONFIG (cluster_spec.py). A PyTorch or JAX job's tasks are
-the ranks of one group, in the order of TensorFlow's worker list: the chief (else worker 0)
-first, rank 0, whose exported ``host:port`` (the port its agent holds for it) is where the
-group meets: torch.distributed's store, JAX's coordinator.
-
-- PyTorch: what torchrun (torch 2.15's ``LocalElasticAgent._start_workers``) gives every
-  process, so that a script written for ``torchrun`` and ``init_process_group("gloo"|"nccl")``
-  on env:// runs as it is. tfyarn runs no agent store: rank 0's process hosts it.
-- JAX: ``jax.distributed.initialize()`` (jax 0.10.2) reads the coordinator from
-  ``JAX_COORDINATOR_ADDRESS`` but the process count and id only from Slurm, Open MPI,
-  Kubernetes or Cloud TPU, none of which tfyarn pretends to be: they are in
-  ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID`` for the script to pass. Keras 3's
-  ``keras.distribution.initialize()`` reads its three ``KERAS_DISTRIBUTION_*`` variables with
-  no arguments. On CPU, cross-process collectives use gloo.
-
-Several processes per container (torchrun's ``--nproc_per_node``) are counted by
-``local_world_size``, each process its ``local_rank``. Only the standard library: agents
-import it.
+"""A PyTorch or JAX job's group: its tasks are the ranks of one group, in the order of
+TensorFlow's worker list: the chief (else worker 0) first, rank 0, whose exported
+``host:port`` (the port its agent holds for it) is where the group meets (torch.distributed's
+store, JAX's coordinator). Each framework's variables are in its module
+(appmaster/common/frameworks/). Several processes per container (torchrun's
+``--nproc_per_node``) are counted by ``local_world_size``, each process its ``local_rank``.
+Only the standard library: agents import it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from appmaster.common.cluster_spec import ClusterSpec
-from appmaster.common.vocabulary import Framework, Role
-
-TORCHRUN_ROLE = "default"  # torchrun's --role when none is given
+from appmaster.common.vocabulary import Role
 
 
 def group(spec: ClusterSpec) -> tuple[str, ...]:
@@ -42,83 +25,3 @@ def group_rank(spec: ClusterSpec, role: str, index: int) -> int:
     if role == Role.WORKER:
         return len(spec.chief) + index
     raise ValueError(f"a {role} is no rank of a process group")
-
-
-def process_environment(framework: str, spec: ClusterSpec, role: str, index: int, *,
-                        generation: int, max_restarts: int, run_id: str,
-                        environ: Mapping[str, str], local_rank: int = 0,
-                        local_world_size: int = 1) -> dict[str, str]:
-    """The variables one process of task ``role``/``index`` gets besides tfyarn's own;
-    ``environ``: the container's, whose values of the tunable ones (threads, collectives,
-    Keras' backend) win. A TensorFlow task gets none here (its TF_CONFIG is elsewhere)."""
-    if not 0 <= local_rank < local_world_size:
-        raise ValueError(f"local rank {local_rank} of {local_world_size} processes")
-    if framework == Framework.TENSORFLOW:
-        return {}
-    addresses = group(spec)
-    node = group_rank(spec, role, index)
-    rank, world = node * local_world_size + local_rank, len(addresses) * local_world_size
-    if framework == Framework.PYTORCH:
-        return _torchrun(addresses[0], rank, world, node, len(addresses), local_rank,
-                         local_world_size, generation, max_restarts, run_id, environ)
-    if framework == Framework.JAX:
-        return _jax(addresses, rank, world, local_world_size, environ)
-    raise ValueError(f"unknown framework {framework!r}")
-
-
-def _torchrun(master: str, rank: int, world: int, node: int, nodes: int, local_rank: int,
-              local_world_size: int, generation: int, max_restarts: int, run_id: str,
-              environ: Mapping[str, str]) -> dict[str, str]:
-    host, _, port = master.rpartition(":")
-    env = {
-        "MASTER_ADDR": host, "MASTER_PORT": port,
-        "RANK": str(rank), "WORLD_SIZE": str(world),
-        "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(local_world_size),
-        "GROUP_RANK": str(node), "GROUP_WORLD_SIZE": str(nodes),
-        # one role, as torchrun without --role: its ranks are the group's
-        "ROLE_NAME": TORCHRUN_ROLE, "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
-        "TORCHELASTIC_RESTART_COUNT": str(generation),
-        "TORCHELASTIC_MAX_RESTARTS": str(max_restarts),
-        "TORCHELASTIC_RUN_ID": run_id,
-        "TORCHELASTIC_USE_AGENT_STORE": "False",  # rank 0 hosts the store on MASTER_PORT
-        **nccl_watchdog(environ),
-    }
-    if "OMP_NUM_THREADS" in environ:
-        env["OMP_NUM_THREADS"] = environ["OMP_NUM_THREADS"]
-    elif local_world_size > 1:  # torchrun's default: processes sharing a node, one thread each
-        env["OMP_NUM_THREADS"] = "1"
-    return env
-
-
-def nccl_watchdog(environ: Mapping[str, str]) -> dict[str, str]:
-    """PyTorch's NCCL watchdog, for a hung collective to end in minutes and say what it
-    waited on, each unless the job's environment sets it (docs/guide/stalls.md): a timed-out
-    collective tears the process down (torchrun's 1), a stuck watchdog thread is killed
-    after its heartbeat timeout, and its flight recorder's last collectives are dumped into
-    the container's log dir (`yarn logs` collects them), one file per rank."""
-    logs = environ.get("LOG_DIRS", "").split(",")[0]
-    defaults = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "TORCH_NCCL_ENABLE_MONITORING": "1",
-                "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "600", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-                "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
-                **({"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{logs}/nccl_trace_rank_"}
-                   if logs else {})}
-    return {name: environ.get(name, value) for name, value in defaults.items()}
-
-
-def _jax(addresses: tuple[str, ...], rank: int, world: int, local_world_size: int,
-         environ: Mapping[str, str]) -> dict[str, str]:
-    coordinator = addresses[0]
-    return {
-        "JAX_COORDINATOR_ADDRESS": coordinator,
-        "JAX_NUM_PROCESSES": str(world),
-        "JAX_PROCESS_ID": str(rank),
-        # Keras takes the first address as the coordinator and wants one per process, or
-        # the coordinator's alone
-        "KERAS_DISTRIBUTION_JOB_ADDRESSES": (
-            ",".join(addresses) if local_world_size == 1 else coordinator),
-        "KERAS_DISTRIBUTION_NUM_PROCESSES": str(world),
-        "KERAS_DISTRIBUTION_PROCESS_ID": str(rank),
-        "KERAS_BACKEND": environ.get("KERAS_BACKEND", "jax"),
-        "JAX_CPU_COLLECTIVES_IMPLEMENTATION": environ.get(
-            "JAX_CPU_COLLECTIVES_IMPLEMENTATION", "gloo"),
-    }

@@ -172,6 +172,18 @@ def notice_key(container: str) -> str:
     return f"notice/{container}"
 
 
+def stop_key(container: str) -> str:
+    """tfyarn ends a healthy task (a group restart, a flex, the job's end): its agent stops
+    the script with SIGTERM, copies the chief's work dir up, then exits."""
+    return f"stop/{container}"
+
+
+def settled_key(generation: int) -> str:
+    """The work dir on HDFS is final for ``generation``: every stopped chief of the ones
+    before has copied its work dir up (or was given up on). Its tasks restore after it."""
+    return f"settled/{generation}"
+
+
 # the AppMaster's environment: which AppMaster runs the job (tfyarn/hadoop/amjar.py's words:
 # tfyarn's patched skein one, or skein's stock one and why), for the job page
 APPMASTER_BUILD_ENV = "TFYARN_APPMASTER_BUILD"

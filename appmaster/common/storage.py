@@ -174,6 +174,18 @@ class RemoteDir:
                                          status.permission, status.owner)
         return found
 
+    def remove_temporaries(self) -> int:
+        """Delete every file below the directory still under a temporary name (an upload
+        cut short by its writer's kill); how many."""
+        try:
+            statuses = list(self.client.list_status(self.root, recursive=True))
+        except FileNotFoundError:
+            return 0
+        leftovers = [s.path for s in statuses if not s.isdir and TEMPORARY_MARK in s.path]
+        for path in leftovers:
+            self.client.delete(path, recursive=False)
+        return len(leftovers)
+
     def read_bytes(self, relative: str) -> bytes | None:
         try:
             with self.client.read(self.path(relative)) as reader:

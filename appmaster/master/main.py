@@ -24,8 +24,9 @@ import skein
 from appmaster.common import agentlink, hdfstokens, registry
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.registry import APPMASTER_BUILD_ENV, AgentState, AgentStatus
-from appmaster.common.vocabulary import JobState, Role
+from appmaster.common.vocabulary import JobState, Role, TaskState
 from appmaster.master import attempts, clusterwatch, rendezvous
+from appmaster.master.stopping import Stopping
 from appmaster.model import verdicts
 from appmaster.model.job import (
     Action,
@@ -38,9 +39,11 @@ from appmaster.model.job import (
     PublishSpec,
     Request,
     ShowTensorBoard,
+    Stop,
     Task,
     TrainingDone,
 )
+from appmaster.model.jobactions import CHIEF_STOP_GRACE_S
 from appmaster.model.placement import Placement
 from appmaster.model.placementwait import relaxed_line
 from appmaster.page import webpage
@@ -74,6 +77,7 @@ class Master:
         self.placed: dict[str, str] = {}  # the placement last written, by role
         self.cluster = clusterwatch.ClusterWatch(app.id)  # asked while tasks wait
         self.cluster_asked_at = -CLUSTER_EVERY_S
+        self.stopping = Stopping(self.store, app.kill_container)  # healthy tasks ended
 
     # ------------------------------------------------------------ main loop
 
@@ -134,8 +138,9 @@ class Master:
     def seconds_to_next_deadline(self) -> float | None:
         asks = self.cluster_asked_at + CLUSTER_EVERY_S if self.job.waits_for_containers() \
             else None
-        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation(), asks)
-               if t is not None]
+        kills = self.stopping.next_deadline()
+        due = [t for t in (self.job.next_deadline(), self.placement.next_escalation(), asks,
+                           kills) if t is not None]
         return max(0.0, min(due) - time.monotonic()) if due else None
 
     def handle(self, event: skein.kv.Event) -> EndJob | None:
@@ -206,6 +211,7 @@ class Master:
         task = self.job.task_of(container)
         if task is None:
             self.job.on_container_end(container, False, now)  # one the job stopped itself
+            self.stopping.ended(container)
             return None
         report = self.container_report(task.role, container)
         state = str(report.state) if report else "UNKNOWN"
@@ -227,6 +233,7 @@ class Master:
                         "(yarn.node.failure.threshold)%s", task.name, task.host, kept)
 
     def on_deadline(self, now: float) -> EndJob | None:
+        self.stopping.kill_late(now)
         if escalated := self.placement.escalations(now):
             end = self.relax(escalated, now)
             if end is not None:
@@ -282,7 +289,9 @@ class Master:
                 continue
             self.request(asks)
             asks = []
-            if isinstance(action, Kill):
+            if isinstance(action, Stop):
+                self.stopping.stop(action, time.monotonic())
+            elif isinstance(action, Kill):
                 # skein releases the container: YARN reports it ABORTED ("Container released
                 # by application"), never KILLED_BY_APPMASTER, at which skein's AppMaster
                 # would stop reading the heartbeat's other ends (issue 36; the test:
@@ -313,7 +322,17 @@ class Master:
             elif isinstance(action, EndJob):
                 return action
         self.request(asks)
+        self.stopping.settle()
         return None
+
+    def wind_down(self, timeout_s: float) -> None:
+        """The job ends: every task still running is asked to stop, the chief's last copy
+        to HDFS awaited (Stopping.wind_down)."""
+        with self.lock:
+            running = {c: t for c, t in self.job.by_container.items()
+                       if t.state == TaskState.RUNNING}
+        chief = next((c for c, t in running.items() if t.key == self.plan.chief), None)
+        self.stopping.wind_down(list(running), chief, timeout_s)
 
     def request(self, asks: list[Request]) -> None:
         """Containers for these tasks: those skein asked for at start-up are adopted; the
@@ -323,6 +342,7 @@ class Master:
         64 and 200 tasks): those tasks then waited REASK_S for their request again."""
         new: dict[str, list[Task]] = {}
         for ask in asks:
+            self.stopping.asked(ask.generation)
             if ask.anywhere:
                 self.placement.given_back(ask.task.key)
             key = (ask.task.role, ask.task.index)
@@ -454,6 +474,7 @@ def main() -> int:
         except Exception as exc:  # a bug of ours must still end the job with a reason
             log.exception("the tfyarn master failed")
             outcome = EndJob(JobState.FAILED, f"The tfyarn AppMaster failed: {exc!r}")
+        master.wind_down(CHIEF_STOP_GRACE_S)
         with master.lock:
             master.job.ended(outcome.status, time.monotonic())
         print(webpage.FINAL_VIEW_MARKER + json.dumps(master.view()), flush=True)

@@ -40,8 +40,10 @@ log = logging.getLogger("tfyarn.rendezvous")
 # What agents may write and read: nothing else of the master's state is reachable.
 AGENT_WRITABLE = ("exports/", "status/", "tail/", "mirror/", "progress/", "steps/")
 # training/done: the evaluator's cue; tokens/: new HDFS tokens (appmaster/common/hdfstokens.py);
-# stacks/: the stall watchdog's request for every process's stacks
-AGENT_READABLE = ("task/", "spec/", "training/", "tokens/", "notice/", "stacks/")
+# stacks/: the stall watchdog's request for every process's stacks; stop/ and settled/: a
+# healthy task ended by tfyarn, and when the next generation may restore
+AGENT_READABLE = ("task/", "spec/", "training/", "tokens/", "notice/", "stacks/", "stop/",
+                  "settled/")
 MAX_BODY = 1 << 20  # a status, a mirror report, 20 stderr lines: far less than this
 MAX_WAIT_S = 60.0
 

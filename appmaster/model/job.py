@@ -44,12 +44,14 @@ from appmaster.model.jobactions import (
     PublishSpec,
     Request,
     ShowTensorBoard,
+    Stop,
     TrainingDone,
 )
 from appmaster.model.jobcore import JobCore
 from appmaster.model.jobdeadlines import REASK_S, Deadlines
 from appmaster.model.jobfailures import FAILURE_SETTLE_S, VERDICT_WAIT_S, FailureRules
 from appmaster.model.jobflex import flex, flex_refusal
+from appmaster.model.jobmessages import restored_line
 from appmaster.model.jobqueue import QueueRules
 from appmaster.model.jobstall import Watchdog
 from appmaster.model.jobtasks import NOT_RUNNING_YET, Key, Task, TaskIndex, TaskTable
@@ -61,7 +63,7 @@ from appmaster.model.verdicts import ContainerEnd, Verdict
 __all__ = ["FAILURE_SETTLE_S", "NOT_RUNNING_YET", "REASK_S", "VERDICT_WAIT_S", "Action",
            "DumpStacks", "EndJob", "Fence", "FlexAnswer", "Job", "Key", "Kill", "PublishSpec",
            "Request", "ShowTensorBoard",
-           "Task", "TaskIndex", "TaskTable", "TrainingDone"]
+           "Stop", "Task", "TaskIndex", "TaskTable", "TrainingDone"]
 
 log = logging.getLogger("tfyarn.master")
 
@@ -293,6 +295,8 @@ class Job:
         task.gpus = task.gpus if gpus is None else gpus
         task.mirror = task.mirror if mirror is None else mirror
         task.progress = task.progress if progress is None else progress
+        if mirror is not None and task.key == self.plan.chief:
+            self._tell_restore(mirror)
         if progress is not None and now is not None:
             if isinstance(progress.get("step"), int):
                 self.watchdog.heard(task, progress["step"], now, summaries=True)
@@ -308,6 +312,20 @@ class Job:
         known = [step for step in steps if isinstance(step, int)]
         if task is not None and known:
             self.watchdog.heard(task, min(known), now)
+
+    def _tell_restore(self, mirror: dict) -> None:
+        """The chief of a restarted generation restored its work dir: the restart's line
+        says from what (restored_line), once, so no restart claims a checkpoint it lacked."""
+        generation = self.core.generation
+        if not mirror.get("restore_done") or self.core.restore_told >= generation:
+            return
+        self.core.restore_told = generation
+        mark = f"generation {generation}"
+        for i in range(len(self.restarts) - 1, -1, -1):
+            if self.restarts[i].endswith(mark):
+                self.restarts[i] += f", {restored_line(mirror)}"
+                log.info("%s", self.restarts[i])
+                return
 
     def ended(self, status: JobState, now: float | None = None) -> None:
         """The application ends: tasks still running were ended by tfyarn, not failed."""
@@ -408,8 +426,7 @@ class Job:
             # hold the old address (a ps keeps calling it), and TF scripts read theirs once.
             # Only a fresh generation gets everyone the new one.
             self.core.note(now, Mark.RESTART, f"{task.name} came back at {export.address}: "
-                           f"cluster restarted as generation {self.generation + 1} from the "
-                           "last checkpoint")
+                           f"cluster restarted as generation {self.generation + 1}")
             self.rules.restart_generation(task, now)
             return
         if not self.index.unregistered:

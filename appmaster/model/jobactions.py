@@ -28,6 +28,25 @@ class Kill:
     container: str
 
 
+# How long a stopped task is given before its container is killed: the script's SIGTERM grace
+# (appmaster/agent/processgroup.py, 5 s) and the agent's end; the chief's also its last copy
+# of the work dir to HDFS (appmaster/agent/taskdir.py, up to 120 s).
+STOP_GRACE_S = 30.0
+CHIEF_STOP_GRACE_S = 150.0
+
+
+@dataclass(frozen=True)
+class Stop:
+    """End a healthy task's container the gentle way: its agent stops the script (SIGTERM,
+    then SIGKILL after a grace), the chief's copies its work dir to HDFS in full, then it
+    exits; killed if it has not ended ``grace_s`` later. A stopped chief's copy is awaited
+    before the next generation restores (registry.settled_key)."""
+
+    container: str
+    grace_s: float = STOP_GRACE_S
+    chief: bool = False
+
+
 @dataclass(frozen=True)
 class Fence:
     """Take a lost task's registry entry away: if its host comes back, its agent finds it
@@ -77,5 +96,5 @@ class EndJob:
     diagnostics: str
 
 
-Action = (Request | Kill | Fence | PublishSpec | ShowTensorBoard | DumpStacks | TrainingDone
-          | FlexAnswer | EndJob)
+Action = (Request | Kill | Stop | Fence | PublishSpec | ShowTensorBoard | DumpStacks
+          | TrainingDone | FlexAnswer | EndJob)

@@ -46,6 +46,7 @@ class JobCore:
         # (when, how many): the containers the RM last said it holds the job's asks for
         self.pending_heard: tuple[float, int] | None = None
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
+        self.restore_told = 0  # the last generation whose restore its restart line tells
         self.actions: list[Action] = []  # decided for the event at hand
 
     def request(self, task: Task, now: float, why: TaskState | None = None,

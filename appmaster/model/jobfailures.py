@@ -14,12 +14,12 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 
-from appmaster.common import registry
+from appmaster.common import frameworks, registry
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import FailurePolicy, Framework, JobState, Role, TaskState
+from appmaster.common.vocabulary import FailurePolicy, JobState, Role, TaskState
 from appmaster.model.failurewindow import FailureWindow
 from appmaster.model.history import Mark
-from appmaster.model.jobactions import EndJob, Fence, Kill
+from appmaster.model.jobactions import CHIEF_STOP_GRACE_S, STOP_GRACE_S, EndJob, Fence, Kill, Stop
 from appmaster.model.jobcore import JobCore
 from appmaster.model.jobmessages import (
     failure_text,
@@ -60,7 +60,7 @@ class FailureRules:
 
     def stop(self, task: Task) -> None:
         """End ``task``'s container: the job's doing, not its failure."""
-        self.core.actions.append(Kill(task.container))
+        self.core.actions.append(self.ending(task))
 
     def exited(self, now: float, container: str, exit_code: int | None,
                failure: str) -> EndJob | None:
@@ -262,8 +262,8 @@ class FailureRules:
     def _replaceable(self, task: Task) -> bool:
         """A plain worker of TensorFlow: not the chief (worker 0 in a job without a
         chiefworker). A PyTorch or JAX group cannot go on with a rank missing: none is."""
-        return (self.plan.framework == Framework.TENSORFLOW and task.role == Role.WORKER
-                and task.key != self.plan.chief)
+        return (frameworks.of(self.plan.framework).replaces_workers_alone
+                and task.role == Role.WORKER and task.key != self.plan.chief)
 
     def restart_generation(self, failed: Task | None, now: float,
                            why: TaskState = TaskState.REQUESTED) -> None:
@@ -277,8 +277,9 @@ class FailureRules:
             log.info("%s failed with it: not counted", task.name)  # it fell with the cluster
         for task in self.table.tasks.values():
             if task.container in self.table.by_container:  # its end is the job's doing
+                ending = self.ending(task)
                 core.drop(task.container, now, f"stopped: generation {core.generation} began")
-                core.actions.append(Kill(task.container))
+                core.actions.append(ending)
             if task is not failed:
                 task.attempt += 1
             self.table.move(task, why if task is failed else TaskState.REQUESTED)
@@ -286,6 +287,14 @@ class FailureRules:
         log.info("restarting every task as generation %d after %s", core.generation,
                  "a flex" if failed is None else f"{failed.name} failed")
         core.request_all(now)
+
+    def ending(self, task: Task) -> Stop | Kill:
+        """How tfyarn ends a task it no longer needs: a running script is asked to stop
+        (the chief's work dir then goes up in full); any other container is killed."""
+        if task.state != TaskState.RUNNING:
+            return Kill(task.container)
+        chief = task.key == self.plan.chief
+        return Stop(task.container, CHIEF_STOP_GRACE_S if chief else STOP_GRACE_S, chief)
 
     def cluster_verdict_due(self) -> float | None:
         """When YARN's verdict on a killed ps or chief is due at the latest, if one is

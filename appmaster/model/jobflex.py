@@ -15,41 +15,42 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from appmaster.common import frameworks
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.vocabulary import TF_ROLES, JobState, Role
+from appmaster.common.vocabulary import JobState, Role
 from appmaster.model.history import Mark
 from appmaster.model.jobcore import JobCore
 from appmaster.model.jobfailures import FailureRules
 
 log = logging.getLogger("tfyarn.master")
 
-FLEXIBLE = (Role.WORKER, Role.PS)
-
-
 def flex_refusal(plan: JobPlan, state: JobState, role: str, count: int) -> str | None:
-    """Why the job cannot flex ``role`` to ``count`` now; None: it can."""
+    """Why the job cannot flex ``role`` to ``count`` now; None: it can. What may change is
+    the framework's (appmaster/common/frameworks/: flex_roles), said in its words."""
+    traits = frameworks.of(plan.framework)
+    cluster, flexible = traits.words.cluster, traits.flex_roles
     if role == Role.CHIEFWORKER:
-        return ("the chief worker is one task that drives training: there is exactly 1; "
+        return (f"the chief worker is one task, {traits.words.chief}: there is exactly 1; "
                 "flex the workers instead")
     if role in (Role.EVALUATOR, Role.TENSORBOARD):
-        return (f"the {role} runs beside the TensorFlow cluster, 0 or 1 as resources.json "
-                "gives it; flex changes the cluster's roles (worker, ps)")
-    if role not in TF_ROLES:
-        return f"no role {role!r}: flex takes {', '.join(FLEXIBLE)}"
+        return (f"the {role} runs beside the {cluster}, 0 or 1 as resources.json gives it; "
+                f"flex changes the {cluster}'s {' and '.join(flexible)}s")
+    if role not in flexible:
+        return f"no role {role!r} to flex in a {traits.title} job: flex takes {', '.join(flexible)}"
     current = plan.role(role)
     if current is None:
         return (f"the job started without {role}s: its script was not written for them, "
-                f"and TensorFlow's cluster cannot gain a role (give {role} in resources.json "
+                f"and the {cluster} cannot gain a role (give {role} in resources.json "
                 "for the next job)")
     if count < 1:
-        chief = " (worker 0 is the chief: the job has no chiefworker)" if (
+        chief = f" (worker 0 is {traits.words.chief}: the job has no chiefworker)" if (
             role == Role.WORKER and plan.role(Role.CHIEFWORKER) is None) else ""
-        return f"at least 1 {role}: a TensorFlow cluster keeps each of its roles{chief}"
+        return f"at least 1 {role}: the {cluster} keeps each of its roles{chief}"
     if count == current.instances:
         return f"the job already has {count} {role}(s)"
     if state != JobState.RUNNING:
         return (f"the job is {state.value.lower()}: flex once every task runs (a new "
-                "generation starts from a running one's checkpoint)")
+                f"generation starts from a running one's {traits.words.checkpoint})")
     return None
 
 
@@ -70,7 +71,7 @@ def flex(core: JobCore, rules: FailureRules, role: str, count: int, now: float) 
     roles = tuple(replace(r, instances=count) if r.name == role else r for r in plan.roles)
     core.plan = replace(plan, roles=roles)
     line = (f"{role} flexed from {before} to {count}: cluster restarted as generation "
-            f"{core.generation + 1} from the last checkpoint")
+            f"{core.generation + 1}")
     log.info(line)
     rules.restart_generation(None, now)
     core.note(now, Mark.RESTART, line)

@@ -5,6 +5,8 @@ the plan and of what the job counted, called by the rules."""
 
 from __future__ import annotations
 
+import re
+
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import FailurePolicy, TaskState
 from appmaster.model.jobtasks import Task
@@ -77,10 +79,24 @@ def success_message(clock: PhaseClock, am_attempt: int, restarts: list[str],
     return text
 
 
+def restored_line(mirror: dict) -> str:
+    """What a restarted generation's chief restored (its mirror's report, agent/mirror.py):
+    "restored snapshot.pt of 12:03:10", "restored model.ckpt-100 of 12:03:10 (step 100)",
+    or "restored nothing: the job starts over"."""
+    restored = mirror.get("restored")
+    if not restored:
+        return "restored nothing: the job starts over"
+    text = f"restored {restored}"
+    if mirror.get("restored_written"):
+        text += f" of {mirror['restored_written']}"
+    if step := re.search(r"-(\d+)$", restored):  # TensorFlow's model.ckpt-<step>
+        text += f" (step {step.group(1)})"
+    return text
+
+
 def restart_line(task: Task, how: str, alone: bool, generation: int) -> str:
     """``alone``: the task is replaced by itself, not with the whole cluster."""
     if alone:
         return (f"{task.name} replaced (attempt {task.attempt + 1})" if how == "failed" else
                 f"{task.name} {how}: replaced (attempt {task.attempt + 1})")
-    return (f"{task.name} {how}: cluster restarted as generation {generation + 1} "
-            "from the last checkpoint")
+    return f"{task.name} {how}: cluster restarted as generation {generation + 1}"

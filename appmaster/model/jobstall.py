@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from appmaster.common import frameworks
 from appmaster.common.vocabulary import TaskState
 from appmaster.model import stall
 from appmaster.model.jobactions import DumpStacks, EndJob
@@ -67,8 +68,9 @@ class Watchdog:
         if self.last_fired:
             return f"last fired in generation {self.fired_generation}: {self.last_fired}"
         if "all running" in self.core.clock.marks and not self.heard_any:
+            also = frameworks.of(self.core.plan.framework).steps_also_from
             return ("no progress signal: no task reports a training step "
-                    "(tfyarn.progress.report_step, or the chief's TensorFlow summaries), so "
+                    f"(tfyarn.progress.report_step{f', or {also}' if also else ''}), so "
                     "the stall watchdog (site.global.stall.timeout) judges none")
         return ""
 

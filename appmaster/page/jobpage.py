@@ -16,11 +16,11 @@ import html
 import json
 import time
 
-from appmaster.common import gpus
+from appmaster.common import frameworks, gpus
 from appmaster.model import verdicts
 from appmaster.page import charts
 from appmaster.page.jobpageassets import SCRIPT, STYLE
-from appmaster.page.view import queue_line
+from appmaster.page.view import cluster_words, queue_line
 
 # The task row's own fields, as shown after the task's name, its state and its logs link.
 TASK_COLUMNS = ("address", "node", "restarts", "exit_code", "yarn_container_id", "container")
@@ -263,6 +263,9 @@ def phases_html(view: dict) -> str:
 def spec_html(view: dict) -> str:
     if not view["cluster_spec"]:
         return "<p>not published yet (it is, once every task has registered)</p>"
+    title, line = cluster_words(view)
+    if title != "Cluster spec":
+        return f"<p>{esc(line)}</p>"
     return f"<pre>{esc(json.dumps(view['cluster_spec'], indent=2))}</pre>"
 
 
@@ -283,8 +286,9 @@ def curves_html(view: dict) -> str:
     history = view.get("history") or {}
     training, evaluations = history.get("training", []), history.get("evaluations", [])
     if not training and not evaluations:
-        return ("<p>no summaries yet: the curves start with the chief's first TensorFlow "
-                "summary in its work dir</p>")
+        chief = frameworks.of(view.get("framework") or "tensorflow").words.chief
+        return (f"<p>no summaries yet: the curves start with {esc(chief)}'s first summary "
+                "(an event file) in its work dir</p>")
     x_range, marks = time_range(view), history.get("marks", [])
 
     def over_time(title: str, chart_id: str, value) -> str:
@@ -395,6 +399,6 @@ def render_page(view: dict, live: bool = True, written: float | None = None,
 <section><h2>Restarts</h2>{region("restarts")}</section>
 <section><h2>Start-up phases (this generation)</h2>{region("phases")}</section>
 </div>
-<section><details><summary><h2 style="display:inline">Cluster spec</h2></summary>
+<section><details><summary><h2 style="display:inline">{esc(cluster_words(view)[0])}</h2></summary>
 {region("spec")}</details></section>
 </main>{script}</body></html>"""

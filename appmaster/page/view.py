@@ -8,10 +8,12 @@ Only the standard library: this module runs inside YARN containers.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields
 
+from appmaster.common import frameworks
 from appmaster.common.vocabulary import Role, TaskState
 from appmaster.model import stall, verdicts
 from appmaster.model.job import Job, Task
@@ -111,6 +113,7 @@ class JobView:
     # the stall watchdog's word: its last firing (the stalled tasks and their step), or that
     # no task reports a step (then it judges none); "" otherwise
     watchdog: str = ""
+    framework: str = "tensorflow"  # site.global.framework: the words the views speak
 
     @property
     def chief(self) -> TaskRow | None:
@@ -148,7 +151,7 @@ class JobView:
             progress=job_progress(job), verdicts=verdicts.counts(sum(
                 (task.verdicts for task in tasks), Counter())),
             history=job.history.to_dict(), queue=job.queue.view(now), appmaster=appmaster,
-            watchdog=job.watchdog.summary())
+            watchdog=job.watchdog.summary(), framework=str(job.plan.framework))
 
     def to_dict(self) -> dict:
         view = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -164,6 +167,20 @@ class JobView:
         board = data.get("tensorboard")
         view.tensorboard = TaskRow.from_dict(board) if board else None
         return view
+
+
+def cluster_words(view: dict) -> tuple[str, str]:
+    """The published cluster as its framework speaks of it: a title and one line. A group
+    of ranks: its tasks' addresses in rank order, rank 0's (where the group meets) first."""
+    spec = view.get("cluster_spec")
+    traits = frameworks.of(view.get("framework") or "tensorflow")
+    if not traits.ranks:
+        return "Cluster spec", json.dumps(spec) if spec else ""
+    if not spec:
+        return "Process group", ""
+    addresses = [*spec.get(Role.CHIEFWORKER, []), *spec.get(Role.WORKER, [])]
+    return "Process group", (f"{len(addresses)} container(s) in rank order, rank 0's first "
+                             f"(where the group meets): {', '.join(addresses)}")
 
 
 def queue_line(queue: dict) -> str:

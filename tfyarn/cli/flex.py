@@ -23,11 +23,12 @@ from tfyarn.watch.applications import application_report
 @driver_options
 def flex_command(driver: DriverSettings | None, app_id: str, count: str,
                  as_json: bool) -> None:
-    """Change a running job's number of workers or ps (Slider's flex), e.g. worker=3. A
-    TensorFlow cluster is fixed, so the job restarts as a new generation with the new count,
-    training on from its newest checkpoint. Refused where the role cannot change (the chief
-    worker, the evaluator, TensorBoard, a role the job has none of, fewer than 1) or where the
-    cluster can never hold the job with the new count."""
+    """Change a running job's number of workers (or a TensorFlow job's ps: Slider's flex),
+    e.g. worker=3. A job's cluster is fixed once it started (TensorFlow's cluster, a PyTorch
+    or JAX process group), so the job restarts as a new generation with the new count,
+    training on from its newest checkpoint or snapshot. Refused where the role cannot change
+    (the chief worker, the evaluator, TensorBoard, a role the job has none of, fewer than 1)
+    or where the cluster can never hold the job with the new count."""
     asked = flexing.parse(count)
     with skein_client(driver) as client:
         report = application_report(client, app_id)

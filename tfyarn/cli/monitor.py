@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from appmaster.common.vocabulary import Role, TaskState
-from appmaster.page.view import JobView, TaskRow, queue_line
+from appmaster.page.view import JobView, TaskRow, cluster_words, queue_line
 from tfyarn.cli import exitcodes
 from tfyarn.cli.options import driver_options, iso_time
 from tfyarn.errors import TfyarnError
@@ -133,8 +133,9 @@ def _show_status(report, as_json: bool, show_all: bool, role: str | None,
     if gpu_lines := jobview.gpu_lines(view):
         click.echo("\nGPUs (as each task saw them; its script gets CUDA_VISIBLE_DEVICES):")
         click.echo("\n".join(gpu_lines))
-    if view.cluster_spec:
-        click.echo(f"\nCluster spec: {json.dumps(view.cluster_spec)}")
+    title, line = cluster_words(view.to_dict())
+    if line:
+        click.echo(f"\n{title}: {line}")
     for line in [*jobview.progress_lines(view, time.time()),
                  *jobview.storage_lines(view, time.time()), *jobview.verdict_lines(view),
                  *jobview.liveness_lines(view)]:
@@ -228,14 +229,18 @@ def default_user(driver: DriverSettings | None) -> str:
 @click.option("--index", type=int, default=None, help="Task index within the role.")
 @click.option("--all", "every", is_flag=True,
               help="Every log file of every container, the AppMaster's and YARN's own "
-                   "(launch scripts, prelaunch.err) included.")
+                   "(launch scripts, prelaunch.err) included; YARN's directory.info listings "
+                   "of the containers' files only with --directory-info.")
+@click.option("--directory-info", is_flag=True,
+              help="With --all: YARN's directory.info listing of each container's files too.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new output until the job ends.")
 @click.option("--json", "as_json", is_flag=True,
               help="Machine-readable output: a list of {role, index, container, node, stream, "
                    "text}, one per log file (live: each file's last 64 KB).")
 @driver_options
 def logs_command(driver: DriverSettings | None, app_id: str, role: str | None,
-                 index: int | None, every: bool, follow: bool, as_json: bool) -> None:
+                 index: int | None, every: bool, directory_info: bool, follow: bool,
+                 as_json: bool) -> None:
     """The tasks' output: live from the nodes while the job runs, from YARN after it ends
     (where the cluster aggregates logs)."""
     if as_json and follow:
@@ -248,7 +253,7 @@ def logs_command(driver: DriverSettings | None, app_id: str, role: str | None,
     with report_source(driver) as client:
         report = application_report(client, app_id)
         if whole:
-            _print_whole_logs(app_id, every, as_json)
+            _print_whole_logs(app_id, every, as_json, directory_info)
             return
         if str(report.state) in FINAL_STATES:
             _print_aggregated_logs(app_id, role, index, as_json,
@@ -346,17 +351,24 @@ def log_entries(text: str, every: bool = False) -> list[dict]:
     return entries
 
 
-def _print_whole_logs(app_id: str, every: bool, as_json: bool) -> None:
+def _print_whole_logs(app_id: str, every: bool, as_json: bool,
+                      directory_info: bool = False) -> None:
     """--all (every file) or --role appmaster (the AppMaster's files)."""
     logs = joblogs.files(joblogs.fetch(app_id) or "") if every else joblogs.appmaster_files(app_id)
     if not logs:
         raise joblogs.not_aggregated(app_id)
+    left_out = 0
+    if not directory_info:
+        logs, left_out = joblogs.without_listings(logs)
     if as_json:
         click.echo(json.dumps([{"role": APPMASTER_ROLE if log.appmaster else None,
                                 "container": log.container, "node": log.node,
                                 "file": log.name, "text": log.text} for log in logs], indent=2))
         return
     click.echo("\n".join(joblogs.show(log) for log in logs))
+    if left_out:
+        click.echo(f"[tfyarn] {left_out} {joblogs.DIRECTORY_LISTING} listing(s) of the "
+                   "containers' files left out: --all --directory-info shows them")
 
 
 def _print_aggregated_logs(app_id: str, role: str | None, index: int | None,

@@ -6,14 +6,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from appmaster.common.jobplan import GROUPLESS_ROLES, RolePlan
+from appmaster.common import frameworks
+from appmaster.common.frameworks.base import processes_misfit
+from appmaster.common.jobplan import RolePlan
 from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
     FAILURE_POLICIES,
     FAILURE_POLICY,
     FAILURE_THRESHOLD,
-    FRAMEWORK,
     GPUS,
     INSTANCES,
     JOB_SCOPE,
@@ -35,7 +36,7 @@ from appmaster.common.settings import (
     setting,
     settings,
 )
-from appmaster.common.vocabulary import FailurePolicy, Framework, Role
+from appmaster.common.vocabulary import FailurePolicy, Role
 from tfyarn.jobconfig import memory, sliderkeys
 from tfyarn.jobconfig.documents import (
     Checker,
@@ -288,17 +289,8 @@ def _processes(s: _Settings, gpus: int | None) -> int | None:
     if processes is None or processes == 1 or found is None:
         return processes
     value, where = found
-    if s.name not in (Role.CHIEFWORKER, Role.WORKER):
-        s.c.add(where, f"a {s.name} runs one process per container",
-                'remove it (or give "1"); it is for the chiefworker and workers of a PyTorch '
-                'or JAX job (if written in "global", write it in those components instead).',
-                value=value)
-        return None
-    if gpus and gpus % processes:
-        s.c.add(where, f"{gpus} GPUs per container ({GPUS.key}) cannot be shared evenly by "
-                f"{processes} processes: each process gets {GPUS.key} / {PROCESSES.key} GPUs",
-                f'give a number that divides {gpus}, e.g. "{gpus}" (one GPU each), or change '
-                f'"{GPUS.key}".', value=value)
+    if misfit := processes_misfit(s.name, processes, gpus or 0):
+        s.c.add(where, misfit.message, misfit.fix, value=value)
         return None
     return processes
 
@@ -390,38 +382,8 @@ def check_stall_timeouts(c: Checker, components: Sequence[RolePlan],
 
 
 def check_roles_fit(c: Checker, components: Sequence[RolePlan], framework: str) -> None:
-    """A PyTorch or JAX job's tasks are the ranks of one group: no ps to serve it, no
-    evaluator beside it (appmaster.common.jobplan.GROUPLESS_ROLES)."""
-    _check_processes_fit(c, components, framework)
-    if framework == Framework.TENSORFLOW:
-        return
-    for role in components:
-        if role.name in GROUPLESS_ROLES and role.instances > 0:
-            c.add(key_path("components", role.name, INSTANCES.key),
-                  f'a {role.name} has no place in a job whose "{FRAMEWORK.key}" is '
-                  f'"{framework}": its tasks are the ranks of one process group',
-                  f'remove the "{role.name}" component (or set its instances to "0"): '
-                  "chiefworker and workers are the ranks, the chief (else worker 0) rank 0; "
-                  "evaluate in the script, on rank 0.", value=str(role.instances))
-
-
-def _check_processes_fit(c: Checker, components: Sequence[RolePlan], framework: str) -> None:
-    """Several processes per container: a PyTorch or JAX group's, as many in each container
-    (a rank is container index * processes + local rank)."""
-    group = {role.name: role.processes for role in components
-             if role.name in (Role.CHIEFWORKER, Role.WORKER) and role.instances > 0}
-    for name, processes in group.items():
-        where = key_path("components", name, PROCESSES.key)
-        if framework == Framework.TENSORFLOW and processes > 1:
-            c.add(where, f'TensorFlow runs one process per task ("{FRAMEWORK.key}" is '
-                  f'"{framework}")', f'remove it (here or in "global", or give "1") and raise '
-                  f'"{INSTANCES.key}" instead; several processes per container are for '
-                  '"pytorch" and "jax" jobs.',
-                  value=str(processes))
-            return
-    if len(set(group.values())) > 1:
-        c.add(key_path("components", Role.WORKER, PROCESSES.key),
-              f"the chiefworker runs {group[Role.CHIEFWORKER]} processes per container and each "
-              f"worker {group[Role.WORKER]}: every container of the group runs as many",
-              f'give the chiefworker and the workers the same "{PROCESSES.key}" (or write it '
-              'once, in "global").', value=str(group[Role.WORKER]))
+    """The roles the job's framework has no place for (appmaster/common/frameworks/: a ps
+    beside a PyTorch or JAX group, several processes per TensorFlow task...), each at its key."""
+    for misfit in frameworks.of(framework).misfits(components):
+        c.add(key_path("components", misfit.role, misfit.setting.key), misfit.message,
+              misfit.fix, value=misfit.value)

@@ -37,6 +37,9 @@ READER_DIR = Path(__file__).parent.parent / "data"  # tfyarn.data, which trainin
 READER_PACK = "tfyarn"
 # tfyarn.preemption and tfyarn.progress: scripts import them
 SCRIPT_MODULES = (READER_DIR.parent / "preemption.py", READER_DIR.parent / "progress.py")
+# what jax.distributed.initialize() needs to find tfyarn's cluster (tfyarn/jaxcluster.py)
+JAX_CLUSTER_MODULE = READER_DIR.parent / "jaxcluster.py"
+JAX_STARTUP_DIR = READER_DIR.parent / "jaxstartup"
 
 
 LAUNCH_ERROR_FILE = "tfyarn-launch.stderr"  # YARN quotes a failed container's *stderr*
@@ -84,14 +87,15 @@ def interpreter_check(python: str, module: str) -> str:
 
 def reader_package(into: Path) -> Path:
     """A package ``tfyarn`` holding only what scripts import (tfyarn.data, tfyarn.preemption,
-    tfyarn.progress),
-    for the tasks: their Python (a packed env, a Docker image) need not have tfyarn
-    installed, and $PWD is first on their path."""
+    tfyarn.progress, tfyarn.jaxcluster), for the tasks: their Python (a packed env, a Docker
+    image) need not have tfyarn installed, and $PWD is first on their path."""
     package = into / "tfyarn"
     shutil.copytree(READER_DIR, package / "data", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    for module in SCRIPT_MODULES:
+    for module in (*SCRIPT_MODULES, JAX_CLUSTER_MODULE):
         shutil.copy2(module, package / module.name)  # its time: cached
+    shutil.copytree(JAX_STARTUP_DIR, package / JAX_STARTUP_DIR.name, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
     init = package / "__init__.py"
     init.write_text('"""tfyarn.data, shipped with the job."""\n')
     # The pack is cached on HDFS by its content (codepack.upload): same file, same bytes.

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from appmaster.common import frameworks
+from appmaster.common.settings import FRAMEWORK
 from tfyarn.submission.environments import JobEnvironmentError
 
 # A framework's import name -> the distributions that install it, normalized (PEP 503).
@@ -28,14 +30,18 @@ PROVIDERS["keras"] = PROVIDERS["tensorflow"] | {"keras", "tf-keras"}
 PROVIDERS["torch"] = frozenset({"torch"})
 PROVIDERS["jax"] = frozenset({"jax"})
 NAMES = {"tensorflow": "TensorFlow", "keras": "Keras", "torch": "PyTorch", "jax": "JAX"}
-# site.global.framework -> the import name its tasks need whatever the script imports
-NAMED = {"tensorflow": "tensorflow", "pytorch": "torch", "jax": "jax"}
 # How each is installed in the env to ship (the hint)
 INSTALL = {"tensorflow": "install tfyarn's [tf] extra in this env "
                          "(pip install \"<tfyarn's wheel>[tf]\")",
            "keras": "pip install keras in this env", "torch": "pip install torch in this env",
            "jax": "pip install \"jax[cpu]\" (or jax[cuda12] on GPU nodes) in this env"}
 MAX_MODULES = 200  # local modules followed from the entry script: a bound, not a limit met
+
+
+def named_package(framework: str) -> str | None:
+    """The import name a job's tasks need because site.global.framework names it, whatever
+    the script imports (None: TensorFlow's scripts say so by importing it)."""
+    return frameworks.of(framework).package
 
 
 def normalized(name: str) -> str:
@@ -100,8 +106,8 @@ def missing(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
     other than TensorFlow, whose scripts say so by importing it), that no distribution in
     ``site_dirs`` provides."""
     needed = frameworks_needed(entry, scripts_dir)
-    if framework != "tensorflow":
-        needed.setdefault(NAMED[framework], entry)
+    if package := named_package(framework):
+        needed.setdefault(package, entry)
     if not needed:
         return []
     have = installed(site_dirs)
@@ -118,8 +124,8 @@ def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
         return
     what = " and ".join(NAMES[gap.framework] for gap in gaps)
     files = ", ".join(sorted({
-        f'site.global.framework is "{framework}"' if gap.framework == NAMED[framework]
-        and framework != "tensorflow" else f"{gap.script} imports {gap.framework}"
+        f'{FRAMEWORK.key} is "{framework}"' if gap.framework == named_package(framework)
+        else f"{gap.script} imports {gap.framework}"
         for gap in gaps}))
     install = "; ".join(dict.fromkeys(INSTALL[gap.framework] for gap in gaps))
     raise JobEnvironmentError(

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from appmaster.common import frameworks
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.pageguard import FLAG_FILE
@@ -25,7 +26,7 @@ from appmaster.common.settings import (
     JOB_SCOPE,
     SETTINGS,
 )
-from appmaster.common.vocabulary import FailurePolicy, Framework, Role
+from appmaster.common.vocabulary import FailurePolicy, Role
 from tfyarn.jobconfig import JobConfig
 from tfyarn.jobconfig.model import BUILT_IN, JOB_FILE
 from tfyarn.submission import amneeds, environments
@@ -157,7 +158,7 @@ def plan_document(job: JobConfig, plan: JobPlan, extras: AppSpecExtras) -> dict:
         ]
         roles.append({
             **role.to_dict(),  # every field of the role's plan, by its name
-            "restarts": restart_limit(role, group=plan.framework != Framework.TENSORFLOW),
+            "restarts": restart_limit(role, group=frameworks.of(plan.framework).ranks),
             "tasks_shown": shown, "commands": commands,
             "tf_config_task": [spec.tf_config(role.name, i)["task"] for i in shown],
         })

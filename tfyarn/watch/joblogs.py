@@ -71,6 +71,17 @@ def files(text: str) -> list[LogFile]:
     return [LogFile(*parts) for parts in jobview.aggregated_log_files(text)]
 
 
+# YARN's listing of each container's directory (1.4 MB a container with torch's env): not
+# the job's output, shown by `tfyarn logs --all` only when asked for
+DIRECTORY_LISTING = "directory.info"
+
+
+def without_listings(logs: list[LogFile]) -> tuple[list[LogFile], int]:
+    """The log files but YARN's directory listings, and how many were left out."""
+    kept = [log for log in logs if log.name != DIRECTORY_LISTING]
+    return kept, len(logs) - len(kept)
+
+
 def appmaster_files(app_id: str) -> list[LogFile]:
     """The AppMaster's log files, of each of its attempts."""
     text = fetch(app_id, AM_FILES)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import requests
 
-from appmaster.common import gpus
+from appmaster.common import frameworks, gpus
 from appmaster.common.vocabulary import STAGES, STAGES_REACHED, WAITING, TaskState
 from appmaster.model import verdicts
 from appmaster.page.view import JobView, TaskRow
@@ -346,9 +346,12 @@ def storage_lines(view: JobView, now: float) -> list[str]:
         if mirror.get("last_sync") or mirror.get("error"):
             synced = (f"{now - mirror['last_sync']:.0f} s ago" if mirror.get("last_sync")
                       else "not yet")
+            if frameworks.of(view.framework).ranks:  # its snapshots are files like others
+                on_hdfs = f"{mirror.get('files_up') or 0} file(s) copied up"
+            else:
+                on_hdfs = f"newest checkpoint on HDFS {mirror.get('last_checkpoint') or 'none yet'}"
             lines.append(f"  {name} mirrors its local dir every {mirror['interval_s']:.0f} s: "
-                         f"synced {synced}, newest checkpoint on HDFS "
-                         f"{mirror.get('last_checkpoint') or 'none yet'}")
+                         f"synced {synced}, {on_hdfs}")
         if mirror.get("error"):
             lines.append(f"  {name}: mirroring failing for {now - mirror['failing_since']:.0f} s "
                          f"(retrying): {mirror['error']}")
