@@ -9,8 +9,9 @@ its host, asked for by the patched AppMaster.
 
 In CI: 3.3.6 (the oldest) and 3.4.3 (the newest 3.4), each about 3 minutes with its cluster's
 start. TFYARN_RELEASES=3.3.6,3.4.0,... names others on demand. Each release's cluster
-starts here and stops at the end of its tests (unless it was running), while the other
-lanes' tests wait (`alone`): two clusters at once would not fit a 2-core machine.
+starts here and stops at the end of its tests (unless it was running), one at a time in one
+lane, beside the other lanes' tests on the shared cluster (its job is light: an interpreter
+every node has, nothing localized).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import lanes
 import pytest
 from barenodes import client_environ, node_python
 from conftest import LocalCluster
@@ -32,8 +32,7 @@ from tfyarn.hadoop import amjar
 from tfyarn.localyarn import cluster, releases
 from tfyarn.localyarn.layout import Layout
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone,
-              pytest.mark.xdist_group("releases")]  # one lane: one cluster at a time
+pytestmark = [pytest.mark.yarn, pytest.mark.xdist_group("releases")]  # one cluster at a time
 
 RELEASES = tuple(os.environ.get("TFYARN_RELEASES", "3.3.6,3.4.3").split(","))
 RECOVERY_S = 120
@@ -46,22 +45,21 @@ def state_dir(version: str) -> Path:
 
 
 @pytest.fixture(scope="module", params=RELEASES)
-def release_cluster(request: pytest.FixtureRequest, lanes_dir: Path) -> Iterator[LocalCluster]:
-    """The release's cluster, while no other lane's test runs (`alone`, for its life)."""
+def release_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """The release's cluster, for this module's tests."""
     version = request.param
     layout = Layout(state_dir(version), hadoop_version=version,
                     port_offset=releases.port_window(version))
-    with lanes.on_the_cluster(lanes_dir, alone=True):
-        started_here = not cluster.is_running(layout)
+    started_here = not cluster.is_running(layout)
+    if started_here:
+        cluster.up(layout)
+    try:
+        env = cluster.client_environment(layout)
+        with client_environ(env):
+            yield LocalCluster(layout, env)
+    finally:
         if started_here:
-            cluster.up(layout)
-        try:
-            env = cluster.client_environment(layout)
-            with client_environ(env):
-                yield LocalCluster(layout, env)
-        finally:
-            if started_here:
-                cluster.down(layout)
+            cluster.down(layout)
 
 
 def test_a_job_with_a_strict_ps_and_a_killed_worker_succeeds(
