@@ -32,7 +32,9 @@ TIMEOUT = 60.0
 
 
 def test_a_track_is_stalled_only_past_the_timeout_since_its_step_last_changed() -> None:
-    track = stall.StepTrack.first(5, 100.0)
+    track = stall.StepTrack.first(4, 0.0)
+    assert stall.stalled({"a": track}, 1000.0, lambda name: TIMEOUT) == []  # its first step
+    track.heard(5, 100.0)
     track.heard(5, 150.0)  # the same step again is no progress
     def timeout(name: str) -> float:
         return TIMEOUT
@@ -46,7 +48,7 @@ def test_a_track_is_stalled_only_past_the_timeout_since_its_step_last_changed() 
 
 def test_behind_are_the_stalled_tasks_at_the_lowest_step() -> None:
     tracks = {"a": stall.StepTrack.first(30, 0.0), "b": stall.StepTrack.first(29, 0.0),
-              "c": stall.StepTrack.first(29, 0.0)}
+              "c": stall.StepTrack.first(29, 0.0)}  # behind: whatever moved or not
     assert stall.behind(tracks, ["a", "b", "c"]) == ["b", "c"]
     assert stall.behind(tracks, ["a"]) == ["a"]
     assert stall.behind(tracks, []) == []
@@ -138,10 +140,11 @@ def test_a_stalled_rank_gets_every_stack_then_its_group_restarts_counted_as_stal
 def test_a_rank_that_moves_during_the_grace_is_not_judged() -> None:
     cluster = Cluster(group_plan())
     cluster.everyone_running()
-    report(cluster, {("chiefworker", 0): 1, ("worker", 0): 1, ("worker", 1): 1})
+    for step in (1, 2):
+        report(cluster, {("chiefworker", 0): step, ("worker", 0): step, ("worker", 1): step})
     cluster.tick(TIMEOUT + 1)
-    cluster.apply(cluster.job.on_tick(cluster.now))  # fired: the stacks
-    report(cluster, {("chiefworker", 0): 2, ("worker", 0): 2, ("worker", 1): 2})
+    assert any(isinstance(a, DumpStacks) for a in cluster.apply(cluster.job.on_tick(cluster.now)))
+    report(cluster, {("chiefworker", 0): 3, ("worker", 0): 3, ("worker", 1): 3})
     cluster.tick(STACKS_GRACE_S)
     cluster.apply(cluster.job.on_tick(cluster.now))
     assert not cluster.killed and cluster.job.generation == 0
@@ -150,7 +153,8 @@ def test_a_rank_that_moves_during_the_grace_is_not_judged() -> None:
 def test_a_stalled_parameter_server_worker_is_replaced_alone() -> None:
     cluster = Cluster(plan(workers=2, stall_timeout_s=TIMEOUT))
     cluster.everyone_running()
-    report(cluster, {("worker", 0): 10, ("worker", 1): 12})
+    report(cluster, {("worker", 0): 9, ("worker", 1): 11})
+    report(cluster, {("worker", 0): 10, ("worker", 1): 12})  # past their first step
     cluster.tick(20)
     report(cluster, {("worker", 1): 40})
     cluster.tick(TIMEOUT - 10)
@@ -168,6 +172,7 @@ def test_past_the_threshold_a_stall_fails_the_job() -> None:
     for _ in range(3):
         cluster.everyone_running()
         report(cluster, {("worker", 0): 1})
+        report(cluster, {("worker", 0): 2})
         cluster.tick(TIMEOUT + 1)
         cluster.apply(cluster.job.on_tick(cluster.now))
         cluster.tick(STACKS_GRACE_S)

@@ -5,10 +5,11 @@ A task's steps come from its processes (``tfyarn.progress.report_step`` or the f
 writes, appmaster/agent/steps.py) or from the chief's TensorFlow summaries; the master
 stamps each change with its own clock, so no host's clock matters.
 
-- **Stalled**: a task whose step has not changed for the stall timeout, once it reported
-  a first step in its current container. Before its first step nothing is judged: graph
-  building, data loading and compilation may take any time, and a script that reports no
-  steps at all is never judged.
+- **Stalled**: a task whose step has not changed for the stall timeout, once its step
+  moved in its current container (a second step after its first). Before that nothing is
+  judged: graph building, data loading and compilation (which a step reported as it begins
+  spends inside the first step) may take any time, and a script that reports no steps at
+  all is never judged.
 - **Behind**: of the stalled tasks, those at the lowest step: in a group that waits on one
   rank, the others are stopped in the next collective with a step as high or higher.
 - **Straggler**: a task whose step rate over the last :data:`RATE_WINDOW_S` is below
@@ -68,10 +69,16 @@ class StepTrack:
     def still_for(self, now: float) -> float:
         return now - self.changed_at
 
+    @property
+    def moved(self) -> bool:
+        """Whether its step changed since its first report: its first step is behind it."""
+        return len(self.samples) > 1 or self.samples[0][1] != self.step
+
 
 def stalled(tracks: Mapping[K, StepTrack], now: float, timeout: Callable[[K], float]) -> list[K]:
-    """The tasks whose step stood still past their ``timeout``."""
-    return [key for key, track in tracks.items() if track.still_for(now) > timeout(key)]
+    """The tasks whose step moved, then stood still past their ``timeout``."""
+    return [key for key, track in tracks.items()
+            if track.moved and track.still_for(now) > timeout(key)]
 
 
 def behind(tracks: Mapping[K, StepTrack], keys: list[K]) -> list[K]:
@@ -85,7 +92,8 @@ def behind(tracks: Mapping[K, StepTrack], keys: list[K]) -> list[K]:
 def next_stall_check(tracks: Mapping[K, StepTrack],
                      timeout: Callable[[K], float]) -> float | None:
     """When the first of these tracks would be past its timeout, if none moves before."""
-    return min((track.changed_at + timeout(key) for key, track in tracks.items()), default=None)
+    return min((track.changed_at + timeout(key) for key, track in tracks.items()
+                if track.moved), default=None)
 
 
 def stragglers(rates: Mapping[K, float]) -> list[K]:
