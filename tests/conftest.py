@@ -126,16 +126,35 @@ def yarn_cluster(lanes_dir: Path) -> Iterator[LocalCluster]:
                 shipped.unlink(missing_ok=True)
 
 
+def alone_on_the_cluster(item: pytest.Item | None) -> bool:
+    return (item is not None and "yarn_cluster" in getattr(item, "fixturenames", ())
+            and item.get_closest_marker("alone") is not None)
+
+
+ALONE_STRETCH = lanes.AloneStretch()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """A lane's stretch of `alone` tests has the shared cluster to itself from the first one's
+    setup to the last one's teardown."""
+    shared = lanes.run_dir(item.config._tmp_path_factory.getbasetemp())
+    ALONE_STRETCH.before(shared, alone_on_the_cluster(item))
+    try:
+        yield
+    finally:
+        ALONE_STRETCH.after(alone_on_the_cluster(nextitem))
+
+
 @pytest.fixture(autouse=True)
 def cluster_turn(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test on the shared cluster runs beside other lanes' tests, or (marked `alone`) with
-    the cluster to itself."""
-    if "yarn_cluster" not in request.fixturenames:
+    """A test on the shared cluster runs beside other lanes' tests; one marked `alone` has
+    the cluster to itself (its lane's stretch of them holds the turn)."""
+    if "yarn_cluster" not in request.fixturenames or alone_on_the_cluster(request.node):
         yield
         return
     request.getfixturevalue("yarn_cluster")  # started before the turn is taken
-    alone = request.node.get_closest_marker("alone") is not None
-    with lanes.on_the_cluster(request.getfixturevalue("lanes_dir"), alone):
+    with lanes.on_the_cluster(request.getfixturevalue("lanes_dir"), alone=False):
         yield
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # one id for all lanes of a run; None alone
@@ -62,3 +62,23 @@ def count_lanes(shared: Path, change: int) -> int:
     count.write_text(str(lanes))
     return lanes
 
+
+
+class AloneStretch:
+    """A lane's `alone` tests, run one after another, keep the cluster to themselves for
+    their whole stretch: the turn is taken before the first and given back after the last
+    (when the lane's next test is not `alone`), so the other lanes run beside each other in
+    between rather than waiting at every one of them."""
+
+    def __init__(self) -> None:
+        self.turn: ExitStack | None = None
+
+    def before(self, shared: Path, alone: bool) -> None:
+        if alone and self.turn is None:
+            self.turn = ExitStack()
+            self.turn.enter_context(on_the_cluster(shared, alone=True))
+
+    def after(self, next_alone: bool) -> None:
+        if self.turn is not None and not next_alone:
+            self.turn.close()
+            self.turn = None

@@ -83,3 +83,32 @@ def test_lanes_count_in_and_out(tmp_path: Path) -> None:
     assert lanes.count_lanes(tmp_path, +1) == 2
     assert lanes.count_lanes(tmp_path, -1) == 1
     assert lanes.count_lanes(tmp_path, -1) == 0
+
+
+def alone_stretch(shared: str, log: str, tests: int) -> None:
+    stretch = lanes.AloneStretch()
+    for i in range(tests):
+        stretch.before(Path(shared), alone=True)
+        with open(log, "a") as out:
+            out.write(f"{time.monotonic()} start solo{i}\n")
+        time.sleep(HOLD_S / 2)
+        with open(log, "a") as out:
+            out.write(f"{time.monotonic()} end solo{i}\n")
+        stretch.after(next_alone=i < tests - 1)
+
+
+def test_a_stretch_of_alone_tests_keeps_the_cluster_from_its_first_to_its_last(
+        tmp_path: Path) -> None:
+    log = tmp_path / "turns.log"
+    log.touch()
+    context = multiprocessing.get_context("spawn")
+    solo = context.Process(target=alone_stretch, args=(str(tmp_path), str(log), 3))
+    solo.start()
+    until("the stretch begun", lambda: "start solo0" in log.read_text())
+    other = context.Process(target=take_turn, args=(str(tmp_path), False, str(log), "other"))
+    other.start()
+    for proc in (solo, other):
+        proc.join(30)
+        assert proc.exitcode == 0
+    seen = spans(log)
+    assert seen["other"][0] >= seen["solo2"][1], seen  # not between two of the stretch
