@@ -339,16 +339,19 @@ TASK_LOG = re.compile(rf"({'|'.join(LOG_ROLES)})-(\d+)\.({'|'.join(STREAMS)})")
 def log_entries(text: str, every: bool = False) -> list[dict]:
     """`yarn logs`' output as logs --json shows it: one entry per task log file (``every``:
     per file, the AppMaster's and YARN's included, with its name as "file")."""
-    entries = []
-    for log in joblogs.files(text):
-        if match := TASK_LOG.fullmatch(log.name):
-            entries.append({"role": match[1], "index": int(match[2]), "container": log.container,
-                            "node": log.node, "stream": match[3], "text": log.text})
-        elif every:
-            entries.append({"role": APPMASTER_ROLE if log.appmaster else None, "index": None,
-                            "container": log.container, "node": log.node, "file": log.name,
-                            "text": log.text})
-    return entries
+    return [entry for log in joblogs.files(text) if (entry := log_entry(log, every))]
+
+
+def log_entry(log: joblogs.LogFile, every: bool) -> dict | None:
+    """A task's log file with its role, index and stream; any other file (``every``) by name."""
+    if match := TASK_LOG.fullmatch(log.name):
+        return {"role": match[1], "index": int(match[2]), "container": log.container,
+                "node": log.node, "stream": match[3], "file": log.name, "text": log.text}
+    if every:
+        return {"role": APPMASTER_ROLE if log.appmaster else None, "index": None,
+                "container": log.container, "node": log.node, "file": log.name,
+                "text": log.text}
+    return None
 
 
 def _print_whole_logs(app_id: str, every: bool, as_json: bool,
@@ -361,9 +364,7 @@ def _print_whole_logs(app_id: str, every: bool, as_json: bool,
     if not directory_info:
         logs, left_out = joblogs.without_listings(logs)
     if as_json:
-        click.echo(json.dumps([{"role": APPMASTER_ROLE if log.appmaster else None,
-                                "container": log.container, "node": log.node,
-                                "file": log.name, "text": log.text} for log in logs], indent=2))
+        click.echo(json.dumps([log_entry(log, every=True) for log in logs], indent=2))
         return
     click.echo("\n".join(joblogs.show(log) for log in logs))
     if left_out:
