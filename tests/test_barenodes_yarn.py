@@ -73,7 +73,7 @@ def test_an_appmaster_without_its_interpreter_is_named(yarn_cluster, tmp_path: P
     every = run_tfyarn(yarn_cluster, "logs", run.app_id, "--all", "--json")
     assert every.returncode == 0, every.stderr
     assert {"application.driver.log", "application.master.log", "launch_container.sh"} <= {
-        entry["file"] for entry in json.loads(every.stdout)}
+        entry.get("file") for entry in json.loads(every.stdout)}
 
 
 def test_a_task_on_a_node_without_the_interpreter_is_named(yarn_cluster,

@@ -346,7 +346,7 @@ def log_entry(log: joblogs.LogFile, every: bool) -> dict | None:
     """A task's log file with its role, index and stream; any other file (``every``) by name."""
     if match := TASK_LOG.fullmatch(log.name):
         return {"role": match[1], "index": int(match[2]), "container": log.container,
-                "node": log.node, "stream": match[3], "file": log.name, "text": log.text}
+                "node": log.node, "stream": match[3], "text": log.text}
     if every:
         return {"role": APPMASTER_ROLE if log.appmaster else None, "index": None,
                 "container": log.container, "node": log.node, "file": log.name,
