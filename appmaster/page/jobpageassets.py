@@ -21,6 +21,9 @@ table{border-collapse:collapse}
 #task-counts{margin-bottom:8px}
 details.task-group summary{cursor:pointer;padding:4px 0;font-weight:600}
 th,td{padding:4px 8px;text-align:left;border-bottom:1px solid #eaeef2;white-space:nowrap}
+/* a wide job's many columns fit a laptop: long values (container ids, addresses) wrap */
+#task-table td.extra,#task-table td.col-yarn_container_id,#task-table td.col-container,
+#task-table td.col-address,#task-table td.col-node{white-space:normal;overflow-wrap:anywhere}
 thead th{background:#f6f8fa;position:sticky;top:0}
 td.col-yarn_container_id,td.col-address,td.col-node{font-family:ui-monospace,monospace;
  font-size:12.5px}
