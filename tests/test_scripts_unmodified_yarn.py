@@ -74,7 +74,7 @@ def test_a_script_written_for_model_dir_gets_the_dry_runs_work_dir(
                      "--dry-run", "--json", timeout_s=180)
     assert dry.returncode == 0, dry.stdout + dry.stderr
     document = json.loads(dry.stdout)
-    shown = {f"{role['role']}-{index}": shlex.split(command)[-1]
+    shown = {f"{role['name']}-{index}": shlex.split(command)[-1]
              for role in document["roles"]
              for index, command in zip(role["tasks_shown"], role["commands"], strict=True)}
     assert shown == {"ps-0": f"--model_dir={CONTAINER_DIR}/work",
