@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # The test suite: set up, then pytest in lanes (pytest-xdist workers, TFYARN_TEST_WORKERS,
-# 2 by default; 1 runs it in this process). The lanes share one local YARN, which the first
-# to need it starts (or reuses a running one) and the last stops; tests marked `alone` have
-# it to themselves, one after another in a lane of their own, beside the lane of the tests
-# that need no cluster and the secure/HA cluster's lane (tests/conftest.py, tests/lanes.py).
+# 2 by default, at most 3; 1 runs it in this process). Each lane has a local YARN of its own,
+# which it starts (lane 0 reuses a running one) and stops: a test has its lane's cluster to
+# itself (tests/lanes.py, tests/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --for tests  # also the browser, kinit, the test tools

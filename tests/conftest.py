@@ -13,6 +13,7 @@ import lanes
 import pytest
 from barenodes import client_environ, ship_env_to_every_node
 
+from tfyarn.hadoop import keptdriver
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout, default_state_dir
 
@@ -21,6 +22,7 @@ from tfyarn.localyarn.layout import Layout, default_state_dir
 # YARN's placement and timing vary run to run. A second failure fails the run; a first
 # failure still shows, as RERUN in pytest's summary, so it is seen and chased.
 YARN_TEST_RERUNS = 1
+KEPT_DRIVER_IDLE_S = 300  # stopped at the session's end in any case
 
 
 # Fixtures that start a local cluster (its JVMs) or a browser. A test using one, even through
@@ -54,15 +56,11 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 def lane_group(item: pytest.Item) -> str | None:
-    """The lane a test must share with others (xdist_group), if any. xdist hands out the
-    largest groups first: the tests that start no cluster take one lane, those `alone` on
-    the shared cluster another (they run one after another in any case, and so beside the
-    first lane's and the other clusters' tests), the secure and HA cluster's a third. The
-    tests of a module whose own fixtures outlive a test (a job, a venv, data on HDFS) run in
-    one lane, which makes them once."""
+    """The lane a test must share with others (xdist_group), if any. The tests of a module
+    whose own fixtures outlive a test (a job, a venv, data on HDFS) run in one lane, which
+    makes them once; the tests that start no cluster run in one lane, and xdist hands out
+    the largest groups first, so the other lanes start on their clusters' tests."""
     used = set(getattr(item, "fixturenames", ()))
-    if "yarn_cluster" in used and item.get_closest_marker("alone"):
-        return "alone"
     module = item.nodeid.split("::")[0]
     info = getattr(item, "_fixtureinfo", None)
     for name, defs in (info.name2fixturedefs.items() if info else ()):
@@ -92,70 +90,32 @@ class LocalCluster:
     env: dict[str, str]  # os.environ as after `eval "$(tfyarn cluster env)"`
 
 
-@pytest.fixture(scope="session")
-def lanes_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return lanes.run_dir(tmp_path_factory.getbasetemp())
+lanes.point_at_the_lanes_cluster()  # before any test reads the environment
 
 
 @pytest.fixture(scope="session")
-def yarn_cluster(lanes_dir: Path) -> Iterator[LocalCluster]:
-    """Start the local cluster once for every lane (or reuse one already running, and leave
-    it running); the last lane to finish stops the cluster a lane started."""
+def yarn_cluster() -> Iterator[LocalCluster]:
+    """This lane's local cluster (tests/lanes.py): started, or reused if it runs (and then
+    left running), with this interpreter's env shipped to every node. The suite's tfyarn
+    commands keep their skein driver between them, as a user's may (TFYARN_DRIVER_IDLE_S):
+    one JVM for a lane's hundreds of commands rather than one each."""
     layout = Layout(default_state_dir())
-    started, shipped = lanes_dir / "cluster-started", lanes_dir / "env-shipped"
-    with lanes.locked(lanes_dir / "cluster.lock"):
-        lanes.count_lanes(lanes_dir, +1)
-        if not cluster.is_running(layout):
-            cluster.up(layout)
-            started.touch()
-        env = cluster.client_environment(layout)
-        if not shipped.exists():
-            # Every job ships this interpreter's env to the bare nodes: packed and localized
-            # once here, so that no test's timeouts pay for a node's first localization.
-            with client_environ(env):
-                ship_env_to_every_node(layout)
-            shipped.touch()
+    started = not cluster.is_running(layout)
+    if started:
+        cluster.up(layout)
+    drivers = layout.state_dir / "drivers"
+    env = {**cluster.client_environment(layout), keptdriver.IDLE_ENV: str(KEPT_DRIVER_IDLE_S),
+           keptdriver.DIR_ENV: str(drivers)}
     try:
         with client_environ(env):
+            # Every job ships this interpreter's env to the bare nodes: packed and localized
+            # once here, so that no test's timeouts pay for a node's first localization.
+            ship_env_to_every_node(layout)
             yield LocalCluster(layout, env)
     finally:
-        with lanes.locked(lanes_dir / "cluster.lock"):
-            if lanes.count_lanes(lanes_dir, -1) == 0 and started.exists():
-                cluster.down(layout)
-                started.unlink()
-                shipped.unlink(missing_ok=True)
-
-
-def alone_on_the_cluster(item: pytest.Item | None) -> bool:
-    return (item is not None and "yarn_cluster" in getattr(item, "fixturenames", ())
-            and item.get_closest_marker("alone") is not None)
-
-
-ALONE_STRETCH = lanes.AloneStretch()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """A lane's stretch of `alone` tests has the shared cluster to itself from the first one's
-    setup to the last one's teardown."""
-    shared = lanes.run_dir(item.config._tmp_path_factory.getbasetemp())
-    ALONE_STRETCH.before(shared, alone_on_the_cluster(item))
-    try:
-        yield
-    finally:
-        ALONE_STRETCH.after(alone_on_the_cluster(nextitem))
-
-
-@pytest.fixture(autouse=True)
-def cluster_turn(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test on the shared cluster runs beside other lanes' tests; one marked `alone` has
-    the cluster to itself (its lane's stretch of them holds the turn)."""
-    if "yarn_cluster" not in request.fixturenames or alone_on_the_cluster(request.node):
-        yield
-        return
-    request.getfixturevalue("yarn_cluster")  # started before the turn is taken
-    with lanes.on_the_cluster(request.getfixturevalue("lanes_dir"), alone=False):
-        yield
+        keptdriver.stop_all(drivers)
+        if started:
+            cluster.down(layout)
 
 
 @pytest.fixture(scope="session")

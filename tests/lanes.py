@@ -1,84 +1,49 @@
-"""The suite's lanes (pytest-xdist workers) sharing one local cluster.
+"""The suite's lanes (pytest-xdist workers), each with a local cluster of its own.
 
-Every lane uses the same running cluster: the first to need it starts it, the last to finish
-stops it (if a lane started it). A test marked `alone` has that cluster to itself: it waits
-until the tests running in other lanes end, and no lane starts a test on it meanwhile (a gate
-that a waiting `alone` test holds keeps new ones out, so it is not starved).
+A lane runs one test at a time, so a test has its lane's cluster to itself: it may fill a
+queue, stop a node or HDFS, or count every application without waiting for other lanes, and
+no lane ever waits for another. Lane 0 uses the cluster `tfyarn cluster` would (the state dir
+and port offset of TFYARN_CLUSTER_DIR and TFYARN_CLUSTER_PORT_OFFSET, or their defaults;
+reused if it runs); lane k beside it uses the state dir with `-lane<k>` added and the port
+window k steps of LANE_PORT_WINDOW above.
 
-Without xdist there is one lane and nothing to share: every lock is taken at once.
+Without xdist there is one lane: lane 0.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")  # one id for all lanes of a run; None alone
+from tfyarn.localyarn.layout import Layout, default_state_dir
+
+LANE_PORT_WINDOW = 300  # a cluster's ports fit in 300 (tfyarn/localyarn/layout.py, MAX_NODES)
+MAX_LANES = 3  # lane 3's window would reach the throwaway cluster's (tests/test_localyarn.py)
 
 
-def run_dir(base: Path) -> Path:
-    """A directory every lane of this run shares (``base``: a lane's own temp root)."""
-    shared = base.parent / f"lanes-{RUN}" if RUN else base / "lanes"
-    shared.mkdir(parents=True, exist_ok=True)
-    return shared
+def lane_number(worker: str | None = None) -> int:
+    """This process's lane: xdist's worker gw<k> is lane k."""
+    worker = worker if worker is not None else os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker.removeprefix("gw")) if worker else 0
 
 
-@contextmanager
-def locked(path: Path, exclusive: bool = True) -> Iterator[None]:
-    with path.open("a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def lane_cluster(lane: int, state_dir: Path, port_offset: int) -> tuple[Path, int]:
+    """The state dir and port offset of ``lane``'s cluster, beside lane 0's (``state_dir``,
+    ``port_offset``)."""
+    if not 0 <= lane < MAX_LANES:
+        raise ValueError(f"the suite runs in 1 to {MAX_LANES} lanes (TFYARN_TEST_WORKERS), "
+                         f"not {lane + 1}: each lane starts a local cluster of its own")
+    if lane == 0:
+        return state_dir, port_offset
+    own_dir = state_dir.with_name(f"{state_dir.name}-lane{lane}")
+    return own_dir, port_offset + LANE_PORT_WINDOW * lane
 
 
-@contextmanager
-def on_the_cluster(shared: Path, alone: bool) -> Iterator[None]:
-    """A test's turn on the shared cluster: beside others, or alone."""
-    gate, use = shared / "gate.lock", shared / "use.lock"
-    if alone:
-        with locked(gate), locked(use):
-            yield
-        return
-    with locked(gate):  # waits while an `alone` test waits or runs
-        handle = use.open("a+")
-        fcntl.flock(handle, fcntl.LOCK_SH)
-    try:
-        yield
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
-
-
-def count_lanes(shared: Path, change: int) -> int:
-    """Counts a lane in (+1) or out (-1) of what is shared; how many are in now. Called
-    holding the lock of what is shared."""
-    count = shared / "lanes"
-    lanes = (int(count.read_text() or 0) if count.exists() else 0) + change
-    count.write_text(str(lanes))
-    return lanes
-
-
-
-class AloneStretch:
-    """A lane's `alone` tests, run one after another, keep the cluster to themselves for
-    their whole stretch: the turn is taken before the first and given back after the last
-    (when the lane's next test is not `alone`), so the other lanes run beside each other in
-    between rather than waiting at every one of them."""
-
-    def __init__(self) -> None:
-        self.turn: ExitStack | None = None
-
-    def before(self, shared: Path, alone: bool) -> None:
-        if alone and self.turn is None:
-            self.turn = ExitStack()
-            self.turn.enter_context(on_the_cluster(shared, alone=True))
-
-    def after(self, next_alone: bool) -> None:
-        if self.turn is not None and not next_alone:
-            self.turn.close()
-            self.turn = None
+def point_at_the_lanes_cluster() -> None:
+    """Point this process, and every command it starts, at its lane's cluster."""
+    lane = lane_number()
+    state_dir, offset = lane_cluster(lane, default_state_dir(),
+                                     Layout(default_state_dir()).port_offset)
+    if lane:
+        os.environ["TFYARN_CLUSTER_DIR"] = str(state_dir)
+        os.environ["TFYARN_CLUSTER_PORT_OFFSET"] = str(offset)

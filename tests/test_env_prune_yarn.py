@@ -15,7 +15,7 @@ from appmaster.common.storage import RemoteDir
 from tfyarn.localyarn import hdfs as local_hdfs
 from tfyarn.submission import envprune, layeruse
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone]
+pytestmark = pytest.mark.yarn
 
 BOB, CAROL = "tfyarn-test-bob", "tfyarn-test-carol"
 DAY_MS = 86_400_000

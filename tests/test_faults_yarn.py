@@ -695,7 +695,6 @@ time.sleep(60)
 """
 
 
-@pytest.mark.alone
 def test_unschedulable_request_fails_after_allocation_timeout(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
     """The job fits the cluster (pre-flight lets it through), but another application holds

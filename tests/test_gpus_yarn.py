@@ -37,7 +37,7 @@ from jobtools import (
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout, node_managers
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone]  # the gpu node's GPUs are counted and held
+pytestmark = pytest.mark.yarn
 
 TIMEOUT_S = 240
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")

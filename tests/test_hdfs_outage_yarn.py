@@ -20,7 +20,7 @@ from jobtools import JobFiles, prepare_job, run_tfyarn, wait_for, wait_for_hdfs
 from tfyarn.localyarn import daemons, hdfs
 from tfyarn.localyarn.provision import find_java_home
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone]
+pytestmark = pytest.mark.yarn
 WAIT_S = 150
 DOWN_S = 10
 

@@ -20,7 +20,7 @@ from jobtools import JobFiles, prepare_job, prepare_light_job, run_tfyarn, wait_
 from tfyarn.localyarn import cluster, daemons, hosts
 from tfyarn.localyarn.proctable import scan_processes
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone]
+pytestmark = pytest.mark.yarn
 WAIT_S = 240  # each step of a host's loss, on a loaded 2-core machine
 
 TIMEOUT_S = 8  # site.global.task.heartbeat.timeout in these tests

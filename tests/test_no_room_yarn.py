@@ -23,7 +23,7 @@ from test_faults_yarn import Job, assert_failed, submitting
 
 from tfyarn.localyarn import daemons
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone]
+pytestmark = pytest.mark.yarn
 
 SMALL_DISK = "16m"  # the suite's env unpacks to over a GB
 

@@ -120,7 +120,6 @@ def test_the_java_driver_log_shows_only_with_verbose(yarn_cluster):
     assert "INFO skein.Driver: Driver started" in verbose.stderr, verbose.stderr
 
 
-@pytest.mark.alone
 def test_reports_come_from_skein_when_the_rm_web_address_does_not_answer(
         yarn_cluster, skein_client, tmp_path):
     """status/list read the RM's REST API; where it does not answer they fall back to skein's

@@ -19,7 +19,7 @@ import pytest
 from jobtools import prepare_light_job, status_json
 from test_faults_yarn import Job, submitting, task_key, task_processes, wait_until
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone]
+pytestmark = pytest.mark.yarn
 
 RECOVERY_S = 120
 

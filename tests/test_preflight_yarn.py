@@ -148,7 +148,6 @@ def queue_state(yarn_cluster, queue: str, state: str) -> Iterator[None]:
         refresh()
 
 
-@pytest.mark.alone
 def test_a_stopped_queue(yarn_cluster, tmp_path: Path) -> None:
     resources, app_config = prepare_job(tmp_path, components=SMALL_JOB)
     with queue_state(yarn_cluster, "small", "STOPPED"):
@@ -158,7 +157,6 @@ def test_a_stopped_queue(yarn_cluster, tmp_path: Path) -> None:
             "root.urgent)") in output, output
 
 
-@pytest.mark.alone
 def test_what_yarn_refuses_later_reads_plainly(yarn_cluster, skein_client,
                                                 tmp_path: Path) -> None:
     """Past pre-flight (the cluster changed since): YARN's own refusal, once, no frames."""
@@ -179,7 +177,6 @@ ASKING_AGAIN = re.compile(r"worker \d+: no container after \d+ s; asking YARN ag
 WAITING_TURN = re.compile(r"\d+ task\(s\) wait their turn: the ResourceManager holds their asks")
 
 
-@pytest.mark.alone
 def test_a_busy_cluster_only_delays_the_job(yarn_cluster, skein_client, tmp_path: Path) -> None:
     """The gpu node is nearly full for a while: the job is submitted, waits, and runs. The
     wait outlasts REASK_S, but the ResourceManager says it holds every ask the AppMaster made:

@@ -26,7 +26,7 @@ from jobtools import GANG_HOLD_S, gang_job, status_json, submit_together, wait_f
 
 from tfyarn.localyarn import sleepjob
 
-pytestmark = [pytest.mark.yarn, pytest.mark.alone]
+pytestmark = pytest.mark.yarn
 
 FINAL = ("FINISHED", "FAILED", "KILLED")
 JOB_TIMEOUT_S = 600
