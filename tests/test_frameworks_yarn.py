@@ -184,9 +184,6 @@ def assert_stall_recovered(yarn_cluster, job: Job, step: int, stacked_in: str) -
     return view
 
 
-@pytest.mark.skipif(not os.environ.get("TFYARN_STALL"), reason=(
-    "the watchdog names the wrong rank in some runs (worker 0 at step 31 for worker 1 stuck "
-    "after 30; the job recovers): on demand, TFYARN_STALL=1, until that is fixed"))
 def test_keras_on_jax_a_stalled_process_is_found_its_stacks_logged_and_the_group_restarts(
         yarn_cluster, tmp_path: Path, submit_framework: Callable[..., Job]) -> None:
     """examples/keras_jax.py, three containers of one process, each reporting its step

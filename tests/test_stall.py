@@ -137,6 +137,29 @@ def test_a_stalled_rank_gets_every_stack_then_its_group_restarts_counted_as_stal
     assert view.verdicts == {"stalled": 1}
 
 
+def test_the_rank_behind_is_named_though_its_last_step_was_heard_after_the_others() -> None:
+    """Each agent reads its processes' steps on its own beat: the rank that stopped first
+    may be heard last, up to one report interval after the others' next step."""
+    cluster = Cluster(group_plan(progress_interval_s=5.0))
+    cluster.everyone_running()
+    ranks = [("chiefworker", 0), ("worker", 0), ("worker", 1)]
+    for step in range(1, 29):
+        report(cluster, dict.fromkeys(ranks, step))
+        cluster.tick(1.0)
+    report(cluster, {("chiefworker", 0): 30, ("worker", 0): 30})  # waiting in 30's collective
+    cluster.tick(4.0)
+    report(cluster, {("worker", 1): 29})  # its agent's beat came later
+    cluster.tick(TIMEOUT - 4.0 + 0.5)  # past the others' timeout, not yet past worker 1's
+    actions = cluster.apply(cluster.job.on_tick(cluster.now))
+    (dump,) = [a for a in actions if isinstance(a, DumpStacks)]
+    assert ": worker 1 at step 29; every" in dump.why, dump
+    cluster.tick(STACKS_GRACE_S)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.job.tasks[("worker", 1)].verdicts == {"stalled": 1}
+    assert cluster.job.restarts == ["worker 1 stalled at step 29: cluster restarted as "
+                                    "generation 1"]
+
+
 def test_a_rank_that_moves_during_the_grace_is_not_judged() -> None:
     cluster = Cluster(group_plan())
     cluster.everyone_running()

@@ -4,7 +4,11 @@ A running task's steps (appmaster/model/stall.py's :class:`StepTrack`) come from
 processes or the chief's summaries. When some stand still past the timeout, the watchdog
 fires: every process of every task of the generation is asked for its threads' stacks
 (:class:`DumpStacks`), and :data:`STACKS_GRACE_S` later the tasks behind (the lowest step
-among the stalled) that are still stalled are judged: each a failure with the verdict
+among the stalled) that are still stalled are judged. A step is stamped when its agent's
+report comes, and each agent reads its processes' steps on its own beat
+(site.global.progress.interval): a rank that stopped first may be heard last. So the tasks
+within one report interval (and a second) of the timeout count as stalled with the first
+ones, as they are when judged. each a failure with the verdict
 "stalled" (jobfailures.py), which replaces it, or restarts its group. An object handed the
 job's core and its failure rules, as the deadlines are; time is what the master passes in.
 """
@@ -26,6 +30,7 @@ log = logging.getLogger("tfyarn.master")
 # The processes write their stacks within milliseconds of the agent's signal; the agents
 # hear the request at once (a long poll): their containers are ended this much later.
 STACKS_GRACE_S = 3.0
+REPORT_LAG_S = 1.0  # a report's way to the master, beyond the agent's reading beat
 
 
 class Watchdog:
@@ -40,6 +45,10 @@ class Watchdog:
 
     def timeout_s(self, key: Key) -> float:
         return self.core.plan.stall_timeout_for(key[0])
+
+    def heard_late_timeout_s(self, key: Key) -> float:
+        """The timeout less what a report of its step may lag behind the step itself."""
+        return self.timeout_s(key) - self.core.plan.progress_interval_s - REPORT_LAG_S
 
     def heard(self, task: Task, step: int, now: float, summaries: bool = False) -> None:
         """A running task's step. ``summaries``: from the chief's event files, which count
@@ -83,9 +92,9 @@ class Watchdog:
         """Fire on tasks stalled past the timeout; judge them once their stacks are out."""
         tracks = self.tracks()
         if self.firing is None:
-            behind = stall.behind(tracks, stall.stalled(tracks, now, self.timeout_s))
-            if behind:
-                self._fire(behind, tracks, now)
+            if stall.stalled(tracks, now, self.timeout_s):
+                stopped = stall.stalled(tracks, now, self.heard_late_timeout_s)
+                self._fire(stall.behind(tracks, stopped), tracks, now)
             return None
         judged_at, behind = self.firing
         if now < judged_at:
@@ -95,7 +104,7 @@ class Watchdog:
         for key in behind:
             task = self.table.tasks.get(key)
             if (task is None or key not in tracks
-                    or tracks[key].still_for(now) <= self.timeout_s(key)):
+                    or tracks[key].still_for(now) <= self.heard_late_timeout_s(key)):
                 continue  # ended, moved or restarted meanwhile
             end = self.rules.stalled(task, tracks[key].still_for(now), now)
             if end is not None or self.core.generation != generation:
