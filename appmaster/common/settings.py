@@ -75,8 +75,12 @@ _G = APP_PREFIX
 
 def _work_dir_flag(given: Mapping[str, Any]) -> str:
     """Slider's TensorFlow package read its checkpoint dir from --ckp_dir; a script written
-    for torchrun or jax.distributed takes no flag of tfyarn's (TFYARN_WORK_DIR says it)."""
-    if given.get(FRAMEWORK.key, FRAMEWORK.default) != Framework.TENSORFLOW:
+    for torchrun or jax.distributed takes no flag of tfyarn's (TFYARN_WORK_DIR says it): the
+    framework's seam says which (an unknown framework: none, its own check says why)."""
+    from appmaster.common.frameworks import KNOWN  # the seam reads these declarations
+
+    traits = KNOWN.get(str(given.get(FRAMEWORK.key, FRAMEWORK.default)))
+    if traits is None or not traits.work_dir_in_flag:
         return ""
     return "--ckp_dir" if given.get(CHECKPOINT_PREFIX.key) else "--work_dir"
 

@@ -96,7 +96,7 @@ def installed(site_dirs: Iterable[Path]) -> set[str]:
 
 @dataclass(frozen=True)
 class Missing:
-    framework: str  # its import name
+    package: str  # the framework's import name
     script: Path  # the file that imports it
 
 
@@ -122,12 +122,12 @@ def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
     gaps = missing(entry, scripts_dir, site_dirs, framework)
     if not gaps:
         return
-    what = " and ".join(NAMES[gap.framework] for gap in gaps)
+    what = " and ".join(NAMES[gap.package] for gap in gaps)
     files = ", ".join(sorted({
-        f'{FRAMEWORK.key} is "{framework}"' if gap.framework == named_package(framework)
-        else f"{gap.script} imports {gap.framework}"
+        f'{FRAMEWORK.key} is "{framework}"' if gap.package == named_package(framework)
+        else f"{gap.script} imports {gap.package}"
         for gap in gaps}))
-    install = "; ".join(dict.fromkeys(INSTALL[gap.framework] for gap in gaps))
+    install = "; ".join(dict.fromkeys(INSTALL[gap.package] for gap in gaps))
     raise JobEnvironmentError(
         f"the job's script needs {what} ({files}), but the Python env tfyarn would ship to "
         f"the containers, this interpreter's ({prefix}), has no {what} installed.",

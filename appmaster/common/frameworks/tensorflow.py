@@ -9,4 +9,5 @@ TENSORFLOW = FrameworkTraits(
     word=Framework.TENSORFLOW, title="TensorFlow", package=None, ranks=False,
     words=Words(cluster="TensorFlow cluster", checkpoint="checkpoint", task="task",
                 chief="the chief"),
-    flex_roles=(Role.PS, Role.WORKER), steps_also_from="the chief's TensorFlow summaries")
+    flex_roles=(Role.PS, Role.WORKER), steps_also_from="the chief's TensorFlow summaries",
+    work_dir_in_flag=True)
