@@ -49,12 +49,11 @@ def test_each_ask_of_the_patched_appmaster_is_named_and_refused_with_the_stock_o
                               "ps": {"yarn.component.placement.policy": "4"}},
         settings={})
     assert amneeds.needs(plan) == [
-        "components.ps.yarn.component.placement.policy = 4 (ANTI_AFFINITY_REQUIRED: YARN's "
-        "placement constraints)",
-        "components.worker.yarn.component.placement.policy = 1 (STRICT: a task comes back "
-        "only to the host it ran on)",
-        "components.worker.yarn.node.failure.threshold = 2 (leaving a host out: YARN's "
-        "blacklist)"]
+        ("ps.yarn.component.placement.policy", "= 4 (ANTI_AFFINITY_REQUIRED: YARN's "
+         "placement constraints)"),
+        ("worker.yarn.component.placement.policy", "= 1 (STRICT: a task comes back only to "
+         "the host it ran on)"),
+        ("worker.yarn.node.failure.threshold", "= 2 (leaving a host out: YARN's blacklist)")]
     amneeds.check(job, plan, PATCHED)
     with pytest.raises(amneeds.PatchedAppMasterNeeded) as refused:
         amneeds.check(job, plan, STOCK)
@@ -72,7 +71,7 @@ def test_log_patterns_need_the_patched_driver(tmp_path: Path) -> None:
     resources.write_text(json.dumps(document))
     plan = build_plan(load_job(resources, app_config))
     assert amneeds.needs(plan) == [
-        "global.yarn.log.include.patterns (YARN's log aggregation context)"]
+        ("yarn.log.include.patterns", "(YARN's log aggregation context)")]
 
 
 def test_a_job_asking_for_anti_affinity_is_refused_before_submit_without_the_patched_jar(
@@ -88,8 +87,9 @@ def test_a_job_asking_for_anti_affinity_is_refused_before_submit_without_the_pat
         assert result.exit_code == 1, result.output
         assert result.output.startswith(
             "Error: nothing was submitted:\nthe job asks for what only tfyarn's patched skein "
-            f"AppMaster does:\n  {resources}: components.worker.yarn.component.placement.policy"
-            " = 4 (ANTI_AFFINITY_REQUIRED: YARN's placement constraints)\nbut this tfyarn "
+            f"AppMaster does:\n  {resources}: components.worker."
+            '"yarn.component.placement.policy" = 4 (ANTI_AFFINITY_REQUIRED: YARN\'s placement '
+            "constraints)\nbut this tfyarn "
             "submits with skein's stock AppMaster (this tfyarn was built without it: no "
             f"{amjar.jar_name()} in {tmp_path / 'empty'}). Fix: install tfyarn from a wheel"), \
             result.output

@@ -122,3 +122,51 @@ def test_the_dry_run_shows_set_and_its_origin(job: Path, no_cluster) -> None:
     assert bad.exit_code == 1
     assert "nothing was submitted" in bad.output and '--set workers=3: not KEY=VALUE' not in (
         bad.output) and 'unknown key "workers"' in bad.output
+
+
+def submit_dry_run(*args: str):
+    from click.testing import CliRunner
+
+    from tfyarn.cli.main import main
+
+    result = CliRunner().invoke(main, ["submit", "--dry-run", "--skip-preflight", *args])
+    assert result.exit_code == 1, result.output
+    assert "nothing was submitted" in result.output
+    return result.output
+
+
+@pytest.mark.parametrize("key, value, in_file", [
+    ("components.worker.yarn.memory", "abc", 'resources.json: components.worker."yarn.memory"'),
+    ("site.global.registration.timeout", "-5",
+     'appConfig.json: global."site.global.registration.timeout"'),
+    # judged with another setting (twice the interval within the stall timeout's default)
+    ("site.global.progress.interval", "99999",
+     'appConfig.json: global."site.global.progress.interval"'),
+])
+def test_a_bad_value_is_blamed_where_it_was_given(job: Path, no_cluster, key: str, value: str,
+                                                   in_file: str) -> None:
+    """Given with --set, the command line is blamed; the same value in the file, the file."""
+    output = submit_dry_run("--set", f"{key}={value}")
+    assert f"command line: --set {key} = \"{value}\": " in output, output
+    assert ".json" not in output, output
+    if key.startswith("components."):
+        _, component, own = key.split(".", 2)
+        components = {**RESOURCES["components"]}
+        components[component] = {**components[component], own: value}
+        write_doc(job / "resources.json", {**RESOURCES, "components": components})
+    else:
+        write_doc(job / "appConfig.json", {"global": {**APP["global"], key: value}})
+    output = submit_dry_run()
+    assert f'{in_file} = "{value}": ' in output and "command line" not in output, output
+
+
+def test_the_work_dir_checks_name_the_option(job: Path, no_cluster) -> None:
+    """Checked after the files (on the cluster's file system), a value given with --set is
+    named by its option, one in the file by its key."""
+    output = submit_dry_run("--set", "site.global.user.data.dir=hdfs://nosuch/data")
+    assert "--set site.global.user.data.dir = 'hdfs://nosuch/data' names the file system " \
+        "hdfs://nosuch" in output, output
+    write_doc(job / "appConfig.json", {"global": {
+        **APP["global"], "site.global.user.data.dir": "hdfs://nosuch/data"}})
+    output = submit_dry_run()
+    assert "\nsite.global.user.data.dir = 'hdfs://nosuch/data' names" in output, output

@@ -78,12 +78,14 @@ def resource_json(memory: int, vcores: int, gpus: int = 0) -> dict[str, Any]:
 
 
 def job(tmp_path: Path, components: dict[str, dict[str, str]] | None = None,
-        am_label: str | None = None, am_memory_mb: int | None = None) -> list[ContainerAsk]:
-    """The containers of the seed job (ps, chief on the default partition, 2 gpu workers)."""
+        am_label: str | None = None, am_memory_mb: int | None = None,
+        sets: tuple[str, ...] = ()) -> list[ContainerAsk]:
+    """The containers of the seed job (ps, chief on the default partition, 2 gpu workers);
+    ``sets``: --set's KEY=VALUE."""
     resources, app_config = prepare_job(tmp_path, components=components)
-    options = SubmitOptions(am_label=am_label, am_memory=am_memory_mb)
+    options = SubmitOptions(am_label=am_label, am_memory=am_memory_mb, sets=sets)
     config = load_job(resources, app_config, overrides=options.overrides())
-    return job_requests(config, build_plan(config), AppSpecExtras(), options.given())
+    return job_requests(config, build_plan(config), AppSpecExtras())
 
 
 def verdict(tmp_path: Path, queue: str = "default", doc: dict[str, Any] | None = None,
@@ -154,6 +156,42 @@ def test_more_memory_than_the_maximum_allocation(tmp_path: Path) -> None:
     assert "maximum allocation per container, 8192" in found[0]
     assert "yarn.scheduler.maximum-allocation-mb" in found[0]
     assert "Fix: at most 8192" in found[0]
+
+
+def test_a_value_given_with_set_is_named_by_its_option(tmp_path: Path) -> None:
+    """The same refusals, of values the command line gave: each names --set, not the file;
+    every component's key names the option that set it for each component."""
+    found = texts(verdict(tmp_path, sets=("components.worker.yarn.memory=20000",
+                                          "worker.yarn.label.expression=tpu")))
+    assert len(found) == 2, found
+    assert found[0].startswith('command line: --set worker.yarn.label.expression = "tpu": '
+                               'no node label "tpu"'), found
+    assert found[1].startswith("command line: --set components.worker.yarn.memory = 20000: "
+                               ), found
+    assert "Fix: at most 8192" in found[1]
+    (tmp_path / "again").mkdir()
+    found = texts(verdict(tmp_path / "again",
+                          sets=("yarn.vcores=9", "slider-appmaster.yarn.vcores=9")))
+    assert len(found) == 4 and all(line.startswith("command line: --set ") for line in found)
+    assert found[-1].startswith("command line: --set slider-appmaster.yarn.vcores = 9: "), found
+    assert "--set yarn.vcores = 9" in found[0], found
+
+
+def test_a_value_for_every_component_names_global(tmp_path: Path) -> None:
+    """A component's value written in "global" (for every component) is named there; a
+    component's own value at its own key."""
+    resources, app_config = prepare_job(tmp_path, components={"ps": {"yarn.vcores": "9"}})
+    document = json.loads(resources.read_text())
+    document["global"] = {"yarn.memory": "20000"}
+    for own in document["components"].values():
+        own.pop("yarn.memory", None)
+    resources.write_text(json.dumps(document))
+    config = load_job(resources, app_config)
+    found = texts(check(view(), job_requests(config, build_plan(config), AppSpecExtras()),
+                        "default", QUEUE_KEY))
+    assert found and all(line.startswith(f'{resources}: global."yarn.memory" = 20000: ')
+                         for line in found if "yarn.memory" in line), found
+    assert any(f'{resources}: components.ps."yarn.vcores" = 9' in line for line in found)
 
 
 def test_an_unknown_queue(tmp_path: Path) -> None:

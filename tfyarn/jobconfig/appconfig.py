@@ -206,7 +206,14 @@ def _watchdog(c: Checker, settings: dict[str, Any]) -> dict[str, float | None]:
     interval late)."""
     interval = appvalues.seconds(c, settings, PROGRESS_INTERVAL.key)
     timeout = appvalues.seconds(c, settings, STALL_TIMEOUT.key)
-    if interval is not None and timeout is not None and timeout < 2 * interval:
+    if interval is not None and timeout is not None and timeout < 2 * interval and (
+            STALL_TIMEOUT.key not in settings):  # tfyarn's own: the interval given is wrong
+        c.add(key_path("global", PROGRESS_INTERVAL.key),
+              f"above half {STALL_TIMEOUT.key} ({timeout:g} s, its default): a task would be "
+              "judged stalled between two of its progress reports",
+              f'give at most "{timeout / 2:g}" seconds, or a longer {STALL_TIMEOUT.key}.',
+              value=settings[PROGRESS_INTERVAL.key])
+    elif interval is not None and timeout is not None and timeout < 2 * interval:
         c.add(key_path("global", STALL_TIMEOUT.key),
               f"below twice {PROGRESS_INTERVAL.key} ({interval:g} s): a task would be judged "
               "stalled between two of its progress reports",

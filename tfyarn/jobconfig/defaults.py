@@ -43,6 +43,7 @@ from tfyarn.jobconfig.model import (
     APPMASTER,
     BUILT_IN,
     CLUSTER,
+    COMPONENT_NAMES,
     JOB_FILE,
     PERSONAL,
     Problem,
@@ -148,16 +149,27 @@ def effective(
     return dict(sorted(table.items(), key=lambda item: (_group(item[0]), item[0])))
 
 
-def where_set(table: dict[str, SettingValue], app_config: str, key: str) -> tuple[str, str]:
-    """(file, key path) of the appConfig setting ``key`` in a job's ``table`` (effective's):
-    its appConfig.json's, or the defaults file that gave it, for messages about its value
-    (pre-flight's)."""
-    source = table[key][1] if key in table else Source(JOB_FILE)
+def where_set(table: dict[str, SettingValue], job_file: str, key: str) -> tuple[str, str]:
+    """(file, key path) of the setting ``key`` in a job's ``table`` (effective's), for
+    messages about its value (pre-flight's, the work dir's): the option that gave it
+    (COMMAND_LINE), the defaults file that did, or its place in ``job_file`` (the job file
+    that holds such a key: appConfig.json's site.global.*, resources.json's others), also
+    where only tfyarn's own default gives it. ``key`` is named as in the table: a
+    component's own as <component>.<key>, which every component's value gives when the
+    component has none of its own."""
+    first, _, own = key.partition(".")
+    component = first if own and first in COMPONENT_NAMES else None
+    given = key if key in table or component is None else own
+    source = table[given][1] if given in table else Source(BUILT_IN)
     if source.level == COMMAND_LINE and source.path is not None:
         return COMMAND_LINE, source.path
-    if source.level in (JOB_FILE, BUILT_IN) or source.path is None:
-        return app_config, key_path("global", key)
-    return source.path, key_path(key)
+    if source.level not in (JOB_FILE, BUILT_IN) and source.path is not None:
+        return source.path, key_path(given)
+    if key.startswith(APP_PREFIX):
+        return job_file, key_path("global", key)
+    if component is not None and (given == key or source.level == BUILT_IN):
+        return job_file, key_path("components", component, own)  # where to write its own
+    return job_file, key_path("global", given)
 
 
 def _read(source: Source, required: bool, problems: list[Problem]) -> DefaultsFile:

@@ -2,7 +2,9 @@
 setting (`--queue`, `--name`, `--am-memory`, `--am-vcores`).
 
 They beat every file. Each lands where the job files would hold it, so that the same checks
-judge it; a problem with it names the option the user typed, not a file. A key is named as
+judge it; a problem with it names the option the user typed, not a file (OverriddenChecker).
+The checks after the files' (pre-flight's, the work dir's) find where each value came from in
+the job's settings, the same way for every source (defaults.where_set). A key is named as
 `tfyarn config` prints it: `site.global.queue`, `yarn.memory` (every component),
 `worker.yarn.component.instances` (one component's; `components.worker.…` too).
 """

@@ -25,43 +25,47 @@ from appmaster.common.settings import (
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import amjar
 from tfyarn.jobconfig import JobConfig
+from tfyarn.jobconfig.defaults import where_set
 
 
 class PatchedAppMasterNeeded(TfyarnError, RuntimeError):
     """The job asks for what only the patched AppMaster does, and the package has none."""
 
 
-def needs(plan: JobPlan) -> list[str]:
-    """What the plan asks of the patched AppMaster: key paths of resources.json, each with
-    what it needs the AppMaster for."""
+def needs(plan: JobPlan) -> list[tuple[str, str]]:
+    """What the plan asks of the patched AppMaster: each setting that asks it, keyed as
+    `tfyarn config` names it (a component's own as <component>.<key>), with what it asks."""
     found = []
     for role in plan.roles:
-        key = f"components.{role.name}"
+        key = f"{role.name}.{PLACEMENT_POLICY.key}"
         policy = role.placement_policy
         if policy & STRICT:
-            found.append(f"{key}.{PLACEMENT_POLICY.key} = {policy} (STRICT: a task comes back "
-                         "only to the host it ran on)")
+            found.append((key, f"= {policy} (STRICT: a task comes back only to the host it "
+                               "ran on)"))
         if policy & ANTI_AFFINITY_REQUIRED:
-            found.append(f"{key}.{PLACEMENT_POLICY.key} = {policy} (ANTI_AFFINITY_REQUIRED: "
-                         "YARN's placement constraints)")
+            found.append((key, f"= {policy} (ANTI_AFFINITY_REQUIRED: YARN's placement "
+                               "constraints)"))
         if role.node_failure_threshold is not None:
-            found.append(f"{key}.{NODE_FAILURE_THRESHOLD.key} = {role.node_failure_threshold} "
-                         "(leaving a host out: YARN's blacklist)")
+            found.append((f"{role.name}.{NODE_FAILURE_THRESHOLD.key}",
+                          f"= {role.node_failure_threshold} (leaving a host out: YARN's "
+                          "blacklist)"))
     for setting, patterns in ((LOG_INCLUDE, plan.log_include_patterns),
                               (LOG_EXCLUDE, plan.log_exclude_patterns)):
         if patterns:
-            found.append(f"global.{setting.key} (YARN's log aggregation context)")
+            found.append((setting.key, "(YARN's log aggregation context)"))
     return found
 
 
 def check(job: JobConfig, plan: JobPlan, jar: amjar.AppMasterJar | None = None) -> None:
     """Refuse the job if it needs the patched AppMaster and ``jar`` (default: the one a
-    submit would use) is skein's stock one."""
+    submit would use) is skein's stock one; each setting named where it was set."""
     jar = jar or amjar.chosen()
     asked = needs(plan)
     if jar.patched or not asked:
         return
-    lines = "\n".join(f"  {job.client.resources_path}: {need}" for need in asked)
+    resources = str(job.client.resources_path)
+    lines = "\n".join("  {}: {} {}".format(*where_set(job.settings, resources, key), what)
+                      for key, what in asked)
     raise PatchedAppMasterNeeded(
         f"the job asks for what only tfyarn's patched skein AppMaster does:\n{lines}\nbut "
         f"this tfyarn submits with {jar.describe()}.",

@@ -35,6 +35,7 @@ from tfyarn.hadoop.driver import DriverSettings, driver_settings, skein_client
 from tfyarn.jobconfig import JobConfig, load_job
 from tfyarn.jobconfig.datasets import DATA_OPTION
 from tfyarn.jobconfig.defaults import where_set
+from tfyarn.jobconfig.documents import COMMAND_LINE
 from tfyarn.jobconfig.overrides import Override, parse_set
 from tfyarn.security import kerberos
 from tfyarn.submission import amneeds, jobenv, preflight, workdir
@@ -88,12 +89,6 @@ class SubmitOptions:
         return [*(Override(key, value if isinstance(value, list) else str(value), option)
                   for key, value, option in options if value is not None),
                 *(parse_set(text) for text in self.sets)]
-
-    def given(self) -> frozenset[str]:
-        """The AppMaster options set here, by their CLI names (pre-flight names them)."""
-        options = {"--am-memory": self.am_memory, "--am-vcores": self.am_vcores,
-                   "--am-label": self.am_label}
-        return frozenset(option for option, value in options.items() if value is not None)
 
 
 @dataclass(frozen=True)
@@ -152,7 +147,7 @@ def plan_job(resources: FilePath, app_config: FilePath,
         kerberos.check_login(conf)  # before HDFS is asked
         haconf.check_client(conf, ", ".join(map(str, hadoopconf.conf_dirs())))
         workdir.check_plan(  # on HDFS: reachable, writable; the data there
-            plan, data_key=DATA_OPTION if options.data else workdir.DATA_KEY,
+            plan, named=given_by_options(job, app_config, workdir.KEYS),
             checkpoint_prefix=bool(plan.checkpoint_prefix))
     extras = AppSpecExtras(tags=options.tags, web_login=hadoopconf.web_login(conf))
     # Pre-flight against the live cluster (tfyarn/submission/preflight.py), naming what the
@@ -164,11 +159,19 @@ def plan_job(resources: FilePath, app_config: FilePath,
     with in_context(NOTHING_SUBMITTED):  # no active RM of an HA pair, say
         priority = plan.value(APPLICATION_PRIORITY)
         checked = preflight.run_preflight(
-            preflight.job_requests(job, plan, extras, options.given()), plan.queue,
+            preflight.job_requests(job, plan, extras), plan.queue,
             queue_source, None if priority is None else preflight.PriorityAsk(
                 priority, where_set(job.settings, str(app_config),
                                     APPLICATION_PRIORITY.key)))
     return PlannedJob(job, plan, extras, checked)
+
+
+def given_by_options(job: JobConfig, app_config: FilePath,
+                     keys: Sequence[str]) -> dict[str, str]:
+    """The settings among ``keys`` that the command line gave, each -> its option (--data,
+    --set KEY): what messages about their values name instead of the key."""
+    where = {key: where_set(job.settings, str(app_config), key) for key in keys}
+    return {key: option for key, (file, option) in where.items() if file == COMMAND_LINE}
 
 
 def submit(resources: FilePath = "resources.json", app_config: FilePath = "appConfig.json", *,

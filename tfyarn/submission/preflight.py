@@ -41,7 +41,7 @@ from appmaster.common.settings import (
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
 from tfyarn.hadoop import hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
-from tfyarn.jobconfig.documents import COMMAND_LINE, key_path
+from tfyarn.jobconfig.defaults import where_set
 from tfyarn.submission.plan import AppSpecExtras
 
 # What each dimension is called in resources.json, and in YARN's maximum-allocation settings.
@@ -61,31 +61,30 @@ class ContainerAsk:
     count: int
     size: Resources
     label: str
-    file: str
-    keys: Mapping[str, str]  # memory_mb/vcores/gpus/label -> the key (or option) that sets it
+    file: str  # resources.json: what the whole job's problems name
+    # memory_mb/vcores/gpus/label/placement -> (file, key) that set it: the job file's key,
+    # a defaults file's, or the command line's option (defaults.where_set)
+    keys: Mapping[str, tuple[str, str]]
     appmaster: bool = False
     placement_policy: int = 0  # Slider's bit mask (appmaster/common/settings.py)
 
     def problem(self, dimension: str, message: str, fix: str, value: object = None) -> Problem:
-        key = self.keys[dimension]
-        file = COMMAND_LINE if key.startswith("--") else self.file
+        file, key = self.keys[dimension]
         return Problem(file, key, None if value is None else f"{value}", message, fix)
 
 
-def job_requests(job: JobConfig, plan: JobPlan, extras: AppSpecExtras,
-                 given: frozenset[str] = frozenset()) -> list[ContainerAsk]:
-    """Every container the job asks for: the tasks, TensorBoard and the AppMaster.
-
-    ``given`` names the command-line options the user gave (--am-memory, --am-vcores,
-    --am-label), so that problems point at what the user wrote.
-    """
+def job_requests(job: JobConfig, plan: JobPlan, extras: AppSpecExtras) -> list[ContainerAsk]:
+    """Every container the job asks for: the tasks, TensorBoard and the AppMaster, each
+    value named where it was set, so that problems point at what the user wrote."""
     resources = str(job.client.resources_path)
 
-    def component_keys(name: str, label_from_am: bool) -> dict[str, str]:
-        keys = {d: key_path("components", name, k) for d, k in KEYS.items()}
-        keys["label"] = ("--am-label" if label_from_am
-                         else key_path("components", name, LABEL.key))
-        keys["placement"] = key_path("components", name, PLACEMENT_POLICY.key)
+    def where(component: str, key: str) -> tuple[str, str]:
+        return where_set(job.settings, resources, f"{component}.{key}")
+
+    def component_keys(name: str, label_from_am: bool) -> dict[str, tuple[str, str]]:
+        keys = {d: where(name, k) for d, k in KEYS.items()}
+        keys["label"] = where(APPMASTER if label_from_am else name, LABEL.key)
+        keys["placement"] = where(name, PLACEMENT_POLICY.key)
         return keys
 
     def role_request(role: RolePlan) -> ContainerAsk:
@@ -97,13 +96,10 @@ def job_requests(job: JobConfig, plan: JobPlan, extras: AppSpecExtras,
                             placement_policy=role.placement_policy)
 
     containers = [role_request(r) for r in (*plan.roles, *plan.side_roles)]
-    am_keys = component_keys(APPMASTER, "--am-label" in given)
-    for option, dimension in (("--am-memory", "memory_mb"), ("--am-vcores", "vcores")):
-        if option in given:
-            am_keys[dimension] = option
     containers.append(ContainerAsk("AppMaster", 1,
                                  Resources(plan.am_memory_mb, plan.am_vcores),
-                                 plan.am_label or "", resources, am_keys, appmaster=True))
+                                 plan.am_label or "", resources,
+                                 component_keys(APPMASTER, False), appmaster=True))
     return containers
 
 

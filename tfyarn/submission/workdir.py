@@ -25,6 +25,7 @@ WORK_DIR_KEY = settings.WORK_DIR.key
 CHECKPOINT_PREFIX_KEY = settings.CHECKPOINT_PREFIX.key  # Slider's: <prefix>/<name>.<app id>
 DATA_DIR_KEY = settings.DATA_DIR.key  # Slider's: training data, localized by YARN
 DATA_KEY = settings.DATA.key  # hdfs:///path#name entries, localized by YARN
+KEYS = (WORK_DIR_KEY, CHECKPOINT_PREFIX_KEY, DATA_DIR_KEY, DATA_KEY)  # what check_plan judges
 LOCAL_DEFAULT = str(Path.home() / "tfyarn" / "jobs" / "${APP_ID}")
 CHECK_TIMEOUT_S = 20.0
 
@@ -51,19 +52,22 @@ def fixed_part(work_dir: str) -> str:
     return work_dir.split("${", 1)[0].rsplit("/", 1)[0]
 
 
-def check_plan(plan, environ: Mapping[str, str] | None = None, data_key: str = DATA_KEY,
-               checkpoint_prefix: bool = False) -> None:
+def check_plan(plan, environ: Mapping[str, str] | None = None,
+               named: Mapping[str, str] | None = None, checkpoint_prefix: bool = False) -> None:
     """The work dir (or Slider's checkpoint prefix, ``checkpoint_prefix``) and the data of a
-    JobPlan; ``data_key`` names where its site.global.data entries came from (the key, or
-    --data)."""
+    JobPlan; ``named``: how messages name a setting whose value the command line gave (its
+    key -> the option, e.g. --data), the others by their keys."""
+    named = named or {}
     if checkpoint_prefix:  # <prefix>/<name>.${APP_ID}: the prefix was written
-        check(fixed_part(plan.work_dir), environ, key=CHECKPOINT_PREFIX_KEY)
+        check(fixed_part(plan.work_dir), environ, key=CHECKPOINT_PREFIX_KEY,
+              name=named.get(CHECKPOINT_PREFIX_KEY))
     else:
-        check(plan.work_dir, environ)
+        check(plan.work_dir, environ, name=named.get(WORK_DIR_KEY))
     if plan.data_dir:
-        check_data_dir(plan.data_dir, environ)
+        check_data_dir(plan.data_dir, environ, named.get(DATA_DIR_KEY, DATA_DIR_KEY))
     if plan.data:
-        check_data({entry.name: entry.url for entry in plan.data}, environ, data_key)
+        check_data({entry.name: entry.url for entry in plan.data}, environ,
+                   named.get(DATA_KEY, DATA_KEY))
 
 
 def qualified(url: str, environ: Mapping[str, str] | None = None) -> str:
@@ -99,8 +103,9 @@ def _check_url(url: str, environ: Mapping[str, str], key: str, example: str) -> 
 
 
 def check(work_dir: str, environ: Mapping[str, str] | None = None,
-          key: str = WORK_DIR_KEY) -> None:
-    """Refuse, before anything is submitted, a work dir the job could not use."""
+          key: str = WORK_DIR_KEY, name: str | None = None) -> None:
+    """Refuse, before anything is submitted, a work dir the job could not use; messages
+    name it ``name`` (the option that gave it), else by its ``key``."""
     environ = os.environ if environ is None else environ
     parts = urlsplit(work_dir)
     if not parts.scheme or parts.scheme == "file":
@@ -108,6 +113,7 @@ def check(work_dir: str, environ: Mapping[str, str] | None = None,
     example = default_work_dir(environ)
     if key == CHECKPOINT_PREFIX_KEY:
         example = example.replace("/tfyarn/jobs/${APP_ID}", "/checkpoints")
+    key = name or key
     _check_url(work_dir, environ, key, example)
     directory = fixed_part(work_dir)
     try:
@@ -124,11 +130,13 @@ def check(work_dir: str, environ: Mapping[str, str] | None = None,
             f"such as {example}).") from None
 
 
-def check_data_dir(data_dir: str, environ: Mapping[str, str] | None = None) -> None:
-    """Slider's training data dir: on the cluster's file system, a directory holding files."""
+def check_data_dir(data_dir: str, environ: Mapping[str, str] | None = None,
+                   key: str = DATA_DIR_KEY) -> None:
+    """Slider's training data dir: on the cluster's file system, a directory holding files;
+    messages name it ``key`` (or the option that gave it)."""
     environ = os.environ if environ is None else environ
     example = default_work_dir(environ).replace("/tfyarn/jobs/${APP_ID}", "/mnist-data")
-    _check_url(data_dir, environ, DATA_DIR_KEY, example)
+    _check_url(data_dir, environ, key, example)
 
     def look() -> str | None:
         remote = RemoteDir(data_dir)
@@ -144,12 +152,12 @@ def check_data_dir(data_dir: str, environ: Mapping[str, str] | None = None) -> N
         problem = bounded(look, CHECK_TIMEOUT_S, what=f"The NameNode of {data_dir}")
     except StorageError as exc:
         raise WorkDirError(
-            f"{DATA_DIR_KEY} = {data_dir!r}: cannot read it: {exc}. Fix: check that the "
+            f"{key} = {data_dir!r}: cannot read it: {exc}. Fix: check that the "
             f"NameNode is up and reachable from here (`hdfs dfs -ls {data_dir}`) and that you "
             "may read it.") from None
     if problem:
         raise WorkDirError(
-            f"{DATA_DIR_KEY} = {data_dir!r}: {problem}; every task gets a copy of that "
+            f"{key} = {data_dir!r}: {problem}; every task gets a copy of that "
             f"directory's files as --data_dir. Fix: put the training data there first "
             f"(`hdfs dfs -put <files> {data_dir}`), or name the directory that holds it.")
 
