@@ -170,3 +170,15 @@ def test_the_work_dir_checks_name_the_option(job: Path, no_cluster) -> None:
         **APP["global"], "site.global.user.data.dir": "hdfs://nosuch/data"}})
     output = submit_dry_run()
     assert "\nsite.global.user.data.dir = 'hdfs://nosuch/data' names" in output, output
+
+
+def test_every_components_value_is_blamed_on_set_where_each_component_is_judged(
+        job: Path) -> None:
+    """A key for every component lands in "global": the checks that judge it per component
+    (with the component's other settings) name the option, not the component in the file."""
+    found = problems("yarn.stall.timeout.seconds=5")  # the same for ps and worker: once
+    assert len(found) == 1 and found[0].startswith(
+        'command line: --set yarn.stall.timeout.seconds = "5": below twice '), found
+    found = problems("yarn.processes.per.container=2")
+    assert len(found) == 2 and all(line.startswith(
+        'command line: --set yarn.processes.per.container = "2": ') for line in found), found

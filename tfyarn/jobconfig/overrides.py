@@ -155,12 +155,14 @@ def apply(overrides: Sequence[Override], resources_doc: dict[str, Any] | None,
             own[o.setting_key] = o.value
             in_resources[key_path("components", o.component, o.setting_key)] = o.option
         elif resources_global is not None:
-            # every component's: in "global", and over each component's own value
+            # every component's: in "global", and over each component's own value; a check of
+            # one component's value (against its other settings) names the option too
             resources_global[o.key] = o.value
             in_resources[key_path("global", o.key)] = o.option
             for name, own in components.items():
-                if isinstance(own, dict) and o.key in own:
-                    own[o.key] = o.value
+                if isinstance(own, dict):
+                    if o.key in own:
+                        own[o.key] = o.value
                     in_resources[key_path("components", name, o.key)] = o.option
     return in_resources, in_app
 
