@@ -170,9 +170,9 @@ class JobPlan:
     # script gets --data_dir; None: no --data_dir
     data_dir: str | None = None
     # site.global.user.scripts.work_dir_flag: the flag that names the task's local work dir;
-    # "": none. Its default is worked out by its declaration (Slider's --ckp_dir with
-    # site.global.user.checkpoint.prefix)
-    work_dir_flag: str = settings.WORK_DIR_FLAG.default_for({})
+    # "": none. Its default is the framework's (frameworks.work_dir_flag: Slider's --ckp_dir
+    # with site.global.user.checkpoint.prefix)
+    work_dir_flag: str = frameworks.work_dir_flag({})
     # an agent silent this long: its task is lost
     heartbeat_timeout_s: float = settings.HEARTBEAT_TIMEOUT.default
     # how often agents report their processes' steps; a step standing still this long: stalled

@@ -11,7 +11,7 @@ Adding a setting: docs/architecture.md, "Adding a setting".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,13 +46,6 @@ class Setting:
     # its attribute in the job's spec (JobPlan, RolePlan) or ClientFacts; "": an appConfig
     # setting checked by its kind alone and carried by key (JobPlan.value reads either)
     field: str = ""
-    # its default worked out from the other settings of its file (keys to values, as
-    # written), where a fixed one would not do
-    derived: Callable[[Mapping[str, Any]], Any] | None = None
-
-    def default_for(self, given: Mapping[str, Any]) -> Any:
-        """The value a file that does not give this setting gets, the others being ``given``."""
-        return self.derived(given) if self.derived is not None else self.default
 
     @property
     def shown_default(self) -> str:
@@ -71,18 +64,6 @@ FAILURE_THRESHOLD_MEANING = (
 )
 
 _G = APP_PREFIX
-
-
-def _work_dir_flag(given: Mapping[str, Any]) -> str:
-    """Slider's TensorFlow package read its checkpoint dir from --ckp_dir; a script written
-    for torchrun or jax.distributed takes no flag of tfyarn's (TFYARN_WORK_DIR says it): the
-    framework's seam says which (an unknown framework: none, its own check says why)."""
-    from appmaster.common.frameworks import KNOWN  # the seam reads these declarations
-
-    traits = KNOWN.get(str(given.get(FRAMEWORK.key, FRAMEWORK.default)))
-    if traits is None or not traits.work_dir_in_flag:
-        return ""
-    return "--ckp_dir" if given.get(CHECKPOINT_PREFIX.key) else "--work_dir"
 
 
 # resources.json: each component's (or "global"'s, for every component)
@@ -247,7 +228,7 @@ WORK_DIR_FLAG = Setting(
     "scripts written for e.g. --model_dir, --train_dir, --logdir or --checkpoint_dir; "
     '"" for none (a script that defines no such flag)',
     default_text="--work_dir (--ckp_dir with site.global.user.checkpoint.prefix)",
-    example="--model_dir", field="work_dir_flag", derived=_work_dir_flag)
+    example="--model_dir", field="work_dir_flag")  # its default: frameworks.work_dir_flag
 
 FRAMEWORK = Setting(
     _G + "framework", APP_SCOPE, "choice",

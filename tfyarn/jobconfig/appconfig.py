@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from appmaster.common import frameworks
 from appmaster.common.settings import (
     ALLOCATION_TIMEOUT,
     AM_MAX_ATTEMPTS,
@@ -380,7 +381,7 @@ def _work_dir_flag(c: Checker, settings: dict[str, Any]) -> str:
     """The flag that names the task's local work dir: ``--name``, or "" for none; absent,
     its declaration's default for these settings."""
     if WORK_DIR_FLAG.key not in settings:
-        return WORK_DIR_FLAG.default_for(settings)
+        return frameworks.work_dir_flag(settings)
     value = settings[WORK_DIR_FLAG.key]
     flag = value.strip() if isinstance(value, str) else None
     if flag is None or (flag and not _FLAG.fullmatch(flag)):
@@ -390,7 +391,7 @@ def _work_dir_flag(c: Checker, settings: dict[str, Any]) -> str:
               'write the flag your script reads its model or checkpoint dir from, e.g. '
               '"--model_dir", or "" if it has none (the path is in TFYARN_WORK_DIR).',
               value=value)
-        return WORK_DIR_FLAG.default_for(settings)
+        return frameworks.work_dir_flag(settings)
     return flag
 
 

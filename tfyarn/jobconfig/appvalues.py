@@ -19,9 +19,9 @@ def by_kind(c: Checker, settings: dict[str, Any], s: Setting) -> Any:
     if s.kind == "seconds":
         return seconds(c, settings, s.key)
     if s.kind == "text":
-        return text(c, settings, s.key, s.example) or s.default_for(settings)
+        return text(c, settings, s.key, s.example) or s.default
     if s.key not in settings:
-        return s.default_for(settings)
+        return s.default
     value, where = settings[s.key], key_path("global", s.key)
     if s.kind == "whole":
         number = as_int(value)
@@ -43,7 +43,7 @@ def by_kind(c: Checker, settings: dict[str, Any], s: Setting) -> Any:
               value=value)
     else:
         raise TypeError(f"{s.key}: a {s.kind} setting needs a field and a check of its own")
-    return s.default_for({})
+    return s.default
 
 
 def text(c: Checker, settings: dict[str, Any], key: str, example: str) -> str | None:

@@ -93,9 +93,9 @@ class FrameworkTraits:
     environment: Environment | None = None  # a rank's variables (ranks only)
     # where training steps come from besides tfyarn.progress (the stall watchdog's signal)
     steps_also_from: str = ""
-    # its scripts are told their work dir in a flag by default (Slider's --work_dir, or
-    # --ckp_dir); False: in TFYARN_WORK_DIR only (site.global.user.scripts.work_dir_flag)
-    work_dir_in_flag: bool = False
+    # the flag its scripts are told their work dir in where the job names none
+    # (site.global.user.scripts.work_dir_flag); "": in TFYARN_WORK_DIR only
+    work_dir_flag: str = ""
 
     @property
     def replaces_workers_alone(self) -> bool:

@@ -10,4 +10,4 @@ TENSORFLOW = FrameworkTraits(
     words=Words(cluster="TensorFlow cluster", checkpoint="checkpoint", task="task",
                 chief="the chief"),
     flex_roles=(Role.PS, Role.WORKER), steps_also_from="the chief's TensorFlow summaries",
-    work_dir_in_flag=True)
+    work_dir_flag="--work_dir")
