@@ -8,11 +8,14 @@ training state after each epoch: the chief into ``<work_dir>/backup/chief`` (mir
 by tfyarn), the others into temporary dirs (the save is collective). A restarted cluster
 finds the chief's backup in every task's work dir (tfyarn restores it from HDFS) and `fit`
 goes on from its epoch. The `TensorBoard` callback writes summaries to
-``<work_dir>/tensorboard``; the chief writes ``<work_dir>/result.json``.
+``<work_dir>/tensorboard``; the chief writes ``<work_dir>/result.json``. Each task reports its
+step as each batch begins; ``--stall_at STEP --stall_task TYPE:INDEX`` (TF_CONFIG's names) makes
+that task stop after that step in the job's first generation and sleep.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -23,6 +26,7 @@ from keras_support import (
     global_step,
     load_tf_keras,
     step_pause,
+    step_progress,
     step_tensorboard,
     synthetic_dataset,
 )
@@ -30,6 +34,11 @@ from keras_support import (
 
 def main(argv: list[str]) -> int:
     args, tf_config = tf2_start(argv, __doc__)
+    stall = argparse.ArgumentParser()
+    stall.add_argument("--stall_at", type=int, default=None)
+    stall.add_argument("--stall_task", default="worker:1")
+    stall_args, _others = stall.parse_known_args(argv)
+    task = tf_config["task"]
     chief = is_chief(tf_config)
     tf, keras = load_tf_keras()  # before anything imports TensorFlow
     import numpy as np
@@ -51,6 +60,8 @@ def main(argv: list[str]) -> int:
             # on the other tasks Keras writes into a temporary dir of its own
             step_tensorboard(keras, os.path.join(args.work_dir, "tensorboard")),
             *step_pause(keras, args.step_sleep, args.save_every),
+            step_progress(keras, model, stall_args.stall_at,
+                          stall_args.stall_task == f"{task['type']}:{task['index']}"),
         ],
         verbose=2 if chief else 0,
     )

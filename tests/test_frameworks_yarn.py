@@ -149,12 +149,17 @@ STALL_SETTINGS = {"stall.timeout": "20", "progress.interval": "2"}
 STALL_TIMEOUT_S, PROGRESS_INTERVAL_S = 20, 2
 
 
-def assert_stall_recovered(yarn_cluster, job: Job, step: int, stacked_in: str) -> dict:
-    """The job, whose worker 1 stalled after ``step`` in generation 0 (its script printed
-    "stalling after step N at <time>"), SUCCEEDED after the watchdog fired within its time
-    plus the report interval, with worker 1 named stalled at ``step`` (the verdict stalled,
-    counted), every rank's thread stacks in `tfyarn logs` (worker 1's inside
-    ``stacked_in``), and its group restarted as generation 1. The view, for more checks."""
+THREE_WORKERS = frozenset({("worker", 0), ("worker", 1), ("worker", 2)})
+
+
+def assert_stall_recovered(yarn_cluster, job: Job, step: int, stacked_in: str,
+                           ranks: frozenset[tuple[str, int]] = THREE_WORKERS) -> dict:
+    """The job of ``ranks``, whose worker 1 stalled after ``step`` in generation 0 (its
+    script printed "stalling after step N at <time>"), SUCCEEDED after the watchdog fired
+    within its time plus the report interval, with worker 1 named stalled at ``step`` (the
+    verdict stalled, counted), every rank's thread stacks in `tfyarn logs` (worker 1's
+    inside ``stacked_in``), and its group restarted as generation 1. The view, for more
+    checks."""
     app = job.final()
     assert_succeeded(job, app)
     (restart,) = restarts_of(app["diagnostics"])
@@ -168,7 +173,7 @@ def assert_stall_recovered(yarn_cluster, job: Job, step: int, stacked_in: str) -
     files = json.loads(logs.stdout)
     stacks = {(f["role"], f["index"]): f["text"] for f in files
               if f["stream"] == "stderr" and "most recent call first" in f["text"]}
-    assert set(stacks) == {("worker", 0), ("worker", 1), ("worker", 2)}, stacks
+    assert set(stacks) == ranks, stacks
     assert stacked_in in stacks[("worker", 1)], stacks[("worker", 1)]  # where it sleeps
     stalled_at = float(re.search(r"stalling after step \d+ at ([\d.]+)", "".join(
         f["text"] for f in files)).group(1))

@@ -32,6 +32,7 @@ from test_faults_yarn import (
     restarts_of,
     wait_until,
 )
+from test_frameworks_yarn import STALL_SETTINGS, assert_stall_recovered
 
 from tfyarn.localyarn.layout import GPU_LABEL
 
@@ -157,6 +158,29 @@ def test_keras_example_resumes_from_hdfs(
     assert result["global_step"] >= LONG_STEPS, result
     assert_restored_from_hdfs(job, "chiefworker-0.stdout", saved, CHECKPOINT_STATE[example])
     job.assert_no_process_left()
+
+
+# The stall watchdog's proof is test_frameworks_yarn.py's Keras-on-JAX stall, in every run;
+# this is its variant on TensorFlow's collectives (which have no timeout of their own).
+@pytest.mark.skipif(not os.environ.get("TFYARN_LONG"),
+                    reason="the stall watchdog on MultiWorkerMirrored: TFYARN_LONG=1 runs it")
+def test_keras_mwms_a_stalled_worker_is_found_its_stacks_logged_and_the_group_restarts(
+        yarn_cluster, submit, tmp_path: Path) -> None:
+    """examples/keras_mwms.py, a chief and two workers reporting their steps: worker 1 sleeps
+    after step 130 in generation 0, the others wait for it in the next all-reduce. The
+    watchdog names worker 1, every task writes its stacks, the cluster restarts from the
+    chief's `BackupAndRestore` state on HDFS and the job SUCCEEDS."""
+    job = submit(*keras_job(
+        tmp_path, "keras_mwms", [*LONG_ARGS, "--stall_at", "130", "--stall_task", "worker:1"],
+        components={"chiefworker": {"yarn.container.failure.threshold": "1"},
+                    "worker": {"yarn.component.instances": "2",
+                               "yarn.container.failure.threshold": "1"}},
+        settings={**MIRROR, **STALL_SETTINGS}))
+    assert_stall_recovered(yarn_cluster, job, 130, "on_train_batch_end", ranks=frozenset(
+        {("chiefworker", 0), ("worker", 0), ("worker", 1)}))
+    result = job.result()
+    assert result["first_global_step"] >= SAVE_EVERY and result["global_step"] >= LONG_STEPS, (
+        result)  # resumed from a backup, trained to the end
 
 
 def wait_for_hdfs_checkpoint(job: Job, example: str, at_least: int) -> int:

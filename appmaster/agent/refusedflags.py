@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from appmaster.common.settings import WORK_DIR_FLAG
+from appmaster.common.settings import DATA, DATA_DIR, WORK_DIR_FLAG
 
 WORK_DIR_FLAG_KEY = WORK_DIR_FLAG.key
 CLUSTER_FLAGS = ("--ps_hosts", "--worker_hosts", "--job_name", "--task_index")
@@ -48,7 +48,7 @@ def refused_flag_hint(stderr: str, work_dir_flag: str, data_dir: bool = False) -
         elif data_dir and flag == DATA_DIR_FLAG:
             hints.append(
                 f"the script does not define {flag}, which tfyarn passes every task of a job "
-                "with data (site.global.data, site.global.user.data.dir): define it (the path "
+                f"with data ({DATA.key}, {DATA_DIR.key}): define it (the path "
                 "is also in TFYARN_DATA_DIR).")
         elif flag in CLUSTER_FLAGS:
             hints.append(

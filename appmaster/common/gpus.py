@@ -35,6 +35,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from appmaster.common.settings import GPUS
+
 QUERY_FIELDS = ("index", "uuid", "name", "memory.total", "pci.bus_id")
 QUERY_COMMAND = ("nvidia-smi", f"--query-gpu={','.join(QUERY_FIELDS)}",
                  "--format=csv,noheader,nounits")
@@ -100,7 +102,7 @@ def query(runner=subprocess.run, timeout_s: float = QUERY_TIMEOUT_S) -> list[Gpu
         raise GpuError(
             "nvidia-smi is not on this container's PATH, so which GPUs it may use is unknown "
             f"(PATH={os.environ.get('PATH', '')}). Fix: install the NVIDIA driver's nvidia-smi "
-            "on the node (or in the Docker image), or ask for no GPU (yarn.gpus 0)") from exc
+            f"on the node (or in the Docker image), or ask for no GPU ({GPUS.key} 0)") from exc
     except subprocess.TimeoutExpired as exc:
         raise GpuError(f"nvidia-smi gave no answer in {timeout_s:.0f} s") from exc
     except OSError as exc:

@@ -60,8 +60,8 @@ class SuccessPolicy(Word):
 
 class TaskState(Word):
     """Where one task stands, from its container request to its end (each state's meaning:
-    ``meaning``). The moves between them, and why each is made, are
-    appmaster/model/jobtasks.py's table (``MOVES``)."""
+    appmaster/page/view.py's ``STATE_MEANINGS``). The moves between them, and why each is
+    made, are appmaster/model/jobtasks.py's table (``MOVES``)."""
 
     # Asked of YARN, not given yet; the state says why it was asked for.
     REQUESTED = "requested"
@@ -92,46 +92,6 @@ class TaskState(Word):
     def waiting(self) -> bool:
         """Asked of YARN and not given yet, whatever the reason it was asked for."""
         return self in WAITING
-
-    @property
-    def meaning(self) -> str:
-        """What the state tells a user (`tfyarn status`, the job page, the reference)."""
-        return _MEANINGS[self]
-
-
-_MEANINGS = {
-    TaskState.REQUESTED: "its container is asked of YARN: the job's first request, or a new "
-                         "generation's",
-    TaskState.REPLACING: "its container failed (counted against its role's failure "
-                         "threshold): a new one is asked of YARN",
-    TaskState.LOST: "its agent went silent past the heartbeat timeout, or YARN lost its node "
-                    "(counted): a new container is asked of YARN",
-    TaskState.PREEMPTED: "YARN took its container back (preempted for another queue, or "
-                         "killed by the ResourceManager; not counted): asked for again",
-    TaskState.STALLED: "its script made no training progress for the stall timeout "
-                       "(site.global.stall.timeout): every rank wrote its threads' stacks "
-                       "to its logs, and it is counted as a failure and restarted (its "
-                       "whole group, for a PyTorch, JAX or MultiWorkerMirrored job)",
-    TaskState.QUEUED: "part of the job's containers could not come: it gave its container "
-                      "back (or withdrew its request), so that the queue's other "
-                      "applications may use it, and the job asks for every such task again "
-                      "after a random backoff (site.global.allocation.hold)",
-    TaskState.ALLOCATED: "YARN gave its container; its files (the packed env...) are being "
-                         "localized on the node",
-    TaskState.STARTED: "its agent runs in the container and holds the task's port",
-    TaskState.REGISTERED: "its address is exported; the cluster spec waits for the others",
-    TaskState.RUNNING: "its script runs",
-    TaskState.KILLED: "its script was killed by a signal: YARN's word on why (memory, "
-                      "preemption) is awaited for a few seconds before it is judged",
-    TaskState.FAILING: "its script failed: it is counted and replaced within seconds, unless "
-                       "a parameter server or the chief failed meanwhile (then the whole "
-                       "cluster restarts, uncounted for it)",
-    TaskState.FINISHED: "its script exited 0",
-    TaskState.FAILED: "it failed past its role's failure threshold, or was dropped (failure "
-                      "policy ignore): the job starts it no more",
-    TaskState.STOPPED: "still running when the job ended: tfyarn stopped it",
-}
-assert set(_MEANINGS) == set(TaskState)
 
 
 # The states of a task whose container YARN has not given yet.

@@ -24,6 +24,7 @@ import skein
 from appmaster.common import agentlink, hdfstokens, registry
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.registry import APPMASTER_BUILD_ENV, AgentState, AgentStatus
+from appmaster.common.settings import NODE_FAILURE_THRESHOLD
 from appmaster.common.vocabulary import JobState, Role, TaskState
 from appmaster.master import attempts, clusterwatch, rendezvous
 from appmaster.master.stopping import Stopping
@@ -229,8 +230,8 @@ class Master:
             self.app.kv.put(registry.BLACKLIST_KEY, self.placement.blacklist().encode())
             kept = (" (kept open for a STRICT task's return: the job's other tasks are asked "
                     "for on other hosts only)" if task.host in self.placement.held() else "")
-            log.warning("%s failed on %s: the job uses that host no more "
-                        "(yarn.node.failure.threshold)%s", task.name, task.host, kept)
+            log.warning("%s failed on %s: the job uses that host no more (%s)%s", task.name,
+                        task.host, NODE_FAILURE_THRESHOLD.key, kept)
 
     def on_deadline(self, now: float) -> EndJob | None:
         self.stopping.kill_late(now)

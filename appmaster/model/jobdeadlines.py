@@ -11,6 +11,12 @@ import logging
 import math
 
 from appmaster.common.jobplan import JobPlan
+from appmaster.common.settings import (
+    ALLOCATION_TIMEOUT,
+    DEADLINE,
+    EVALUATION_TIMEOUT,
+    REGISTRATION_TIMEOUT,
+)
 from appmaster.common.vocabulary import WAITING, JobState, TaskState
 from appmaster.model.jobactions import EndJob, Kill
 from appmaster.model.jobcore import JobCore
@@ -123,13 +129,13 @@ class Deadlines:
         plan = self.plan
         if plan.deadline_s and now >= self.core.started_at + plan.deadline_s:
             return EndJob(JobState.FAILED, f"The job ran past its deadline of "
-                          f"{plan.deadline_s:.0f} s (site.global.job.deadline) and was "
+                          f"{plan.deadline_s:.0f} s ({DEADLINE.key}) and was "
                           "stopped.")
         if self.core.state == JobState.EVALUATING:
             if self.evaluation_deadline is not None and now >= self.evaluation_deadline:
                 return EndJob(JobState.SUCCEEDED, self.core.success(
                     f"The evaluator did not finish the last checkpoint within "
-                    f"{plan.evaluation_timeout_s:.0f} s (site.global.evaluation.timeout) "
+                    f"{plan.evaluation_timeout_s:.0f} s ({EVALUATION_TIMEOUT.key}) "
                     "and was stopped."))
             return None  # the TensorFlow tasks are gone: nothing else to wait for
         waiting = self._not_given()
@@ -149,14 +155,14 @@ class Deadlines:
         waiting += self.table.index.in_state(TaskState.QUEUED)
         if waiting and now >= self.allocation_deadline:
             lines = [f"YARN did not allocate {len(waiting)} container(s) within "
-                     f"{plan.allocation_timeout_s:.0f} s (site.global.allocation.timeout):"]
+                     f"{plan.allocation_timeout_s:.0f} s ({ALLOCATION_TIMEOUT.key}):"]
             lines += [f"  {t.name}: {describe_request(plan, t)}" for t in waiting]
             return EndJob(JobState.FAILED, "\n".join(lines))
         if self._given_unregistered() and now >= self.registration_deadline:
             missing = [t for t in self.table.index.unregistered.values()
                        if not t.state.waiting and t.state != TaskState.QUEUED]
             lines = [f"Tasks did not register within {plan.registration_timeout_s:.0f} s "
-                     f"(site.global.registration.timeout): {len(missing)} of "
+                     f"({REGISTRATION_TIMEOUT.key}): {len(missing)} of "
                      f"{self.table.index.live()} missing."]
             lines += [f"  {t.name}: {describe_unregistered(t)}" for t in missing]
             return EndJob(JobState.FAILED, "\n".join(lines))

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from appmaster.common import frameworks, registry
 from appmaster.common.jobplan import JobPlan
+from appmaster.common.settings import HEARTBEAT_TIMEOUT
 from appmaster.common.vocabulary import FailurePolicy, JobState, Role, TaskState
 from appmaster.model.failurewindow import FailureWindow
 from appmaster.model.history import Mark
@@ -147,7 +148,7 @@ class FailureRules:
         self.core.actions += [Fence(container), Kill(container)]  # YARN frees it once it can
         task.exit_code = None
         reason = (f"{task.name} (attempt {task.attempt}) lost: its agent on {task.node} was "
-                  f"silent for {silent_s:.0f} s (site.global.task.heartbeat.timeout "
+                  f"silent for {silent_s:.0f} s ({HEARTBEAT_TIMEOUT.key} "
                   f"{self.plan.heartbeat_timeout_s:.0f} s): its host died or was cut off.")
         return self._count_failure(task, reason, now, f"lost on {task.host}", Verdict.LOST)
 

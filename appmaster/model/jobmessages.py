@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from appmaster.common.jobplan import JobPlan
+from appmaster.common.settings import FAILURE_THRESHOLD, MEMORY, REGISTRATION_TIMEOUT
 from appmaster.common.vocabulary import FailurePolicy, TaskState
 from appmaster.model.jobtasks import Task
 from appmaster.model.phases import PhaseClock
@@ -29,7 +30,7 @@ def describe_unregistered(task: Task) -> str:
     if task.state == TaskState.ALLOCATED:
         return (f"container {task.container} was given on {task.node} but its agent never "
                 "started: YARN was still localizing its files (a large packed env takes "
-                "minutes the first time on a node; raise site.global.registration.timeout)")
+                f"minutes the first time on a node; raise {REGISTRATION_TIMEOUT.key})")
     return (f"container {task.container} ({task.yarn_container_id}) started on "
             f"{task.node} but its agent never exported an address")
 
@@ -46,7 +47,7 @@ def memory_text(plan: JobPlan, task: Task, end: ContainerEnd, failure: str) -> s
     suggested = end.suggested_memory_mb(role.memory_mb)
     return (f"{task.name} (attempt {task.attempt}) was killed by YARN for memory: its "
             f"processes used {used} of {end.memory_kind or 'physical'} memory, over the "
-            f"{limit} its container was given {failure}\nFix: raise \"yarn.memory\" of "
+            f"{limit} its container was given {failure}\nFix: raise \"{MEMORY.key}\" of "
             f"component \"{task.role}\" in resources.json from {role.memory_mb} to "
             f"{suggested} or more (what the script holds at its peak, with room to spare).")
 
@@ -56,7 +57,7 @@ def over_threshold_message(plan: JobPlan, task: Task, failures: int, reason: str
     if role.failure_policy == FailurePolicy.FATAL:
         rule = "its failure policy is fatal"
     else:
-        rule = (f"that is more than its yarn.container.failure.threshold of "
+        rule = (f"that is more than its {FAILURE_THRESHOLD.key} of "
                 f"{role.failure_threshold}")
     if plan.failure_window_seconds > 0 and role.failure_policy != FailurePolicy.FATAL:
         window = plan.failure_window_seconds

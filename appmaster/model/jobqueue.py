@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 from appmaster.common.clusterview import ClusterView, QueueStanding, Resources, partition_name
+from appmaster.common.settings import ALLOCATION_HOLD
 from appmaster.common.vocabulary import WAITING, JobState, TaskState
 from appmaster.model.history import Mark
 from appmaster.model.jobactions import EndJob, Kill
@@ -118,7 +119,7 @@ class QueueRules:
             self.table.move(task, TaskState.QUEUED, address=None)
         self.core.note(now, Mark.QUEUE, (
             f"waiting for the queue: held {holding} of {holding + waiting} containers with "
-            f"none coming for {self.wait.hold_s:.0f} s (site.global.allocation.hold): gave "
+            f"none coming for {self.wait.hold_s:.0f} s ({ALLOCATION_HOLD.key}): gave "
             f"them back for other applications (round {self.wait.rounds}); asking again in "
             f"{again - now:.0f} s"))
 

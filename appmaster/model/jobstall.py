@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 
 from appmaster.common import frameworks
+from appmaster.common.settings import STALL_TIMEOUT
 from appmaster.common.vocabulary import TaskState
 from appmaster.model import stall
 from appmaster.model.jobactions import DumpStacks, EndJob
@@ -80,7 +81,7 @@ class Watchdog:
             also = frameworks.of(self.core.plan.framework).steps_also_from
             return ("no progress signal: no task reports a training step "
                     f"(tfyarn.progress.report_step{f', or {also}' if also else ''}), so "
-                    "the stall watchdog (site.global.stall.timeout) judges none")
+                    f"the stall watchdog ({STALL_TIMEOUT.key}) judges none")
         return ""
 
     def next_deadline(self) -> float | None:
@@ -115,7 +116,7 @@ class Watchdog:
         names = ", ".join(f"{self.table.tasks[key].name} at step {tracks[key].step}"
                           for key in behind)
         self.last_fired = (f"stalled (no step for {self.timeout_s(behind[0]):.0f} s, "
-                           f"site.global.stall.timeout): {names}; every process's stacks "
+                           f"{STALL_TIMEOUT.key}): {names}; every process's stacks "
                            "are in its stderr log")
         self.fired_generation = self.core.generation
         log.warning("generation %d %s", self.core.generation, self.last_fired)

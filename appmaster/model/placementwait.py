@@ -8,7 +8,12 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from appmaster.common.jobplan import RolePlan
-from appmaster.common.settings import ANTI_AFFINITY_REQUIRED, STRICT
+from appmaster.common.settings import (
+    ANTI_AFFINITY_REQUIRED,
+    NODE_FAILURE_THRESHOLD,
+    PLACEMENT_ESCALATE,
+    STRICT,
+)
 
 
 def waiting_reason(role: RolePlan, waiting: int, hosts_in_use: Collection[str],
@@ -31,15 +36,15 @@ def waiting_reason(role: RolePlan, waiting: int, hosts_in_use: Collection[str],
         parts.append(f"{role.name} waits for its own host {last_host} (STRICT placement)")
     elif last_host and waited_s < role.placement_escalate_seconds:
         parts.append(f"{role.name} asks for {last_host} first, any host after "
-                     f"{role.placement_escalate_seconds:g} s (yarn.placement.escalate.seconds)")
+                     f"{role.placement_escalate_seconds:g} s ({PLACEMENT_ESCALATE.key})")
     if hosts_left_out:
         parts.append(f"the job uses {', '.join(sorted(hosts_left_out))} no more "
-                     f"(yarn.node.failure.threshold {role.node_failure_threshold})")
+                     f"({NODE_FAILURE_THRESHOLD.key} {role.node_failure_threshold})")
     return "; ".join(parts) or None
 
 
 def relaxed_line(task_name: str, role: RolePlan, hosts: str, waited_s: float) -> str:
     """What the job says when a request for named hosts is relaxed to any host."""
     return (f"{task_name}: no container on {hosts.replace(',', ', ')} within "
-            f"{role.placement_escalate_seconds:g} s (yarn.placement.escalate.seconds; "
+            f"{role.placement_escalate_seconds:g} s ({PLACEMENT_ESCALATE.key}; "
             f"waited {waited_s:.0f} s): asked for on any host")

@@ -19,6 +19,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from appmaster.common.settings import PYTHON
 from appmaster.common.vocabulary import Word
 
 
@@ -113,7 +114,7 @@ _LOCALIZATION = (
      "the node's local dirs (yarn.nodemanager.local-dirs) have no room to unpack the job's "
      "files (its Python env is the largest). Fix: free space there or give the "
      "NodeManagers larger disks; or ship less (a node-wide interpreter with "
-     "site.global.python ships nothing)"),
+     f"{PYTHON.key} ships nothing)"),
     # Hadoop 3.5's FSDownload keeps the cause (no room, a cut archive) out of the container's
     # diagnostics: only its NodeManager's log has it. Out of room is the usual one for a
     # large env (tests/test_no_room_yarn.py, recorded from a node with too small a disk).
@@ -122,7 +123,7 @@ _LOCALIZATION = (
      "local dirs (yarn.nodemanager.local-dirs) have no room for the job's Python env (its "
      "layers unpack at their size on HDFS); else the file on HDFS is not whole. That node's "
      "NodeManager log has the cause. Fix: free space there or give the NodeManagers larger "
-     "disks, or ship less (site.global.python ships nothing); for a damaged file, remove it "
+     f"disks, or ship less ({PYTHON.key} ships nothing); for a damaged file, remove it "
      "from HDFS (the diagnostics name it) and submit again"),
     (("changed on src filesystem",),
      "a file the job named on HDFS was replaced after it was submitted (an env layer or "

@@ -14,9 +14,47 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 
 from appmaster.common import frameworks
+from appmaster.common.settings import ALLOCATION_HOLD, STALL_TIMEOUT
 from appmaster.common.vocabulary import Role, TaskState
 from appmaster.model import stall, verdicts
 from appmaster.model.job import Job, Task
+
+# What each task state tells a user: `tfyarn status`, `--state` and the job page say the
+# states, the commands' reference (docs/reference/cli.md) lists them with these. Here, not
+# in the vocabulary: they name settings by their declarations, which read its words.
+STATE_MEANINGS: dict[TaskState, str] = {
+    TaskState.REQUESTED: "its container is asked of YARN: the job's first request, or a new "
+                         "generation's",
+    TaskState.REPLACING: "its container failed (counted against its role's failure "
+                         "threshold): a new one is asked of YARN",
+    TaskState.LOST: "its agent went silent past the heartbeat timeout, or YARN lost its node "
+                    "(counted): a new container is asked of YARN",
+    TaskState.PREEMPTED: "YARN took its container back (preempted for another queue, or "
+                         "killed by the ResourceManager; not counted): asked for again",
+    TaskState.STALLED: "its script made no training progress for the stall timeout "
+                       f"({STALL_TIMEOUT.key}): every rank wrote its threads' stacks "
+                       "to its logs, and it is counted as a failure and restarted (its "
+                       "whole group, for a PyTorch, JAX or MultiWorkerMirrored job)",
+    TaskState.QUEUED: "part of the job's containers could not come: it gave its container "
+                      "back (or withdrew its request), so that the queue's other "
+                      "applications may use it, and the job asks for every such task again "
+                      f"after a random backoff ({ALLOCATION_HOLD.key})",
+    TaskState.ALLOCATED: "YARN gave its container; its files (the packed env...) are being "
+                         "localized on the node",
+    TaskState.STARTED: "its agent runs in the container and holds the task's port",
+    TaskState.REGISTERED: "its address is exported; the cluster spec waits for the others",
+    TaskState.RUNNING: "its script runs",
+    TaskState.KILLED: "its script was killed by a signal: YARN's word on why (memory, "
+                      "preemption) is awaited for a few seconds before it is judged",
+    TaskState.FAILING: "its script failed: it is counted and replaced within seconds, unless "
+                       "a parameter server or the chief failed meanwhile (then the whole "
+                       "cluster restarts, uncounted for it)",
+    TaskState.FINISHED: "its script exited 0",
+    TaskState.FAILED: "it failed past its role's failure threshold, or was dropped (failure "
+                      "policy ignore): the job starts it no more",
+    TaskState.STOPPED: "still running when the job ended: tfyarn stopped it",
+}
+assert set(STATE_MEANINGS) == set(TaskState)
 
 
 @dataclass
@@ -197,7 +235,7 @@ def queue_line(queue: dict) -> str:
     else:
         if queue["given"]:
             line += (f"; held until none came for {queue['hold_s']:.0f} s "
-                     "(site.global.allocation.hold), then given back")
+                     f"({ALLOCATION_HOLD.key}), then given back")
         if queue["rounds"]:
             line += f" (given back {queue['rounds']} time(s) so far)"
     return line + (f". {queue['cluster']}" if queue.get("cluster") else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from appmaster.common.settings import LAYERS_DIR
 from tfyarn.cli import exitcodes
 
 
@@ -20,7 +21,7 @@ def env_group() -> None:
               help="Delete them; without it, only list them and the bytes they hold.")
 @click.option("--shared-dir", default=None, metavar="URL",
               help="The directory of layers all users share (default: "
-                   "site.global.python.layers.dir in the defaults files); pruned only by "
+                   f"{LAYERS_DIR.key} in the defaults files); pruned only by "
                    "its owner, and only the owner's own subdirectory of it.")
 def prune_command(days: float, apply: bool, shared_dir: str | None) -> None:
     """Delete your environment layers no job used in DAYS days (a dry run by default).

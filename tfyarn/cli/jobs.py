@@ -10,6 +10,15 @@ import time
 
 import click
 
+from appmaster.common.settings import (
+    AM_MEMORY,
+    AM_VCORES,
+    APPMASTER_COMPONENT,
+    DATA,
+    INSTANCES,
+    LABEL,
+    SCRIPT_ARGS,
+)
 from appmaster.page.view import queue_line
 from appmaster.page.webpage import job_page_url
 from tfyarn.cli import exitcodes
@@ -27,7 +36,10 @@ from tfyarn.watch import jobview, queuestanding
 from tfyarn.watch.applications import application_report, report_source
 
 
-@click.command("submit", cls=ScriptArgsCommand, epilog=exitcodes.epilog())
+@click.command("submit", cls=ScriptArgsCommand, epilog=exitcodes.epilog(), help=(
+    "Submit a distributed TensorFlow job to YARN.\n\n"
+    "Arguments after `--` go to the training script of every task, after\n"
+    f"{SCRIPT_ARGS.key}: `tfyarn submit --wait -- --epochs 5`."))
 @click.option("--resources", "resources_path", default="resources.json", show_default=True,
               type=click.Path(dir_okay=False), help="Components and their resources.")
 @click.option("--app-config", "app_config_path", default="appConfig.json", show_default=True,
@@ -58,18 +70,20 @@ from tfyarn.watch.applications import application_report, report_source
 @click.option("--data", "data", multiple=True, metavar="hdfs:///PATH[#NAME]",
               help="A file, directory or archive on HDFS that YARN copies into every task "
                    "(cached per node; archives unpacked) as <--data_dir>/NAME, also in "
-                   "TFYARN_DATA_DIR (repeatable; replaces site.global.data).")
+                   f"TFYARN_DATA_DIR (repeatable; replaces {DATA.key}).")
 @click.option("--tag", "tags", multiple=True, help="A YARN application tag (repeatable).")
 @click.option("--am-memory", type=click.IntRange(128), default=None,
-              help="AppMaster memory in MB [default: slider-appmaster's yarn.memory, or 512].")
+              help=f"AppMaster memory in MB [default: {APPMASTER_COMPONENT}'s {AM_MEMORY.key}, "
+                   f"or {AM_MEMORY.default}].")
 @click.option("--am-vcores", type=click.IntRange(1), default=None,
-              help="AppMaster vcores [default: slider-appmaster's yarn.vcores, or 1].")
+              help=f"AppMaster vcores [default: {APPMASTER_COMPONENT}'s {AM_VCORES.key}, "
+                   f"or {AM_VCORES.default}].")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Set any job-file key, as `tfyarn config` names it, over every file "
-                   "(repeatable), e.g. --set components.worker.yarn.component.instances=8.")
+                   f"(repeatable), e.g. --set components.worker.{INSTANCES.key}=8.")
 @click.option("--am-label", default=None,
               help="Node label for the AppMaster. YARN also applies it to every component "
-                   "without its own yarn.label.expression (the plan shows it).")
+                   f"without its own {LABEL.key} (the plan shows it).")
 @driver_options
 def submit_command(driver: DriverSettings | None, resources_path: str, app_config_path: str,
                    name: str | None,
@@ -80,11 +94,7 @@ def submit_command(driver: DriverSettings | None, resources_path: str, app_confi
                    tags: tuple[str, ...], sets: tuple[str, ...],
                    am_memory: int | None, am_vcores: int | None, am_label: str | None,
                    script_args: tuple[str, ...] = ()) -> None:
-    """Submit a distributed TensorFlow job to YARN.
-
-    Arguments after `--` go to the training script of every task, after
-    site.global.user.scripts.args: `tfyarn submit --wait -- --epochs 5`.
-    """
+    """`tfyarn submit` (its help, naming a key, is the command's help= above)."""
     planned = plan_job(resources_path, app_config_path, SubmitOptions(
         name=name, queue=queue, tags=tags, am_memory=am_memory, am_vcores=am_vcores,
         am_label=am_label, python_env=python_env, docker_image=docker_image,

@@ -8,6 +8,7 @@ import inspect
 import click
 
 from appmaster.common.vocabulary import TaskState
+from appmaster.page.view import STATE_MEANINGS
 from tfyarn.cli.exitcodes import TABLE
 from tfyarn.cli.main import main
 
@@ -50,7 +51,7 @@ def render() -> str:
     lines += ["", "## Task states", "",
               "What `tfyarn status`, `--state` and the job page say of each task, from its "
               "container request to its end.", "", "| state | meaning |", "|---|---|"]
-    lines += [f"| `{state}` | {_cell(state.meaning)} |" for state in TaskState]
+    lines += [f"| `{state}` | {_cell(STATE_MEANINGS[state])} |" for state in TaskState]
     _command(lines, main, "tfyarn")
     return "\n".join(lines) + "\n"
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from appmaster.common.settings import APP_PREFIX
+from appmaster.common.settings import APP_PREFIX, QUEUE
 from tfyarn.jobconfig import appconfig, resources
 from tfyarn.jobconfig.documents import (
     COMMAND_LINE,
@@ -193,7 +193,7 @@ def _check(c: Checker, path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict):
         c.add(None, f"must be a mapping of settings, not {kind_of(doc)}",
-              "write one setting a line, e.g. site.global.queue: ml.")
+              f"write one setting a line, e.g. {QUEUE.key}: ml.")
         return {}
     settings = {str(k): v for k, v in doc.items()}
     for key in settings:

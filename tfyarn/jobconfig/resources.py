@@ -15,6 +15,7 @@ from appmaster.common.settings import (
     FAILURE_POLICIES,
     FAILURE_POLICY,
     FAILURE_THRESHOLD,
+    FAILURE_WINDOW,
     GPUS,
     INSTANCES,
     JOB_SCOPE,
@@ -124,8 +125,8 @@ def _job_fields(c: Checker, given: dict[str, Any]) -> dict[str, Any]:
     reported)."""
     found = {key: (given[key], key_path("global", key)) for key in JOB_KEYS if key in given}
     window = {key: _whole(c, where, value, key, JOB_SCOPE)
-              for key, (value, where) in found.items() if key.startswith(
-                  "yarn.container.failure.window.")}
+              for key, (value, where) in found.items()
+              if any(key == s.key for s in FAILURE_WINDOW)}
     fields: dict[str, Any] = {}
     if None not in window.values():
         fields["failure_window_seconds"] = failure_window_seconds(
@@ -206,7 +207,7 @@ def _check_chief(c: Checker, components: dict[str, Any], found: list[RolePlan]) 
         c.add(key_path("components"),
               "no chiefworker and no worker: nothing would train and nothing could end the "
               "job with success",
-              'add "worker": {"yarn.role.priority": "2", "yarn.component.instances": "1"} '
+              f'add "worker": {{"{PRIORITY.key}": "2", "{INSTANCES.key}": "1"}} '
               '(worker 0 is then the chief), or a "chiefworker" component.')
     elif worker is not None and worker.instances == 0:
         c.add(key_path("components", "worker", INSTANCES.key),

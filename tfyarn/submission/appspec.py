@@ -23,7 +23,7 @@ from appmaster.common.jobplan import (
     RolePlan,
 )
 from appmaster.common.registry import APPMASTER_BUILD_ENV, CANNOT_START, PLACEMENT_APART_ENV
-from appmaster.common.settings import ANTI_AFFINITY_REQUIRED
+from appmaster.common.settings import ANTI_AFFINITY_REQUIRED, PYTHON
 from tfyarn.hadoop import amjar, skeinui
 from tfyarn.hadoop.jvm import LEAN_AM_ENV, QUICK_JVM_OPTIONS, am_java_options
 from tfyarn.jobconfig.datasets import is_archive
@@ -67,7 +67,7 @@ def interpreter_check(python: str, module: str) -> str:
     message = (
         f"tfyarn: cannot start {what}: the interpreter %s does not exist on node %s. "
         "Fix: install Python with TensorFlow, skein and hdfs-native at that path on every "
-        "node (or in the Docker image), or remove site.global.python from appConfig.json "
+        f"node (or in the Docker image), or remove {PYTHON.key} from appConfig.json "
         "(and your defaults files: tfyarn config) so that tfyarn packs and ships your "
         "environment; or give a packed env with --python-env.")
     quoted = shlex.quote(python)

@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from appmaster.common.settings import PYTHON
 from tfyarn.submission.environments import JobEnvironmentError
 
 COMPRESS_LEVEL = 1  # gzip -1: 3x faster than -6 for 10 % more bytes (docs/benchmarks.md)
@@ -152,7 +153,7 @@ def current_env() -> EnvSource:
 def cannot_pack(reason: str) -> JobEnvironmentError:
     return JobEnvironmentError(
         f"cannot pack this Python environment ({sys.prefix}) for the cluster: {reason}.",
-        hint='give an interpreter every node has ("site.global.python": "/usr/bin/python3" '
+        hint=f'give an interpreter every node has ("{PYTHON.key}": "{PYTHON.example}" '
         "in appConfig.json, with TensorFlow, skein and hdfs-native installed there), or a "
         "packed env (--python-env env.tar.gz, made with venv-pack or conda-pack).")
 

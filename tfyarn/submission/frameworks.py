@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from appmaster.common import frameworks
-from appmaster.common.settings import FRAMEWORK
+from appmaster.common.settings import FRAMEWORK, PYTHON
 from tfyarn.submission.environments import JobEnvironmentError
 
 # A framework's import name -> the distributions that install it, normalized (PEP 503).
@@ -133,5 +133,5 @@ def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
         f"the containers, this interpreter's ({prefix}), has no {what} installed.",
         hint=f"one of: {install}; give a packed env that has {what} "
         "(--python-env env.tar.gz, made with venv-pack or conda-pack); or name an "
-        f"interpreter every node has, with {what} ('\"site.global.python\": "
-        "\"/usr/bin/python3\"' in appConfig.json).")
+        f"interpreter every node has, with {what} ('\"{PYTHON.key}\": "
+        f"\"{PYTHON.example}\"' in appConfig.json).")

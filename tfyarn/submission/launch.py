@@ -10,6 +10,7 @@ from pathlib import Path
 import requests
 
 from appmaster.common.jobplan import PLAN_FILE, JobPlan
+from appmaster.common.settings import APPLICATION_PRIORITY
 from tfyarn.hadoop import rmrest
 from tfyarn.hadoop.driver import DriverSettings, SubmitError, plain_diagnosis
 from tfyarn.jobconfig import JobConfig
@@ -66,11 +67,11 @@ def set_priority(app_id: str, priority: int, user: str) -> str:
         why += "; `yarn application -updatePriority` failed: " + (
             plain_diagnosis(said[-1]) if said else f"exit {result.returncode}")
     return (f"Warning: {app_id} runs at its queue's default priority, not "
-            f"site.global.application.priority {priority}: {why}.")
+            f"{APPLICATION_PRIORITY.key} {priority}: {why}.")
 
 
 def _priority_line(app_id: str, asked: int, given: int) -> str:
     if given == asked:
         return f"{app_id} has YARN application priority {given} in its queue."
     return (f"Warning: YARN gave {app_id} application priority {given}, not {asked} "
-            "(site.global.application.priority): the most the queue allows you.")
+            f"({APPLICATION_PRIORITY.key}): the most the queue allows you.")

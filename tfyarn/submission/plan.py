@@ -21,10 +21,12 @@ from appmaster.common.settings import (
     APPLICATION_PRIORITY,
     APPMASTER_COMPONENT,
     APPMASTER_SCOPE,
+    CHECKPOINT_PREFIX,
     COMPONENT_SCOPE,
     FAILURE_THRESHOLD_MEANING,
     JOB_SCOPE,
     SETTINGS,
+    WORK_DIR_FLAG,
 )
 from appmaster.common.vocabulary import FailurePolicy, Role
 from tfyarn.jobconfig import JobConfig
@@ -198,7 +200,7 @@ def task_work_dir_line(document: dict) -> str:
     """Where a task's script works, how it is told, and how that dir meets the job's."""
     local, flag = document["task_work_dir"], document["work_dir_flag"]
     given = (f"given as {flag} and TFYARN_WORK_DIR" if flag else
-             'given in TFYARN_WORK_DIR only (site.global.user.scripts.work_dir_flag is "")')
+             f'given in TFYARN_WORK_DIR only ({WORK_DIR_FLAG.key} is "")')
     if local == document["work_dir"]:
         return f"the work dir itself (a path every node mounts), {given}"
     return (f"{local} on its node, {given}; restored from the work dir before its script "
@@ -309,7 +311,7 @@ def format_lines(document: Read, roles: list[Read]) -> list[str]:
         f"python {document['python']})",
         f"  framework: {document['framework']}, " + processes_line(roles),
         f"  work dir: {document['work_dir']}"
-        + (" (site.global.user.checkpoint.prefix)" if document["checkpoint_prefix"] else ""),
+        + (f" ({CHECKPOINT_PREFIX.key})" if document["checkpoint_prefix"] else ""),
         "  each task's work dir: " + task_work_dir_line(document),
         f"  chief: {document['chief']}" + (" (no chiefworker component)"
                                            if document["chief"] == "worker 0" else ""),

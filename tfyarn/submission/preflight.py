@@ -31,11 +31,16 @@ from appmaster.common.clusterview import (
 )
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.settings import (
+    ALLOCATION_TIMEOUT,
     ANTI_AFFINITY_REQUIRED,
     COMPONENT_SCOPE,
+    GPUS,
     INSTANCES,
     LABEL,
+    MEMORY,
     PLACEMENT_POLICY,
+    QUEUE,
+    VCORES,
     settings,
 )
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
@@ -325,8 +330,8 @@ def _check_whole_job(view: ClusterView, containers: list[ContainerAsk], queue: Q
                 f"starts only when every task runs; the AppMaster included), but queue "
                 f"{queue.path} can never hold more than {ever} there (maximum capacity "
                 f"{capacity:g}% of {len(nodes)} active node(s) with {on_nodes}); it would wait "
-                "forever", "fewer or smaller tasks (yarn.component.instances, yarn.memory, "
-                "yarn.vcores, yarn.gpus), or a larger queue (--queue or site.global.queue)."))
+                "forever", f"fewer or smaller tasks ({INSTANCES.key}, {MEMORY.key}, "
+                f"{VCORES.key}, {GPUS.key}), or a larger queue (--queue or {QUEUE.key})."))
             continue
         free = (ever - queue.used_by_label.get(label, ZERO)).at_most(
             sum((n.available for n in nodes), ZERO))
@@ -337,7 +342,7 @@ def _check_whole_job(view: ClusterView, containers: list[ContainerAsk], queue: Q
         verdict.notes.append("the cluster is busy: " + "; ".join(busy) + ". The job fits the "
                              "queue once other applications free their containers, so it is "
                              "submitted and waits its turn (as long as the queue needs, unless "
-                             "site.global.allocation.timeout says otherwise).")
+                             f"{ALLOCATION_TIMEOUT.key} says otherwise).")
     am = next((r for r in containers if r.appmaster), None)
     limit = queue.am_limit_by_label.get(am.label, ZERO) if am is not None else ZERO
     if am is not None and limit != ZERO and not am.size.fits_in(limit):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import requests
 
 from appmaster.common import frameworks, gpus
+from appmaster.common.settings import FAILURE_THRESHOLD
 from appmaster.common.vocabulary import STAGES, STAGES_REACHED, WAITING, TaskState
 from appmaster.model import verdicts
 from appmaster.page.view import JobView, TaskRow
@@ -321,7 +322,7 @@ def verdict_lines(view: JobView) -> list[str]:
     taken = [str(v) for v in verdicts.SHOWN if not v.counted and view.verdicts.get(v)]
     if taken:
         line += (f" ({' and '.join(taken)}: YARN took the container back; not counted "
-                 "against yarn.container.failure.threshold)")
+                 f"against {FAILURE_THRESHOLD.key})")
     return [line]
 
 

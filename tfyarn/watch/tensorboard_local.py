@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import click
 import requests
 
+from appmaster.common.settings import WORK_DIR
 from appmaster.common.storage import REMOTE_SCHEMES, StorageError, is_remote
 from tfyarn.errors import TfyarnError
 from tfyarn.hadoop import hadoopconf
@@ -86,7 +87,7 @@ def event_source(work_dir: str) -> EventSource:
             f"the job's work dir {work_dir} is a path on the nodes' own disks, and this "
             "machine has no such directory.",
             "run `tfyarn tensorboard` on the node that ran the chief, or give jobs a work dir "
-            "on HDFS (site.global.user.work.dir, the default).")
+            f"on HDFS ({WORK_DIR.key}, the default).")
     raise TensorBoardError(
         f"the job's work dir {work_dir} is neither on HDFS nor local: tfyarn copies event "
         f"files from {' and '.join(s + '://' for s in REMOTE_SCHEMES)} and local directories.",
