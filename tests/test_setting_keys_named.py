@@ -31,14 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tfyarn", "appmaster")
 SKIPPED = {"appmaster/common/settings.py", "tfyarn/jobconfig/sliderkeys.py"}
 # (file, key) -> why it is still spelled there
-ALLOWED: dict[tuple[str, str], str] = {
-    ("tfyarn/jobconfig/overrides.py", "yarn.component.instances"):
-        "another helper owns overrides.py in session 20 (issue 55): convert after its merge",
-    ("tfyarn/jobconfig/overrides.py", "site.global.queue"):
-        "another helper owns overrides.py in session 20 (issue 55): convert after its merge",
-    ("tfyarn/jobconfig/overrides.py", "yarn.role.priority"):
-        "another helper owns overrides.py in session 20 (issue 55): convert after its merge",
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 DECLARED = frozenset(s.key for s in SETTINGS)
 
 

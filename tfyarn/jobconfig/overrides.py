@@ -22,7 +22,10 @@ from appmaster.common.settings import (
     APP_SCOPE,
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
+    INSTANCES,
     JOB_SCOPE,
+    PRIORITY,
+    QUEUE,
     Setting,
     settings,
 )
@@ -89,8 +92,8 @@ def parse_set(text: str) -> Override:
         key = key.removeprefix(prefix)
     if not equals or not key:
         raise _refused(option, "not KEY=VALUE", "write e.g. --set "
-                       "components.worker.yarn.component.instances=8 or --set "
-                       f"site.global.queue=ml ({LISTS_THE_KEYS}).")
+                       f"components.worker.{INSTANCES.key}=8 or --set "
+                       f"{QUEUE.key}=ml ({LISTS_THE_KEYS}).")
     if declared(key) is None:
         match = difflib.get_close_matches(key, _keys(), n=1)
         # in the user's own form: components.worker.… stays so
@@ -149,7 +152,7 @@ def apply(overrides: Sequence[Override], resources_doc: dict[str, Any] | None,
                 problems.append(Problem(
                     COMMAND_LINE, o.option, None, f"resources.json has no {o.component} "
                     "component", f'add "{o.component}" to resources.json with its '
-                    '"yarn.role.priority", then set its keys here.'))
+                    f'"{PRIORITY.key}", then set its keys here.'))
                 continue
             own = components.setdefault(o.component, {}) if own is None else own
             own[o.setting_key] = o.value
