@@ -55,9 +55,10 @@ REFUSED = "Client cannot authenticate via:[TOKEN, KERBEROS]"
 FINAL = ("FINISHED", "FAILED", "KILLED")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def secure_cluster() -> Iterator[LocalCluster]:
-    """Start the secure cluster once (or reuse a running one) and stop what was started.
+    """Start the secure cluster for this module's tests (or reuse a running one) and stop
+    what was started once they end, not at the end of the lane's session.
 
     Its bare nodes run the jobs with a Python installed on every node, with TensorFlow (the
     "every node has this interpreter" mode), given as a personal defaults file: a shipped
