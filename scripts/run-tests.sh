@@ -13,4 +13,4 @@ if [ "$workers" -gt 1 ]; then
 else
   lanes=(-p no:xdist)
 fi
-exec .venv/bin/python -m pytest -raR "${lanes[@]}" "$@"
+exec .venv/bin/python -m pytest -raR --rerun-show-tracebacks "${lanes[@]}" "$@"
