@@ -18,6 +18,7 @@ import pytest
 from jobtools import wait_for_hdfs
 
 from appmaster.agent.mirror import WorkDirMirror, listed_checkpoints, missing_shards
+from appmaster.common import jobpointer
 from appmaster.common.storage import TEMPORARY_MARK, RemoteDir, StorageError, bounded, plain_reason
 from tfyarn.localyarn import daemons, hdfs
 from tfyarn.localyarn.provision import find_java_home
@@ -123,6 +124,21 @@ def test_restore_brings_the_latest_checkpoint_to_a_fresh_dir(remote: RemoteDir,
     # A fresh job (nothing on HDFS yet) restores nothing.
     empty = RemoteDir(remote.url + "-empty")
     assert WorkDirMirror(tmp_path / "other", empty).restore() is None
+
+
+def test_a_plain_restore_brings_the_scripts_files_not_the_appmasters_report(
+        remote: RemoteDir, tmp_path: Path):
+    """A PyTorch or JAX job's restart brings every file of the script's down and names the
+    newest; the report the AppMaster wrote into the work dir after it is neither."""
+    chief = tmp_path / "chief"
+    chief.mkdir()
+    (chief / "snapshot.pt").write_bytes(b"s" * 100)
+    WorkDirMirror(chief, remote).sync()
+    for name in jobpointer.APPMASTER_FILES:
+        remote.write_bytes(name, b"{}")
+    fresh = tmp_path / "replacement"
+    assert WorkDirMirror(fresh, remote).restore(plain_files=True) == "snapshot.pt"
+    assert sorted(p.name for p in fresh.iterdir()) == ["snapshot.pt"]
 
 
 def test_a_checkpoint_split_across_hosts_is_never_mirrored(remote: RemoteDir, tmp_path: Path):

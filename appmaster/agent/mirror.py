@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from appmaster.common import jobpointer
 from appmaster.common.storage import TEMPORARY_MARK, RemoteDir, StorageError, bounded
 
 log = logging.getLogger("tfyarn.mirror")
@@ -160,10 +161,12 @@ class WorkDirMirror:
         return newest
 
     def _restore_plain(self, remote_files: dict) -> str | None:
-        """Every file outside TensorFlow's checkpoint dirs; the newest of them, if any."""
+        """Every file of the script's outside TensorFlow's checkpoint dirs (not the
+        AppMaster's report); the newest of them, if any."""
         checkpoint_dirs = {os.path.dirname(p) for p in remote_files
                            if os.path.basename(p) == STATE_FILE}
-        plain = [p for p in remote_files if os.path.dirname(p) not in checkpoint_dirs]
+        plain = [p for p in remote_files if os.path.dirname(p) not in checkpoint_dirs
+                 and p not in jobpointer.APPMASTER_FILES]
         for relative in plain:
             self._download(relative)
         return max(plain, key=lambda p: remote_files[p].modified_ms, default=None)

@@ -14,6 +14,13 @@ import json
 
 from appmaster.common.storage import RemoteDir, StorageError, bounded
 
+# What the AppMaster itself writes into the job's work dir (the report that outlives the job):
+# not the script's files, so a restarted generation restores none of them and its restart
+# line never names one as the checkpoint it restored.
+REPORT_HTML_FILE = "tfyarn-report.html"
+REPORT_JSON_FILE = "tfyarn-report.json"
+APPMASTER_FILES = frozenset({REPORT_HTML_FILE, REPORT_JSON_FILE})
+
 POINTER_DIR = ".tfyarn/jobs"  # under the user's HDFS home, beside .tfyarn/envs (packed envs)
 READ_TIMEOUT_S = 10.0
 

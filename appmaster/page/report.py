@@ -28,8 +28,8 @@ from appmaster.page.jobpage import render_page
 
 log = logging.getLogger("tfyarn.report")
 
-HTML_FILE = "tfyarn-report.html"
-JSON_FILE = "tfyarn-report.json"
+HTML_FILE = jobpointer.REPORT_HTML_FILE
+JSON_FILE = jobpointer.REPORT_JSON_FILE
 FORMAT = 1
 INTERVAL_S = 60.0  # while the job runs; each write is the whole view, so not every refresh
 WRITE_TIMEOUT_S = 20.0
