@@ -170,7 +170,8 @@ def test_the_thin_client_without_a_jdk_or_an_index_runs_a_strict_job(
     assert refused.stderr.startswith(
         "Error: nothing was submitted:\nthe job asks for what only tfyarn's patched skein "
         "AppMaster does:\n"), refused.stderr
-    assert "placement.policy = 4 (ANTI_AFFINITY_REQUIRED" in refused.stderr
+    assert 'components.ps."yarn.component.placement.policy" = 4 (ANTI_AFFINITY_REQUIRED' in \
+        refused.stderr, refused.stderr
     assert f"skein's stock AppMaster ({amjar.OFF_ENV} is set). Fix: unset {amjar.OFF_ENV}" \
         in refused.stderr
 
