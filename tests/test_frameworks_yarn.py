@@ -172,7 +172,7 @@ def assert_stall_recovered(yarn_cluster, job: Job, step: int, stacked_in: str,
     assert logs.returncode == 0, logs.stderr
     files = json.loads(logs.stdout)
     stacks = {(f["role"], f["index"]): f["text"] for f in files
-              if f["stream"] == "stderr" and "most recent call first" in f["text"]}
+              if f.get("stream") == "stderr" and "most recent call first" in f["text"]}
     assert set(stacks) == ranks, stacks
     assert stacked_in in stacks[("worker", 1)], stacks[("worker", 1)]  # where it sleeps
     stalled_at = float(re.search(r"stalling after step \d+ at ([\d.]+)", "".join(
