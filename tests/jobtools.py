@@ -111,6 +111,15 @@ def prepare_light_job(tmp_path: Path, args: list[str],
                        settings=settings, components=light)
 
 
+def interruptible() -> None:
+    """A child's Ctrl-C as in a terminal: SIGINT back to its default before it starts, since
+    a suite started in the background of a shell without job control ignores SIGINT, and its
+    children (Python then installing no KeyboardInterrupt) with it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_tfyarn(yarn_cluster, *args: str, timeout_s: float = 120,
                env: dict[str, str] | None = None,
                client: Sequence[str] = TFYARN) -> subprocess.CompletedProcess:

@@ -14,6 +14,7 @@ from jobtools import (
     TFYARN,
     ReleaseFile,
     app_report,
+    interruptible,
     prepare_light_job,
     read_json,
     run_tfyarn,
@@ -183,7 +184,7 @@ def test_ctrl_c_on_submit_wait(yarn_cluster, tmp_path: Path, kill_on_exit: bool)
     if kill_on_exit:
         command.append("--kill-on-exit")
     proc = subprocess.Popen(command, env=yarn_cluster.env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     lines = []
     app_id = None
     try:

@@ -16,6 +16,7 @@ from jobtools import (
     JobFiles,
     ReleaseFile,
     app_state,
+    interruptible,
     prepare_light_job,
     processes_with,
     run_tfyarn,
@@ -68,7 +69,7 @@ def test_tensorboard_follows_a_job_and_shows_it_after_the_end(yarn_cluster, tmp_
         board = subprocess.Popen(
             [*TFYARN, "tensorboard", app_id, "--cache", str(cache),
              "--port", str(free_port("localhost")), "--interval", "1"],
-            env=yarn_cluster.env, stdout=stdout, stderr=stderr)
+            env=yarn_cluster.env, stdout=stdout, stderr=stderr, preexec_fn=interruptible)
     try:
         # Started once the chief's first summaries reached HDFS, while the job trains.
         def url_line() -> str | None:
