@@ -4,12 +4,12 @@ A running task's steps (appmaster/model/stall.py's :class:`StepTrack`) come from
 processes or the chief's summaries. When some stand still past the timeout, the watchdog
 fires: every process of every task of the generation is asked for its threads' stacks
 (:class:`DumpStacks`), and :data:`STACKS_GRACE_S` later the tasks behind (the lowest step
-among the stalled) that are still stalled are judged. A step is stamped when its agent's
-report comes, and each agent reads its processes' steps on its own beat
+among the stalled) that are still stalled are judged: each a failure with the verdict
+"stalled" (jobfailures.py), which replaces it, or restarts its group. A step is stamped when
+its agent's report comes, and each agent reads its processes' steps on its own beat
 (site.global.progress.interval): a rank that stopped first may be heard last. So the tasks
 within one report interval (and a second) of the timeout count as stalled with the first
-ones, as they are when judged. each a failure with the verdict
-"stalled" (jobfailures.py), which replaces it, or restarts its group. An object handed the
+ones, when the watchdog fires and when it judges. An object handed the
 job's core and its failure rules, as the deadlines are; time is what the master passes in.
 """
 
