@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from jobtools import prepare_light_job
+from jobtools import prepare_light_job, wait_for
 from test_faults_yarn import Job, assert_failed, submitting
 
-from tfyarn.localyarn import daemons
+from tfyarn.localyarn import cluster, daemons
 
 pytestmark = pytest.mark.yarn
 
@@ -73,6 +73,14 @@ def small_local_disk(layout, nm) -> Iterator[Path]:
         # The NodeManager's files for the failed container go with the tmpfs; its caches
         # below are as they were before the test.
         subprocess.run([*on_node, "umount", str(local)], check=True, timeout=30)
+        # Where YARN's disk checker ran while the disk was full, the node is UNHEALTHY
+        # until its next check: the next test must find it healthy.
+        wait_for(f"{nm.name} healthy again", lambda: healthy(layout, nm), 90)
+
+
+def healthy(layout, nm) -> bool:
+    nodes = cluster.rest(layout, "nodes")["nodes"]["node"]
+    return any(n["id"].startswith(f"{nm.host}:") and n["state"] == "RUNNING" for n in nodes)
 
 
 def test_a_node_without_room_for_the_env_is_named_with_the_fix(

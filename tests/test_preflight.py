@@ -253,6 +253,16 @@ def test_a_label_without_an_active_node(tmp_path: Path) -> None:
     assert 'label "gpu" has no active node (localhost:8454 LOST)' in found[0]
 
 
+def test_an_unhealthy_node_says_why(tmp_path: Path) -> None:
+    """The node's own health report is the cause a user (or a CI log) needs."""
+    doc = recorded()
+    gpu = node(doc, "gpu")
+    gpu["state"], gpu["healthReport"] = "UNHEALTHY", "1/1 local-dirs usable space is below 0.1%"
+    found = texts(verdict(tmp_path, doc=doc))
+    assert ('label "gpu" has no active node (localhost:8454 UNHEALTHY (1/1 local-dirs usable '
+            'space is below 0.1%))') in found[0]
+
+
 def test_a_container_larger_than_every_node(tmp_path: Path) -> None:
     doc = recorded()
     node(doc, "")["totalResource"] = resource_json(4096, 16)

@@ -82,6 +82,11 @@ class Node:
     def active(self) -> bool:
         return self.state == "RUNNING"
 
+    @property
+    def standing(self) -> str:
+        """The node as YARN says it is: its id, state and health report."""
+        return f"{self.id} {self.state}" + (f" ({self.health})" if self.health else "")
+
 
 @dataclass(frozen=True)
 class Queue:

@@ -138,8 +138,7 @@ def gone_text(role: str, size: Resources, label: str, nodes: ClusterView,
     """Why a waiting role's containers can never come: the partition's nodes, as YARN says
     they are."""
     there = [n for n in nodes.nodes if n.label == label]
-    states = "; ".join(f"{n.id} {n.state}" + (f" ({n.health})" if n.health else "")
-                       + ("" if size.fits_in(n.total) else f", too small: {n.total}")
+    states = "; ".join(n.standing + ("" if size.fits_in(n.total) else f", too small: {n.total}")
                        for n in there) or "no node at all"
     return (f"No active node of {partition_name(label)} can hold a {role} container ({size}) "
             f"any more, for {for_s:.0f} s while the job waited for it: the cluster changed "

@@ -144,6 +144,8 @@ def yarn_site(layout: Layout) -> dict[str, object]:
         # A nearly full CI disk must not mark the nodes UNHEALTHY.
         "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": 99.9,
         "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb": 0,
+        # A disk that filled and was freed counts again within seconds, not 2 minutes.
+        "yarn.nodemanager.disk-health-checker.interval-ms": 10000,
         "yarn.nodemanager.env-whitelist": (
             "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,"
             "CLASSPATH_PREPEND_DISTCACHE,HADOOP_YARN_HOME,HADOOP_HOME,PATH,LANG,TZ"

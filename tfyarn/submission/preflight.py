@@ -223,7 +223,7 @@ def _check_labels(view: ClusterView, containers: list[ContainerAsk], queue: Queu
             continue
         if not view.active_nodes(label):
             nodes = [n for n in view.nodes if n.label == label]
-            states = ", ".join(f"{n.id} {n.state}" for n in nodes) or "no node at all"
+            states = "; ".join(n.standing for n in nodes) or "no node at all"
             verdict.problems.append(request.problem(
                 "label", f"{partition_name(label)} has no active node ({states})",
                 fix_other, f'"{label}"'))
