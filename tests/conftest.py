@@ -13,6 +13,7 @@ import lanes
 import pytest
 from barenodes import client_environ, ship_env_to_every_node
 
+from tfyarn.hadoop import keptdriver
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout, default_state_dir
 
@@ -21,6 +22,7 @@ from tfyarn.localyarn.layout import Layout, default_state_dir
 # YARN's placement and timing vary run to run. A second failure fails the run; a first
 # failure still shows, as RERUN in pytest's summary, so it is seen and chased.
 YARN_TEST_RERUNS = 1
+KEPT_DRIVER_IDLE_S = 300  # stopped at the session's end in any case
 
 
 # Fixtures that start a local cluster (its JVMs) or a browser. A test using one, even through
@@ -94,12 +96,16 @@ lanes.point_at_the_lanes_cluster()  # before any test reads the environment
 @pytest.fixture(scope="session")
 def yarn_cluster() -> Iterator[LocalCluster]:
     """This lane's local cluster (tests/lanes.py): started, or reused if it runs (and then
-    left running), with this interpreter's env shipped to every node."""
+    left running), with this interpreter's env shipped to every node. The suite's tfyarn
+    commands keep their skein driver between them, as a user's may (TFYARN_DRIVER_IDLE_S):
+    one JVM for a lane's hundreds of commands rather than one each."""
     layout = Layout(default_state_dir())
     started = not cluster.is_running(layout)
     if started:
         cluster.up(layout)
-    env = cluster.client_environment(layout)
+    drivers = layout.state_dir / "drivers"
+    env = {**cluster.client_environment(layout), keptdriver.IDLE_ENV: str(KEPT_DRIVER_IDLE_S),
+           keptdriver.DIR_ENV: str(drivers)}
     try:
         with client_environ(env):
             # Every job ships this interpreter's env to the bare nodes: packed and localized
@@ -107,6 +113,7 @@ def yarn_cluster() -> Iterator[LocalCluster]:
             ship_env_to_every_node(layout)
             yield LocalCluster(layout, env)
     finally:
+        keptdriver.stop_all(drivers)
         if started:
             cluster.down(layout)
 

@@ -63,12 +63,18 @@ def test_kept_driver_reused_per_identity_and_ended_when_idle(yarn_cluster, tmp_p
     fresh = skein_client()  # the next command after that: a new driver
     assert keeper_pid(fresh) != keeper
     fresh.close()
+    fresh_keeper = keeper_pid(fresh)
+    keptdriver.stop_all(tmp_path / "drivers")  # as the suite does at its end, before idle
+    deadline = time.monotonic() + 30
+    while alive(fresh_keeper) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(fresh_keeper)
 
 
 def test_without_the_setting_a_commands_driver_ends_with_it(yarn_cluster, tmp_path: Path,
                                                           monkeypatch) -> None:
-    """The default: a command's own driver, a child JVM that ends when the command closes
-    its client, and nothing kept on disk."""
+    """The default (the suite keeps its drivers): a command's own driver, a child JVM that
+    ends when the command closes its client, and nothing kept on disk."""
     monkeypatch.setenv(keptdriver.DIR_ENV, str(tmp_path / "drivers"))
     monkeypatch.delenv(keptdriver.IDLE_ENV, raising=False)
     client = skein_client()

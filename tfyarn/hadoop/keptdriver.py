@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -101,6 +102,19 @@ def kept_client(java_options: list[str], principal: str | None, keytab: str | No
                                     idle_s)
             client = skein.Client(address=address)
     return client
+
+
+def stop_all(root: Path) -> None:
+    """Stop every kept driver under ``root`` now rather than when idle: each keeper is
+    ended, and its driver with it (a driver ends when its stdin, the keeper's pipe, closes)."""
+    for address_file in root.glob(f"*/{ADDRESS_FILE}"):
+        with _locked(address_file.parent):
+            try:
+                pid = int(address_file.read_text().split()[1])
+                os.kill(pid, signal.SIGTERM)
+            except (OSError, ValueError, IndexError):
+                pass  # gone already
+            address_file.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
