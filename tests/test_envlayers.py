@@ -206,6 +206,32 @@ def test_the_local_cache_keeps_the_newest_other_pack(tmp_path: Path) -> None:
         f"layer-other-k9{suffix}"])
 
 
+def test_two_submits_at_once_pack_a_layer_once(env: envpack.EnvSource, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes (two lanes' clusters, two terminals) ask for the same layer at once:
+    one packs it, the other waits and takes that pack."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    pack = envpack.pack
+
+    def slow_pack(*args, **kwargs):  # a real layer takes seconds: both ask while one packs
+        time.sleep(0.5)
+        return pack(*args, **kwargs)
+
+    monkeypatch.setattr(envpack, "pack", slow_pack)  # the forked workers inherit it
+    layer = by_label(envlayers.split(env, large_bytes=LARGE))["tensorflow"]
+    with ProcessPoolExecutor(2) as pool:
+        results = list(pool.map(_pack_quietly, [layer, layer], [env, env]))
+    assert sorted(packed for _, packed in results) == [False, True]
+    assert results[0][0] == results[1][0]
+
+
+def _pack_quietly(layer: envlayers.Layer, env: envpack.EnvSource) -> tuple[Path, bool]:
+    archive, _, packed = layership.local_pack(layer, env, lambda _: None)
+    return archive, packed
+
+
 def test_each_layer_is_an_archive_in_every_container() -> None:
     environment = JobEnvironment(layers=(
         ("pyenv", "hdfs://nn:8020/user/a/.tfyarn/envs/layer-python-1.tar.gz", "public"),

@@ -23,6 +23,7 @@ listing it reads anyway.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -74,23 +75,27 @@ def record_of(archive: Path) -> dict:
 def local_pack(layer: Layer, source: envpack.EnvSource, echo: Callable[[str], None],
                suffix: str = SUFFIX) -> tuple[Path, dict, bool]:
     """The layer's pack in the local cache with its record, packed unless a whole one is
-    there; (path, record, whether it was packed now)."""
+    there; (path, record, whether it was packed now). Two submits at once pack a layer
+    once: the second waits for the first's pack and takes it."""
     archive = envpack.cache_dir() / layer.archive_name(suffix)
     record_file = archive.with_name(archive.name + RECORD_SUFFIX)
-    if archive.is_file() and record_file.is_file():
-        record = json.loads(record_file.read_text())
-        if record == record_of(archive):
-            return archive, record, False
-        echo(f"  {archive}: not the pack its record describes (changed or cut short): "
-             "packing it again")
-    started = time.monotonic()
-    added = envpack.launchers(source.version, source.lib) if layer.kind != "site" else []
-    size = envpack.pack(envlayers.members(layer, source), archive, added,
-                        envpack.TerminalProgress(f"  packing {layer.label}"))
-    record = record_of(archive)
-    partial = record_file.with_name(f".{record_file.name}.{os.getpid()}")
-    partial.write_text(json.dumps(record))
-    os.replace(partial, record_file)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with open(archive.with_name(f".{archive.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if archive.is_file() and record_file.is_file():
+            record = json.loads(record_file.read_text())
+            if record == record_of(archive):
+                return archive, record, False
+            echo(f"  {archive}: not the pack its record describes (changed or cut short): "
+                 "packing it again")
+        started = time.monotonic()
+        added = envpack.launchers(source.version, source.lib) if layer.kind != "site" else []
+        size = envpack.pack(envlayers.members(layer, source), archive, added,
+                            envpack.TerminalProgress(f"  packing {layer.label}"))
+        record = record_of(archive)
+        partial = record_file.with_name(f".{record_file.name}.{os.getpid()}")
+        partial.write_text(json.dumps(record))
+        os.replace(partial, record_file)
     echo(f"  packed {layer.label}: {envpack.format_size(size)} in "
          f"{time.monotonic() - started:.1f} s")
     return archive, record, True
