@@ -28,6 +28,8 @@ import requests
 from barenodes import venv_without
 from conftest import LocalCluster, chromium, open_page, task_rows
 from jobtools import (
+    SUBMIT_TIMEOUT_S,
+    TFYARN,
     app_report,
     app_state,
     application_ids,
@@ -138,17 +140,6 @@ def test_seed_job_succeeds_with_checkpoints_on_hdfs(secure_cluster: LocalCluster
     assert f"Auth successful for {user} (auth:TOKEN)" in namenode_log
 
 
-def test_submit_with_principal_and_keytab(secure_cluster: LocalCluster,
-                                          tmp_path: Path) -> None:
-    user = secure.cluster_user()
-    res, app = prepare_light_job(tmp_path, ["--sleep", "1"])
-    done = run_tfyarn(secure_cluster, "--principal", secure.principal(user), "--keytab",
-                      str(secure.keytab(secure_cluster.layout, user)), "submit", "--resources",
-                      str(res), "--app-config", str(app), "--wait", timeout_s=300,
-                      env=without_tickets(secure_cluster, tmp_path))
-    assert done.returncode == 0 and "SUCCEEDED" in done.stdout, done.stdout + done.stderr
-
-
 def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
                                                  tmp_path: Path) -> None:
     """The job's tokens die TOKEN_MAX_LIFETIME_S after submit (checked: a new connection with
@@ -157,8 +148,8 @@ def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
     agents restore the checkpoint from HDFS with the tokens the AppMaster got from the keytab.
     The job ends SUCCEEDED, its last checkpoint written to HDFS long after the old tokens died."""
     layout, user = secure_cluster.layout, secure.cluster_user()
-    # three workers, 0.1 s a step each: training outlasts the tokens by 40 s at least
-    steps = (secure.TOKEN_MAX_LIFETIME_S + 40) * 30
+    # three workers, 0.1 s a step each: training outlasts the tokens by 20 s at least
+    steps = (secure.TOKEN_MAX_LIFETIME_S + 20) * 30
     res, app = prepare_job(tmp_path, args=["--train_steps", str(steps), "--step_sleep", "0.1"],
                            components={"chiefworker": {"yarn.container.failure.threshold": "1"}})
     no_tickets = without_tickets(secure_cluster, tmp_path)
@@ -321,30 +312,6 @@ def test_a_keytab_without_the_principal_is_refused(secure_cluster: LocalCluster,
             f"{secure.principal(user)})") in refused.stderr, refused.stderr
 
 
-def test_another_user_can_neither_kill_nor_read_the_job(secure_cluster: LocalCluster,
-                                                        tmp_path: Path) -> None:
-    res, app = prepare_light_job(tmp_path, ["--sleep", "600"])
-    submitted = run_tfyarn(secure_cluster, "submit", "--resources", str(res), "--app-config",
-                           str(app), "--detach", "--json", timeout_s=180)
-    assert submitted.returncode == 0, submitted.stderr
-    app_id = json.loads(submitted.stdout)["application_id"]
-    other = secure.OTHER_USER
-    as_other = {**secure_cluster.env,
-                "KRB5CCNAME": str(secure.kinit(secure_cluster.layout, other))}
-    try:
-        killed = run_tfyarn(secure_cluster, "kill", app_id, env=as_other)
-        assert killed.returncode != 0, killed.stdout
-        assert f"User {other} cannot perform operation MODIFY_APP on {app_id}" in killed.stderr
-        assert app_state(secure_cluster, app_id) in ("ACCEPTED", "RUNNING")
-        # YARN answers a user without VIEW access with the report's public fields only.
-        seen = run(as_other, "yarn", "application", "-status", app_id)
-        assert "Tracking-URL : N/A" in seen.stdout and "AM Host : N/A" in seen.stdout, seen
-        owner = run(secure_cluster.env, "yarn", "application", "-status", app_id)
-        assert "Tracking-URL : N/A" not in owner.stdout, owner.stdout
-    finally:
-        assert run_tfyarn(secure_cluster, "kill", app_id).returncode == 0
-
-
 def test_access_lists_in_the_job_config_let_another_user_see_and_kill_it(
         secure_cluster: LocalCluster, tmp_path: Path) -> None:
     other = secure.OTHER_USER
@@ -385,8 +352,9 @@ def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalClu
                                                        tmp_path: Path) -> None:
     """As a person sees it, in headless Chromium that logs in with Kerberos (SPNEGO): the link
     `submit` prints goes through the RM's proxy to the job page, which lists the tasks to
-    their owner. bob, not in the job's view ACL, is refused by the AppMaster's UI; a caller
-    without tickets by the RM. The page's own server refuses the AppMaster host's address.
+    their owner. bob, not in the job's view ACL, is refused by the AppMaster's UI, YARN
+    shows him the report's public fields only and refuses his kill; a caller without
+    tickets is refused by the RM. The page's own server refuses the AppMaster host's address.
     The job's TensorBoard too is the owner's through the proxy only (issue 36): bob is
     refused it, and its own port answers 403."""
     layout = secure_cluster.layout
@@ -424,6 +392,16 @@ def test_the_job_page_is_reached_through_the_proxy_only(secure_cluster: LocalClu
             assert not task_rows(other)
         refused = get_as(as_other, page + "tasks.json")
         assert refused.status_code == 403, refused.text
+        killed = run_tfyarn(secure_cluster, "kill", app_id, env=as_other)
+        assert killed.returncode != 0, killed.stdout
+        assert (f"User {secure.OTHER_USER} cannot perform operation MODIFY_APP on {app_id}"
+                in killed.stderr), killed.stderr
+        assert app_state(secure_cluster, app_id) == "RUNNING"
+        # YARN answers a user without VIEW access with the report's public fields only.
+        seen = run(as_other, "yarn", "application", "-status", app_id)
+        assert "Tracking-URL : N/A" in seen.stdout and "AM Host : N/A" in seen.stdout, seen
+        owner_sees = run(secure_cluster.env, "yarn", "application", "-status", app_id)
+        assert "Tracking-URL : N/A" not in owner_sees.stdout, owner_sees.stdout
         refused = get_as(as_other, printed["tracking_url"] + "pages/tensorboard/data/runs")
         assert refused.status_code == 403, refused.text
         direct = live_view(layout, printed["tracking_url"]).tensorboard_url
@@ -493,15 +471,25 @@ def spellings(secret: bytes) -> set[bytes]:
 
 def test_no_secret_in_logs_process_table_or_status(secure_cluster: LocalCluster,
                                                    tmp_path: Path) -> None:
+    """`submit --wait` with a principal and keytab and no ticket at all (the client logs in
+    from the keytab, the AppMaster gets it and hands new tokens to the agents): the job
+    SUCCEEDS, and none of its secrets (the keytab's keys, every token's password) is in a
+    log, the process table, `tfyarn status` or what submit printed."""
     layout, user = secure_cluster.layout, secure.cluster_user()
-    res, app = prepare_light_job(tmp_path, ["--sleep", "20"])
-    # With a keytab: the AppMaster gets the keytab, and new tokens it hands to the agents.
-    submitted = run_tfyarn(secure_cluster, "--principal", secure.principal(user), "--keytab",
-                           str(secure.keytab(layout, user)), "submit", "--resources", str(res),
-                           "--app-config", str(app), "--detach", "--json", timeout_s=180)
-    assert submitted.returncode == 0, submitted.stderr
-    app_id = json.loads(submitted.stdout)["application_id"]
+    res, app = prepare_light_job(tmp_path, ["--sleep", "30"])
+    submit = subprocess.Popen(
+        [*TFYARN, "--principal", secure.principal(user), "--keytab",
+         str(secure.keytab(layout, user)), "submit", "--resources", str(res), "--app-config",
+         str(app), "--wait"], env=without_tickets(secure_cluster, tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    printed = []
     try:
+        for line in submit.stdout:
+            printed.append(line)
+            if line.startswith("Submitted "):
+                break
+        assert printed and printed[-1].startswith("Submitted "), "".join(printed)
+        app_id = printed[-1].split()[1]
         containers = f"nm*/local/usercache/{user}/appcache/{app_id}/container_*"
         token_files = wait_for("a container with the AppMaster's new tokens", lambda: (
             sorted(layout.state_dir.glob(f"{containers}/{hdfstokens.TOKENS_FILE}"))
@@ -514,15 +502,20 @@ def test_no_secret_in_logs_process_table_or_status(secure_cluster: LocalCluster,
         processes = b"".join(_read(path) for pattern in ("proc/[0-9]*/cmdline",
                                                          "proc/[0-9]*/environ")
                              for path in Path("/").glob(pattern))
+        printed.append(submit.communicate(timeout=SUBMIT_TIMEOUT_S)[0])
     finally:
-        assert run_tfyarn(secure_cluster, "kill", app_id).returncode == 0
+        if submit.poll() is None:
+            submit.kill()
+    output = "".join(printed)
+    assert submit.returncode == 0 and f"{app_id} SUCCEEDED" in output, output
     keys = keytab_keys(secure.keytab(layout, user))
     assert keys and {len(key) for key in keys} <= {16, 24, 32}, keys  # AES, 3DES keys
     secrets += keys
     logs = [p for p in (*layout.log_dir.rglob("*"),
                         *layout.state_dir.glob(f"nm*/containers/{app_id}/**/*")) if p.is_file()]
     places = {str(p): p.read_bytes() for p in logs}
-    places |= {"process table": processes, "status --json": status.stdout.encode()}
+    places |= {"process table": processes, "status --json": status.stdout.encode(),
+               "submit's output": output.encode()}
     leaks = {(where, text) for secret in secrets for text in spellings(secret)
              for where, content in places.items() if text in content}
     assert not leaks, leaks
