@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 N_FEATURES = 784  # MNIST-shaped inputs
@@ -62,8 +63,11 @@ def legacy_flags(argv: list[str]) -> dict:
     return vars(parser.parse_known_args(argv)[0])
 
 
-def tf2_start(argv: list[str], description: str) -> tuple[argparse.Namespace, dict]:
-    """A TF2 script's options and TF_CONFIG; records what the task received.
+def tf2_start(argv: list[str], description: str,
+              add_options: Callable[[argparse.ArgumentParser], None] | None = None,
+              ) -> tuple[argparse.Namespace, dict]:
+    """A TF2 script's options (the common ones, and those ``add_options`` adds) and
+    TF_CONFIG; records what the task received.
 
     TF_CONFIG says everything about the cluster: the Slider flags are accepted, recorded
     for the tests and otherwise ignored.
@@ -78,6 +82,8 @@ def tf2_start(argv: list[str], description: str) -> tuple[argparse.Namespace, di
                         help="seconds to pause per step (to make a short job last)")
     parser.add_argument("--batch_size", type=int, default=100, help="per task")
     parser.add_argument("--learning_rate", type=float, default=0.3)
+    if add_options is not None:
+        add_options(parser)
     args, _legacy = parser.parse_known_args(argv)
     tf_config = json.loads(os.environ["TF_CONFIG"])
     task = tf_config["task"]

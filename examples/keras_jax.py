@@ -19,10 +19,10 @@ Alone (no tfyarn): one process on this machine's devices.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
@@ -30,11 +30,7 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 import jax  # noqa: E402 (after the backend is chosen)
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-
-try:
-    from tfyarn import progress  # noqa: E402
-except ImportError:  # alone, without tfyarn installed
-    progress = None
+from keras_support import step_progress  # noqa: E402
 
 
 def main() -> None:
@@ -94,26 +90,13 @@ def main() -> None:
                     model.save_weights(Path(scratch) / weights.name)
 
     steps_per_epoch = -(-len(x) // args.batch_size)
-    first_generation = os.environ.get("TFYARN_GENERATION", "0") == "0"
-
-    class Slow(keras.callbacks.Callback):  # a longer run, to stop a process in the middle
-        step = first_epoch * steps_per_epoch
-
-        def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
-            self.step += 1
-            if progress is not None:
-                progress.report_step(self.step)
-
-        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-            time.sleep(args.step_sleep)
-            if (self.step == args.stall_at and process == args.stall_process
-                    and first_generation):
-                print(f"process {process}: stalling after step {self.step} at {time.time()}",
-                      flush=True)
-                time.sleep(3600)
+    # Counted here: under JAX the optimizer's iterations are synced back at epoch ends only.
+    steps = itertools.count(first_epoch * steps_per_epoch + 1)
+    progress = step_progress(keras, lambda: next(steps), args.stall_at,
+                             process == args.stall_process, pause_s=args.step_sleep)
 
     history = model.fit(x, y, batch_size=args.batch_size, epochs=args.epochs,
-                        initial_epoch=first_epoch, callbacks=[Snapshot(), Slow()], verbose=2)
+                        initial_epoch=first_epoch, callbacks=[Snapshot(), progress], verbose=2)
     if process == 0:
         result = {"processes": processes, "devices": len(devices),
                   "first_epoch": first_epoch, "epochs": args.epochs,

@@ -32,12 +32,14 @@ from keras_support import (
 )
 
 
+def stall_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stall_at", type=int, default=None,
+                        help="the step after which --stall_task sleeps (first generation)")
+    parser.add_argument("--stall_task", default="worker:1", help="TYPE:INDEX, as TF_CONFIG")
+
+
 def main(argv: list[str]) -> int:
-    args, tf_config = tf2_start(argv, __doc__)
-    stall = argparse.ArgumentParser()
-    stall.add_argument("--stall_at", type=int, default=None)
-    stall.add_argument("--stall_task", default="worker:1")
-    stall_args, _others = stall.parse_known_args(argv)
+    args, tf_config = tf2_start(argv, __doc__, add_options=stall_options)
     task = tf_config["task"]
     chief = is_chief(tf_config)
     tf, keras = load_tf_keras()  # before anything imports TensorFlow
@@ -60,8 +62,8 @@ def main(argv: list[str]) -> int:
             # on the other tasks Keras writes into a temporary dir of its own
             step_tensorboard(keras, os.path.join(args.work_dir, "tensorboard")),
             *step_pause(keras, args.step_sleep, args.save_every),
-            step_progress(keras, model, stall_args.stall_at,
-                          stall_args.stall_task == f"{task['type']}:{task['index']}"),
+            step_progress(keras, lambda: global_step(keras, model) + 1, args.stall_at,
+                          args.stall_task == f"{task['type']}:{task['index']}"),
         ],
         verbose=2 if chief else 0,
     )
