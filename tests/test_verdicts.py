@@ -98,6 +98,14 @@ def test_yarns_notice_is_noted_and_told_to_the_task_and_the_chief_before_the_kil
     assert cluster.job.failures == Counter()  # a notice is no failure either
 
 
+def test_without_a_chiefworker_rank_0_is_told_with_the_preempted_rank() -> None:
+    """A group of workers alone (PyTorch's, say): worker 0 is rank 0, which saves."""
+    cluster = Cluster(plan(ps=0, chief=0, workers=3, threshold=0, framework="pytorch"))
+    cluster.everyone_running()
+    rank_0, rank_2 = cluster.container("worker", 0), cluster.container("worker", 2)
+    assert cluster.job.on_preempt_notice(rank_2, cluster.now) == [rank_2, rank_0]
+
+
 def test_a_preempted_ps_restarts_the_cluster_from_the_checkpoint_uncounted() -> None:
     cluster = Cluster(plan(threshold=0))
     cluster.everyone_running()

@@ -199,14 +199,14 @@ class Job:
 
     def on_preempt_notice(self, container: str, now: float) -> list[str]:
         """YARN announced it will preempt ``container``: noted (status, page, report). The
-        containers to tell: its task's, and the chief's, which saves the checkpoint a
-        restart resumes from."""
+        containers to tell: its task's, and the chief's (rank 0's), which saves the
+        checkpoint a restart resumes from."""
         task = self.task_of(container)
         if task is None:
             return []
         self.core.note(now, Mark.PREEMPTED, f"{task.name} (attempt {task.attempt}) told by "
                        "YARN it will be preempted: the chief may save a checkpoint first")
-        chief = self.tasks.get((Role.CHIEFWORKER, 0))
+        chief = self.tasks.get(self.plan.chief)  # worker 0 (rank 0) without a chiefworker
         told = [container]
         if chief is not None and chief.container and chief.container != container:
             told.append(chief.container)
