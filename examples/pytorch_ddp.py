@@ -13,8 +13,12 @@ from the last epoch. The work dir is TFYARN_WORK_DIR under tfyarn (mirrored to H
 restored into every rank of a new group), else --snapshot_dir. gloo on CPU, nccl on GPUs.
 Rank 0 writes ``result.json`` at the end. Each rank writes its step, as each step begins,
 into the file TFYARN_PROGRESS_FILE names (tfyarn's stall watchdog reads it; a torchrun script
-need not import tfyarn). ``--stall_at STEP --stall_rank R``: rank R stops after that step in
-the group's first run and sleeps, as a rank stuck on its data would.
+need not import tfyarn). When YARN announces it will take back a container of the group
+(preemption: the file TFYARN_PREEMPTION_NOTICE_FILE names appears in that rank's container and
+in rank 0's), rank 0 saves a snapshot after the step it is on, once, and trains on until the
+group breaks; the new group goes on from that step. ``--stall_at STEP --stall_rank R``: rank
+R stops after that step in the group's first run and sleeps, as a rank stuck on its data
+would.
 """
 
 from __future__ import annotations
@@ -53,6 +57,13 @@ def report_step(step: int) -> None:
         os.replace(f"{path}.tmp", path)
 
 
+def notice_received() -> bool:
+    """Whether YARN announced a preemption (tfyarn's notice file exists); outside tfyarn,
+    never. One stat: cheap enough for every step."""
+    path = os.environ.get("TFYARN_PREEMPTION_NOTICE_FILE")
+    return bool(path) and os.path.exists(path)
+
+
 def dataset(size: int = 2048) -> TensorDataset:
     """A fixed synthetic regression: y = x · w + noise (every rank makes the same one)."""
     generator = torch.Generator().manual_seed(0)
@@ -71,6 +82,8 @@ class Trainer:
         self.data, self.optimizer = data, optimizer
         self.snapshot, self.step_sleep, self.stall_at = snapshot, step_sleep, stall_at
         self.epochs_run = 0
+        self.batches_run = 0  # of epoch epochs_run, where a snapshot was saved mid-epoch
+        self.saved_on_notice = False
         if snapshot.exists():
             self._load_snapshot()
         self.model = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
@@ -80,22 +93,32 @@ class Trainer:
         self.model.load_state_dict(state["MODEL_STATE"])
         self.optimizer.load_state_dict(state["OPTIMIZER_STATE"])
         self.epochs_run = state["EPOCHS_RUN"]
-        print(f"rank {self.rank}: resuming from the snapshot at epoch {self.epochs_run}",
-              flush=True)
+        self.batches_run = state.get("BATCHES_RUN", 0)
+        print(f"rank {self.rank}: resuming from the snapshot at epoch {self.epochs_run}, "
+              f"step {self.first_step}", flush=True)
 
-    def _save_snapshot(self, epoch: int) -> None:
+    @property
+    def first_step(self) -> int:
+        return self.epochs_run * len(self.data) + self.batches_run
+
+    def _save_snapshot(self, epoch: int, batches: int = 0) -> None:
         state = {"MODEL_STATE": self.model.module.state_dict(),
-                 "OPTIMIZER_STATE": self.optimizer.state_dict(), "EPOCHS_RUN": epoch}
+                 "OPTIMIZER_STATE": self.optimizer.state_dict(), "EPOCHS_RUN": epoch,
+                 "BATCHES_RUN": batches}
         partial = self.snapshot.with_name(self.snapshot.name + ".tmp")
         torch.save(state, partial)
         partial.replace(self.snapshot)  # never a half-written snapshot
-        print(f"epoch {epoch}: snapshot saved at {self.snapshot}", flush=True)
+        print(f"epoch {epoch}, batch {batches}: snapshot saved at {self.snapshot}", flush=True)
 
-    def _run_epoch(self, epoch: int) -> float:
+    def _run_epoch(self, epoch: int, skip: int = 0) -> float:
+        """One epoch, but its first ``skip`` batches (done before a mid-epoch snapshot: the
+        sampler's order is the same for the same epoch)."""
         assert isinstance(self.data.sampler, DistributedSampler)
         self.data.sampler.set_epoch(epoch)
-        total = 0.0
+        total, done = 0.0, 0
         for batch, (source, targets) in enumerate(self.data, start=1):
+            if batch <= skip:
+                continue
             step = epoch * len(self.data) + batch
             report_step(step)
             source, targets = source.to(self.device), targets.to(self.device)
@@ -103,18 +126,22 @@ class Trainer:
             loss = F.mse_loss(self.model(source), targets)
             loss.backward()
             self.optimizer.step()
-            total += loss.item()
+            total, done = total + loss.item(), done + 1
             time.sleep(self.step_sleep)
+            if self.rank == 0 and not self.saved_on_notice and notice_received():
+                self._save_snapshot(epoch, batch)  # the new group goes on after this step
+                print(f"preemption notice: snapshot saved after step {step}", flush=True)
+                self.saved_on_notice = True
             if step == self.stall_at:
                 print(f"rank {self.rank}: stalling after step {step} at {time.time()}",
                       flush=True)
                 time.sleep(3600)
-        return total / len(self.data)
+        return total / max(1, done)
 
     def train(self, max_epochs: int) -> float:
         loss = float("nan")
         for epoch in range(self.epochs_run, max_epochs):
-            loss = self._run_epoch(epoch)
+            loss = self._run_epoch(epoch, self.batches_run if epoch == self.epochs_run else 0)
             print(f"rank {self.rank} epoch {epoch + 1}: loss {loss:.4f}", flush=True)
             if self.rank == 0:
                 self._save_snapshot(epoch + 1)
@@ -145,10 +172,11 @@ def main() -> None:
     stalls = restarts == 0 and int(os.environ["RANK"]) == args.stall_rank
     trainer = Trainer(model, loader, optimizer, device, snapshot, args.step_sleep,
                       args.stall_at if stalls else None)
-    first_epoch = trainer.epochs_run
+    first_epoch, first_step = trainer.epochs_run, trainer.first_step
     loss = trainer.train(args.epochs)
     if trainer.rank == 0:
-        result = {"epochs": args.epochs, "first_epoch": first_epoch, "loss": loss,
+        result = {"epochs": args.epochs, "first_epoch": first_epoch, "first_step": first_step,
+                  "loss": loss,
                   "world_size": dist.get_world_size(), "restart_count": restarts}
         (Path(args.snapshot_dir) / "result.json").write_text(json.dumps(result))
     dist.destroy_process_group()

@@ -24,7 +24,17 @@ from pathlib import Path
 import pytest
 import test_faults_yarn
 from barenodes import make_venv, pins
-from jobtools import APPS, EXAMPLES, REPO, prepare_job, run_tfyarn, status_json, task_processes
+from conftest import wait_for_final_state
+from jobtools import (
+    APPS,
+    EXAMPLES,
+    REPO,
+    prepare_job,
+    run_tfyarn,
+    status_json,
+    task_processes,
+    yarn_logs,
+)
 from test_faults_yarn import Job, assert_succeeded, restarts_of, wait_until
 
 from appmaster.model.jobstall import STACKS_GRACE_S
@@ -142,6 +152,50 @@ def test_pytorch_ddp_three_ranks_killed_rank_restarts_the_group(
     result = job.result()
     assert result["world_size"] == 3 and result["restart_count"] == 1, result
     assert 0 < result["first_epoch"] < result["epochs"], result  # resumed from the snapshot
+    job.assert_no_process_left()
+
+
+@pytest.mark.skipif(not TORCH, reason="PyTorch's env is GBs: TFYARN_TORCH=1 runs it")
+def test_pytorch_ddp_saves_on_yarns_preemption_notice_and_resumes_from_there(
+        yarn_cluster, skein_client, tmp_path: Path,
+        submit_framework: Callable[..., Job]) -> None:
+    """examples/pytorch_ddp.py, 3 ranks of 6 GB on the default partition: past the default
+    queue's guaranteed share. Another team's job in the urgent queue takes its share back:
+    YARN's notice reaches the rank it will take and rank 0 (worker 0), which saves a
+    snapshot after the step it is on; the preempted rank's end restarts the group
+    (uncounted: threshold 0), and generation 1 goes on from that step or a later one."""
+    from test_verdicts_yarn import URGENT_HOLD_S, WORKER_MB, urgent_application
+
+    ranks = {"yarn.memory": str(WORKER_MB), "yarn.label.expression": "",
+             "yarn.container.failure.threshold": "0"}
+    job = submit_framework(*example_job(
+        tmp_path, "pytorch_ddp", ["--epochs", "60", "--step_sleep", "0.2"],
+        settings={"checkpoint.mirror.interval": "1"}, components={"worker": ranks}))
+    wait_until("rank 0's snapshot on HDFS", lambda: "snapshot.pt" in job.files.remote_names(),
+               600, poll_s=0.5, fail_fast=job.ended_early)
+    urgent = skein_client.submit(urgent_application(containers=4, seconds=URGENT_HOLD_S))
+    try:
+        wait_until("a rank preempted", lambda: any(
+            t.get("verdicts", {}).get("preempted")
+            for t in status_json(yarn_cluster, job.app_id)["job"]["tasks"]),
+            120, poll_s=2, fail_fast=job.ended_early)
+    finally:
+        wait_for_final_state(skein_client, urgent, 120)
+    app = job.final(timeout_s=600)
+    assert_succeeded(job, app)
+    restarts = restarts_of(app["diagnostics"])
+    notice = next(i for i, line in enumerate(restarts) if "told by YARN" in line)
+    kill = next(i for i, line in enumerate(restarts) if "preempted by YARN" in line)
+    assert notice < kill and "cluster restarted as generation 1" in restarts[kill], restarts
+    rank_0 = "".join(c.files["worker-0.stdout"] for c in yarn_logs(
+        yarn_cluster, job.app_id, {"worker-0.stdout"}, copies=2).values()
+        if "worker-0.stdout" in c.files)
+    saved = re.search(r"preemption notice: snapshot saved after step (\d+)", rank_0)
+    assert saved, rank_0[-3000:]
+    result = job.result()
+    print(f"[{job.app_id}] rank 0 saved after step {saved[1]} on the notice; generation 1 "
+          f"started at step {result['first_step']}; restarts: {restarts}")
+    assert result["restart_count"] == 1 and result["first_step"] >= int(saved[1]), result
     job.assert_no_process_left()
 
 
