@@ -27,6 +27,15 @@ def test_new_tokens_come_at_half_the_shorter_of_renew_interval_and_max_lifetime(
     assert hdfstokens.refresh_period_s(str(tmp_path)) == 3600
 
 
+def test_the_period_counts_from_a_fetchs_start() -> None:
+    """A fetch of 20 s on a busy node: the next starts 10 s after it, so that no token handed
+    out is older than the period meant (on the local secure cluster's 60 s renew interval,
+    waiting the whole period after each fetch left agents tokens with seconds to live)."""
+    assert hdfstokens.next_fetch_in(30.0, 20.0) == 10.0
+    assert hdfstokens.next_fetch_in(30.0, 45.0) == 0.0  # late already: at once
+    assert hdfstokens.next_fetch_in(30.0, 0.5) == 29.5
+
+
 def test_tokens_are_for_the_work_dirs_file_system_or_the_default_one(tmp_path):
     assert hdfstokens.file_system("hdfs://nn:8020/jobs/x", None) == "hdfs://nn:8020"
     site(tmp_path, "core-site.xml", **{"fs.defaultFS": "hdfs://ns1"})

@@ -20,6 +20,7 @@ import os
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -156,14 +157,22 @@ class TokenRefresher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 self.refresh()
-                wait_s = self.period_s
+                wait_s = next_fetch_in(self.period_s, time.monotonic() - started)
             except (TokenError, OSError) as exc:
                 log.error("could not get new HDFS tokens (trying again in %.0f s): %s",
                           RETRY_S, exc)
                 wait_s = min(RETRY_S, self.period_s)
             self._stop.wait(wait_s)
+
+
+def next_fetch_in(period_s: float, took_s: float) -> float:
+    """Seconds until the next fetch: the period counts from this fetch's start, since a fetch
+    (a JVM, the KDC, the NameNode) can take a good part of it on a busy node, and the tokens
+    handed out must not grow older than the period meant."""
+    return max(0.0, period_s - took_s)
 
 
 class TokenFollower:
