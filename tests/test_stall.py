@@ -190,6 +190,26 @@ def test_a_stalled_parameter_server_worker_is_replaced_alone() -> None:
     assert cluster.job.restarts == ["worker 0 stalled at step 10: replaced (attempt 1)"]
 
 
+def test_a_stalled_worker_without_a_ps_restarts_the_cluster_at_once() -> None:
+    """MultiWorkerMirrored (no ps): the others wait in the all-reduce the stalled worker
+    never joins. Replaced alone, they would stall in turn and the chief be blamed too."""
+    cluster = Cluster(plan(ps=0, workers=2, threshold=1, stall_timeout_s=TIMEOUT))
+    cluster.everyone_running()
+    ranks = [("chiefworker", 0), ("worker", 0), ("worker", 1)]
+    for step in range(1, 5):
+        report(cluster, dict.fromkeys(ranks, step))
+        cluster.tick(1.0)
+    report(cluster, {("chiefworker", 0): 5, ("worker", 0): 5})  # worker 1 stopped at 4
+    cluster.tick(TIMEOUT + 0.5)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    cluster.tick(STACKS_GRACE_S)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert sorted(cluster.killed) == ["chiefworker_0", "worker_0", "worker_1"]
+    assert cluster.job.generation == 1 and cluster.job.failures == {"worker": 1}
+    assert cluster.job.restarts == ["worker 1 stalled at step 4: cluster restarted as "
+                                    "generation 1"]
+
+
 def test_past_the_threshold_a_stall_fails_the_job() -> None:
     cluster = Cluster(group_plan())
     for _ in range(3):

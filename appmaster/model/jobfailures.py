@@ -206,7 +206,7 @@ class FailureRules:
             self.table.move(task, TaskState.FAILED)  # the failure that ends the job
             return EndJob(JobState.FAILED,
                           over_threshold_message(self.plan, task, failures, reason))
-        alone = self._replaceable(task) and not self._moves_for_sure(verdict)
+        alone = self._replaceable(task) and not self._needs_a_new_generation(verdict)
         self.core.note(now, self._mark_kind(verdict, alone),
                        restart_line(task, how, alone, self.core.generation))
         self._restart(task, now, alone, {Verdict.LOST: TaskState.LOST,
@@ -214,11 +214,16 @@ class FailureRules:
                                              verdict, TaskState.REPLACING))
         return None
 
-    def _moves_for_sure(self, verdict: Verdict) -> bool:
-        """A worker lost with its host comes back on another, at a new address, and the
+    def _needs_a_new_generation(self, verdict: Verdict) -> bool:
+        """Where a worker replaced alone would leave the others stuck, the cluster restarts
+        now. A worker lost with its host comes back on another, at a new address, and the
         running tasks hold its old one (the published spec): only a new generation tells
-        them (see job.py's export rule). Restarted now, not after its replacement has
-        started (a whole container's start saved: issue 37)."""
+        them (see job.py's export rule), and restarting now saves its replacement's whole
+        start. A stalled worker of a job without a ps (MultiWorkerMirrored) leaves every
+        other in the all-reduce it never joins, which TensorFlow never times out: they would
+        stall in turn, and be judged for it."""
+        if verdict == Verdict.STALLED and self.plan.role(Role.PS) is None:
+            return True
         return verdict == Verdict.LOST and self.core.spec is not None
 
     def _evaluator_failed(self, task: Task, reason: str, now: float) -> EndJob | None:
