@@ -1,5 +1,6 @@
-"""The CLI's habits (issue 35) on the local YARN: `wait` and the exit codes, `submit ... --
-ARGS`, list's filters, status --json's times, the evaluator's logs, clear refusals.
+"""The CLI's habits on the local YARN: `wait`'s exit codes for failed and killed jobs, the
+evaluator's logs, clear refusals (a successful job's `wait`, `submit ... -- ARGS`, list's
+filters and status --json's times: test_operate_yarn.py).
 
 Light jobs (tests/apps/light_task.py, no TensorFlow) of a few seconds each.
 """
@@ -8,17 +9,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 from jobtools import (
     TFYARN,
-    JobFiles,
     ReleaseFile,
     app_report,
     prepare_light_job,
-    read_json,
     run_tfyarn,
     submit_and_wait,
     submit_detached,
@@ -31,50 +29,6 @@ pytestmark = pytest.mark.yarn
 
 EVALUATOR = {"yarn.role.priority": "4", "yarn.component.instances": "1", "yarn.memory": "256",
              "yarn.vcores": "1"}
-
-
-def listed(yarn_cluster, *options: str) -> list[str]:
-    out = run_tfyarn(yarn_cluster, "list", "--json", *options)
-    assert out.returncode == 0, out.stderr
-    return [app["id"] for app in json.loads(out.stdout)]
-
-
-def test_wait_list_and_status_on_a_detached_job(yarn_cluster, tmp_path: Path) -> None:
-    """A detached job: arguments after -- reach its script, list filters it by state and
-    name, status --json times it, and `wait` gets its outcome as the exit code."""
-    resources, app_config = prepare_light_job(
-        tmp_path, ["--sleep", "20"], settings={"app.name": "tfyarn-habits-ok"})
-    app_id = submit_detached(yarn_cluster, resources, app_config, "--", "--extra", "x y")
-
-    running = run_tfyarn(yarn_cluster, "status", app_id, "--json", "--exit-code")
-    assert running.returncode == exitcodes.JOB_RUNNING, running.stderr
-    application = json.loads(running.stdout)["application"]
-    assert application["finish_time"] is None
-    assert datetime.fromisoformat(application["start_time"]).utcoffset() is not None
-    assert app_id in listed(yarn_cluster, "--state", "accepted", "--state", "RUNNING",
-                            "--name", "tfyarn-habits-*")
-    assert app_id not in listed(yarn_cluster, "--state", "FINISHED", "--name", "tfyarn-habits-*")
-    assert app_id not in listed(yarn_cluster, "--all", "--name", "other-name")
-    assert app_id not in listed(yarn_cluster, "--all", "--queue", "small")
-
-    waited = run_tfyarn(yarn_cluster, "wait", app_id, timeout_s=240)
-    assert waited.returncode == exitcodes.OK, waited.stdout + waited.stderr
-    assert f"Following {app_id} (tfyarn-habits-ok)" in waited.stdout
-    assert waited.stdout.splitlines()[-1].startswith(f"{app_id} SUCCEEDED"), waited.stdout
-
-    # The script got the files' args, then those after --, in every task.
-    records = [read_json(path) for path in JobFiles(yarn_cluster.layout, app_id)
-               .glob("light/*.json")]
-    assert len(records) == 4 and all(r["argv"][-4:] == ["--sleep", "20", "--extra", "x y"]
-                                     for r in records), [r["argv"] for r in records]
-
-    ended = json.loads(run_tfyarn(yarn_cluster, "status", app_id, "--json").stdout)
-    start = datetime.fromisoformat(ended["application"]["start_time"])
-    finish = datetime.fromisoformat(ended["application"]["finish_time"])
-    assert start.utcoffset() is not None and 15 < (finish - start).total_seconds() < 240
-    assert run_tfyarn(yarn_cluster, "status", app_id, "--exit-code").returncode == 0
-    assert app_id in listed(yarn_cluster, "--state", "FINISHED", "--name", "tfyarn-habits-ok")
-    assert app_id not in listed(yarn_cluster, "--state", "FAILED", "--state", "KILLED")
 
 
 def test_a_failed_job_exits_3_and_a_killed_one_4(yarn_cluster, tmp_path: Path) -> None:

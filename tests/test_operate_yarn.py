@@ -6,12 +6,14 @@ import json
 import re
 import shutil
 import subprocess
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import requests
 from jobtools import (
     TFYARN,
+    JobFiles,
     ReleaseFile,
     app_report,
     interruptible,
@@ -22,6 +24,8 @@ from jobtools import (
     wait_for,
 )
 
+from tfyarn.cli import exitcodes
+
 pytestmark = pytest.mark.yarn
 
 
@@ -30,13 +34,23 @@ def light_job(tmp_path: Path, sleep_s: float, release: ReleaseFile) -> tuple[Pat
                              settings={"app.name": "tfyarn-operate-test"})
 
 
-def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Path):
+def listed(yarn_cluster, *options: str) -> list[str]:
+    out = run_tfyarn(yarn_cluster, "list", "--json", *options)
+    assert out.returncode == 0, out.stderr
+    return [app["id"] for app in json.loads(out.stdout)]
+
+
+def test_status_list_wait_and_logs_while_running_and_after(yarn_cluster, tmp_path: Path):
+    """A detached job, followed as a user does: status (its table, --json with times,
+    --exit-code), list and its filters, logs (live, --follow, after the end), `wait` with
+    the outcome as its exit code; submit's options reach YARN and the arguments after --
+    reach the script in every task."""
     # The tasks end once it exists (on HDFS): live checks come first.
     release = ReleaseFile.fresh(yarn_cluster.layout)
     resources, app_config = light_job(tmp_path, sleep_s=240, release=release)
     submitted = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
-                       str(app_config), "--detach", "--json", "--tag", "team-a",
-                       "--am-memory", "640")
+                           str(app_config), "--detach", "--json", "--tag", "team-a",
+                           "--am-memory", "640", "--", "--extra", "x y")
     assert submitted.returncode == 0, submitted.stderr
     app_id = json.loads(submitted.stdout)["application_id"]
     tracking_url = json.loads(submitted.stdout)["tracking_url"]
@@ -45,6 +59,16 @@ def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Pa
     report = app_report(yarn_cluster, app_id)
     assert {"tfyarn", "team-a"} <= set(report["applicationTags"].split(","))
     assert report["name"] == "tfyarn-operate-test"
+    running = run_tfyarn(yarn_cluster, "status", app_id, "--json", "--exit-code")
+    assert running.returncode == exitcodes.JOB_RUNNING, running.stderr
+    application = json.loads(running.stdout)["application"]
+    assert application["finish_time"] is None
+    assert datetime.fromisoformat(application["start_time"]).utcoffset() is not None
+    assert app_id in listed(yarn_cluster, "--state", "accepted", "--state", "RUNNING",
+                            "--name", "tfyarn-operate-*")
+    assert app_id not in listed(yarn_cluster, "--state", "FINISHED", "--name", "tfyarn-operate-*")
+    assert app_id not in listed(yarn_cluster, "--all", "--name", "other-name")
+    assert app_id not in listed(yarn_cluster, "--all", "--queue", "small")
 
     # Live: every task running, with its address, container, node and log URL.
     def running_view():
@@ -71,16 +95,24 @@ def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Pa
                            "exports/worker", timeout=5).json()
     assert [e["value"] for e in exports["entries"]["worker"]] == view["cluster_spec"]["worker"]
 
-    listed = json.loads(run_tfyarn(yarn_cluster, "list", "--json").stdout)
-    assert app_id in [app["id"] for app in listed]
+    assert app_id in listed(yarn_cluster)
 
     live = run_tfyarn(yarn_cluster, "logs", app_id, "--role", "worker", "--index", "1")
     assert "light task worker 2 started" in live.stdout  # worker 1 is --task_index=2
 
     release.touch()
+    waited = run_tfyarn(yarn_cluster, "wait", app_id, timeout_s=240)
+    assert waited.returncode == exitcodes.OK, waited.stdout + waited.stderr
+    assert f"Following {app_id} (tfyarn-operate-test)" in waited.stdout
+    assert waited.stdout.splitlines()[-1].startswith(f"{app_id} SUCCEEDED"), waited.stdout
     followed, _ = follower.communicate(timeout=180)
     assert "[chiefworker-0.stdout] light task worker 0 started" in followed
     assert f"{app_id} ended: FINISHED" in followed
+    # The script got the files' args, then those after --, in every task.
+    records = [read_json(path) for path in JobFiles(yarn_cluster.layout, app_id)
+               .glob("light/*.json")]
+    assert len(records) == 4 and all(r["argv"][-2:] == ["--extra", "x y"]
+                                     for r in records), [r["argv"] for r in records]
 
     # After the end: YARN's record (final task table, aggregated logs).
     final = wait_for("the final task table",
@@ -91,10 +123,15 @@ def test_status_list_and_logs_while_running_and_after(yarn_cluster, tmp_path: Pa
     assert states[("chiefworker", 0)] == "finished" and states[("ps", 0)] == "stopped"
     after = run_tfyarn(yarn_cluster, "logs", app_id, "--role", "ps")
     assert "light task ps 0 started" in after.stdout and "worker 0 started" not in after.stdout
-    assert app_id not in [a["id"] for a in json.loads(
-        run_tfyarn(yarn_cluster, "list", "--json").stdout)]
-    assert app_id in [a["id"] for a in json.loads(
-        run_tfyarn(yarn_cluster, "list", "--all", "--json").stdout)]
+    assert app_id not in listed(yarn_cluster)
+    assert app_id in listed(yarn_cluster, "--all")
+    ended = json.loads(run_tfyarn(yarn_cluster, "status", app_id, "--json").stdout)
+    start = datetime.fromisoformat(ended["application"]["start_time"])
+    finish = datetime.fromisoformat(ended["application"]["finish_time"])
+    assert start.utcoffset() is not None and 0 < (finish - start).total_seconds() < 600
+    assert run_tfyarn(yarn_cluster, "status", app_id, "--exit-code").returncode == 0
+    assert app_id in listed(yarn_cluster, "--state", "FINISHED", "--name", "tfyarn-operate-test")
+    assert app_id not in listed(yarn_cluster, "--state", "FAILED", "--state", "KILLED")
 
 
 def test_clear_messages_for_ids_that_are_not_tfyarn_jobs(yarn_cluster, skein_client):
@@ -150,10 +187,10 @@ def test_reports_come_from_skein_when_the_rm_web_address_does_not_answer(
 
     unknown = tfyarn_without_rest("status", "application_1_9999")
     assert "YARN knows no application" in unknown.stderr, unknown.stderr
-    listed = [json.loads(out.stdout) for out in (
+    answers = [json.loads(out.stdout) for out in (
         run_tfyarn(yarn_cluster, "list", "--all", "--json"), tfyarn_without_rest(
             "list", "--all", "--json"))]
-    assert [a["id"] for a in listed[0]] == [a["id"] for a in listed[1]], listed
+    assert [a["id"] for a in answers[0]] == [a["id"] for a in answers[1]], answers
 
 
 def test_a_taken_port_restarts_the_task_on_a_new_one(yarn_cluster, tmp_path: Path):
