@@ -1,4 +1,5 @@
-"""What the example scripts share: recording what a task received, the synthetic task, results.
+"""What the example scripts share: recording what a task received, the synthetic task, results,
+the steps a Keras `fit` reports.
 
 Kept beside the scripts, so it travels with them to every container (the scripts
 directory is shipped whole). TensorFlow is passed in, never imported here: recording
@@ -12,6 +13,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable
 from types import ModuleType
 
@@ -153,3 +155,31 @@ def write_result(work_dir: str, final_step: int, loss: float | None, first_step:
         {"global_step": final_step, "loss": loss, "first_global_step": first_step},
     )
     print(f"tfyarn-example done global_step={final_step}", flush=True)
+
+
+def step_progress(keras: ModuleType, next_step: Callable[[], int], stall_at: int | None,
+                  stalls_here: bool, pause_s: float = 0.0):
+    """A callback that reports each step (``next_step()``) as its batch begins
+    (``tfyarn.progress.report_step``: tfyarn's stall watchdog and `tfyarn status` read it),
+    pauses ``pause_s`` after each step and, with ``stall_at``, where ``stalls_here``, sleeps
+    after that step in the job's first generation, as a task stuck on its data would (the
+    others wait for it in their next collective)."""
+    try:
+        from tfyarn import progress
+    except ImportError:  # alone, without tfyarn installed
+        progress = None
+    first_generation = os.environ.get("TFYARN_GENERATION", "0") == "0"
+
+    class StepProgress(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+            self.step = next_step()
+            if progress is not None:
+                progress.report_step(self.step)
+
+        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+            time.sleep(pause_s)
+            if self.step == stall_at and stalls_here and first_generation:
+                print(f"stalling after step {self.step} at {time.time()}", flush=True)
+                time.sleep(3600)
+
+    return StepProgress()

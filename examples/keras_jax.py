@@ -30,7 +30,7 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 import jax  # noqa: E402 (after the backend is chosen)
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from keras_support import step_progress  # noqa: E402
+from example_support import step_progress  # noqa: E402
 
 
 def main() -> None:

@@ -19,14 +19,13 @@ import argparse
 import os
 import sys
 
-from example_support import is_chief, tf2_start, write_result
+from example_support import is_chief, step_progress, tf2_start, write_result
 from keras_support import (
     build_model,
     epochs_of,
     global_step,
     load_tf_keras,
     step_pause,
-    step_progress,
     step_tensorboard,
     synthetic_dataset,
 )

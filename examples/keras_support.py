@@ -13,7 +13,6 @@ import importlib.util
 import os
 import sys
 import time
-from collections.abc import Callable
 from types import ModuleType
 
 from example_support import HIDDEN, N_CLASSES, N_FEATURES, teacher_weights
@@ -121,31 +120,3 @@ def step_pause(keras: ModuleType, seconds: float, steps_per_epoch: int) -> list:
 def epochs_of(train_steps: int, steps_per_epoch: int) -> int:
     """Epochs of steps_per_epoch steps that reach train_steps (the last one may go past)."""
     return max(1, -(-train_steps // steps_per_epoch))
-
-
-def step_progress(keras: ModuleType, next_step: Callable[[], int], stall_at: int | None,
-                  stalls_here: bool, pause_s: float = 0.0):
-    """A callback that reports each step (``next_step()``) as its batch begins
-    (``tfyarn.progress.report_step``: tfyarn's stall watchdog and `tfyarn status` read it),
-    pauses ``pause_s`` after each step and, with ``stall_at``, where ``stalls_here``, sleeps
-    after that step in the job's first generation, as a task stuck on its data would (the
-    others wait for it in their next collective)."""
-    try:
-        from tfyarn import progress
-    except ImportError:  # alone, without tfyarn installed
-        progress = None
-    first_generation = os.environ.get("TFYARN_GENERATION", "0") == "0"
-
-    class StepProgress(keras.callbacks.Callback):
-        def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
-            self.step = next_step()
-            if progress is not None:
-                progress.report_step(self.step)
-
-        def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-            time.sleep(pause_s)
-            if self.step == stall_at and stalls_here and first_generation:
-                print(f"stalling after step {self.step} at {time.time()}", flush=True)
-                time.sleep(3600)
-
-    return StepProgress()
