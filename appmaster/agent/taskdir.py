@@ -8,24 +8,29 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from appmaster.agent.mirror import MirrorStatus, WorkDirMirror
 from appmaster.common import frameworks, registry
 from appmaster.common.agentlink import AgentLink
 from appmaster.common.jobplan import JobPlan
-from appmaster.common.storage import RemoteDir, StorageError, bounded, is_remote
+from appmaster.common.storage import NoAnswer, RemoteDir, StorageError, bounded, is_remote
 from appmaster.common.vocabulary import Role
 
 if TYPE_CHECKING:  # the evaluator's alone: imported where it is used
     from appmaster.agent.evaluation import CheckpointFollower
 
+T = TypeVar("T")
 log = logging.getLogger("tfyarn.agent")
 
 RESTORE_TIMEOUT_S = 300.0
+# A task's first contact with HDFS: a NameNode busy or failing over, or an authentication
+# cut short on a loaded node, costs seconds, not the task (a counted failure).
+FIRST_CONTACT_PAUSES_S = (5.0, 10.0)
 LAST_MIRROR_TIMEOUT_S = 120.0
 # the longest a restarted task waits for the stopped chief's last copy (the master gives it
 # 150 s, then kills it and says settled)
@@ -47,6 +52,23 @@ def cannot_reach(name: str, job_dir: str, exc: Exception) -> Exception:
     if isinstance(exc, (StorageError, OSError)):
         return CannotStart(f"{name} cannot start: the job's work dir {job_dir}: {exc}")
     return exc
+
+
+def first_contact(call: Callable[[], T], reconnect: Callable[[], None], what: str,
+                  pause: Callable[[float], None] = time.sleep) -> T:
+    """``call`` (bounded by RESTORE_TIMEOUT_S), tried again on a new connection after each
+    of FIRST_CONTACT_PAUSES_S when HDFS refused it; one that never answered is not retried."""
+    for pause_s in FIRST_CONTACT_PAUSES_S:
+        try:
+            return bounded(call, RESTORE_TIMEOUT_S, what)
+        except NoAnswer:
+            raise
+        except StorageError as exc:
+            log.warning("%s: %s; trying again in %.0f s on a new connection", what, exc,
+                        pause_s)
+        pause(pause_s)
+        reconnect()
+    return bounded(call, RESTORE_TIMEOUT_S, what)
 
 
 class TaskWorkDir:
@@ -80,7 +102,8 @@ class TaskWorkDir:
             self.mirror.start("pull", report)
             return
         if self.role != Role.PS:  # a ps holds no files: the chief restores its variables
-            bounded(partial(self.mirror.restore, self.plain_files), RESTORE_TIMEOUT_S, what)
+            first_contact(partial(self.mirror.restore, self.plain_files),
+                          self.mirror.remote.reconnect, what)
             log.info("restored %s from %s", self.mirror.status.restored or "nothing",
                      self.job_dir)
         if self.role == Role.EVALUATOR:

@@ -57,6 +57,10 @@ class StorageError(RuntimeError):
     """HDFS could not be used; the message is the NameNode's reason without Java frames."""
 
 
+class NoAnswer(StorageError):
+    """HDFS did not answer in the time given (waiting longer is no use)."""
+
+
 def is_remote(work_dir: str) -> bool:
     """A URL on a Hadoop file system; plain paths and file:// stay on the node's disk."""
     return urlsplit(work_dir).scheme in REMOTE_SCHEMES
@@ -88,7 +92,7 @@ def bounded(call: Callable[[], T], timeout_s: float = CALL_TIMEOUT_S, what: str 
     try:
         ok, value = answers.get(timeout=timeout_s)
     except queue.Empty:
-        raise StorageError(f"{what} did not answer within {timeout_s:.0f} s") from None
+        raise NoAnswer(f"{what} did not answer within {timeout_s:.0f} s") from None
     if not ok:
         if isinstance(value, StorageError):
             raise value
@@ -116,6 +120,10 @@ class RemoteDir:
         self.root = parts.path.rstrip("/") or "/"
         # No authority (hdfs:///path): the configuration's default file system.
         self.authority = f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
+        self._client, self._generation = self._new_client(), _tokens_generation
+
+    def reconnect(self) -> None:
+        """A new client, whose first call opens (and authenticates) a new connection."""
         self._client, self._generation = self._new_client(), _tokens_generation
 
     @property
