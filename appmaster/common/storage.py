@@ -120,7 +120,7 @@ class RemoteDir:
         self.root = parts.path.rstrip("/") or "/"
         # No authority (hdfs:///path): the configuration's default file system.
         self.authority = f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
-        self._client, self._generation = self._new_client(), _tokens_generation
+        self.reconnect()
 
     def reconnect(self) -> None:
         """A new client, whose first call opens (and authenticates) a new connection."""
@@ -129,7 +129,7 @@ class RemoteDir:
     @property
     def client(self):
         if self._generation != _tokens_generation:  # new tokens: new connections
-            self._client, self._generation = self._new_client(), _tokens_generation
+            self.reconnect()
         return self._client
 
     def _new_client(self):
