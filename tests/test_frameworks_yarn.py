@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 import test_faults_yarn
 from barenodes import make_venv, pins
-from conftest import wait_for_final_state
 from jobtools import (
     APPS,
     EXAMPLES,
@@ -164,7 +163,7 @@ def test_pytorch_ddp_saves_on_yarns_preemption_notice_and_resumes_from_there(
     YARN's notice reaches the rank it will take and rank 0 (worker 0), which saves a
     snapshot after the step it is on; the preempted rank's end restarts the group
     (uncounted: threshold 0), and generation 1 goes on from that step or a later one."""
-    from test_verdicts_yarn import URGENT_HOLD_S, WORKER_MB, urgent_application
+    from test_verdicts_yarn import WORKER_MB, preempting
 
     ranks = {"yarn.memory": str(WORKER_MB), "yarn.label.expression": "",
              "yarn.container.failure.threshold": "0"}
@@ -173,14 +172,8 @@ def test_pytorch_ddp_saves_on_yarns_preemption_notice_and_resumes_from_there(
         settings={"checkpoint.mirror.interval": "1"}, components={"worker": ranks}))
     wait_until("rank 0's snapshot on HDFS", lambda: "snapshot.pt" in job.files.remote_names(),
                600, poll_s=0.5, fail_fast=job.ended_early)
-    urgent = skein_client.submit(urgent_application(containers=4, seconds=URGENT_HOLD_S))
-    try:
-        wait_until("a rank preempted", lambda: any(
-            t.get("verdicts", {}).get("preempted")
-            for t in status_json(yarn_cluster, job.app_id)["job"]["tasks"]),
-            120, poll_s=2, fail_fast=job.ended_early)
-    finally:
-        wait_for_final_state(skein_client, urgent, 120)
+    with preempting(yarn_cluster, skein_client, job, 120):
+        print(f"[{job.app_id}] a rank preempted")
     app = job.final(timeout_s=600)
     assert_succeeded(job, app)
     restarts = restarts_of(app["diagnostics"])

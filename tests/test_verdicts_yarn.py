@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,21 @@ def urgent_application(containers: int, seconds: float) -> skein.ApplicationSpec
             script=f"sleep {seconds:.0f}")})
 
 
+@contextmanager
+def preempting(yarn_cluster, skein_client, job: Job, timeout_s: float) -> Iterator[None]:
+    """Another team's job in the urgent queue, until one of ``job``'s tasks is preempted;
+    waited for to its end after the block."""
+    urgent = skein_client.submit(urgent_application(containers=4, seconds=URGENT_HOLD_S))
+    try:
+        wait_until("a task of the job preempted", lambda: any(
+            t.get("verdicts", {}).get("preempted") for t in
+            status_json(yarn_cluster, job.app_id)["job"]["tasks"]),
+            timeout_s, poll_s=2, fail_fast=job.ended_early)
+        yield
+    finally:
+        wait_for_final_state(skein_client, urgent, 120)
+
+
 def default_partition_used(yarn_cluster, queue: str) -> int:
     """MB the queue holds now (the RM's scheduler view)."""
     doc = cluster.rest(yarn_cluster.layout, "scheduler")["scheduler"]["schedulerInfo"]
@@ -113,18 +129,11 @@ def test_a_job_past_its_queues_share_gets_a_preemption_notice_saves_and_trains_o
     assert used > DEFAULT_PARTITION_MB // 2, f"the default queue holds only {used} MB"
 
     # It holds its share briefly: the preempted worker's new ask is met once it is gone.
-    urgent = skein_client.submit(urgent_application(containers=4, seconds=URGENT_HOLD_S))
-    try:
-        wait_until("a worker of the job preempted", lambda: any(
-            t.get("verdicts", {}).get("preempted") for t in
-            status_json(yarn_cluster, job.app_id)["job"]["tasks"]),
-            90, poll_s=2, fail_fast=job.ended_early)
+    with preempting(yarn_cluster, skein_client, job, 90):
         progress = status_json(yarn_cluster, job.app_id)["job"].get("progress") or {}
         print(f"[{job.app_id}] preempted {time.monotonic() - job.submitted_at:.0f} s after "
               f"submit, at global step {progress.get('step')} of {TRAIN_STEPS}; checkpoint "
               f"before: step {before}")
-    finally:
-        wait_for_final_state(skein_client, urgent, 120)
 
     app = job.final(timeout_s=300)
     assert_succeeded(job, app)  # threshold 0 everywhere: a preemption is no failure
