@@ -22,7 +22,6 @@ import pytest
 import requests
 from jobtools import (
     APPS,
-    TFYARN,
     JobFiles,
     ReleaseFile,
     app_report,
@@ -35,7 +34,7 @@ from jobtools import (
 )
 
 from tfyarn.localyarn import cluster
-from tfyarn.localyarn.layout import GPU_LABEL, HDFS_PORTS, RM_PORTS, Layout, node_managers
+from tfyarn.localyarn.layout import GPU_LABEL, GPUS_PER_GPU_NODE, Layout
 
 pytestmark = pytest.mark.yarn
 
@@ -276,51 +275,27 @@ def files_with_gpus(files: JobFiles) -> list[str]:
 
 # ---------------------------------------------------------------- discovery decides the total
 
-# Beside the test clusters (offsets 0-1000) and developers' own: the first free of these.
-OFFSETS = (2100, 2400, 3000, 3300)  # not 2700: the secure and HA tests'
-
-
-def free_offset(nodes: int) -> int:
-    for offset in OFFSETS:
-        ports = [("127.0.0.1", p) for p in (*RM_PORTS.values(), *HDFS_PORTS.values())]
-        for nm in node_managers(nodes):
-            ports += [(nm.host, p) for p in (nm.rpc_port, nm.localizer_port, nm.webapp_port,
-                                             nm.collector_port)]
-        if not any(cluster._port_in_use(host, port + offset) for host, port in ports):
-            return offset
-    pytest.skip(f"no free port offset among {OFFSETS} for a throwaway cluster")
-
-
-def test_the_gpu_nodes_total_comes_from_discovery(tmp_path_factory) -> None:
-    """A throwaway 2-node cluster with `--gpus 3`: the RM's yarn.io/gpu for the gpu node is
-    what YARN's plugin discovered from the stand-in (3), not a configured count."""
-    state = tmp_path_factory.mktemp("gpu-cluster")
-    offset = free_offset(2)
-    layout = Layout(state, port_offset=offset, nodes=2)
-    env = dict(os.environ, TFYARN_CLUSTER_DIR=str(state),
-               TFYARN_CLUSTER_PORT_OFFSET=str(offset))
-    try:
-        up = subprocess.run([*TFYARN, "cluster", "up", "--nodes", "2", "--gpus", "3"], env=env,
-                            capture_output=True, text=True, timeout=400)
-        assert up.returncode == 0, up.stderr[-3000:]
-        assert (state / "gpus").read_text().strip() == "3"
-        assert Layout(state, port_offset=offset).gpu_count == 3  # as started, for `status`
-        assert rm_gpu_total(layout) == 3
-        found = discovered(layout)
-        assert len(found) == 3 and len({gpu["uuid"] for gpu in found}) == 3
-        assert sorted(gpu["minor_number"] for gpu in found) == [0, 1, 2]
-        nm = node_managers(2, gpus=3)[-1]
-        site = (layout.node_conf_dir(nm) / "yarn-site.xml").read_text()
-        assert "yarn.nodemanager.resource-plugins</name><value>yarn.io/gpu" in site
-        assert not (layout.node_conf_dir(nm) / "node-resources.xml").exists()
-        log = layout.daemon_log(nm.name).read_text()
-        assert "Discovered GPU information" in log
-        assert "Nodemanager resources is set to: <memory:16384, vCores:16, yarn.io/gpu: 3>" in log
-        status = subprocess.run([*TFYARN, "cluster", "status"], env=env, capture_output=True,
-                                text=True, timeout=60)
-        assert "gpus 0/3" in status.stdout, status.stdout
-    finally:
-        cluster.down(Layout(state, port_offset=offset))
+def assert_gpu_total_discovered(started: Layout, gpus: int, status: str) -> None:
+    """A cluster started with `up --gpus N` (N not the default): the RM's yarn.io/gpu for
+    the gpu node is what YARN's plugin discovered from the stand-in, not a configured count;
+    ``status`` is `tfyarn cluster status`'s output. Checked on the throwaway cluster of
+    tests/test_localyarn.py's lifecycle test (one cluster start for both)."""
+    assert gpus != GPUS_PER_GPU_NODE
+    assert started.gpus_file.read_text().strip() == str(gpus)
+    layout = Layout(started.state_dir, port_offset=started.port_offset)
+    assert layout.gpu_count == gpus  # as started, for `status`
+    assert rm_gpu_total(layout) == gpus
+    found = discovered(layout)
+    assert len(found) == gpus and len({gpu["uuid"] for gpu in found}) == gpus
+    assert sorted(gpu["minor_number"] for gpu in found) == list(range(gpus))
+    nm = gpu_nm(layout)
+    site = (layout.node_conf_dir(nm) / "yarn-site.xml").read_text()
+    assert "yarn.nodemanager.resource-plugins</name><value>yarn.io/gpu" in site
+    assert not (layout.node_conf_dir(nm) / "node-resources.xml").exists()
+    log = layout.daemon_log(nm.name).read_text()
+    assert "Discovered GPU information" in log
+    assert f"Nodemanager resources is set to: <memory:16384, vCores:16, yarn.io/gpu: {gpus}>" in log
+    assert f"gpus 0/{gpus}" in status, status
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from barenodes import node_python
 from conftest import LocalCluster, wait_for_final_state
 from hdfs_native import Client
 from jobtools import logs_node_name, rm_node_id
+from test_gpus_yarn import assert_gpu_total_discovered
 
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import (
@@ -436,6 +437,7 @@ def test_hosts_do_not_share_tmp(yarn_cluster: LocalCluster, app_run: AppRun) -> 
 
 OFFSET = 1000  # beside the test clusters at offsets 0, 300, 600 and 900
 THROWAWAY_NODES = 4  # one more than the default: `up --nodes` is honoured
+THROWAWAY_GPUS = 3  # one more than the default: the gpu node's total is what YARN discovers
 
 
 def tfyarn_command() -> list[str]:
@@ -515,7 +517,7 @@ def test_cluster_cli_lifecycle_on_a_throwaway_cluster(throwaway_dir: Path) -> No
     assert "not running" in down_status.stdout
 
     started = time.monotonic()
-    up = run_cli(state, "up", "--nodes", str(THROWAWAY_NODES))
+    up = run_cli(state, "up", "--nodes", str(THROWAWAY_NODES), "--gpus", str(THROWAWAY_GPUS))
     up_wall = time.monotonic() - started
     assert up.returncode == 0, up.stderr
     match = re.search(r"up in (\d+\.\d) s\. Web UI: (\S+)", up.stdout)
@@ -546,6 +548,7 @@ def test_cluster_cli_lifecycle_on_a_throwaway_cluster(throwaway_dir: Path) -> No
         assert ("label=gpu" in node_lines[nm.name]) == (nm is throwaway_gpu), node_lines
     assert "Node labels: gpu(exclusive=true)" in status.stdout
     assert "share /tmp" not in status.stdout  # each NodeManager got a host view of its own
+    assert_gpu_total_discovered(layout, THROWAWAY_GPUS, status.stdout)  # --gpus 3
 
     # --nodes 4: four NodeManagers registered, each under its own host's address.
     rest_nodes = requests.get(f"{web}/ws/v1/cluster/nodes", timeout=10).json()["nodes"]["node"]
