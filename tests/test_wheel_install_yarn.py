@@ -1,14 +1,15 @@
 """tfyarn installed on an edge node: the wheel built from this checkout, installed into a fresh
 venv (not this one, not the checkout), drives the local cluster.
 
-- The thin client (no TensorFlow): `submit --wait` of a light job (its tasks need no
-  TensorFlow; the venv itself is packed and shipped, as for any job naming no interpreter),
-  `list`, `status` of the finished job, `status` and `kill` of a running one. Each exits 0,
-  with no traceback. About 1.5 min (the install ~15 s with pip's cache).
-- The same client on an edge node with no JDK (no javac on PATH or in JAVA_HOME) and no
-  route to a package index: a job with a STRICT placement policy runs with the patched
-  AppMaster the wheel carries, to SUCCEEDED; with skein's stock one chosen, a job asking
-  for anti-affinity is refused before anything is submitted.
+- The thin client (no TensorFlow) on an edge node with no JDK (no javac on PATH or in
+  JAVA_HOME) and no route to a package index: `submit --wait` of a light job (its tasks
+  need no TensorFlow; the venv itself is packed and shipped, as for any job naming no
+  interpreter) with a STRICT placement policy, run by the patched AppMaster the wheel
+  carries, to SUCCEEDED; `status` and `list` of it; with skein's stock AppMaster chosen, a
+  job asking for anti-affinity is refused before anything is submitted.
+- A running job: `status` and `list` from the thin client, then from one on Python 3.13,
+  which kills it. Each command exits 0, with no traceback. About 2 min (the installs ~15 s
+  each with pip's cache).
 - With `[tf]`: the seed job (README's main job) submitted from that venv to SUCCEEDED. A
   fresh TensorFlow install (~600 MB, pip's cache helps), its pack and its upload: several
   minutes, so it runs on demand (TFYARN_LONG=1).
@@ -31,7 +32,6 @@ from jobtools import (
     ReleaseFile,
     app_state,
     prepare_light_job,
-    submit_detached,
     wait_for,
 )
 from wheeltools import build_wheel, fresh_venv, pip_install, without_a_compiler
@@ -97,50 +97,12 @@ def thin_client(yarn_cluster, wheel: Path, tmp_path_factory: pytest.TempPathFact
     yield edge
 
 
-def test_the_thin_client_operates_jobs(yarn_cluster, thin_client: EdgeNode,
-                                       tmp_path: Path) -> None:
-    thin_client.imports_tfyarn_from_the_venv(tmp_path)
-    assert thin_client.tfyarn("--version").stdout.strip().endswith(tfyarn.__version__)
-
-    # A job that ends by itself: submitted and followed from the edge node.
-    done_dir = tmp_path / "done"
-    done_dir.mkdir()
-    resources, app_config = prepare_light_job(done_dir, ["--sleep", "1"],
-                                              settings={"app.name": "tfyarn-wheel-test"})
-    submitted = thin_client.tfyarn("submit", "--resources", str(resources), "--app-config",
-                                   str(app_config), "--wait", timeout_s=SUBMIT_TIMEOUT_S)
-    finished_id = re.search(r"Submitted (application_\d+_\d+)",
-                            submitted.stdout + submitted.stderr).group(1)
-    status = json.loads(thin_client.tfyarn("status", finished_id, "--json").stdout)
-    assert status["application"]["final_status"] == "SUCCEEDED", status["application"]
-
-    # A running job: status, then kill.
-    release = ReleaseFile.fresh(yarn_cluster.layout)
-    running_dir = tmp_path / "running"
-    running_dir.mkdir()
-    resources, app_config = prepare_light_job(
-        running_dir, ["--sleep", "240", "--release_file", release.url],
-        settings={"app.name": "tfyarn-wheel-test"})
-    detached = json.loads(thin_client.tfyarn(
-        "submit", "--resources", str(resources), "--app-config", str(app_config), "--detach",
-        "--json", timeout_s=SUBMIT_TIMEOUT_S).stdout)
-    app_id = detached["application_id"]
-    try:
-        wait_for(f"{app_id} RUNNING", lambda: app_state(yarn_cluster, app_id) == "RUNNING")
-        thin_client.tfyarn("status", app_id)
-        listed = json.loads(thin_client.tfyarn("list", "--all", "--json").stdout)
-        assert {finished_id, app_id} <= {job["id"] for job in listed}, listed
-        thin_client.tfyarn("kill", app_id)
-        wait_for(f"{app_id} KILLED", lambda: app_state(yarn_cluster, app_id) == "KILLED", 60)
-        thin_client.tfyarn("status", app_id)  # a killed job is a finished one too
-    finally:
-        if app_state(yarn_cluster, app_id) not in ("FINISHED", "FAILED", "KILLED"):
-            subprocess.run(["yarn", "application", "-kill", app_id], env=yarn_cluster.env,
-                           capture_output=True, timeout=60)
-
-
 def test_the_thin_client_without_a_jdk_or_an_index_runs_a_strict_job(
         thin_client: EdgeNode, tmp_path: Path) -> None:
+    """The job ends by itself: submitted and followed (`submit --wait`, `status`, `list`)
+    from an edge node without javac and without a package index."""
+    thin_client.imports_tfyarn_from_the_venv(tmp_path)
+    assert thin_client.tfyarn("--version").stdout.strip().endswith(tfyarn.__version__)
     edge = EdgeNode(thin_client.bin, {})
     edge.env = without_a_compiler(thin_client.env, tmp_path / "no-jdk")
     edge.env["PIP_INDEX_URL"] = "http://127.0.0.1:9/"  # nothing answers there
@@ -156,6 +118,12 @@ def test_the_thin_client_without_a_jdk_or_an_index_runs_a_strict_job(
     assert f"tfyarn's patched skein AppMaster ({amjar.jar_name()})" in planned, planned
     submitted = edge.tfyarn(*args, "--wait", timeout_s=SUBMIT_TIMEOUT_S)
     assert "SUCCEEDED" in submitted.stdout + submitted.stderr, submitted.stdout
+    finished_id = re.search(r"Submitted (application_\d+_\d+)",
+                            submitted.stdout + submitted.stderr).group(1)
+    status = json.loads(edge.tfyarn("status", finished_id, "--json").stdout)
+    assert status["application"]["final_status"] == "SUCCEEDED", status["application"]
+    listed = json.loads(edge.tfyarn("list", "--all", "--json").stdout)
+    assert finished_id in {job["id"] for job in listed}, listed
 
     # skein's own AppMaster (chosen here, as where the package has none): refused, unsent
     (tmp_path / "apart").mkdir()
@@ -199,11 +167,42 @@ def newest_python(minor: str) -> str | None:
     return on_path if ok else None
 
 
-@pytest.mark.skipif(newest_python("3.13") is None, reason="no Python 3.13 on this machine")
-def test_the_thin_client_on_python_3_13(yarn_cluster, wheel: Path, tmp_path: Path) -> None:
-    """skein 0.8.2 imports distutils, gone in 3.12: the wheel brings setuptools for it. A job
-    submitted from the checkout is listed, shown and killed from a 3.13 thin client."""
-    bin_dir = fresh_venv(tmp_path / "venv", newest_python("3.13"))
+def test_thin_clients_operate_a_running_job(yarn_cluster, thin_client: EdgeNode, wheel: Path,
+                                           tmp_path: Path) -> None:
+    """A job submitted from the thin client, shown and listed by it, then by a thin client
+    on Python 3.13 (skein 0.8.2 imports distutils, gone in 3.12: the wheel brings setuptools
+    for it), which kills it; without a 3.13 on the machine, the first kills it."""
+    release = ReleaseFile.fresh(yarn_cluster.layout)
+    resources, app_config = prepare_light_job(
+        tmp_path, ["--sleep", "240", "--release_file", release.url],
+        settings={"app.name": "tfyarn-wheel-test"})
+    detached = json.loads(thin_client.tfyarn(
+        "submit", "--resources", str(resources), "--app-config", str(app_config), "--detach",
+        "--json", timeout_s=SUBMIT_TIMEOUT_S).stdout)
+    app_id = detached["application_id"]
+    try:
+        wait_for(f"{app_id} RUNNING", lambda: app_state(yarn_cluster, app_id) == "RUNNING")
+        for client in (thin_client, *python_3_13_client(yarn_cluster, wheel, tmp_path)):
+            client.tfyarn("status", app_id)
+            listed = json.loads(client.tfyarn("list", "--json").stdout)
+            assert app_id in {job["id"] for job in listed}, listed
+        client.tfyarn("kill", app_id)
+        wait_for(f"{app_id} KILLED", lambda: app_state(yarn_cluster, app_id) == "KILLED", 60)
+        client.tfyarn("status", app_id)  # a killed job is a finished one too
+    finally:
+        if app_state(yarn_cluster, app_id) not in ("FINISHED", "FAILED", "KILLED"):
+            subprocess.run(["yarn", "application", "-kill", app_id], env=yarn_cluster.env,
+                           capture_output=True, timeout=60)
+
+
+def python_3_13_client(yarn_cluster, wheel: Path, tmp_path: Path) -> list[EdgeNode]:
+    """The wheel in a fresh venv of Python 3.13, which refuses the seed job for want of
+    TensorFlow in the env it would ship; none without a 3.13 on this machine."""
+    python = newest_python("3.13")
+    if python is None:
+        print("no Python 3.13 on this machine: the thin client on 3.13 is not tried")
+        return []
+    bin_dir = fresh_venv(tmp_path / "venv-3.13", python)
     pip_install(bin_dir, str(wheel), timeout_s=900)
     edge = EdgeNode(bin_dir, yarn_cluster.env)
     assert "3.13" in subprocess.run([str(bin_dir / "python"), "--version"], capture_output=True,
@@ -221,19 +220,4 @@ def test_the_thin_client_on_python_3_13(yarn_cluster, wheel: Path, tmp_path: Pat
         "env that has TensorFlow (--python-env env.tar.gz, made with venv-pack or conda-pack); "
         "or name an interpreter every node has, with TensorFlow ('\"site.global.python\": "
         "\"/usr/bin/python3\"' in appConfig.json)."], refused.stderr
-    release = ReleaseFile.fresh(yarn_cluster.layout)
-    resources, app_config = prepare_light_job(
-        tmp_path, ["--sleep", "240", "--release_file", release.url],
-        settings={"app.name": "tfyarn-py313-test"})
-    app_id = submit_detached(yarn_cluster, resources, app_config)
-    try:
-        wait_for(f"{app_id} RUNNING", lambda: app_state(yarn_cluster, app_id) == "RUNNING")
-        listed = json.loads(edge.tfyarn("list", "--json").stdout)
-        assert app_id in {job["id"] for job in listed}, listed
-        edge.tfyarn("status", app_id)
-        edge.tfyarn("kill", app_id)
-        wait_for(f"{app_id} KILLED", lambda: app_state(yarn_cluster, app_id) == "KILLED", 60)
-    finally:
-        if app_state(yarn_cluster, app_id) not in ("FINISHED", "FAILED", "KILLED"):
-            subprocess.run(["yarn", "application", "-kill", app_id], env=yarn_cluster.env,
-                           capture_output=True, timeout=60)
+    return [edge]
