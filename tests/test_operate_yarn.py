@@ -29,9 +29,11 @@ from tfyarn.cli import exitcodes
 pytestmark = pytest.mark.yarn
 
 
-def light_job(tmp_path: Path, sleep_s: float, release: ReleaseFile) -> tuple[Path, Path]:
-    return prepare_light_job(tmp_path, ["--sleep", str(sleep_s), "--release_file", release.url],
-                             settings={"app.name": "tfyarn-operate-test"})
+def light_job(tmp_path: Path, sleep_s: float, release: ReleaseFile,
+              *args: str, **settings: str) -> tuple[Path, Path]:
+    return prepare_light_job(tmp_path, ["--sleep", str(sleep_s), "--release_file", release.url,
+                                        *args],
+                             settings={"app.name": "tfyarn-operate-test", **settings})
 
 
 def listed(yarn_cluster, *options: str) -> list[str]:
@@ -42,12 +44,17 @@ def listed(yarn_cluster, *options: str) -> list[str]:
 
 def test_status_list_wait_and_logs_while_running_and_after(yarn_cluster, tmp_path: Path):
     """A detached job, followed as a user does: status (its table, --json with times,
-    --exit-code), list and its filters, logs (live, --follow, after the end), `wait` with
-    the outcome as its exit code; submit's options reach YARN and the arguments after --
-    reach the script in every task."""
+    --exit-code, each task's steps, a straggler with its node), list and its filters, logs
+    (live, --follow, after the end), `wait` with the outcome as its exit code; submit's
+    options reach YARN and the arguments after -- reach the script in every task.
+
+    The chief and workers report a step every half second through the progress file (no
+    tfyarn import), worker 1 (TensorFlow's worker 2) four times slower: in a
+    parameter-server job each worker steps on its own, and that one is a straggler."""
     # The tasks end once it exists (on HDFS): live checks come first.
     release = ReleaseFile.fresh(yarn_cluster.layout)
-    resources, app_config = light_job(tmp_path, sleep_s=240, release=release)
+    resources, app_config = light_job(tmp_path, 240, release, "--step_every", "0.5",
+                                      "--slow", "worker:2", **{"progress.interval": "1"})
     submitted = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources), "--app-config",
                            str(app_config), "--detach", "--json", "--tag", "team-a",
                            "--am-memory", "640", "--", "--extra", "x y")
@@ -96,6 +103,21 @@ def test_status_list_wait_and_logs_while_running_and_after(yarn_cluster, tmp_pat
     assert [e["value"] for e in exports["entries"]["worker"]] == view["cluster_spec"]["worker"]
 
     assert app_id in listed(yarn_cluster)
+
+    # Each rank's step and rate; the slow worker flagged, with its node, in both views.
+    def straggling():
+        view = json.loads(run_tfyarn(yarn_cluster, "status", app_id, "--json").stdout)["job"]
+        flagged = [(t["role"], t["index"]) for t in view["tasks"] if t.get("straggler")]
+        return view if flagged else None
+
+    view = wait_for("a straggler flagged", straggling, timeout_s=60)
+    rates = {(t["role"], t["index"]): t for t in view["tasks"]}
+    slow = rates[("worker", 1)]
+    assert [key for key, t in rates.items() if t.get("straggler")] == [("worker", 1)], rates
+    assert all(rates[key]["steps_per_s"] > 2 * slow["steps_per_s"] > 0
+               for key in (("chiefworker", 0), ("worker", 0))), rates
+    table = run_tfyarn(yarn_cluster, "status", app_id).stdout
+    assert f"straggler on {slow['node'].rsplit(':', 1)[0]}: " in table, table
 
     live = run_tfyarn(yarn_cluster, "logs", app_id, "--role", "worker", "--index", "1")
     assert "light task worker 2 started" in live.stdout  # worker 1 is --task_index=2

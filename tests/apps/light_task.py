@@ -9,6 +9,9 @@ worker:2 makes that task (TF's job name and index) exit 3 at once on its first a
 --summaries makes the chief write a TensorFlow event file in its work dir, a loss and a step
 every second, as TensorFlow's own writer frames them (what the job page's curves and
 TensorBoard read), with no TensorFlow.
+--step_every 0.5 makes the chief and workers report a step every half second into the file
+TFYARN_PROGRESS_FILE names, as a script that does not import tfyarn may (--slow worker:2
+makes that task step four times slower: a straggler).
 With TFYARN_SECRET_* set, it records each secret's sha256 (never the secret itself).
 """
 
@@ -39,6 +42,9 @@ parser.add_argument("--hog_on_release", default="",
                     help="as --hog, once --release_file exists (where the others end)")
 parser.add_argument("--summaries", action="store_true",
                     help="the chief writes a loss and a step to an event file every second")
+parser.add_argument("--step_every", type=float, default=0.0,
+                    help="the chief and workers report a step this often (seconds)")
+parser.add_argument("--slow", default="", help="job_name:task_index stepping 4 times slower")
 args, _ = parser.parse_known_args()
 
 
@@ -169,12 +175,28 @@ deadline = time.monotonic() + sleep
 summaries = Summaries(os.path.join(args.work_dir, "train")) if (
     args.summaries and is_chief) else None
 next_summary = time.monotonic()
+step_every = args.step_every * (4 if args.slow == f"{args.job_name}:{args.task_index}" else 1)
+step, next_step = 0, time.monotonic()
+
+
+def report_step(number: int) -> None:
+    """tfyarn's progress file, written aside and renamed (read whole by the agent)."""
+    path = os.environ["TFYARN_PROGRESS_FILE"]
+    with open(f"{path}.tmp", "w") as f:
+        f.write(f"{number}\n")
+    os.replace(f"{path}.tmp", path)
+
+
 while time.monotonic() < deadline:
     if released():
         break
     if summaries and time.monotonic() >= next_summary:
         summaries.scalar("loss", 2.0 / (1 + summaries.step / 100))
         next_summary += 1.0
+    if step_every and time.monotonic() >= next_step:
+        step += 1
+        report_step(step)
+        next_step += step_every
     time.sleep(0.2)
 hog(args.hog_on_release)
 if args.exit_code:
