@@ -102,7 +102,11 @@ class Summaries:
         self.file.flush()
 
 
+release_client = None  # made once: the loop below asks five times a second
+
+
 def released() -> bool:
+    global release_client
     if not args.release_file:
         return False
     from urllib.parse import urlsplit
@@ -110,9 +114,10 @@ def released() -> bool:
     from hdfs_native import Client  # tfyarn's own HDFS client, in the same environment
 
     url = urlsplit(args.release_file)
-    client = Client(f"{url.scheme}://{url.netloc}") if url.netloc else Client()
+    if release_client is None:
+        release_client = Client(f"{url.scheme}://{url.netloc}") if url.netloc else Client()
     try:
-        client.get_file_info(url.path)
+        release_client.get_file_info(url.path)
     except FileNotFoundError:
         return False
     return True
