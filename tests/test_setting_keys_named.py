@@ -9,7 +9,6 @@ that other key, and "yarn.memory" in "worker.yarn.memory" counts (it is the key,
 
 Left out, on purpose:
 - appmaster/common/settings.py, the declarations: where the keys are written, the once.
-- tfyarn/jobconfig/sliderkeys.py: Slider's own keys, the table of those tfyarn refuses and why.
 - docstrings (a module's, class's or function's first statement): they speak to the code's
   readers, and a docstring cannot be an f-string. Except a click command's or group's: click
   shows it as the command's --help, so it is a message (write it as help=, an f-string).
@@ -29,7 +28,7 @@ from appmaster.common.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tfyarn", "appmaster")
-SKIPPED = {"appmaster/common/settings.py", "tfyarn/jobconfig/sliderkeys.py"}
+SKIPPED = {"appmaster/common/settings.py"}
 # (file, key) -> why it is still spelled there
 ALLOWED: dict[tuple[str, str], str] = {}
 DECLARED = frozenset(s.key for s in SETTINGS)

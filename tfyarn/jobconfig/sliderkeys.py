@@ -10,10 +10,15 @@ import re
 from typing import Any
 
 from appmaster.common.settings import (
+    AM_MAX_ATTEMPTS,
     ANTI_AFFINITY_REQUIRED,
     ANYWHERE,
+    FAILURE_THRESHOLD,
+    GPUS,
+    MEMORY,
     PLACEMENT_POLICY,
     STRICT,
+    VCORES,
     Setting,
 )
 from tfyarn.jobconfig.documents import Checker, as_int
@@ -22,8 +27,7 @@ Found = tuple[Any, str] | None  # a value and where it was written; None: absent
 
 _WHOLE_CLUSTER = ("a TensorFlow cluster needs every one of its tasks, so the job cannot run on "
                   "with a share of them and a health percentage has nothing to decide; a lost "
-                  "task is replaced within yarn.container.failure.threshold, in the failure "
-                  "window")
+                  f"task is replaced within {FAILURE_THRESHOLD.key}, in the failure window")
 
 REFUSED: dict[str, str] = {
     "component.unique.names": (
@@ -40,14 +44,14 @@ REFUSED: dict[str, str] = {
         "either); each task writes to its container's own directory"),
     "yarn.resource-profile-name": (
         "the AppMaster asks for each container's memory, vcores and GPUs as written: give "
-        "yarn.memory, yarn.vcores and yarn.gpus instead"),
+        f"{MEMORY.key}, {VCORES.key} and {GPUS.key} instead"),
     "yarn.container.health.threshold.percent": _WHOLE_CLUSTER,
     "yarn.container.health.threshold.poll.frequency.secs": _WHOLE_CLUSTER,
     "yarn.container.health.threshold.window.secs": _WHOLE_CLUSTER,
     "yarn.container.health.threshold.init.delay.secs": _WHOLE_CLUSTER,
     "yarn.resourcemanager.am.retry-count-window-ms": (
         "skein's client cannot give YARN an AppMaster attempt window; "
-        "site.global.am.max.attempts (appConfig.json) counts every attempt of the job"),
+        f"{AM_MAX_ATTEMPTS.key} (appConfig.json) counts every attempt of the job"),
 }
 
 
