@@ -436,6 +436,24 @@ def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str)
                                            ), TENSORFLOW_WORDS.search(text)
 
 
+@pytest.mark.parametrize("example", ["pytorch_ddp", "jax_data_parallel"])
+def test_the_dry_run_of_a_group_speaks_its_framework(example: str) -> None:
+    """The dry run of a PyTorch or JAX example's own job files holds no TensorFlow word but
+    in setting keys (site.global.checkpoint.mirror.interval is every framework's)."""
+    from appmaster.common.settings import SETTINGS
+    from tfyarn.jobconfig import Defaults, load_job
+    from tfyarn.submission.plan import AppSpecExtras, build_plan, format_plan, plan_document
+
+    files = Path(__file__).resolve().parent.parent / "examples" / example
+    job = load_job(str(files / "resources.json"), str(files / "appConfig.json"),
+                   defaults=Defaults())
+    text = format_plan(plan_document(job, build_plan(job), AppSpecExtras()))
+    assert "  rank 0: worker 0" in text and "when rank 0 exits 0" in text, text
+    keys = re.compile("|".join(re.escape(s.key) for s in SETTINGS))
+    assert not TENSORFLOW_WORDS.search(keys.sub("", text)), TENSORFLOW_WORDS.search(
+        keys.sub("", text))
+
+
 def test_logs_all_leaves_out_yarns_directory_listings_unless_asked() -> None:
     """A torch env's directory.info is 1.4 MB a container: `tfyarn logs --all` shows the
     job's output, not YARN's listings of every file (--directory-info brings them)."""

@@ -304,6 +304,7 @@ def processes_line(roles: list[Read]) -> str:
 
 
 def format_lines(document: Read, roles: list[Read]) -> list[str]:
+    chief = frameworks.of(document["framework"]).words.chief  # "the chief", "rank 0"
     lines = [
         f"Application {document['name']!r} in queue {document['queue']!r}, tags "
         f"{', '.join(document['tags'])}",
@@ -313,8 +314,8 @@ def format_lines(document: Read, roles: list[Read]) -> list[str]:
         f"  work dir: {document['work_dir']}"
         + (f" ({CHECKPOINT_PREFIX.key})" if document["checkpoint_prefix"] else ""),
         "  each task's work dir: " + task_work_dir_line(document),
-        f"  chief: {document['chief']}" + (" (no chiefworker component)"
-                                           if document["chief"] == "worker 0" else ""),
+        f"  {chief.removeprefix('the ')}: {document['chief']}"
+        + (" (no chiefworker component)" if document["chief"] == "worker 0" else ""),
         f"  AppMaster: {document['am_memory_mb']} MB, {document['am_vcores']} vcore(s), "
         f"node label {document['am_label'] or '<default partition>'}, up to "
         f"{document['am_max_attempts']} attempt(s); {document['am_build']['described']}",
@@ -322,8 +323,8 @@ def format_lines(document: Read, roles: list[Read]) -> list[str]:
         f"registration {document['registration_timeout_s']:.0f} s, job deadline "
         f"{seconds_or_none(document['deadline_s'])}",
         "  waiting for the queue: " + queue_wait_line(document),
-        "  success: " + ("when the chief exits 0" if document["success_policy"] == "chief"
-                          else "when the chief and every worker exit 0"),
+        "  success: " + (f"when {chief} exits 0" if document["success_policy"] == "chief"
+                          else f"when {chief} and every worker exit 0"),
     ]
     view, modify, page = document["view_acl"], document["modify_acl"], document["page_users"]
     if view or modify:
