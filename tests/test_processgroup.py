@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from appmaster.agent.processgroup import ProcessGroup
+from appmaster.agent.processgroup import ProcessGroup, redacting_copy
 
 REPO = Path(__file__).resolve().parents[1]
 # Each process says its local rank, then acts by it: FAIL_RANK exits 3, the others sleep.
@@ -81,7 +81,7 @@ def test_a_sibling_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path
 
 AGENT = (
     "import os, sys, pathlib\n"
-    "from appmaster.agent.processgroup import ProcessGroup\n"
+    "from appmaster.agent.processgroup import ProcessGroup, redacting_copy\n"
     "envs = [{**os.environ, 'LOCAL_RANK': str(i)} for i in range(3)]\n"
     "group = ProcessGroup([sys.executable, '-c', sys.argv[1]], envs, 'worker-0',"
     " pathlib.Path(sys.argv[2]))\n"
@@ -118,3 +118,12 @@ def test_stop_from_another_thread_ends_every_process_with_sigterm(tmp_path: Path
     end = group.wait()
     assert end.code == 128 + signal.SIGTERM and time.monotonic() - started < 10
     assert not any(alive(child.pid) for child in group.children)
+
+
+def test_tensorboards_output_reaches_its_log_without_the_secret(tmp_path: Path) -> None:
+    secret = "s3cr3t-path"
+    child = subprocess.Popen([sys.executable, "-c", f"print('serving at http://h:1/{secret}/')"
+                              "\nprint('second line')"], stdout=subprocess.PIPE)
+    redacting_copy(child.stdout, tmp_path / "out", secret).join(30)
+    child.wait()
+    assert (tmp_path / "out").read_text() == "serving at http://h:1/<secret>/\nsecond line\n"

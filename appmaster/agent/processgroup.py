@@ -30,8 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from appmaster.common.pageguard import redacting_copy
+from typing import BinaryIO
 
 STDERR_TAIL_LINES = 20
 TERMINATE_GRACE_S = 5.0
@@ -47,6 +46,20 @@ DIE_WITH_PARENT = (
     "if os.getppid() != int(os.environ.pop('TFYARN_AGENT_PID')): sys.exit(137)\n"
     "os.execvp(sys.argv[1], sys.argv[1:])\n"
 )
+
+
+def redacting_copy(source: BinaryIO, path: Path, secret: str) -> threading.Thread:
+    """Copy a process's output into ``path``, line by line, ``secret`` replaced (TensorBoard
+    prints the URL it serves, path prefix and all). The thread ends with the output."""
+    def copy() -> None:
+        with source, open(path, "ab") as sink:
+            for line in source:
+                sink.write(line.replace(secret.encode(), b"<secret>"))
+                sink.flush()
+
+    thread = threading.Thread(target=copy, daemon=True, name=f"copy-{path.name}")
+    thread.start()
+    return thread
 
 
 def die_with_agent(command: list[str], env: dict) -> tuple[list[str], dict]:

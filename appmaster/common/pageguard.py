@@ -27,7 +27,6 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import BinaryIO
 
 from appmaster.common.hadoopxml import proxy_base
 
@@ -49,20 +48,6 @@ def reserve_loopback_port() -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((LOOPBACK, 0))
     return sock
-
-
-def redacting_copy(source: BinaryIO, path: Path, secret: str) -> threading.Thread:
-    """Copy a process's output into ``path``, line by line, ``secret`` replaced (TensorBoard
-    prints the URL it serves, path prefix and all). The thread ends with the output."""
-    def copy() -> None:
-        with source, open(path, "ab") as sink:
-            for line in source:
-                sink.write(line.replace(secret.encode(), b"<secret>"))
-                sink.flush()
-
-    thread = threading.Thread(target=copy, daemon=True, name=f"copy-{path.name}")
-    thread.start()
-    return thread
 
 
 def host_addresses(host: str) -> set[str]:
