@@ -251,6 +251,18 @@ def test_the_link_imports_neither_skein_nor_grpc():
     assert out.strip() == "[]"
 
 
+def test_a_training_tasks_agent_imports_no_web_server():
+    """Only TensorBoard's task guards a page (appmaster/common/pageguard.py): every other
+    agent, one beside each training script, holds no HTTP server, client or e-mail parser
+    (3 MB of its private memory)."""
+    code = ("import sys, appmaster.agent.main; "
+            "print(sorted(m for m in ('http.server', 'http.client', 'email', 'socketserver', "
+            "'appmaster.common.pageguard') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_an_agent_told_no_url_finds_the_master_past_a_taken_port(tmp_path, monkeypatch):
     cert, key = credentials(tmp_path, "app")
     store, token = rendezvous.Store(), agentlink.new_token()

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from appmaster.agent import notice, steps
 from appmaster.agent.heartbeat import Heartbeat
@@ -35,13 +35,15 @@ from appmaster.common import frameworks, gpus, registry
 from appmaster.common.agentlink import AgentLink, LinkError
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import DATA_DIR_NAME, DATA_ENTRY_PREFIX, SECRET_FILE_PREFIX, JobPlan
-from appmaster.common.pageguard import GuardedPage
 from appmaster.common.registry import AgentState
 from appmaster.common.vocabulary import Role
 
 # What only some tasks use is imported where it is used (a keytab's tokens, the chief's
-# progress, a failed script's hints): every agent's start is CPU its node spends before the
-# task's script (issue 37).
+# progress, a failed script's hints, TensorBoard's page guard and its web server): every
+# agent's start is CPU its node spends before the task's script, and every module it holds
+# is memory beside the script, in each of a job's containers.
+if TYPE_CHECKING:
+    from appmaster.common.pageguard import GuardedPage
 
 log = logging.getLogger("tfyarn.agent")
 
@@ -200,7 +202,11 @@ def main() -> int:
     except gpus.GpuError as exc:
         return _gpus_failed(link, container, name, exc)
     # TensorBoard answers only YARN's proxy: behind a guard on its port (pageguard.py)
-    page = GuardedPage.in_container(task.role) if task.role == Role.TENSORBOARD else None
+    page = None
+    if task.role == Role.TENSORBOARD:
+        from appmaster.common.pageguard import GuardedPage
+
+        page = GuardedPage.in_container(task.role)
     reservation, address = _export_address(link, container, task, name, page)
     _status(link, container, AgentState.REGISTERED, address=address, gpus=held.summary())
     command, envs = _command_and_environment(link, plan, app_id, task, work, reservation,
@@ -337,7 +343,7 @@ def _run_script(link: AgentLink, container: str, plan: JobPlan, generation: int,
     """The task's script, one process per environment (appmaster/agent/processgroup.py), its
     progress reported while it runs (its port let go once it ends): how it ended."""
     progress = None
-    page = reservation if isinstance(reservation, GuardedPage) else None
+    page = None if reservation is None or isinstance(reservation, socket.socket) else reservation
     if work.reports_progress:
         from appmaster.agent.progress import ProgressReporter, report_to
 
