@@ -90,6 +90,26 @@ def test_no_refresher_without_a_keytab_a_work_dir_on_hdfs_or_kerberos(tmp_path, 
     assert hdfstokens.TokenRefresher.for_job("me@R", "hdfs://nn:1/x", print) is None
 
 
+def test_a_fetch_writes_in_the_containers_directory_and_leaves_nothing(tmp_path, monkeypatch):
+    """The tokens dtutil writes wait in the AppMaster's container directory, which YARN
+    removes with the container, not in the node's /tmp, where an AppMaster killed during the
+    fetch would leave them."""
+    monkeypatch.chdir(tmp_path)
+    written: list[Path] = []
+
+    def fetch(principal: str, keytab: Path, fs_url: str, into: Path) -> None:
+        into.write_bytes(b"tokens")
+        written.append(into.resolve())
+
+    monkeypatch.setattr(hdfstokens, "fetch", fetch)
+    published: list[bytes] = []
+    hdfstokens.TokenRefresher("me@R", tmp_path / "k", "hdfs://nn:1", 30.0,
+                              published.append).refresh()
+    assert published == [b"tokens"]
+    assert written[0].parent.parent == tmp_path.resolve()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_failed_fetch_says_what_dtutil_said(tmp_path, monkeypatch):
     """A real JVM running a class that does not exist stands in for dtutil's failure."""
     java_home = Path(os.environ.get("JAVA_HOME") or "/usr")

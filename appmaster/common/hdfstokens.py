@@ -146,7 +146,9 @@ class TokenRefresher:
         self._stop.set()
 
     def refresh(self) -> None:
-        with tempfile.TemporaryDirectory(prefix="tfyarn-tokens-") as private:  # mode 0700
+        # In the container's directory (mode 0700), not the node's /tmp: an AppMaster killed
+        # during a fetch leaves no tokens behind there, as YARN removes its directory.
+        with tempfile.TemporaryDirectory(prefix="tfyarn-tokens-", dir=".") as private:
             into = Path(private) / "tokens"
             fetch(self.principal, self.keytab, self.fs_url, into)
             tokens = into.read_bytes()
