@@ -20,7 +20,7 @@ from appmaster.common import frameworks, gpus
 from appmaster.model import verdicts
 from appmaster.page import charts
 from appmaster.page.jobpageassets import SCRIPT, STYLE
-from appmaster.page.view import cluster_words, queue_line
+from appmaster.page.view import cluster_words, queue_line, size_of
 
 # The task row's own fields, as shown after the task's name, its state and its logs link.
 TASK_COLUMNS = ("address", "node", "restarts", "exit_code", "yarn_container_id", "container")
@@ -66,14 +66,6 @@ def text_of(value: object) -> str:
 
 def label_of(key: str) -> str:
     return key.replace("_", " ")
-
-
-def size_of(count: float) -> str:
-    units = ("B", "KB", "MB", "GB")
-    step = 0
-    while count >= 1024 and step < len(units) - 1:
-        count, step = count / 1024, step + 1
-    return f"{count:.3g} {units[step]}"
 
 
 def mirror_text(mirror: dict, now_s: float) -> str:

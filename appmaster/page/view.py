@@ -221,6 +221,14 @@ def cluster_words(view: dict) -> tuple[str, str]:
                              f"(where the group meets): {', '.join(addresses)}")
 
 
+def size_of(count: float) -> str:
+    units = ("B", "KB", "MB", "GB")
+    step = 0
+    while count >= 1024 and step < len(units) - 1:
+        count, step = count / 1024, step + 1
+    return f"{count:.3g} {units[step]}"
+
+
 def queue_line(queue: dict) -> str:
     """What a job waiting for the queue waits for, how far it got, and the queue as the
     ResourceManager last described it (when the AppMaster could ask)."""
