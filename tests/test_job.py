@@ -826,6 +826,23 @@ def test_a_job_given_everything_as_its_hold_runs_out_keeps_it() -> None:
     assert cluster.job.queue.wait.rounds == 0
 
 
+def test_the_wait_says_how_much_of_their_files_the_localizing_nodes_hold() -> None:
+    """Given containers whose agents have not started: YARN copies their files (a packed env
+    takes minutes the first time on a node); the patched AppMaster asks each NodeManager how
+    many bytes are there. A word about a container the task no longer has is not counted."""
+    cluster = holding_three_of_four()
+    cluster.job.on_allocated({cluster.container("worker", 1): "nm2:8042"}, cluster.now)
+    line = queue_line(JobView.of(cluster.job, "app", None, cluster.now).queue)
+    assert line.startswith("Every container given (4), 0 s after the first request (1 still "
+                           "localizing the job's files on their node)"), line  # no word yet
+    cluster.job.on_localized(cluster.container("worker", 1), 300 * 2**20, 1536 * 2**20)
+    cluster.job.on_localized("worker_99", 1, 2)  # no task's
+    waits = JobView.of(cluster.job, "app", None, cluster.now).queue
+    assert waits["localized_bytes"] == [300 * 2**20, 1536 * 2**20]
+    assert ("(1 still localizing the job's files on their node: 300 MB of 1.5 GB there)"
+            in queue_line(waits)), queue_line(waits)
+
+
 def test_each_container_that_comes_holds_off_the_give_back() -> None:
     cluster = Cluster(queued_plan())
     for at, key in [(20.0, ("ps", 0)), (40.0, ("chiefworker", 0)), (60.0, ("worker", 0))]:

@@ -24,6 +24,7 @@ from jobtools import (
     wait_for,
 )
 
+from appmaster.common import registry
 from tfyarn.cli import exitcodes
 
 pytestmark = pytest.mark.yarn
@@ -42,7 +43,8 @@ def listed(yarn_cluster, *options: str) -> list[str]:
     return [app["id"] for app in json.loads(out.stdout)]
 
 
-def test_status_list_wait_and_logs_while_running_and_after(yarn_cluster, tmp_path: Path):
+def test_status_list_wait_and_logs_while_running_and_after(yarn_cluster, skein_client,
+                                                          tmp_path: Path):
     """A detached job, followed as a user does: status (its table, --json with times,
     --exit-code, each task's steps, a straggler with its node), list and its filters, logs
     (live, --follow, after the end), `wait` with the outcome as its exit code; submit's
@@ -103,6 +105,14 @@ def test_status_list_wait_and_logs_while_running_and_after(yarn_cluster, tmp_pat
     assert [e["value"] for e in exports["entries"]["worker"]] == view["cluster_spec"]["worker"]
 
     assert app_id in listed(yarn_cluster)
+
+    # The patched AppMaster asked each container's NodeManager how much of its files YARN
+    # had copied (what a job still localizing its env shows while it waits): all of them.
+    localized = skein_client.connect(app_id).kv.get_prefix(registry.LOCALIZED_PREFIX)
+    assert len(localized) == 4, localized
+    for value in localized.values():
+        there, in_all, files_there, files = map(int, value.decode().split())
+        assert there == in_all > 0 and files_there == files > 1, localized
 
     # Each rank's step and rate; the slow worker flagged, with its node, in both views.
     def straggling():

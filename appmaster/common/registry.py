@@ -205,6 +205,9 @@ BLACKLIST_KEY = "tfyarn.blacklist"
 # the role's placement; and the prefix (+ <role>) the AppMaster writes where the RM cannot
 PLACEMENT_APART_ENV = "TFYARN_ANTI_AFFINITY"
 CONSTRAINTS_OFF_PREFIX = "tfyarn.constraints-off."
+# ... and this prefix + <container>: how far YARN's localization of its files got on its node,
+# as its NodeManager says: "<bytes there> <bytes in all> <files there> <files in all>"
+LOCALIZED_PREFIX = "tfyarn.localized."
 TRAINING_DONE_KEY = "training/done"
 LATEST_SPEC_KEY = "spec/latest"
 TOKENS_KEY = "tokens/hdfs"

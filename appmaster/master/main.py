@@ -93,6 +93,7 @@ class Master:
         events.subscribe(prefix="task/", event_type="DELETE")  # a container ended
         events.subscribe(prefix=registry.PREEMPT_PREFIX, event_type="PUT")  # YARN's notice
         events.subscribe(prefix=registry.CONSTRAINTS_OFF_PREFIX, event_type="PUT")
+        events.subscribe(prefix=registry.LOCALIZED_PREFIX, event_type="PUT")  # YARN's copies
         events.subscribe(prefix=registry.FLEX_REQUEST_PREFIX, event_type="PUT")  # tfyarn flex
         # An agent's write joins skein's events on the same queue, in the order it came.
         self.store.on_put = lambda key, value: events.put(
@@ -149,6 +150,10 @@ class Master:
         kind, now = event.key.split("/", 1)[0], time.monotonic()
         if kind.startswith(registry.PREEMPT_PREFIX):
             self.on_preempt_notice(kind.removeprefix(registry.PREEMPT_PREFIX), now)
+            return None
+        if kind.startswith(registry.LOCALIZED_PREFIX):  # the patched AppMaster's word
+            there, in_all = map(int, event.result.value.decode().split()[:2])
+            self.job.on_localized(kind.removeprefix(registry.LOCALIZED_PREFIX), there, in_all)
             return None
         if kind.startswith(registry.CONSTRAINTS_OFF_PREFIX):  # the patched AppMaster's word
             self.job.on_constraints_off(kind.removeprefix(registry.CONSTRAINTS_OFF_PREFIX), now)

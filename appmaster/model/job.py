@@ -197,6 +197,13 @@ class Job:
                        "the ResourceManager's yarn.resourcemanager.placement-constraints."
                        f"handler is disabled, so two {role} containers may share a host")
 
+    def on_localized(self, container: str, there: int, in_all: int) -> None:
+        """How many bytes of ``container``'s files its node holds so far, of all (the
+        patched AppMaster asks the NodeManager while YARN localizes them)."""
+        task = self.task_of(container)
+        if task is not None:
+            task.localized = (container, there, in_all)
+
     def on_preempt_notice(self, container: str, now: float) -> list[str]:
         """YARN announced it will preempt ``container``: noted (status, page, report). The
         containers to tell: its task's, and the chief's (rank 0's), which saves the

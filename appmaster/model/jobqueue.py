@@ -100,14 +100,21 @@ class QueueRules:
 
     def view(self, now: float) -> dict | None:
         """Where the job's wait for the queue stands, for its view: None once every
-        container came (or while it trains)."""
+        container came and holds its files (or while it trains)."""
         index = self.table.index
         waiting, queued = index.count(*WAITING), index.count(TaskState.QUEUED)
-        if not self.on_the_way() or not (waiting or queued):
+        localizing = index.in_state(TaskState.ALLOCATED)
+        if not self.on_the_way() or not (waiting or queued or localizing):
             return None
         of = index.live()
+        heard = [t.localized for t in localizing
+                 if t.localized and t.localized[0] == t.container]  # this container's
         return {"given": of - waiting - queued, "of": of,
-                "localizing": index.count(TaskState.ALLOCATED),
+                "localizing": len(localizing),
+                # bytes of their files on their nodes, of all: the NodeManagers' word, for
+                # those whose word came (None: none yet, or skein's stock AppMaster)
+                "localized_bytes": [sum(h[1] for h in heard), sum(h[2] for h in heard)]
+                if heard else None,
                 "waited_s": now - self.core.clock.requested_at, **self.wait.to_dict(now),
                 "cluster": self.in_queue.line() if self.in_queue else None}
 

@@ -144,7 +144,8 @@ class JobView:
     # (appmaster/model/history.py): what the page's charts and timeline draw
     history: dict | None = None
     # while the job waits for the queue (appmaster/model/jobqueue.py): {given, of,
-    # localizing, waited_s, hold_s, rounds, given_back, asks_again_in_s}; None otherwise
+    # localizing, localized_bytes, waited_s, hold_s, rounds, given_back, asks_again_in_s};
+    # None otherwise
     queue: dict | None = None
     # which AppMaster runs the job: tfyarn's patched skein one, or skein's stock one and why
     appmaster: str | None = None
@@ -231,17 +232,25 @@ def size_of(count: float) -> str:
 
 def queue_line(queue: dict) -> str:
     """What a job waiting for the queue waits for, how far it got, and the queue as the
-    ResourceManager last described it (when the AppMaster could ask)."""
+    ResourceManager last described it (when the AppMaster could ask); once every container
+    came, how much of their files YARN copied to the nodes still localizing them."""
+    waiting = queue["given"] < queue["of"]
     line = (f"Waiting for the queue for {queue['waited_s']:.0f} s: {queue['given']} of "
-            f"{queue['of']} containers given")
+            f"{queue['of']} containers given" if waiting else
+            f"Every container given ({queue['of']}), {queue['waited_s']:.0f} s after the "
+            "first request")
     if queue.get("localizing"):
-        line += f" ({queue['localizing']} still localizing the job's files on their node)"
+        line += f" ({queue['localizing']} still localizing the job's files on their node"
+        if queue.get("localized_bytes"):
+            there, in_all = queue["localized_bytes"]
+            line += f": {size_of(there)} of {size_of(in_all)} there"
+        line += ")"
     if queue.get("asks_again_in_s") is not None:
         line += (f"; the job gave back what it held ({queue['given_back']} container(s) over "
                  f"{queue['rounds']} round(s)) for the queue's other applications and asks "
                  f"again in {queue['asks_again_in_s']:.0f} s")
     else:
-        if queue["given"]:
+        if queue["given"] and waiting:
             line += (f"; held until none came for {queue['hold_s']:.0f} s "
                      f"({ALLOCATION_HOLD.key}), then given back")
         if queue["rounds"]:

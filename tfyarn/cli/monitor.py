@@ -122,7 +122,8 @@ def _show_status(report, as_json: bool, show_all: bool, role: str | None,
         click.echo(queue_line(view.queue))
     # the AppMaster's view holds the queue as it last asked the RM; else asked here
     unknown = str(report.state) == "ACCEPTED" or (
-        view is not None and view.queue and not view.queue.get("cluster"))
+        view is not None and view.queue and not view.queue.get("cluster")
+        and view.queue["given"] < view.queue["of"])  # not once every container came
     if unknown and (standing := queuestanding.standing_line(report.id)):
         click.echo(standing)
     if view is None:
