@@ -146,11 +146,13 @@ def test_tracking_url_leads_to_the_job_page(running_job: RunningJob, browser: We
     assert "worker 1 replaced" in restarts, restarts
     assert browser.find_element(By.CSS_SELECTOR, '[data-task="worker-1"] .col-restarts').text == "1"
 
-    # Every task's log link answers with the container's log files.
-    links = browser.find_elements(By.CSS_SELECTOR, "#task-table tbody a")
-    assert len(links) == len(EXPECTED_TASKS)
-    for link in links:
-        url = link.get_attribute("href")
+    # Every task's log link answers with the container's log files. Read in one go: the
+    # page redraws its table as the job's view changes, which leaves elements found before
+    # stale.
+    urls = browser.execute_script(
+        "return [...document.querySelectorAll('#task-table tbody a')].map(a => a.href)")
+    assert len(urls) == len(EXPECTED_TASKS), urls
+    for url in urls:
         logs = requests.get(url, timeout=10)
         assert logs.ok and ".stdout" in logs.text, f"{url}: {logs.status_code}"
 
