@@ -242,25 +242,27 @@ def test_from_container_reads_the_url_and_the_token_file(served, tmp_path, monke
     assert AgentLink.from_container(tmp_path).get("task/ps_0") == b"t"
 
 
-def test_the_link_imports_neither_skein_nor_grpc():
-    code = ("import sys, appmaster.common.agentlink; "
-            "print(sorted(m for m in ('skein', 'grpc', 'http.client', 'email', 'ssl') "
-            "if m in sys.modules))")
+def imported_of(module: str, candidates: tuple[str, ...]) -> list[str]:
+    """Which of ``candidates`` importing ``module`` loads, in a fresh interpreter."""
+    code = (f"import sys, {module}; "
+            f"print([m for m in {candidates!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                          text=True, check=True).stdout
-    assert out.strip() == "[]"
+    return json.loads(out.replace("'", '"'))
+
+
+def test_the_link_imports_neither_skein_nor_grpc():
+    assert imported_of("appmaster.common.agentlink",
+                       ("skein", "grpc", "http.client", "email", "ssl")) == []
 
 
 def test_a_training_tasks_agent_imports_no_web_server():
     """Only TensorBoard's task guards a page (appmaster/common/pageguard.py): every other
     agent, one beside each training script, holds no HTTP server, client or e-mail parser
     (3 MB of its private memory)."""
-    code = ("import sys, appmaster.agent.main; "
-            "print(sorted(m for m in ('http.server', 'http.client', 'email', 'socketserver', "
-            "'appmaster.common.pageguard') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                         text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert imported_of("appmaster.agent.main", ("http.server", "http.client", "email",
+                                                "socketserver",
+                                                "appmaster.common.pageguard")) == []
 
 
 def test_an_agent_told_no_url_finds_the_master_past_a_taken_port(tmp_path, monkeypatch):
