@@ -159,6 +159,7 @@ class Job:
         self.table.move(task, task.state, address=None)  # it waits, as it was asked for
         task.gpus = None  # its new agent says which it holds
         task.steps = None  # no step yet in its new container: not judged before its first
+        task.localized = None  # nothing heard yet of its new container's files
         self.by_container[container] = task
         self.history.asked(container, task.name, self.generation, now)
         return registry.TaskAssignment(task.role, task.index, self.generation, task.attempt,
@@ -201,8 +202,8 @@ class Job:
         """How many bytes of ``container``'s files its node holds so far, of all (the
         patched AppMaster asks the NodeManager while YARN localizes them)."""
         task = self.task_of(container)
-        if task is not None:
-            task.localized = (container, there, in_all)
+        if task is not None and task.container == container:  # not a container it left
+            task.localized = (there, in_all)
 
     def on_preempt_notice(self, container: str, now: float) -> list[str]:
         """YARN announced it will preempt ``container``: noted (status, page, report). The

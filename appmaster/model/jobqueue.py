@@ -107,14 +107,13 @@ class QueueRules:
         if not self.on_the_way() or not (waiting or queued or localizing):
             return None
         of = index.live()
-        heard = [t.localized for t in localizing
-                 if t.localized and t.localized[0] == t.container]  # this container's
+        heard = [t.localized for t in localizing if t.localized]
         return {"given": of - waiting - queued, "of": of,
                 "localizing": len(localizing),
                 # bytes of their files on their nodes, of all: the NodeManagers' word, for
                 # those whose word came (None: none yet, or skein's stock AppMaster)
-                "localized_bytes": [sum(h[1] for h in heard), sum(h[2] for h in heard)]
-                if heard else None,
+                "localized_bytes": [sum(there for there, _ in heard),
+                                    sum(in_all for _, in_all in heard)] if heard else None,
                 "waited_s": now - self.core.clock.requested_at, **self.wait.to_dict(now),
                 "cluster": self.in_queue.line() if self.in_queue else None}
 

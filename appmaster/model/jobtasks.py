@@ -109,9 +109,9 @@ class Task:
     steps: StepTrack | None = None
     steps_from_summaries: bool = False
     requested_at: float = 0.0  # when its container was last asked for
-    # (container, bytes there, bytes in all) of its files on its node while YARN localizes
+    # (bytes there, bytes in all) of its container's files on its node while YARN localizes
     # them, as the patched AppMaster heard from the NodeManager
-    localized: tuple[str, int, int] | None = None
+    localized: tuple[int, int] | None = None
     # How its containers ended, by YARN's verdict (model/verdicts.py): failed, preempted...
     verdicts: Counter[str] = field(default_factory=Counter)
     # KILLED: where and how, as its agent's word told it; FAILING: the failure to count.
