@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -282,17 +283,44 @@ def test_a_stall_timeout_below_two_progress_intervals_or_not_a_number_is_refused
 
 def test_report_step_keeps_the_number_and_its_thread_writes_the_newest_whole(
         tmp_path: Path) -> None:
+    """The thread writes the newest step of many (at its interval, here 50 ms), and flush()
+    writes at once (with an interval of an hour). Each wait below is for the file to say so,
+    not a sleep: a busy machine may delay a thread, never change what it writes."""
     path = tmp_path / "steps" / "0"
     path.parent.mkdir()
-    script = ("import time\nfrom tfyarn import progress\n"
-              "for step in range(1, 1001):\n    progress.report_step(step)\n"
-              f"time.sleep(0.8)\nprint(open({str(path)!r}).read().strip(), flush=True)\n"
-              "progress.report_step(1002)\nprogress.flush()\ntime.sleep(0.2)\n"
-              f"print(open({str(path)!r}).read().strip(), flush=True)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env={**os.environ, "TFYARN_PROGRESS_FILE": str(path)}, check=True,
-                         timeout=60).stdout.split()
-    assert out == ["1000", "1002"]
+    script = textwrap.dedent(f"""\
+        import time
+        from tfyarn import progress
+        def written(step):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                text = open({str(path)!r}).read().strip() if os.path.exists({str(path)!r}) else ""
+                if text == str(step):
+                    return text
+                time.sleep(0.01)
+            return text
+        import os, sys
+        progress.WRITE_INTERVAL_S = float(sys.argv[1])
+        for step in range(1, 1001):
+            progress.report_step(step)
+        print(written(1000) if sys.argv[2] == "wait" else "", flush=True)
+        if sys.argv[2] == "flush":
+            progress.flush()
+            print(written(1000), flush=True)
+        progress.report_step(1002)
+        progress.flush()
+        print(written(1002), flush=True)
+        """)
+
+    def run(interval_s: str, how: str) -> list[str]:
+        path.unlink(missing_ok=True)
+        return subprocess.run([sys.executable, "-c", script, interval_s, how],
+                              capture_output=True, text=True, check=True, timeout=90,
+                              env={**os.environ, "TFYARN_PROGRESS_FILE": str(path)}
+                              ).stdout.split()
+
+    assert run("0.05", "wait") == ["1000", "1002"]  # the interval writes the newest
+    assert run("3600", "flush") == ["1000", "1002"]  # flush() wakes it: no hour's wait
     assert os.listdir(path.parent) == ["0"]  # the file aside was renamed
     outside = {k: v for k, v in os.environ.items() if k != "TFYARN_PROGRESS_FILE"}
     subprocess.run([sys.executable, "-c", "from tfyarn import progress\n"

@@ -44,6 +44,7 @@ class _Writer:
     def loop(self, path: str) -> None:
         aside = f"{path}.{os.getpid()}.tmp"
         while True:
+            self.wake.clear()  # before reading: a flush() from here on wakes the next wait
             step = self.step
             if step != self.written:
                 with open(aside, "w") as out:
@@ -51,7 +52,6 @@ class _Writer:
                 os.replace(aside, path)
                 self.written = step
             self.wake.wait(WRITE_INTERVAL_S)
-            self.wake.clear()
 
     def flush(self) -> None:
         """Write now (at the end of training, say), without waiting for the interval."""
