@@ -23,29 +23,37 @@ case "$purpose" in
   *) echo "usage: $0 [--for main|tests]" >&2; exit 2 ;;
 esac
 
-need_apt=()
+# What the build needs (a JDK, Maven) comes first; what only the tests use is installed while
+# pip installs the venv (each of the two keeps one core busy at most).
+need_build=() need_tests=()
 # A JDK, not only a JRE: `tfyarn cluster up` compiles one class for its NodeManagers.
-ls /usr/lib/jvm/*17*/bin/javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
-command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+ls /usr/lib/jvm/*17*/bin/javac >/dev/null 2>&1 || need_build+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need_build+=(maven)
 if [ "$purpose" = tests ]; then
   # Headless Chromium and its driver for the browser tests of the job page (tests/test_page_yarn.py).
-  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
-  command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
+  command -v chromium >/dev/null 2>&1 || need_tests+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || need_tests+=(chromium-driver)
   # The system Python's venv (with pip): the tests install a node-wide Python on the local
   # cluster's bare nodes from it (tests/barenodes.py), as an administrator would.
-  /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_apt+=(python3-venv)
+  /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need_tests+=(python3-venv)
   # MIT Kerberos' kinit/klist: the secure local cluster's ticket caches (tfyarn cluster up --secure).
-  command -v kinit >/dev/null 2>&1 || need_apt+=(krb5-user)
+  command -v kinit >/dev/null 2>&1 || need_tests+=(krb5-user)
 fi
-if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "Installing ${need_apt[*]} with apt-get..."
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" \
-      >/dev/null
-  else
-    echo "Missing: ${need_apt[*]}. Install them, then run this again." >&2
-    exit 1
-  fi
+missing=("${need_build[@]}" "${need_tests[@]}")
+if [ ${#missing[@]} -gt 0 ] && { [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; }; then
+  echo "Missing: ${missing[*]}. Install them, then run this again." >&2
+  exit 1
+fi
+apt_install() {
+  echo "Installing $* with apt-get..."
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+[ ${#need_build[@]} -eq 0 ] || apt_install "${need_build[@]}"
+tests_apt=
+if [ ${#need_tests[@]} -gt 0 ]; then
+  tests_apt_log=$(mktemp)
+  apt_install "${need_tests[@]}" > "$tests_apt_log" 2>&1 &
+  tests_apt=$!
 fi
 
 python=${PYTHON:-python3}
@@ -64,6 +72,10 @@ fi
 # happened before; quick when built: a copy from ~/.cache/tfyarn/amjar).
 .venv/bin/python -m tfyarn.amjarbuild >/dev/null
 [ "$purpose" = tests ] || exit 0
+if [ -n "$tests_apt" ]; then
+  wait "$tests_apt" || { cat "$tests_apt_log" >&2; exit 1; }
+  cat "$tests_apt_log"; rm -f "$tests_apt_log"
+fi
 # tf-keras (Keras 2) for the Keras examples (tests/test_keras_yarn.py): on TF 2.21 only it runs
 # model.fit with the ParameterServer and MultiWorkerMirrored strategies. --no-deps: it requires
 # the full `tensorflow` wheel (572 MB), which would clash with tensorflow-cpu in one venv; its
