@@ -57,12 +57,30 @@ def node_python(layout: Layout) -> Path:
 
 def venv_without(layout: Layout, name: str, leave_out: tuple[str, ...]) -> Path:
     """A node-wide venv of the system Python holding this interpreter's site-packages but
-    the distributions named in ``leave_out``; hard links (quick, no space), so that nodes,
-    which do not see this interpreter, see its files. Returns its python."""
-    python = make_venv(layout.node_software_dir / name, [])
+    the distributions named in ``leave_out``, so that nodes, which do not see this
+    interpreter, see its files. Returns its python."""
+    return linked_venv(layout.node_software_dir / name, leave_out)
+
+
+def linked_venv(root: Path, leave_out: tuple[str, ...], packages: tuple[str, ...] = (), *,
+                base: str = SYSTEM_PYTHON, timeout_s: float = 600) -> Path:
+    """A venv of the system Python (or ``base``) at ``root`` holding this interpreter's
+    site-packages as hard links (quick, no space) but the distributions named in
+    ``leave_out``, with ``packages`` installed on top (only what is not there yet is
+    fetched). Returns its python. Kept while all of that is the same (a marker file)."""
     ours = Path(next(p for p in sys.path if p.endswith("site-packages")))
-    theirs = next((python.parent.parent / "lib").glob("python3*/site-packages"))
+    here = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    wanted = "\n".join([f"links of {ours}", *here, "without", *leave_out, "with", *packages])
+    marker = root / ".tfyarn-test-packages"
+    python = root / "bin" / "python"
+    if marker.is_file() and marker.read_text() == wanted and python.exists():
+        return python
+    shutil.rmtree(root, ignore_errors=True)
+    subprocess.run([base, "-m", "venv", str(root)], check=True, timeout=120)
+    theirs = next((root / "lib").glob("python3*/site-packages"))
     shutil.rmtree(theirs)
+    left_out = {path.parts[0] for name in leave_out
+                for path in metadata.distribution(name).files or () if path.parts[0] != ".."}
 
     def link(src: str, dst: str) -> None:
         try:
@@ -71,7 +89,11 @@ def venv_without(layout: Layout, name: str, leave_out: tuple[str, ...]) -> Path:
             shutil.copy2(src, dst)
 
     shutil.copytree(ours, theirs, copy_function=link, ignore=lambda d, names: [
-        n for n in names if Path(d) == ours and n.split("-")[0] in leave_out])
+        n for n in names if Path(d) == ours and n in left_out])
+    if packages:  # pip replaces a linked file by unlinking it: this interpreter's stays
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        *packages], check=True, timeout=timeout_s)
+    marker.write_text(wanted)
     return python
 
 

@@ -1,10 +1,11 @@
 """PyTorch, JAX and Keras 3 jobs on the local YARN (site.global.framework), each shipping an
 env with its framework from a client in that env, as its users would.
 
-The env: a venv of this client's own interpreter with tfyarn (editable), jax[cpu] and Keras
-3, built once per machine (kept while its packages are the same) and shipped in layers:
-the distributions it shares with the suite's env (numpy, keras, hdfs-native...) are the
-same layers, already on the cluster; jax and jaxlib are new. PyPI's torch brings its CUDA
+The env: a venv of this client's own interpreter with the suite's env but TensorFlow (hard
+links: tfyarn, editable, numpy, keras, hdfs-native...) and jax[cpu] installed on top, built
+once per machine (kept while its packages are the same) and shipped in layers: the
+distributions it shares with the suite's env are the same layers, already on the cluster;
+jax and jaxlib are new. PyPI's torch brings its CUDA
 wheels (GBs): with TFYARN_TORCH=1 the same env gets torch too, and the PyTorch tests run;
 docs/benchmarks.md has what that costs.
 """
@@ -23,11 +24,10 @@ from pathlib import Path
 
 import pytest
 import test_faults_yarn
-from barenodes import make_venv, pins
+from barenodes import linked_venv
 from jobtools import (
     APPS,
     EXAMPLES,
-    REPO,
     prepare_job,
     run_tfyarn,
     status_json,
@@ -46,14 +46,20 @@ PACKAGES = ["jax[cpu]==0.10.2", "keras==3.15.1", *(["torch==2.15.0"] if TORCH el
 ENV_TIMEOUT_S = 1800 if TORCH else 600  # torch's wheels: GBs
 
 
+# What the suite's env has that a PyTorch, JAX or Keras-on-JAX user's env would not.
+TENSORFLOW = ("tensorflow-cpu", "tf-keras", "tensorboard", "tensorboard-data-server", "libclang")
+
+
 @pytest.fixture(scope="session")
 def framework_client() -> tuple[str, ...]:
-    """`tfyarn` run by a venv with the frameworks: what its jobs ship."""
-    packages = [*pins(), *PACKAGES, "-e", str(REPO)]
-    key = hashlib.sha256("\n".join(packages).encode()).hexdigest()[:12]
+    """`tfyarn` run by a venv with the frameworks: what its jobs ship. It holds the suite's
+    env (tfyarn, editable, and the versions its jobs run) without TensorFlow, as links, and
+    the frameworks on top."""
+    key = hashlib.sha256("\n".join([*TENSORFLOW, *PACKAGES]).encode()).hexdigest()[:12]
     root = Path.home() / ".cache" / "tfyarn-tests" / f"frameworks-{key}"
     started = time.monotonic()
-    python = make_venv(root, packages, timeout_s=ENV_TIMEOUT_S, base=sys._base_executable)
+    python = linked_venv(root, TENSORFLOW, tuple(PACKAGES), timeout_s=ENV_TIMEOUT_S,
+                         base=sys._base_executable)
     print(f"\nframework env {root}: ready in {time.monotonic() - started:.1f} s")
     return (str(python), "-m", "tfyarn.cli.main")
 
