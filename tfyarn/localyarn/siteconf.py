@@ -96,8 +96,11 @@ def yarn_site(layout: Layout) -> dict[str, object]:
             f"yarn.resourcemanager.{key}": f"127.0.0.1:{layout.port(port)}"
             for key, port in RM_PORTS.items()
         },
-        # Allocation happens on NodeManager heartbeats: 250 ms instead of 1 s.
-        "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": 250,
+        # YARN's default, 1 s: at 250 ms an idle cluster's ResourceManager and NodeManagers
+        # took twice the CPU (6 CPU-s a minute, 3 at 1 s), and a job gained little from it (on
+        # Hadoop 3.5 a thread of the scheduler's own places containers; the 3.3 and 3.4 lines
+        # place them on node heartbeats, many at once: see the capacity scheduler's settings).
+        "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": 1000,
         # Fail fast when the RM is down instead of retrying for 15 minutes.
         "yarn.resourcemanager.connect.max-wait.ms": 10000,
         "yarn.resourcemanager.connect.retry-interval.ms": 500,
