@@ -294,6 +294,8 @@ def yarn_logs(yarn_cluster, app_id: str, expected: set[str],
     containers (aggregation lags the end, one NodeManager after another)."""
     deadline = time.monotonic() + LOGS_TIMEOUT_S
     while True:
+        while not aggregation_over(yarn_cluster, app_id) and time.monotonic() < deadline:
+            time.sleep(0.5)  # a REST call, where each `yarn logs` starts a JVM (2-3 CPU-s)
         result = subprocess.run(["yarn", "logs", "-applicationId", app_id], env=yarn_cluster.env,
                                 capture_output=True, text=True, timeout=120)
         logs = parse_yarn_logs(result.stdout)
@@ -307,6 +309,23 @@ def yarn_logs(yarn_cluster, app_id: str, expected: set[str],
                 f"after {LOGS_TIMEOUT_S} s; present: {dict(found)}\n{result.stderr[-2000:]}"
             )
         time.sleep(1.0)
+
+
+# An application's log aggregation that is over, or never comes; YARN's others are
+# NOT_START, RUNNING and RUNNING_WITH_FAILURE.
+AGGREGATION_OVER = ("SUCCEEDED", "FAILED", "TIME_OUT", "DISABLED")
+
+
+def aggregation_over(yarn_cluster, app_id: str) -> bool:
+    """Whether `yarn logs` shows all it will: the app still runs (its logs roll up as it
+    goes), or it ended and every NodeManager uploaded its containers' logs. A report that
+    cannot be read says yes: `yarn logs` is then asked as it is."""
+    try:
+        app = app_report(yarn_cluster, app_id)
+    except Exception:  # noqa: BLE001 (a secure cluster's REST asks for SPNEGO, say)
+        return True
+    return app["state"] not in ("FINISHED", "FAILED", "KILLED") or app.get(
+        "logAggregationStatus", "DISABLED") in AGGREGATION_OVER
 
 
 def app_report(yarn_cluster, app_id: str) -> dict[str, Any]:
