@@ -1,0 +1,41 @@
+"""bench/suite_cpu.py: a test is charged its lane's CPU since the lane's previous result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import suite_cpu
+
+
+def test_a_test_is_charged_its_lanes_cpu_since_the_lanes_previous_result(
+        tmp_path: Path, capsys) -> None:
+    timeline = tmp_path / "lanes.jsonl"
+    timeline.write_text("\n".join(json.dumps(sample) for sample in [
+        {"t": 100.0, "gw0": 0.0, "gw0:python": 0.0, "gw1": 0.0},
+        {"t": 110.0, "gw0": 30.0, "gw0:python": 25.0, "gw1": 4.0},
+        {"t": 120.0, "gw0": 35.0, "gw0:python": 25.0, "gw1": 50.0, "-": 7.0},
+    ]) + "\n")
+    log = tmp_path / "suite.log"
+    log.write_text("100 tests/test_a.py::test_one \n"  # a start line: no lane, no result
+                   "110 [gw0] [ 50%] PASSED tests/test_a.py::test_one \n"
+                   "120 [gw0] [ 75%] FAILED tests/test_a.py::test_two \n"
+                   "120 [gw1] [100%] PASSED tests/test_b.py::test_three@group \n")
+    suite_cpu.report(timeline, log, top=10)
+    out = capsys.readouterr().out
+    assert "charged to tests: 85 CPU-s; to no lane: 7 CPU-s" in out
+    lines = out.splitlines()
+    assert lines[1].split()[:2] == ["50.0", "CPU-s"] and "test_three@group" in lines[1]
+    assert lines[2].split()[:2] == ["30.0", "CPU-s"] and "test_one" in lines[2]
+    assert "[python 25]" in lines[2]
+    assert lines[3].split()[:2] == ["5.0", "CPU-s"] and "test_two" in lines[3]
+    assert "   50.0 CPU-s  tests/test_b.py" in out and "   35.0 CPU-s  tests/test_a.py" in out
+
+
+def test_processes_are_named_by_what_they_run() -> None:
+    assert suite_cpu.kind("/usr/lib/jvm/bin/java\0-cp\0x\0org.apache.hadoop.yarn.server."
+                          "nodemanager.NodeManager") == "NodeManager"
+    assert suite_cpu.kind("python3\0-m\0tfyarn.localyarn.hostview\0/n") == "NodeManager"
+    assert suite_cpu.kind("/v/bin/python\0-m\0appmaster.agent") == "agent"
+    assert suite_cpu.kind("/v/bin/python\0-m\0tfyarn.cli.main\0status") == "cli"
+    assert suite_cpu.kind("/usr/bin/tar\0-x") == "tar"
