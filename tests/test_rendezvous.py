@@ -151,7 +151,9 @@ def test_a_beat_is_answered_with_only_the_headers_agents_read(served, caplog):
         connection.close()
     assert code == 200
     assert answer == {"content-length": "0", agentlink.VERSION_HEADER.lower(): str(version)}
-    assert [r.getMessage() for r in caplog.records] == ['"POST /v1/alive/worker_0 HTTP/1.1" 200 -']
+    # This request's lines only: a server thread of the test before may log its own late.
+    assert [r.getMessage() for r in caplog.records if "/v1/alive/" in r.getMessage()] == [
+        '"POST /v1/alive/worker_0 HTTP/1.1" 200 -']
 
 
 def test_wrong_token_is_refused_and_writes_nothing(served):
