@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import requests
 import yaml
 
+from tfyarn.hadoop.driver import FINAL_STATES
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.layout import Layout, NodeManagerSpec
 from tfyarn.localyarn.proctable import Proc, scan_processes
@@ -322,9 +324,9 @@ def aggregation_over(yarn_cluster, app_id: str) -> bool:
     cannot be read says yes: `yarn logs` is then asked as it is."""
     try:
         app = app_report(yarn_cluster, app_id)
-    except Exception:  # noqa: BLE001 (a secure cluster's REST asks for SPNEGO, say)
+    except requests.RequestException:  # an RM failing over, say
         return True
-    return app["state"] not in ("FINISHED", "FAILED", "KILLED") or app.get(
+    return app["state"] not in FINAL_STATES or app.get(
         "logAggregationStatus", "DISABLED") in AGGREGATION_OVER
 
 
@@ -419,8 +421,7 @@ def gpu_partition_busy(yarn_cluster, skein_client, seconds: int = 120):
             time.sleep(0.5)
         yield blocker
     finally:
-        if str(skein_client.application_report(blocker).state) not in (
-                "FINISHED", "FAILED", "KILLED"):
+        if str(skein_client.application_report(blocker).state) not in FINAL_STATES:
             skein_client.kill_application(blocker)
 
 
