@@ -33,19 +33,29 @@ def pins() -> list[str]:
 
 
 def make_venv(root: Path, packages: list[str], *, timeout_s: float = 600,
-              base: str = SYSTEM_PYTHON) -> Path:
+              base: str = SYSTEM_PYTHON, links_without: tuple[str, ...] | None = None) -> Path:
     """A venv of the system Python (or ``base``) at ``root`` with ``packages``; returns its
-    python. Kept while its packages are the same (a marker file lists them)."""
+    python. With ``links_without``, it first holds this interpreter's site-packages as hard
+    links (quick, no space) but the distributions named there, and pip fetches only what is
+    not there yet. Kept while all of that is the same (a marker file lists it)."""
+    ours = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    wanted = "\n".join(packages) if links_without is None else "\n".join([
+        f"links of {ours}", *sorted(f"{d.metadata['Name']}=={d.version}"
+                                    for d in metadata.distributions()),
+        "without", *links_without, "with", *packages])
     marker = root / ".tfyarn-test-packages"
     python = root / "bin" / "python"
-    if marker.is_file() and marker.read_text() == "\n".join(packages) and python.exists():
+    if marker.is_file() and marker.read_text() == wanted and python.exists():
         return python
     shutil.rmtree(root, ignore_errors=True)
     subprocess.run([base, "-m", "venv", str(root)], check=True, timeout=120)
-    if packages:
+    if links_without is not None:
+        link_site_packages(ours, next((root / "lib").glob("python3*/site-packages")),
+                           links_without)
+    if packages:  # pip replaces a linked file by unlinking it: this interpreter's stays
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                         *packages], check=True, timeout=timeout_s)
-    marker.write_text("\n".join(packages))
+    marker.write_text(wanted)
     return python
 
 
@@ -59,25 +69,11 @@ def venv_without(layout: Layout, name: str, leave_out: tuple[str, ...]) -> Path:
     """A node-wide venv of the system Python holding this interpreter's site-packages but
     the distributions named in ``leave_out``, so that nodes, which do not see this
     interpreter, see its files. Returns its python."""
-    return linked_venv(layout.node_software_dir / name, leave_out)
+    return make_venv(layout.node_software_dir / name, [], links_without=leave_out)
 
 
-def linked_venv(root: Path, leave_out: tuple[str, ...], packages: tuple[str, ...] = (), *,
-                base: str = SYSTEM_PYTHON, timeout_s: float = 600) -> Path:
-    """A venv of the system Python (or ``base``) at ``root`` holding this interpreter's
-    site-packages as hard links (quick, no space) but the distributions named in
-    ``leave_out``, with ``packages`` installed on top (only what is not there yet is
-    fetched). Returns its python. Kept while all of that is the same (a marker file)."""
-    ours = Path(next(p for p in sys.path if p.endswith("site-packages")))
-    here = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
-    wanted = "\n".join([f"links of {ours}", *here, "without", *leave_out, "with", *packages])
-    marker = root / ".tfyarn-test-packages"
-    python = root / "bin" / "python"
-    if marker.is_file() and marker.read_text() == wanted and python.exists():
-        return python
-    shutil.rmtree(root, ignore_errors=True)
-    subprocess.run([base, "-m", "venv", str(root)], check=True, timeout=120)
-    theirs = next((root / "lib").glob("python3*/site-packages"))
+def link_site_packages(ours: Path, theirs: Path, leave_out: tuple[str, ...]) -> None:
+    """``theirs`` becomes ``ours`` as hard links, but the distributions named in ``leave_out``."""
     shutil.rmtree(theirs)
     left_out = {path.parts[0] for name in leave_out
                 for path in metadata.distribution(name).files or () if path.parts[0] != ".."}
@@ -90,11 +86,6 @@ def linked_venv(root: Path, leave_out: tuple[str, ...], packages: tuple[str, ...
 
     shutil.copytree(ours, theirs, copy_function=link, ignore=lambda d, names: [
         n for n in names if Path(d) == ours and n in left_out])
-    if packages:  # pip replaces a linked file by unlinking it: this interpreter's stays
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        *packages], check=True, timeout=timeout_s)
-    marker.write_text(wanted)
-    return python
 
 
 # What a container checks on a bare node: none of the client's Python or checkout, a system
