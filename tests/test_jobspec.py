@@ -5,10 +5,13 @@ through to_dict/from_dict (and JSON, as the containers read it) giving the same 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
+from appmaster.common import settings
 from appmaster.common.jobplan import DataEntry, JobPlan, RolePlan, SpecError
 from appmaster.common.vocabulary import FailurePolicy, Role, SuccessPolicy
 
@@ -91,3 +94,61 @@ def test_a_plan_without_interpreter_or_work_dir_does_not_run(tmp_path, monkeypat
         JobPlan.from_container()
     job_file.write_text(plan().to_json())
     assert JobPlan.from_container() == plan()
+
+
+def _spec_with(s: settings.Setting, value: Any) -> RolePlan | JobPlan:
+    """A role (a component's setting) or a plan holding ``value`` for the setting ``s``."""
+    if s.scope == settings.COMPONENT_SCOPE:
+        return role(**{s.field: value})
+    return plan(**{s.field: value}) if s.field else plan(extra={s.key: value})
+
+
+def _refused_values(s: settings.Setting) -> list[Any]:
+    """Values of its kind that the declaration ``s`` refuses."""
+    if s.kind == "whole":
+        assert s.low is not None
+        return [s.low - 1, *([s.high + 1] if s.high is not None else []), 2.5, True]
+    if s.kind == "seconds":
+        return [0, -1.0, float("nan"), "30"]
+    if s.kind == "policy":
+        return [next(i for i in range(10) if str(i) not in s.choices), s.choices[0]]
+    return ["nonsense"]
+
+
+# The bounded or chosen settings each spec field holds: every declaration read by the plan,
+# from the declarations themselves (not from what the plan chose to check).
+CHECKED = [s for s in settings.SETTINGS if s.kind in ("whole", "seconds", "choice", "policy")
+           and s.field in {f.name for f in fields(RolePlan if s.scope == settings.COMPONENT_SCOPE
+                                                  else JobPlan)} | {""}
+           and s not in settings.FAILURE_WINDOW]  # three keys' sum, checked by JobPlan itself
+
+
+@pytest.mark.parametrize("s", CHECKED, ids=lambda s: f"{s.scope}:{s.key}")
+def test_the_plan_refuses_what_each_declaration_refuses_naming_its_key(s: settings.Setting) -> None:
+    """The plan and the job files agree: the spec admits a setting's declared bounds and
+    choices, and refuses beyond them, naming the key."""
+    for value in _refused_values(s):
+        with pytest.raises(SpecError, match=re.escape(f"{s.key} ({s.field or 'extra'}) must ")):
+            _spec_with(s, value)
+    admitted: list[Any] = [s.default]  # a choice's
+    if s.kind == "whole":
+        admitted = [s.low, *([s.high] if s.high is not None else [])]
+    elif s.kind == "seconds":
+        admitted = [float(s.example)]
+    elif s.kind == "policy":
+        admitted = [int(choice) for choice in s.choices]
+    for value in admitted:
+        _spec_with(s, value)
+
+
+# Numeric plan fields that no one declaration bounds, each with the spec's own check.
+UNDECLARED_NUMBERS = {(JobPlan, "failure_window_seconds")}
+
+
+@pytest.mark.parametrize("spec", [RolePlan, JobPlan])
+def test_every_numeric_plan_field_is_bounded_by_a_declaration(spec: type) -> None:
+    """A number added to the plan gets a declaration (its bounds, the job files' too) or is
+    named here with the check the spec gives it: none is left unchecked."""
+    declared = {s.field for s in CHECKED}
+    numbers = {f.name for f in fields(spec) if re.search(r"\b(int|float)\b", str(f.type))}
+    assert numbers - declared == {name for owner, name in UNDECLARED_NUMBERS if owner is spec}

@@ -132,7 +132,7 @@ def test_the_command_line_sets_the_whole_jobs_keys(tmp_path: Path) -> None:
 
 def test_the_spec_itself_refuses_what_slider_never_defined() -> None:
     with pytest.raises(SpecError):
-        RolePlan(name="ps", instances=1, priority=1, memory_mb=1, vcores=1, placement_policy=3)
+        RolePlan(name="ps", instances=1, priority=1, memory_mb=1024, vcores=1, placement_policy=3)
     with pytest.raises(SpecError):
-        RolePlan(name="ps", instances=1, priority=1, memory_mb=1, vcores=1,
+        RolePlan(name="ps", instances=1, priority=1, memory_mb=1024, vcores=1,
                  node_failure_threshold=0)

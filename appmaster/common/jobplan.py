@@ -44,6 +44,34 @@ class SpecError(ValueError):
     the same to users first, with the file and the fix)."""
 
 
+# The kinds of value a declaration checks by itself (settings.Setting.refusal).
+_CHECKED_KINDS = ("whole", "seconds", "choice", "policy")
+
+
+def declared_in(scopes: tuple[str, ...], spec: type) -> tuple[settings.Setting, ...]:
+    """The declarations of ``scopes`` that check a field of the class ``spec`` (or a setting
+    it carries in ``extra``) by their bounds or choices. A field several keys make up (the
+    failure window's three) is checked by the spec itself."""
+    given = [s for s in settings.SETTINGS if s.scope in scopes]
+    names = {f.name for f in fields(spec)}
+    return tuple(s for s in given if s.kind in _CHECKED_KINDS
+                 and (s.field in names or not s.field and "extra" in names)
+                 and (not s.field or sum(other.field == s.field for other in given) == 1))
+
+
+def check_declared(spec: Any, declared: tuple[settings.Setting, ...], where: str = "") -> None:
+    """Each declared setting's value in ``spec`` as its declaration admits it: the same bounds
+    and choices the job files are checked against, named by key. None where the spec's field
+    (or, carried in ``extra``, the declaration) has no default: the setting left out."""
+    optional = {f.name for f in fields(spec) if f.default is None}
+    for s in declared:
+        value = getattr(spec, s.field) if s.field else spec.extra.get(s.key, s.default)
+        if value is None and (s.field in optional or not s.field and s.default is None):
+            continue
+        if refusal := "must be given" if value is None else s.refusal(value):
+            raise SpecError(f"{where}{s.key} ({s.field or 'extra'}) {refusal}, not {value!r}")
+
+
 @dataclass(frozen=True)
 class DataEntry:
     """One entry of site.global.data (or --data): a file or archive on HDFS, ``url#name``."""
@@ -92,27 +120,9 @@ class RolePlan:
     stall_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
-        if str(self.placement_policy) not in settings.PLACEMENT_POLICY.choices:
-            raise SpecError(f"{self.name}: placement policy {self.placement_policy!r} is not "
-                            f"one of {', '.join(settings.PLACEMENT_POLICY.choices)}")
-        if self.node_failure_threshold is not None and self.node_failure_threshold < 1:
-            raise SpecError(f"{self.name}: node failure threshold must be >= 1 or None")
-        if not self.placement_escalate_seconds > 0 or not (
-                self.stall_timeout_s is None or self.stall_timeout_s > 0):
-            raise SpecError(f"{self.name}: placement escalation and the stall timeout must "
-                            "be positive seconds")
         if self.name not in set(Role):
             raise SpecError(f"{self.name!r} is no role: one of {', '.join(Role)}")
-        if self.failure_policy not in set(FailurePolicy):
-            raise SpecError(f"{self.name}: failure policy {self.failure_policy!r} is not one "
-                            f"of {', '.join(FailurePolicy)}")
-        for what, value, low in (("instances", self.instances, 0), ("priority", self.priority, 1),
-                                 ("memory_mb", self.memory_mb, 1), ("vcores", self.vcores, 1),
-                                 ("gpus", self.gpus, 0), ("processes", self.processes, 1),
-                                 ("failure_threshold", self.failure_threshold, -1)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise SpecError(f"{self.name}: {what} must be a whole number >= {low}, "
-                                f"not {value!r}")
+        check_declared(self, ROLE_SETTINGS, f"{self.name}: ")
         if misfit := processes_misfit(self.name, self.processes, self.gpus):
             raise SpecError(f"{self.name}: {misfit.message}")
         object.__setattr__(self, "name", Role(self.name))
@@ -130,6 +140,9 @@ class RolePlan:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RolePlan:
         return cls(**data)
+
+
+ROLE_SETTINGS = declared_in((settings.COMPONENT_SCOPE,), RolePlan)
 
 
 @dataclass(frozen=True)
@@ -215,9 +228,7 @@ class JobPlan:
     def __post_init__(self) -> None:
         if not self.name or not self.entry:
             raise SpecError("a job has a name and an entry script")
-        if self.success_policy not in set(SuccessPolicy):
-            raise SpecError(f"success policy {self.success_policy!r} is not one of "
-                            f"{', '.join(SuccessPolicy)}")
+        check_declared(self, JOB_SETTINGS)
         object.__setattr__(self, "success_policy", SuccessPolicy(self.success_policy))
         if any(role.name not in TF_ROLES or role.instances < 1 for role in self.roles):
             raise SpecError("roles are the TensorFlow cluster's (ps, chiefworker, worker), "
@@ -231,28 +242,12 @@ class JobPlan:
         if len({r.name for r in everyone}) < len(everyone) or len(
                 {r.priority for r in everyone}) < len(everyone):
             raise SpecError("each role once, each with a priority of its own")
-        for what, seconds in (("registration timeout", self.registration_timeout_s),
-                              ("allocation timeout", 1.0 if self.allocation_timeout_s
-                               is None else self.allocation_timeout_s),
-                              ("evaluation timeout", self.evaluation_timeout_s),
-                              ("mirror interval", self.mirror_interval_s),
-                              ("heartbeat timeout", self.heartbeat_timeout_s),
-                              ("progress interval", self.progress_interval_s),
-                              ("stall timeout", self.stall_timeout_s),
-                              ("deadline", 1.0 if self.deadline_s is None else self.deadline_s)):
-            if not seconds > 0:
-                raise SpecError(f"the {what} must be a positive number of seconds")
-        if self.am_max_attempts < 1 or self.am_memory_mb < 1 or self.am_vcores < 1:
-            raise SpecError("the AppMaster has at least one attempt, a MB and a vcore")
         if self.work_dir_flag and not self.work_dir_flag.startswith("--"):
             raise SpecError(f"work dir flag {self.work_dir_flag!r}: --name, or \"\" for none")
         if len({entry.name for entry in self.data}) < len(self.data):
             raise SpecError("each data entry has a name of its own")
-        if self.failure_window_seconds < 0 or not (
-                self.log_interval_seconds is None or self.log_interval_seconds > 0):
-            raise SpecError("the failure window is >= 0 seconds, the log interval positive")
-        if self.framework not in set(Framework):
-            raise SpecError(f"framework {self.framework!r} is not one of {', '.join(Framework)}")
+        if not self.failure_window_seconds >= 0:  # three keys' sum (settings.FAILURE_WINDOW)
+            raise SpecError("the failure window is >= 0 seconds")
         object.__setattr__(self, "framework", Framework(self.framework))
         if misfits := frameworks.of(self.framework).misfits(self.components):
             raise SpecError(f"{misfits[0].role}: {misfits[0].message}")
@@ -375,6 +370,10 @@ class JobPlan:
         if not plan.planned:
             raise SpecError(f"{PLAN_FILE} names no interpreter or work dir: not a planned job")
         return plan
+
+
+JOB_SETTINGS = declared_in(
+    (settings.APP_SCOPE, settings.APPMASTER_SCOPE, settings.JOB_SCOPE), JobPlan)
 
 
 def _plain(value: Any) -> Any:

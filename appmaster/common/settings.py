@@ -11,6 +11,7 @@ Adding a setting: docs/architecture.md, "Adding a setting".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,41 @@ class Setting:
         if self.default_text:
             return self.default_text
         return "none" if self.default is None else str(self.default)
+
+    def within(self, number: int) -> bool:
+        """Whether a whole number lies within the declared bounds."""
+        return (self.low is None or number >= self.low) and (
+            self.high is None or number <= self.high)
+
+    @property
+    def bounds(self) -> str:
+        """The declared bounds in words: "from 32 to 1048576 MB", "of at least 1"."""
+        if self.high is None:
+            return f"of at least {self.low}{self.unit}"
+        return f"from {self.low} to {self.high}{self.unit}"
+
+    def refusal(self, value: Any) -> str | None:
+        """What the declaration refuses in a value of the job's spec (JobPlan, RolePlan), in
+        words ("must be ..."); None where it admits it. The spec says where a setting may be
+        left out (None)."""
+        if self.kind == "whole" and not (is_whole(value) and self.within(value)):
+            return f"must be a whole number {self.bounds}"
+        if self.kind == "seconds" and not is_positive_seconds(value):
+            return "must be a positive number of seconds"
+        if self.kind == "choice" and value not in self.choices or self.kind == "policy" and not (
+                is_whole(value) and str(value) in self.choices):
+            return f"must be one of {', '.join(self.choices)}"
+        return None
+
+
+def is_whole(value: Any) -> bool:
+    """An int that is no bool (bool is an int subclass in Python, but True is no number)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_positive_seconds(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and (
+        math.isfinite(value) and value > 0)
 
 
 FAILURE_POLICIES = tuple(p.value for p in FailurePolicy)

@@ -159,12 +159,10 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
     layers_dir, layers_trust, problems = layers_settings(settings)
     for key, message, fix, value in problems:
         c.add(key_path("global", key), message, fix, value=value)
-    bounds = AM_MAX_ATTEMPTS
-    assert bounds.low is not None and bounds.high is not None
     attempts = as_int(settings.get(AM_MAX_ATTEMPTS.key, BUILT_IN[AM_MAX_ATTEMPTS.key]))
-    if attempts is None or not bounds.low <= attempts <= bounds.high:
+    if attempts is None or not AM_MAX_ATTEMPTS.within(attempts):
         c.add(key_path("global", AM_MAX_ATTEMPTS.key),
-              f"must be a whole number from {bounds.low} to {bounds.high}",
+              f"must be a whole number {AM_MAX_ATTEMPTS.bounds}",
               'write e.g. "2" (one retry of the AppMaster).',
               value=settings.get(AM_MAX_ATTEMPTS.key))
     return dict(

@@ -3,11 +3,10 @@ bounds and examples their declarations give: the checks several settings share."
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
-from appmaster.common.settings import Setting, setting
+from appmaster.common.settings import Setting, is_positive_seconds, setting
 from tfyarn.jobconfig.documents import Checker, as_int, key_path
 
 _ACL_NAME = re.compile(r"[^\s,]+")
@@ -25,11 +24,9 @@ def by_kind(c: Checker, settings: dict[str, Any], s: Setting) -> Any:
     value, where = settings[s.key], key_path("global", s.key)
     if s.kind == "whole":
         number = as_int(value)
-        if number is not None and (s.low is None or number >= s.low) and (
-                s.high is None or number <= s.high):
+        if number is not None and s.within(number):
             return number
-        bounds = f"from {s.low} to {s.high}" if s.high is not None else f"of at least {s.low}"
-        c.add(where, f"must be a whole number {bounds}{s.unit}",
+        c.add(where, f"must be a whole number {s.bounds}",
               f'give {s.noun or "a number"}, e.g. "{s.example}"{s.note}.', value=value)
     elif s.kind == "choice":
         if value in s.choices:
@@ -90,7 +87,7 @@ def seconds(c: Checker, settings: dict[str, Any], key: str) -> float | None:
             seconds = float(value)
         except ValueError:
             seconds = None
-    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+    if seconds is None or not is_positive_seconds(seconds):
         c.add(
             key_path("global", key),
             "must be a positive number of seconds",

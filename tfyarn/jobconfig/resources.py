@@ -69,7 +69,6 @@ _WHOLE = tuple(s.key for s in settings(COMPONENT_SCOPE) if s.kind == "whole")
 def _whole(c: Checker, where: str, value: Any, key: str,
            scope: str = COMPONENT_SCOPE) -> int | None:
     rule = setting(key, scope)
-    assert rule.low is not None
     sized = key == MEMORY.key  # megabytes, or a size with its unit (jobconfig/memory.py)
     number = memory.megabytes(value) if sized else as_int(value)
     if number is None:
@@ -77,12 +76,11 @@ def _whole(c: Checker, where: str, value: Any, key: str,
         fix = f'give {rule.noun} as a whole number, e.g. "{rule.example}"{units}{rule.note}.'
         c.add(where, "not a whole number", fix, value=value)
         return None
-    if number < rule.low or (rule.high is not None and number > rule.high):
+    if not rule.within(number):
         if rule.high is None:
             message, bounds = f"must be at least {rule.low}", f"of {rule.low} or more"
         else:
-            message = f"must be between {rule.low} and {rule.high}{rule.unit}"
-            bounds = f"from {rule.low} to {rule.high}{rule.unit}"
+            message, bounds = f"must be between {rule.low} and {rule.high}{rule.unit}", rule.bounds
         fix = f'give a whole number {bounds}, e.g. "{rule.example}"{rule.note}.'
         c.add(where, message, fix, value=value)
         return None
