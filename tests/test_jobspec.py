@@ -152,3 +152,24 @@ def test_every_numeric_plan_field_is_bounded_by_a_declaration(spec: type) -> Non
     declared = {s.field for s in CHECKED}
     numbers = {f.name for f in fields(spec) if re.search(r"\b(int|float)\b", str(f.type))}
     assert numbers - declared == {name for owner, name in UNDECLARED_NUMBERS if owner is spec}
+
+
+def test_the_plan_refuses_a_stall_timeout_within_two_progress_reports() -> None:
+    """The job files' rule (jobplan.stall_timeout_misfit), the job's timeout and each role's."""
+    below = f"below twice {settings.PROGRESS_INTERVAL.key} (5 s)"
+    with pytest.raises(SpecError, match=re.escape(f"{settings.STALL_TIMEOUT.key} 9 s is {below}")):
+        plan(stall_timeout_s=9.0)
+    ps = role("ps", priority=1, instances=1)
+    with pytest.raises(SpecError, match=re.escape(
+            f"worker: {settings.STALL_TIMEOUT_ROLE.key} 2 s is {below}")):
+        plan(roles=(ps, role(stall_timeout_s=2.0)))
+    with pytest.raises(SpecError, match=f"evaluator: {re.escape(settings.STALL_TIMEOUT_ROLE.key)}"):
+        plan(evaluator=role("evaluator", instances=1, priority=4, stall_timeout_s=9.0))
+    plan(stall_timeout_s=10.0, roles=(ps, role(stall_timeout_s=10.0)))  # two reports exactly
+    plan(progress_interval_s=1.0, stall_timeout_s=2.0, roles=(ps, role(stall_timeout_s=2.0)))
+
+
+def test_the_plan_names_the_data_entries_that_share_a_name() -> None:
+    first, second = DataEntry("hdfs:///a", "x", False), DataEntry("hdfs:///b", "x", True)
+    with pytest.raises(SpecError, match="hdfs:///b#x: the name 'x' is hdfs:///a#x's too"):
+        plan(data=(first, DataEntry("hdfs:///c", "y", False), second))

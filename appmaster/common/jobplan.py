@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from appmaster.common import frameworks, settings
 from appmaster.common.cluster_spec import ClusterSpec
-from appmaster.common.frameworks.base import processes_misfit
+from appmaster.common.frameworks.base import Misfit, processes_misfit
 from appmaster.common.storage import is_remote
 from appmaster.common.vocabulary import (
     TF_ROLES,
@@ -42,6 +43,31 @@ LOCAL_WORK_DIR = "work"
 class SpecError(ValueError):
     """A spec that breaks its own rules: raised where it is built (the job files' checks say
     the same to users first, with the file and the fix)."""
+
+
+# Why a stall timeout spans two progress reports at least: a stall is seen only from the
+# agents' reports, and a step just after one read is seen an interval late.
+STALLED_BETWEEN_REPORTS = "a task would be judged stalled between two of its progress reports"
+
+
+def stall_timeout_misfit(role: str, setting: settings.Setting, timeout_s: float,
+                         interval_s: float) -> Misfit | None:
+    """A stall timeout (the job's, ``role`` "", or a role's own) below twice the progress
+    interval. Its fix ends where the caller says where the interval is written."""
+    if timeout_s >= 2 * interval_s:
+        return None
+    return Misfit(role, setting,
+                  f"below twice {settings.PROGRESS_INTERVAL.key} ({interval_s:g} s): "
+                  f"{STALLED_BETWEEN_REPORTS}", f'give at least "{2 * interval_s:g}" seconds, '
+                  f"or a shorter {settings.PROGRESS_INTERVAL.key}", f"{timeout_s:g}")
+
+
+def repeated_names(entries: Sequence[DataEntry]) -> list[tuple[DataEntry, DataEntry]]:
+    """Each data entry whose name an earlier one has, with that earlier one: each is seen in
+    the data dir under its own name."""
+    first: dict[str, DataEntry] = {}
+    return [(entry, first[entry.name]) for entry in entries
+            if first.setdefault(entry.name, entry) is not entry]
 
 
 # The kinds of value a declaration checks by itself (settings.Setting.refusal).
@@ -244,13 +270,24 @@ class JobPlan:
             raise SpecError("each role once, each with a priority of its own")
         if self.work_dir_flag and not self.work_dir_flag.startswith("--"):
             raise SpecError(f"work dir flag {self.work_dir_flag!r}: --name, or \"\" for none")
-        if len({entry.name for entry in self.data}) < len(self.data):
-            raise SpecError("each data entry has a name of its own")
+        if repeated := repeated_names(self.data):
+            entry, earlier = repeated[0]
+            raise SpecError(f"data entry {entry}: the name {entry.name!r} is {earlier}'s too")
+        self._check_stall_timeouts()
         if not self.failure_window_seconds >= 0:  # three keys' sum (settings.FAILURE_WINDOW)
             raise SpecError("the failure window is >= 0 seconds")
         object.__setattr__(self, "framework", Framework(self.framework))
         if misfits := frameworks.of(self.framework).misfits(self.components):
             raise SpecError(f"{misfits[0].role}: {misfits[0].message}")
+
+    def _check_stall_timeouts(self) -> None:
+        """The job's stall timeout and each role's own span two progress reports at least."""
+        own = [(role.name, settings.STALL_TIMEOUT_ROLE, role.stall_timeout_s)
+               for role in self.components if role.stall_timeout_s is not None]
+        for role, declared, timeout in [("", settings.STALL_TIMEOUT, self.stall_timeout_s), *own]:
+            if misfit := stall_timeout_misfit(role, declared, timeout, self.progress_interval_s):
+                where = f"{role}: " if role else ""
+                raise SpecError(f"{where}{declared.key} {misfit.value} s is {misfit.message}")
 
     @property
     def processes_per_container(self) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from appmaster.common import frameworks
+from appmaster.common.jobplan import STALLED_BETWEEN_REPORTS, stall_timeout_misfit
 from appmaster.common.settings import (
     ALLOCATION_TIMEOUT,
     AM_MAX_ATTEMPTS,
@@ -205,20 +206,20 @@ def _watchdog(c: Checker, settings: dict[str, Any]) -> dict[str, float | None]:
     interval late)."""
     interval = appvalues.seconds(c, settings, PROGRESS_INTERVAL.key)
     timeout = appvalues.seconds(c, settings, STALL_TIMEOUT.key)
-    if interval is not None and timeout is not None and timeout < 2 * interval and (
-            STALL_TIMEOUT.key not in settings):  # tfyarn's own: the interval given is wrong
+    found = dict(progress_interval_s=interval, stall_timeout_s=timeout)
+    if interval is None or timeout is None or not (
+            misfit := stall_timeout_misfit("", STALL_TIMEOUT, timeout, interval)):
+        return found
+    if STALL_TIMEOUT.key not in settings:  # tfyarn's own: the interval given is wrong
         c.add(key_path("global", PROGRESS_INTERVAL.key),
-              f"above half {STALL_TIMEOUT.key} ({timeout:g} s, its default): a task would be "
-              "judged stalled between two of its progress reports",
+              f"above half {STALL_TIMEOUT.key} ({timeout:g} s, its default): "
+              f"{STALLED_BETWEEN_REPORTS}",
               f'give at most "{timeout / 2:g}" seconds, or a longer {STALL_TIMEOUT.key}.',
               value=settings[PROGRESS_INTERVAL.key])
-    elif interval is not None and timeout is not None and timeout < 2 * interval:
-        c.add(key_path("global", STALL_TIMEOUT.key),
-              f"below twice {PROGRESS_INTERVAL.key} ({interval:g} s): a task would be judged "
-              "stalled between two of its progress reports",
-              f'give at least "{2 * interval:g}" seconds, or a shorter '
-              f"{PROGRESS_INTERVAL.key}.", value=settings.get(STALL_TIMEOUT.key, timeout))
-    return dict(progress_interval_s=interval, stall_timeout_s=timeout)
+    else:
+        c.add(key_path("global", STALL_TIMEOUT.key), misfit.message, f"{misfit.fix}.",
+              value=settings[STALL_TIMEOUT.key])
+    return found
 
 
 def with_paths_from(settings: dict[str, Any], base: Path) -> dict[str, Any]:

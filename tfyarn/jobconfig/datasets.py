@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from appmaster.common.jobplan import repeated_names
 from appmaster.common.storage import REMOTE_SCHEMES
 from tfyarn.jobconfig.documents import Checker, kind_of
 from tfyarn.jobconfig.envvalues import ARCHIVE_SUFFIXES
@@ -65,15 +66,19 @@ def parse_entries(c: Checker, where: str, value: Any, user: str) -> tuple[DataEn
         c.add(where, f"must be a list of strings or one comma-separated string, not "
               f"{kind_of(value)}", f'write e.g. ["{EXAMPLE}"].', value=value)
         return ()
-    entries: dict[str, DataEntry] = {}
+    read: list[tuple[DataEntry, str]] = []
     for text in texts:
         entry, message, fix = read_entry(text, user)
         if entry is None:
             c.add(where, message, fix, value=text)
-        elif entry.name in entries:
-            c.add(where, f'the name "{entry.name}" is given twice (also by '
-                  f"{entries[entry.name]})", "give each entry its own #name, e.g. "
-                  f"{entry.url}#{entry.name}2.", value=text)
         else:
-            entries[entry.name] = entry
-    return tuple(entries.values())
+            read.append((entry, text))
+    entries = [entry for entry, _ in read]
+    # by identity: an entry written twice is the same value twice, the first one kept
+    repeated = {id(entry): earlier for entry, earlier in repeated_names(entries)}
+    for entry, text in read:
+        if id(entry) in repeated:
+            c.add(where, f'the name "{entry.name}" is given twice (also by '
+                  f"{repeated[id(entry)]})", "give each entry its own #name, e.g. "
+                  f"{entry.url}#{entry.name}2.", value=text)
+    return tuple(entry for entry in entries if id(entry) not in repeated)

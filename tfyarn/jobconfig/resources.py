@@ -8,7 +8,7 @@ from typing import Any
 
 from appmaster.common import frameworks
 from appmaster.common.frameworks.base import processes_misfit
-from appmaster.common.jobplan import RolePlan
+from appmaster.common.jobplan import RolePlan, stall_timeout_misfit
 from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
@@ -29,7 +29,6 @@ from appmaster.common.settings import (
     PLACEMENT_POLICY,
     PRIORITY,
     PROCESSES,
-    PROGRESS_INTERVAL,
     STALL_TIMEOUT_ROLE,
     VCORES,
     built_in,
@@ -367,17 +366,14 @@ def _label(s: _Settings) -> tuple[str | None, bool]:
 def check_stall_timeouts(c: Checker, components: Sequence[RolePlan],
                          progress_interval_s: float | None) -> None:
     """A component's own stall timeout spans two progress reports at least, as the job's
-    must (appconfig.py): a stall is seen only from them."""
+    must (appconfig.py): jobplan.stall_timeout_misfit."""
     if progress_interval_s is None:
         return
     for role in components:
-        if role.stall_timeout_s is not None and role.stall_timeout_s < 2 * progress_interval_s:
-            c.add(key_path("components", role.name, STALL_TIMEOUT_ROLE.key),
-                  f"below twice {PROGRESS_INTERVAL.key} ({progress_interval_s:g} s): a task "
-                  "would be judged stalled between two of its progress reports",
-                  f'give at least "{2 * progress_interval_s:g}" seconds, or a shorter '
-                  f"{PROGRESS_INTERVAL.key} in appConfig.json.",
-                  value=f"{role.stall_timeout_s:g}")
+        if role.stall_timeout_s is not None and (misfit := stall_timeout_misfit(
+                role.name, STALL_TIMEOUT_ROLE, role.stall_timeout_s, progress_interval_s)):
+            c.add(key_path("components", role.name, misfit.setting.key), misfit.message,
+                  f"{misfit.fix} in appConfig.json.", value=misfit.value)
 
 
 def check_roles_fit(c: Checker, components: Sequence[RolePlan], framework: str) -> None:

@@ -49,8 +49,9 @@ class Words:
 
 @dataclass(frozen=True)
 class Misfit:
-    """A job's roles that its framework has no place for: the user's Problem (the file's
-    key, the fix) and the plan's SpecError, from one rule."""
+    """A rule the job's roles break (its framework has no place for them, a stall timeout
+    too short): the user's Problem (the file's key, the fix) and the plan's SpecError, from
+    one rule."""
 
     role: str
     setting: Setting
