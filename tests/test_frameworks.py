@@ -403,13 +403,15 @@ def test_a_jax_process_runs_the_stacks_and_the_jax_sitecustomize_then_the_envs_o
 
 # ---- a PyTorch or JAX job in its own words ----
 
-TENSORFLOW_WORDS = re.compile(r"TensorFlow|Cluster spec|\bps\b|checkpoint|TF_CONFIG", re.I)
+TENSORFLOW_WORDS = re.compile(
+    r"TensorFlow|Cluster spec|\bps\b|checkpoint|TF_CONFIG|\bchief\b|global step", re.I)
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "jax"])
 def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str) -> None:
-    """What a user reads of a running PyTorch or JAX job (status's lines, the job page, the
-    flex refusals) holds no TensorFlow word: ranks, rank 0, the process group, snapshots."""
+    """What a user reads of a running PyTorch or JAX job (status's lines, `submit --wait`'s
+    progress line, the job page, the flex refusals, a preemption notice, the success
+    diagnostics) holds no TensorFlow word: ranks, rank 0, the process group, snapshots."""
     from appmaster.model.jobflex import flex_refusal
     from appmaster.page.jobpage import render_page
     from appmaster.page.view import JobView, cluster_words
@@ -422,18 +424,29 @@ def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str)
     rank_0 = cluster.container("worker", 0)
     cluster.job.on_status(rank_0, mirror={"interval_s": 10.0, "last_sync": 1.0, "files_up": 2,
                                           "remote": "hdfs:///w"})
+    cluster.job.on_status(rank_0, progress={"step": 120, "steps_per_s": 4.0, "updated": 1.0},
+                          now=cluster.now)
+    cluster.job.on_preempt_notice(cluster.container("worker", 2), cluster.now)
     view = JobView.of(cluster.job, "application_1_0001", "hdfs:///w", cluster.now)
     title, line = cluster_words(view.to_dict())
     status = "\n".join([jobview.format_status(view), f"{title}: {line}",
-                        *jobview.storage_lines(view, 2.0)])
+                        *jobview.storage_lines(view, 2.0), *jobview.progress_lines(view, 2.0),
+                        *view.restarts])
     assert "rank 0's first (where the group meets)" in status and "3 container(s)" in status
+    assert "Training: step 120" in status and "rank 0 may save a snapshot first" in status
+    live = jobview.live_line(view, "epoch 3 loss 0.25")
+    assert live.endswith(" | rank 0: epoch 3 loss 0.25"), live
     page = render_page(view.to_dict())
     refusals = [flex_refusal(job_plan, JobState.RUNNING, role, count) for role, count in
                 [("ps", 1), ("chiefworker", 2), ("evaluator", 1), ("worker", 0)]]
     assert "flex takes worker" in refusals[0] and "process group" in refusals[3]
-    for text in (status, page, *refusals):
+    cluster.exit("worker", 0, 0)
+    assert cluster.end is not None
+    diagnostics = cluster.end.diagnostics
+    assert diagnostics.startswith("Rank 0 finished successfully."), diagnostics
+    for text in (status, live, page, *refusals, diagnostics):
         assert not TENSORFLOW_WORDS.search(re.sub(r"flex takes worker|no role 'ps'", "", text)
-                                           ), TENSORFLOW_WORDS.search(text)
+                                           ), text
 
 
 @pytest.mark.parametrize("example", ["pytorch_ddp", "jax_data_parallel"])

@@ -28,7 +28,7 @@ import random
 from collections import Counter
 from collections.abc import Callable
 
-from appmaster.common import registry
+from appmaster.common import frameworks, registry
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.clusterview import ClusterView, QueueStanding
 from appmaster.common.jobplan import JobPlan
@@ -212,8 +212,10 @@ class Job:
         task = self.task_of(container)
         if task is None:
             return []
+        words = frameworks.of(self.plan.framework).words
         self.core.note(now, Mark.PREEMPTED, f"{task.name} (attempt {task.attempt}) told by "
-                       "YARN it will be preempted: the chief may save a checkpoint first")
+                       f"YARN it will be preempted: {words.chief} may save a "
+                       f"{words.checkpoint} first")
         chief = self.tasks.get(self.plan.chief)  # worker 0 (rank 0) without a chiefworker
         told = [container]
         if chief is not None and chief.container and chief.container != container:

@@ -13,6 +13,7 @@ import logging
 import random
 from collections.abc import Callable
 
+from appmaster.common import frameworks
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.settings import ALLOCATION_HOLD
@@ -87,4 +88,5 @@ class JobCore:
 
     def success(self, evaluation: str = "") -> str:
         """The diagnostics of a job that succeeded."""
-        return success_message(self.clock, self.am_attempt, self.restarts, evaluation)
+        return success_message(frameworks.of(self.plan.framework).words, self.clock,
+                               self.am_attempt, self.restarts, evaluation)

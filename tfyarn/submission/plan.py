@@ -304,7 +304,8 @@ def processes_line(roles: list[Read]) -> str:
 
 
 def format_lines(document: Read, roles: list[Read]) -> list[str]:
-    chief = frameworks.of(document["framework"]).words.chief  # "the chief", "rank 0"
+    words = frameworks.of(document["framework"]).words
+    chief = words.chief  # "the chief", "rank 0"
     lines = [
         f"Application {document['name']!r} in queue {document['queue']!r}, tags "
         f"{', '.join(document['tags'])}",
@@ -314,7 +315,7 @@ def format_lines(document: Read, roles: list[Read]) -> list[str]:
         f"  work dir: {document['work_dir']}"
         + (f" ({CHECKPOINT_PREFIX.key})" if document["checkpoint_prefix"] else ""),
         "  each task's work dir: " + task_work_dir_line(document),
-        f"  {chief.removeprefix('the ')}: {document['chief']}"
+        f"  {words.chief_label}: {document['chief']}"
         + (" (no chiefworker component)" if document["chief"] == "worker 0" else ""),
         f"  AppMaster: {document['am_memory_mb']} MB, {document['am_vcores']} vcore(s), "
         f"node label {document['am_label'] or '<default partition>'}, up to "
