@@ -417,7 +417,7 @@ def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str)
     from appmaster.page.view import JobView, cluster_words
     from tfyarn.watch import jobview
 
-    workers = RolePlan("worker", 3, 1, 1024, 1, failure_threshold=1)
+    workers = RolePlan("worker", 3, 1, 1024, 1, failure_threshold=1, processes=2)
     job_plan = JobPlan("job", "t.py", "python3", "hdfs:///w", (workers,), framework=framework)
     cluster = Cluster(job_plan)
     cluster.everyone_running()
@@ -432,7 +432,8 @@ def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str)
     status = "\n".join([jobview.format_status(view), f"{title}: {line}",
                         *jobview.storage_lines(view, 2.0), *jobview.progress_lines(view, 2.0),
                         *view.restarts])
-    assert "rank 0's first (where the group meets)" in status and "3 container(s)" in status
+    assert "rank 0's first (where the group meets)" in status, status
+    assert "Process group: 6 ranks (3 containers x 2 processes)" in status, status
     assert "Training: step 120" in status and "rank 0 may save a snapshot first" in status
     live = jobview.live_line(view, "epoch 3 loss 0.25")
     assert live.endswith(" | rank 0: epoch 3 loss 0.25"), live
@@ -449,22 +450,45 @@ def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str)
                                            ), text
 
 
-@pytest.mark.parametrize("example", ["pytorch_ddp", "jax_data_parallel"])
-def test_the_dry_run_of_a_group_speaks_its_framework(example: str) -> None:
-    """The dry run of a PyTorch or JAX example's own job files holds no TensorFlow word but
-    in setting keys (site.global.checkpoint.mirror.interval is every framework's)."""
-    from appmaster.common.settings import SETTINGS
-    from tfyarn.jobconfig import Defaults, load_job
+def example_dry_run(example: str, *overrides: tuple[str, str]) -> str:
+    """The dry run of an example's own job files, with ``--set KEY=VALUE`` ``overrides``."""
+    from tfyarn.jobconfig import Defaults, Override, load_job
     from tfyarn.submission.plan import AppSpecExtras, build_plan, format_plan, plan_document
 
     files = Path(__file__).resolve().parent.parent / "examples" / example
     job = load_job(str(files / "resources.json"), str(files / "appConfig.json"),
-                   defaults=Defaults())
-    text = format_plan(plan_document(job, build_plan(job), AppSpecExtras()))
+                   defaults=Defaults(), overrides=[Override(key, value, f"--set {key}")
+                                                   for key, value in overrides])
+    return format_plan(plan_document(job, build_plan(job), AppSpecExtras()))
+
+
+@pytest.mark.parametrize(("example", "ranks"), [("pytorch_ddp", "3 ranks (3 containers x 1 "
+                                                 "process)"),
+                                                ("jax_data_parallel", "2 ranks (2 containers "
+                                                 "x 1 process)")])
+def test_the_dry_run_of_a_group_speaks_its_framework(example: str, ranks: str) -> None:
+    """The dry run of a PyTorch or JAX example's own job files holds no TensorFlow word but
+    in setting keys (site.global.checkpoint.mirror.interval is every framework's), and says
+    the group's world size."""
+    from appmaster.common.settings import SETTINGS
+
+    text = example_dry_run(example)
     assert "  rank 0: worker 0" in text and "when rank 0 exits 0" in text, text
+    assert f"  framework: {frameworks_of(example.split('_')[0]).word}, {ranks}\n" in text, text
     keys = re.compile("|".join(re.escape(s.key) for s in SETTINGS))
     assert not TENSORFLOW_WORDS.search(keys.sub("", text)), TENSORFLOW_WORDS.search(
         keys.sub("", text))
+
+
+def test_the_dry_run_of_several_processes_per_container_counts_ranks_and_shares_gpus() -> None:
+    """2 containers of 4 GPUs, 2 processes each: 4 ranks, each process told 2 of its
+    container's GPUs."""
+    text = example_dry_run("pytorch_ddp", ("worker.yarn.component.instances", "2"),
+                           ("worker.yarn.gpus", "4"),
+                           ("worker.yarn.processes.per.container", "2"))
+    assert "  framework: pytorch, 4 ranks (2 containers x 2 processes)\n" in text, text
+    assert ("  GPUs: 4 yarn.io/gpu per task (8 in all) on <default partition>; each of its 2 "
+            "processes (ranks) gets its own 2 in CUDA_VISIBLE_DEVICES") in text, text
 
 
 def test_logs_all_leaves_out_yarns_directory_listings_unless_asked() -> None:

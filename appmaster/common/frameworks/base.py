@@ -70,6 +70,13 @@ class Misfit:
     value: str
 
 
+def world_size_text(containers: int, processes: int) -> str:
+    """A group's ranks in all: "4 ranks (2 containers x 2 processes)"."""
+    ranks = containers * processes
+    return (f"{ranks} rank{'s' * (ranks != 1)} ({containers} container"
+            f"{'s' * (containers != 1)} x {processes} process{'es' * (processes != 1)})")
+
+
 def processes_misfit(role: str, processes: int, gpus: int) -> Misfit | None:
     """A role's processes per container that cannot be, whatever the framework: several
     outside a group's roles, or more than its GPUs can be shared by evenly."""
