@@ -1,4 +1,4 @@
-"""Healthy tasks that tfyarn ends (a group restart, a flex, the job's end), asked to stop
+"""Tasks that tfyarn ends (a group restart, a flex, a stall, the job's end), asked to stop
 rather than killed: each agent stops its script (SIGTERM, then SIGKILL after a grace), the
 chief's copies its work dir to HDFS, then it exits (appmaster/agent/main.py). A container
 still there at its deadline is killed. The newest generation's tasks restore only once no
