@@ -28,7 +28,7 @@ import random
 from collections import Counter
 from collections.abc import Callable
 
-from appmaster.common import frameworks, registry
+from appmaster.common import registry
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.clusterview import ClusterView, QueueStanding
 from appmaster.common.jobplan import JobPlan
@@ -51,7 +51,7 @@ from appmaster.model.jobcore import JobCore
 from appmaster.model.jobdeadlines import REASK_S, Deadlines
 from appmaster.model.jobfailures import FAILURE_SETTLE_S, VERDICT_WAIT_S, FailureRules
 from appmaster.model.jobflex import flex, flex_refusal
-from appmaster.model.jobmessages import restored_line
+from appmaster.model.jobmessages import preempted_line, restored_line
 from appmaster.model.jobqueue import QueueRules
 from appmaster.model.jobstall import Watchdog
 from appmaster.model.jobtasks import NOT_RUNNING_YET, Key, Task, TaskIndex, TaskTable
@@ -212,10 +212,7 @@ class Job:
         task = self.task_of(container)
         if task is None:
             return []
-        words = frameworks.of(self.plan.framework).words
-        self.core.note(now, Mark.PREEMPTED, f"{task.name} (attempt {task.attempt}) told by "
-                       f"YARN it will be preempted: {words.chief} may save a "
-                       f"{words.checkpoint} first")
+        self.core.note(now, Mark.PREEMPTED, preempted_line(task, self.core.words))
         chief = self.tasks.get(self.plan.chief)  # worker 0 (rank 0) without a chiefworker
         told = [container]
         if chief is not None and chief.container and chief.container != container:

@@ -81,6 +81,12 @@ def success_message(words: Words, clock: PhaseClock, am_attempt: int, restarts: 
     return text
 
 
+def preempted_line(task: Task, words: Words) -> str:
+    """YARN's notice that it will preempt ``task``'s container."""
+    return (f"{task.name} (attempt {task.attempt}) told by YARN it will be preempted: "
+            f"{words.chief} may save a {words.checkpoint} first")
+
+
 def restored_line(mirror: dict) -> str:
     """What a restarted generation's chief restored (its mirror's report, agent/mirror.py):
     "restored snapshot.pt of 12:03:10", "restored model.ckpt-100 of 12:03:10 (step 100)",
