@@ -43,6 +43,7 @@ SKEIN_VERSION = "0.8.2"
 # pre-flight refuses a cluster of an older line (runs_on).
 HADOOP_API = "3.3.6"
 PATCH = "skein-am.patch"
+RECIPE = "amjarbuild.py"  # in the tfyarn package: the build, part of the jar's name
 BUNDLED_DIR = Path(__file__).resolve().parent / "am"  # the package's, made by its build
 OFF_ENV = "TFYARN_STOCK_SKEIN_AM"  # set: skein's own AppMaster (to compare)
 REBUILD_FIX = ("install tfyarn from a wheel built with a JDK and Maven (`pip wheel .` runs "
@@ -82,10 +83,18 @@ def patch_text() -> str:
     return resources.files("tfyarn.hadoop").joinpath(PATCH).read_text()
 
 
+def recipe_text() -> str:
+    """The build's own source (tfyarn/amjarbuild.py: what it fetches and checks, how it
+    patches, compiles and packs), read as text: it is a floor above, never imported here."""
+    return resources.files("tfyarn").joinpath(RECIPE).read_text()
+
+
 def jar_name() -> str:
-    """Named by what it is made of: skein's release, the patch, the Hadoop API it was
-    compiled against; a jar of other makings is never taken for it."""
-    digest = hashlib.sha256(patch_text().encode()).hexdigest()[:12]
+    """Named by what it is made of: skein's release, the patch and the build's recipe (one
+    digest of their texts, the same on every machine), the Hadoop API it was compiled
+    against; a jar of other makings is never taken for it."""
+    made_of = "\0".join((patch_text(), recipe_text()))
+    digest = hashlib.sha256(made_of.encode()).hexdigest()[:12]
     return f"skein-{SKEIN_VERSION}-tfyarn-{digest}-hadoop-{HADOOP_API}.jar"
 
 
