@@ -416,7 +416,8 @@ def test_skipped_where_no_ticket_opens_a_kerberos_rm(tmp_path: Path,
 
 
 def cluster_info(hadoop: str) -> dict[str, Any]:
-    """/ws/v1/cluster/info's answer, the fields the RM writes beside its version left out."""
+    """/ws/v1/cluster/info's answer as an RM writes it, less its ids, build dates and
+    state store."""
     return {"clusterInfo": {"state": "STARTED", "haState": "ACTIVE", "hadoopVersion": hadoop,
                             "resourceManagerVersion": hadoop}}
 
