@@ -732,7 +732,7 @@ def test_job_settings(job_dir: Path) -> None:
 
 
 @pytest.mark.parametrize(("key", "value", "fragment"), [
-    ("success.policy", "everyone", '"chief" or "all-workers"'),
+    ("success.policy", "everyone", 'must be one of "chief", "all-workers"'),
     ("allocation.timeout", "soon", "positive number of seconds"),
     ("job.deadline", -5, "positive number of seconds"),
     ("am.max.attempts", "0", "from 1 to 10"),

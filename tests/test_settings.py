@@ -3,14 +3,17 @@ parsed job, the plan and the docs' key reference use: each is checked against th
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from appmaster.common import settings as declared
-from appmaster.common.jobplan import JobPlan
-from tfyarn.jobconfig import Defaults, appconfig, load_job, resources
+from appmaster.common.jobplan import JobPlan, SpecError
+from tfyarn.jobconfig import Defaults, JobConfigError, appconfig, load_job, resources
 from tfyarn.jobconfig.reference import PAGE, render
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,15 +41,50 @@ def test_every_declaration_is_complete() -> None:
             assert s.default in s.choices, s.key
 
 
+def _load(job_dir: Path, worker: dict[str, Any] | None = None,
+          app: dict[str, Any] | None = None):
+    job_dir.mkdir(exist_ok=True)
+    (job_dir / "train.py").write_text("")
+    (job_dir / "resources.json").write_text(json.dumps({"components": {
+        "worker": {"yarn.role.priority": "1", **(worker or {})}}}))
+    (job_dir / "appConfig.json").write_text(json.dumps({"global": {
+        "site.global.user.scripts.entry": "train.py", **(app or {})}}))
+    return load_job(job_dir / "resources.json", job_dir / "appConfig.json",
+                    defaults=Defaults())
+
+
 @pytest.fixture
 def minimal_job(tmp_path: Path):
-    (tmp_path / "train.py").write_text("")
-    (tmp_path / "resources.json").write_text(json.dumps({"components": {
-        "worker": {"yarn.role.priority": "1"}}}))
-    (tmp_path / "appConfig.json").write_text(json.dumps({"global": {
-        "site.global.user.scripts.entry": "train.py"}}))
-    return load_job(tmp_path / "resources.json", tmp_path / "appConfig.json",
-                    defaults=Defaults())
+    return _load(tmp_path)
+
+
+# A value each declaration refuses, of the kinds the job files and the plan both check.
+REFUSED = [(declared.SUCCESS_POLICY, "first"), (declared.FRAMEWORK, "mxnet"),
+           (declared.FAILURE_POLICY, "retry"), (declared.PROGRESS_INTERVAL, 0),
+           (declared.PLACEMENT_ESCALATE, -1), (declared.STALL_TIMEOUT_ROLE, 0),
+           (declared.AM_MAX_ATTEMPTS, 11), (declared.APPLICATION_PRIORITY, -1)]
+
+
+@pytest.mark.parametrize(("s", "value"), REFUSED, ids=lambda v: getattr(v, "key", str(v)))
+def test_the_job_files_and_the_plan_refuse_a_value_in_the_same_words(
+        tmp_path: Path, minimal_job, s: declared.Setting, value: Any) -> None:
+    """One rule, the declaration's (Setting.refusal): the user's problem at the key and the
+    spec's error say the same."""
+    refusal = s.refusal(value)
+    assert refusal
+    component = s.scope == declared.COMPONENT_SCOPE
+    with pytest.raises(JobConfigError) as problems:
+        _load(tmp_path / "given", **{"worker" if component else "app": {s.key: value}})
+    assert f'"{s.key}"' in str(problems.value) and refusal in str(problems.value)
+    spec = minimal_job.spec
+    with pytest.raises(SpecError, match=re.escape(f"{s.key} ({s.field or 'extra'}) {refusal}")):
+        if component:
+            dataclasses.replace(spec, roles=tuple(
+                dataclasses.replace(role, **{s.field: value}) for role in spec.roles))
+        elif s.field:
+            dataclasses.replace(spec, **{s.field: value})
+        else:
+            dataclasses.replace(spec, extra={**spec.extra, s.key: value})
 
 
 def test_a_job_that_says_nothing_gets_the_declared_defaults(minimal_job) -> None:

@@ -67,16 +67,17 @@ class Setting:
         return f"from {self.low} to {self.high}{self.unit}"
 
     def refusal(self, value: Any) -> str | None:
-        """What the declaration refuses in a value of the job's spec (JobPlan, RolePlan), in
-        words ("must be ..."); None where it admits it. The spec says where a setting may be
-        left out (None)."""
+        """What the declaration refuses in a value (read as its kind's type: None where it
+        could not be), in words ("must be ..."): the job files' problem and the spec's
+        (JobPlan, RolePlan) error. None where it admits it. The spec says where a setting may
+        be left out (None)."""
         if self.kind == "whole" and not (is_whole(value) and self.within(value)):
             return f"must be a whole number {self.bounds}"
         if self.kind == "seconds" and not is_positive_seconds(value):
             return "must be a positive number of seconds"
         if self.kind == "choice" and value not in self.choices or self.kind == "policy" and not (
                 is_whole(value) and str(value) in self.choices):
-            return f"must be one of {', '.join(self.choices)}"
+            return "must be one of " + ", ".join(f'"{choice}"' for choice in self.choices)
         return None
 
 

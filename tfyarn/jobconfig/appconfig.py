@@ -39,7 +39,6 @@ from appmaster.common.settings import (
     SCRIPTS_DIR,
     SECRETS,
     STALL_TIMEOUT,
-    SUCCESS_POLICIES,
     SUCCESS_POLICY,
     VIEW_ACL,
     WORK_DIR,
@@ -152,18 +151,13 @@ def check_settings(c: Checker, settings: dict[str, Any], base: Path,
               f'keep one: with "{CHECKPOINT_PREFIX.key}" the work dir is '
               "<prefix>/<application name>.<application id>, as in Slider.",
               value=settings[CHECKPOINT_PREFIX.key])
-    success_policy = settings.get(SUCCESS_POLICY.key, BUILT_IN[SUCCESS_POLICY.key])
-    if success_policy not in SUCCESS_POLICIES:
-        c.add(key_path("global", SUCCESS_POLICY.key), 'must be "chief" or "all-workers"',
-              'write "chief" (the job ends with the chief) or "all-workers".',
-              value=success_policy)
+    success_policy = appvalues.by_kind(c, settings, SUCCESS_POLICY)
     layers_dir, layers_trust, problems = layers_settings(settings)
     for key, message, fix, value in problems:
         c.add(key_path("global", key), message, fix, value=value)
     attempts = as_int(settings.get(AM_MAX_ATTEMPTS.key, BUILT_IN[AM_MAX_ATTEMPTS.key]))
-    if attempts is None or not AM_MAX_ATTEMPTS.within(attempts):
-        c.add(key_path("global", AM_MAX_ATTEMPTS.key),
-              f"must be a whole number {AM_MAX_ATTEMPTS.bounds}",
+    if refusal := AM_MAX_ATTEMPTS.refusal(attempts):
+        c.add(key_path("global", AM_MAX_ATTEMPTS.key), refusal,
               'write e.g. "2" (one retry of the AppMaster).',
               value=settings.get(AM_MAX_ATTEMPTS.key))
     return dict(

@@ -6,15 +6,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from appmaster.common.settings import Setting, is_positive_seconds, setting
-from tfyarn.jobconfig.documents import Checker, as_int, key_path
+from appmaster.common.settings import Setting, setting
+from tfyarn.jobconfig.documents import Checker, Found, as_int, as_seconds, key_path
 
 _ACL_NAME = re.compile(r"[^\s,]+")
 
 
 def by_kind(c: Checker, settings: dict[str, Any], s: Setting) -> Any:
-    """A setting declared without a field of its own, checked by its kind alone; its
-    declaration's default where the files give none."""
+    """A setting declared without a field of its own (or a choice), checked by its kind
+    alone; its declaration's default where the files give none or a wrong value."""
     if s.kind == "seconds":
         return seconds(c, settings, s.key)
     if s.kind == "text":
@@ -24,15 +24,12 @@ def by_kind(c: Checker, settings: dict[str, Any], s: Setting) -> Any:
     value, where = settings[s.key], key_path("global", s.key)
     if s.kind == "whole":
         number = as_int(value)
-        if number is not None and s.within(number):
+        if not (refusal := s.refusal(number)):
             return number
-        c.add(where, f"must be a whole number {s.bounds}",
-              f'give {s.noun or "a number"}, e.g. "{s.example}"{s.note}.', value=value)
+        c.add(where, refusal, f'give {s.noun or "a number"}, e.g. "{s.example}"{s.note}.',
+              value=value)
     elif s.kind == "choice":
-        if value in s.choices:
-            return value
-        c.add(where, "must be one of " + ", ".join(f'"{v}"' for v in s.choices),
-              f'write e.g. "{s.default or s.choices[0]}".', value=value)
+        return choice(c, s, (value, where)) or s.default
     elif s.kind == "list":
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
             return tuple(value)
@@ -41,6 +38,32 @@ def by_kind(c: Checker, settings: dict[str, Any], s: Setting) -> Any:
     else:
         raise TypeError(f"{s.key}: a {s.kind} setting needs a field and a check of its own")
     return s.default
+
+
+def choice(c: Checker, s: Setting, found: Found) -> str | None:
+    """One of the declaration's choices (a policy, a framework); its default when absent,
+    None when wrong."""
+    if found is None:
+        return s.default
+    value, where = found
+    if refusal := s.refusal(value):
+        c.add(where, refusal, f'write e.g. "{s.default or s.choices[0]}".', value=value)
+        return None
+    return value
+
+
+def positive_seconds(c: Checker, s: Setting, found: Found) -> float | None:
+    """A positive number of seconds (a number or a numeric string); the declaration's
+    default when absent, None when wrong."""
+    if found is None:
+        return s.default
+    value, where = found
+    number = as_seconds(value)
+    if refusal := s.refusal(number):
+        c.add(where, refusal, f'give seconds, e.g. "{s.example}", or remove the key.',
+              value=value)
+        return None
+    return number
 
 
 def text(c: Checker, settings: dict[str, Any], key: str, example: str) -> str | None:
@@ -74,25 +97,8 @@ def acl(c: Checker, settings: dict[str, Any], key: str) -> str | None:
 
 
 def seconds(c: Checker, settings: dict[str, Any], key: str) -> float | None:
-    """A positive number of seconds (a number or a numeric string), or the built-in default."""
-    default = setting(key).default
-    if key not in settings:
-        return default
-    value = settings[key]
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str):
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = None
-    if seconds is None or not is_positive_seconds(seconds):
-        c.add(
-            key_path("global", key),
-            "must be a positive number of seconds",
-            'give seconds, e.g. "300".',
-            value=value,
-        )
-        return default
-    return seconds
+    """appConfig's positive number of seconds, or the built-in default."""
+    s = setting(key)
+    found = (settings[key], key_path("global", key)) if key in settings else None
+    number = positive_seconds(c, s, found)
+    return s.default if number is None else number

@@ -16,6 +16,7 @@ from tfyarn.jobconfig.model import Problem
 _TOP_LEVEL_KEYS = ("schema", "metadata", "global", "components")
 # The "file" of a problem with a command-line option (`tfyarn submit --queue`, --data, ...).
 COMMAND_LINE = "command line"
+Found = tuple[Any, str] | None  # a value and where it was written; None: absent
 _PLAIN_KEY_PART = re.compile(r"[A-Za-z0-9_-]+")
 
 # Marks "no value to show" in a problem, or a file that could not be read, since None (JSON
@@ -213,6 +214,20 @@ def top_level(
         mapping(c, doc.get("components"), "components"),
     )
 
+
+
+def as_seconds(value: Any) -> float | None:
+    """A number, or a numeric string, as seconds; None for anything else (True is none)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[0-9.eE+-]+\s*", value):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
 
 
 def as_int(value: Any) -> int | None:

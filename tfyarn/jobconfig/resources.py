@@ -12,7 +12,6 @@ from appmaster.common.jobplan import RolePlan, stall_timeout_misfit
 from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
-    FAILURE_POLICIES,
     FAILURE_POLICY,
     FAILURE_THRESHOLD,
     FAILURE_WINDOW,
@@ -31,13 +30,14 @@ from appmaster.common.settings import (
     PROCESSES,
     STALL_TIMEOUT_ROLE,
     VCORES,
+    Setting,
     built_in,
     failure_window_seconds,
     setting,
     settings,
 )
 from appmaster.common.vocabulary import FailurePolicy, Role
-from tfyarn.jobconfig import memory, sliderkeys
+from tfyarn.jobconfig import appvalues, memory, sliderkeys
 from tfyarn.jobconfig.documents import (
     Checker,
     as_int,
@@ -104,6 +104,12 @@ class _Settings:
         found = self.find(key)
         return default if found is None else _whole(self.c, found[1], found[0], key, scope)
 
+    def seconds(self, declared: Setting) -> float | None:
+        return appvalues.positive_seconds(self.c, declared, self.find(declared.key))
+
+    def choice(self, declared: Setting) -> str | None:
+        return appvalues.choice(self.c, declared, self.find(declared.key))
+
 
 def _unknown_key(c: Checker, where: str, key: str) -> None:
     """A key tfyarn does not take: Slider's with why, else the closest one it takes."""
@@ -130,7 +136,8 @@ def _job_fields(c: Checker, given: dict[str, Any]) -> dict[str, Any]:
             {k: v for k, v in window.items() if v is not None})
     for s in (LOG_INCLUDE, LOG_EXCLUDE):
         fields[s.field] = sliderkeys.patterns(c, s, found.get(s.key))
-    fields[LOG_INTERVAL.field] = sliderkeys.seconds(c, LOG_INTERVAL, found.get(LOG_INTERVAL.key))
+    fields[LOG_INTERVAL.field] = appvalues.positive_seconds(c, LOG_INTERVAL,
+                                                            found.get(LOG_INTERVAL.key))
     return {name: value for name, value in fields.items() if value is not None}
 
 
@@ -181,13 +188,13 @@ def check_defaults(c: Checker, defaults: dict[str, Any], appmaster: dict[str, An
     for key in _WHOLE:
         every.whole(key, None)
     policy = FAILURE_POLICY.key
-    if _choice(every, policy, FAILURE_POLICIES, BUILT_IN[policy]) == FailurePolicy.IGNORE:
+    if every.choice(FAILURE_POLICY) == FailurePolicy.IGNORE:
         c.add(key_path("global", policy), "a default for every component, and a ps or the "
               "chief cannot be ignored", 'write "restart" or "fatal"; give "ignore" to the '
               "workers or the evaluator in the job's resources.json.", value="ignore")
     _label(every)
     sliderkeys.placement_policy(c, every.find(PLACEMENT_POLICY.key))
-    sliderkeys.seconds(c, PLACEMENT_ESCALATE, every.find(PLACEMENT_ESCALATE.key))
+    every.seconds(PLACEMENT_ESCALATE)
     own = _Settings(c, APPMASTER, appmaster, {})
     for key in APPMASTER_BUILT_IN:  # its sizes; its label is checked as a component's
         own.whole(key, None, APPMASTER_SCOPE)
@@ -245,7 +252,7 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     gpus = s.whole(GPUS.key, BUILT_IN[GPUS.key])
     processes = _processes(s, gpus)
     threshold = s.whole(FAILURE_THRESHOLD.key, BUILT_IN[FAILURE_THRESHOLD.key])
-    policy = _choice(s, FAILURE_POLICY.key, FAILURE_POLICIES, BUILT_IN[FAILURE_POLICY.key])
+    policy = s.choice(FAILURE_POLICY)
     if policy == FailurePolicy.IGNORE and s.name not in (Role.WORKER, Role.EVALUATOR):
         value, where = s.find(FAILURE_POLICY.key) or (None, "")
         s.c.add(where, f"a {s.name} cannot be ignored: the job cannot go on without it",
@@ -255,8 +262,8 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     label, label_ok = _label(s)
     placement = sliderkeys.placement_policy(s.c, s.find(PLACEMENT_POLICY.key))
     node_threshold = s.whole(NODE_FAILURE_THRESHOLD.key, None)
-    escalate = sliderkeys.seconds(s.c, PLACEMENT_ESCALATE, s.find(PLACEMENT_ESCALATE.key))
-    stall_timeout = sliderkeys.seconds(s.c, STALL_TIMEOUT_ROLE, s.find(STALL_TIMEOUT_ROLE.key))
+    escalate = s.seconds(PLACEMENT_ESCALATE)
+    stall_timeout = s.seconds(STALL_TIMEOUT_ROLE)
     if (s.find(NODE_FAILURE_THRESHOLD.key) is not None and node_threshold is None) or (
             placement is None or escalate is None) or (
             s.find(STALL_TIMEOUT_ROLE.key) is not None and stall_timeout is None):
@@ -291,18 +298,6 @@ def _processes(s: _Settings, gpus: int | None) -> int | None:
         s.c.add(where, misfit.message, misfit.fix, value=value)
         return None
     return processes
-
-
-def _choice(s: _Settings, key: str, allowed: Sequence[str], default: str) -> str | None:
-    found = s.find(key)
-    if found is None:
-        return default
-    value, where = found
-    if value not in allowed:
-        choices = ", ".join(f'"{a}"' for a in allowed)
-        s.c.add(where, f"must be one of {choices}", f'write e.g. "{default}".', value=value)
-        return None
-    return value
 
 
 def _priority(s: _Settings, priorities: dict[int, str]) -> int | None:

@@ -5,9 +5,7 @@ read. Every other key Slider documented is a declared setting (appmaster/common/
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Any
 
 from appmaster.common.settings import (
     AM_MAX_ATTEMPTS,
@@ -21,9 +19,7 @@ from appmaster.common.settings import (
     VCORES,
     Setting,
 )
-from tfyarn.jobconfig.documents import Checker, as_int
-
-Found = tuple[Any, str] | None  # a value and where it was written; None: absent
+from tfyarn.jobconfig.documents import Checker, Found, as_int
 
 _WHOLE_CLUSTER = ("a TensorFlow cluster needs every one of its tasks, so the job cannot run on "
                   "with a share of them and a health percentage has nothing to decide; a lost "
@@ -80,26 +76,6 @@ def placement_policy(c: Checker, found: Found) -> int | None:
           f'{ANTI_AFFINITY_REQUIRED} ANTI_AFFINITY_REQUIRED, or {ANTI_AFFINITY_REQUIRED} plus '
           f'{STRICT} or {ANYWHERE} ("5", "6"), e.g. "{PLACEMENT_POLICY.example}".', value=value)
     return None
-
-
-def seconds(c: Checker, s: Setting, found: Found) -> float | None:
-    """A positive number of seconds; the declaration's default when absent, None when wrong."""
-    if found is None:
-        return s.default
-    value, where = found
-    number: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str) and re.fullmatch(r"\s*[0-9.eE+-]+\s*", value):
-        try:
-            number = float(value)
-        except ValueError:
-            number = None
-    if number is None or not math.isfinite(number) or number <= 0:
-        c.add(where, "must be a positive number of seconds",
-              f'give seconds, e.g. "{s.example}", or remove the key.', value=value)
-        return None
-    return number
 
 
 def patterns(c: Checker, s: Setting, found: Found) -> tuple[str, ...] | None:
