@@ -31,7 +31,8 @@ def test_data_entry() -> None:
     entry = DataEntry("hdfs:///d/mnist.tgz", "mnist", True)
     assert str(entry) == "hdfs:///d/mnist.tgz#mnist"
     assert DataEntry.from_dict(json.loads(json.dumps(entry.to_dict()))) == entry
-    for url, name in (("", "x"), ("hdfs:///d", ""), ("hdfs:///d", "a/b")):
+    for url, name in (("", "x"), ("hdfs:///d", ""), ("hdfs:///d", "a/b"), ("hdfs:///d", ".."),
+                      ("hdfs:///d", ".x")):  # as the job files refuse them (datasets.py)
         with pytest.raises(SpecError):
             DataEntry(url, name, False)
 
@@ -78,6 +79,7 @@ def test_job_plan_round_trip() -> None:
     {"deadline_s": -1.0},
     {"am_max_attempts": 0},
     {"work_dir_flag": "model_dir"},
+    {"work_dir_flag": "--model dir"},  # as the job files refuse it (appconfig.py)
     {"data": (DataEntry("hdfs:///a", "x", False), DataEntry("hdfs:///b", "x", False))},
 ])
 def test_job_plan_invariants(changes: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -38,6 +39,21 @@ DATA_ENTRY_PREFIX = "data-"
 # own fast disk, kept in step with HDFS by the agent (appmaster/agent/mirror.py)
 LOCAL_WORK_DIR = "work"
 
+
+
+_FLAG = re.compile(r"--[A-Za-z0-9_-]+")
+
+
+def is_work_dir_flag(flag: str) -> bool:
+    """A flag a script can read its work dir from (two dashes, then letters, digits, _ or
+    -), or "" for none."""
+    return not flag or bool(_FLAG.fullmatch(flag))
+
+
+def is_plain_name(name: str) -> bool:
+    """A name a data entry can have in the task's data dir: no "/", not starting with "."
+    (no ".", "..", or hidden file)."""
+    return bool(name) and "/" not in name and not name.startswith(".")
 
 
 class SpecError(ValueError):
@@ -107,7 +123,7 @@ class DataEntry:
     archive: bool  # YARN unpacks it into a directory called name
 
     def __post_init__(self) -> None:
-        if not self.url or not self.name or "/" in self.name:
+        if not self.url or not is_plain_name(self.name):
             raise SpecError(f"data entry {self.url!r}#{self.name!r}: a URL and a plain name")
 
     def __str__(self) -> str:
@@ -268,7 +284,7 @@ class JobPlan:
         if len({r.name for r in everyone}) < len(everyone) or len(
                 {r.priority for r in everyone}) < len(everyone):
             raise SpecError("each role once, each with a priority of its own")
-        if self.work_dir_flag and not self.work_dir_flag.startswith("--"):
+        if not is_work_dir_flag(self.work_dir_flag):
             raise SpecError(f"work dir flag {self.work_dir_flag!r}: --name, or \"\" for none")
         if repeated := repeated_names(self.data):
             entry, earlier = repeated[0]

@@ -10,7 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from appmaster.common import frameworks
-from appmaster.common.jobplan import STALLED_BETWEEN_REPORTS, stall_timeout_misfit
+from appmaster.common.jobplan import (
+    STALLED_BETWEEN_REPORTS,
+    is_work_dir_flag,
+    stall_timeout_misfit,
+)
 from appmaster.common.settings import (
     ALLOCATION_TIMEOUT,
     AM_MAX_ATTEMPTS,
@@ -80,7 +84,6 @@ _SLIDER_ONLY_KEYS = (
 # reserve each task's port themselves.
 _PORT_KEY = re.compile(r"site\.global\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.port")
 
-_FLAG = re.compile(r"--[A-Za-z0-9_-]+")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_APP_NAME = 256
 _WORK_DIR_PLACEHOLDERS = {"USER_NAME", "APP_ID"}
@@ -377,7 +380,7 @@ def _work_dir_flag(c: Checker, settings: dict[str, Any]) -> str:
         return frameworks.work_dir_flag(settings)
     value = settings[WORK_DIR_FLAG.key]
     flag = value.strip() if isinstance(value, str) else None
-    if flag is None or (flag and not _FLAG.fullmatch(flag)):
+    if flag is None or not is_work_dir_flag(flag):
         c.add(key_path("global", WORK_DIR_FLAG.key),
               "must be a flag such as \"--model_dir\" (two dashes, then letters, digits, _ "
               "or -), or \"\" for none",

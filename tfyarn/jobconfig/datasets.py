@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from appmaster.common.jobplan import repeated_names
+from appmaster.common.jobplan import is_plain_name, repeated_names
 from appmaster.common.storage import REMOTE_SCHEMES
 from tfyarn.jobconfig.documents import Checker, kind_of
 from tfyarn.jobconfig.envvalues import ARCHIVE_SUFFIXES
@@ -53,7 +53,7 @@ def read_entry(text: str, user: str) -> tuple[DataEntry | None, str, str]:
     if "${" in url:
         return None, "unknown placeholder", "use only ${USER_NAME} (the submitting user)."
     name = name.strip() or parts.path.rstrip("/").rsplit("/", 1)[-1]
-    if "/" in name or name in (".", "..") or name.startswith("."):
+    if not is_plain_name(name):
         return None, f"#{name} cannot be a name in the task's data dir", \
             'give a plain name after "#", e.g. #mnist (no "/", not starting with ".").'
     return DataEntry(url.rstrip("/"), name, is_archive(parts.path)), "", ""
