@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 
 from appmaster.common import frameworks
+from appmaster.common.frameworks.base import GROUP_ROLES, world_size_text
 from appmaster.common.settings import ALLOCATION_HOLD, STALL_TIMEOUT
 from appmaster.common.vocabulary import STAGES_REACHED, Role, TaskState
 from appmaster.model import stall, verdicts
@@ -225,8 +226,11 @@ def cluster_words(view: dict) -> tuple[str, str]:
     if not spec:
         return "Process group", ""
     addresses = [*spec.get(Role.CHIEFWORKER, []), *spec.get(Role.WORKER, [])]
-    return "Process group", (f"{len(addresses)} container(s) in rank order, rank 0's first "
-                             f"(where the group meets): {', '.join(addresses)}")
+    processes = max((task.get("processes") or 1 for task in view.get("tasks", [])
+                     if task.get("role") in GROUP_ROLES), default=1)
+    return "Process group", (f"{world_size_text(len(addresses), processes)}, its containers "
+                             "in rank order, rank 0's first (where the group meets): "
+                             f"{', '.join(addresses)}")
 
 
 def size_of(count: float) -> str:

@@ -158,6 +158,15 @@ def format_progress(view: JobView) -> str:
     return line if step is None else f"{line} step {step}{_pace(view.progress)}"
 
 
+def live_line(view: JobView, chief_output: str | None) -> str:
+    """`submit --wait`'s line of a running job: its progress, and the chief's (rank 0's) last
+    line of output."""
+    line = format_progress(view)
+    if chief_output:
+        line += f" | {frameworks.of(view.framework).words.chief_label}: {chief_output}"
+    return line
+
+
 def _pace(figures: dict) -> str:
     rate = figures.get("steps_per_s")
     return "" if rate is None else f" ({rate:.3g} steps/s)"
@@ -177,7 +186,8 @@ def progress_lines(view: JobView, now: float) -> list[str]:
         return lines
     if figures.get("step") is not None:
         age = (f", {now - figures['updated']:.0f} s ago" if figures.get("updated") else "")
-        lines.append(f"Training: global step {figures['step']}{_pace(figures)}{age}"
+        step = frameworks.of(view.framework).words.step
+        lines.append(f"Training: {step} {figures['step']}{_pace(figures)}{age}"
                      + (f": {_scalars(figures['scalars'])}" if figures.get("scalars") else ""))
     evaluation = figures.get("evaluation") or {}
     if evaluation.get("scalars"):

@@ -59,5 +59,6 @@ def nccl_watchdog(environ: Mapping[str, str]) -> dict[str, str]:
 
 PYTORCH = FrameworkTraits(
     word=Framework.PYTORCH, title="PyTorch", package="torch", ranks=True,
-    words=Words(cluster="process group", checkpoint="snapshot", task="rank", chief="rank 0"),
+    words=Words(cluster="process group", checkpoint="snapshot", task="rank", chief="rank 0",
+                step="step"),
     flex_roles=(Role.WORKER,), environment=torchrun_environment)
