@@ -171,8 +171,7 @@ def test_torchrun_s_environment_for_each_rank() -> None:
         "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_MAX_RESTARTS": "3",
         "TORCHELASTIC_RUN_ID": "application_1_0001", "TORCHELASTIC_USE_AGENT_STORE": "False",
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "TORCH_NCCL_ENABLE_MONITORING": "1",
-        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "600", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-        "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}
+        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1", "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}
     chief = frameworks_of("pytorch").process_environment(SPEC, "chiefworker", 0, generation=0,
                                         max_restarts=0, run_id="a", environ={})
     assert (chief["RANK"], chief["GROUP_RANK"]) == ("0", "0")
@@ -181,11 +180,11 @@ def test_torchrun_s_environment_for_each_rank() -> None:
 def test_nccl_s_watchdog_is_set_unless_the_job_sets_it_its_dumps_in_the_log_dir() -> None:
     env = frameworks_of("pytorch").process_environment(
         SPEC, "worker", 1, generation=0, max_restarts=0, run_id="a",
-        environ={"LOG_DIRS": "/logs/c1,/logs2/c1", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "60",
+        environ={"LOG_DIRS": "/logs/c1,/logs2/c1", "TORCH_NCCL_ENABLE_MONITORING": "0",
                  "TORCH_NCCL_TRACE_BUFFER_SIZE": "0"})
     assert env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == "/logs/c1/nccl_trace_rank_"
-    assert (env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"], env["TORCH_NCCL_TRACE_BUFFER_SIZE"],
-            env["TORCH_NCCL_DUMP_ON_TIMEOUT"]) == ("60", "0", "1")
+    assert (env["TORCH_NCCL_ENABLE_MONITORING"], env["TORCH_NCCL_TRACE_BUFFER_SIZE"],
+            env["TORCH_NCCL_DUMP_ON_TIMEOUT"]) == ("0", "0", "1")
 
 
 def test_several_processes_per_container_count_as_torchrun_counts_them() -> None:

@@ -5,8 +5,10 @@ a process writing its stacks on the agent's signal."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +25,8 @@ from appmaster.model import stall
 from appmaster.model.job import DumpStacks
 from appmaster.model.jobactions import CHIEF_STOP_GRACE_S, STOP_GRACE_S, Stop
 from appmaster.model.jobstall import STACKS_GRACE_S
+from appmaster.page.jobpage import render_page
+from appmaster.page.report import render_report
 from appmaster.page.view import JobView
 from tests.test_job import Cluster, plan
 from tfyarn.watch.jobview import format_status, progress_lines
@@ -263,19 +267,48 @@ def test_summaries_count_until_the_processes_report_steps_of_their_own() -> None
     assert chief.steps.step == 7 and not chief.steps_from_summaries
 
 
-def test_a_straggler_is_flagged_with_its_node_in_status() -> None:
+WORKERS = [("worker", 0), ("worker", 1), ("worker", 2)]
+
+
+def straggling() -> Cluster:
+    """A parameter-server job whose worker 2 steps at a fifth of the others' rate."""
     cluster = Cluster(plan(workers=3, stall_timeout_s=TIMEOUT))
     cluster.everyone_running()
-    workers = [("worker", 0), ("worker", 1), ("worker", 2)]
     for second in range(30):
-        report(cluster, {workers[0]: 10 * second, workers[1]: 9 * second,
-                         workers[2]: 2 * second})
+        report(cluster, {WORKERS[0]: 10 * second, WORKERS[1]: 9 * second,
+                         WORKERS[2]: 2 * second})
         cluster.tick(1.0)
+    return cluster
+
+
+def test_a_straggler_is_flagged_with_its_node_in_status() -> None:
+    cluster = straggling()
     view = JobView.of(cluster.job, "app", None, cluster.now)
     assert [t.name for t in view.tasks if t.straggler] == ["worker 2"]
     status = format_status(JobView.from_dict(json.loads(json.dumps(view.to_dict()))))
     line = next(line for line in status.splitlines() if line.split()[:2] == ["worker", "2"])
     assert "straggler on nm1" in line and "STEPS/S" in status
+
+
+def test_the_page_and_the_report_flag_the_straggler_and_say_the_watchdogs_word() -> None:
+    cluster = straggling()
+    second = 30
+    while not any(isinstance(action, DumpStacks) for action in cluster.apply(
+            cluster.job.on_tick(cluster.now))):  # worker 2 now stands still at step 58
+        report(cluster, {WORKERS[0]: 10 * second, WORKERS[1]: 9 * second})
+        cluster.tick(1.0)
+        second += 1
+    view = JobView.of(cluster.job, "app", None, cluster.now).to_dict()
+    assert view["watchdog"].startswith("last fired in generation 0: stalled (no step for ")
+    assert view["watchdog"].endswith("worker 2 at step 58; every process's stacks are in its "
+                                     "stderr log")
+    for page in (render_page(view), render_report(view)):
+        assert f"<dt>watchdog</dt><dd>{html.escape(view['watchdog'])}</dd>" in page
+        rows = dict(re.findall(r'data-task="(worker-\d)">(.*?)</tr>', page))
+        assert '"col-straggler extra">yes<' in rows["worker-2"] and ">nm1:8042<" in rows[
+            "worker-2"]
+        assert '"col-straggler extra">no<' in rows["worker-0"] + rows["worker-1"]
+        assert '"col-straggler extra">yes<' not in rows["worker-0"] + rows["worker-1"]
 
 
 # ------------------------------------------------------------------ the settings

@@ -19,7 +19,7 @@ import requests
 
 from appmaster.common import frameworks, gpus
 from appmaster.common.settings import FAILURE_THRESHOLD
-from appmaster.common.vocabulary import STAGES, STAGES_REACHED, WAITING, TaskState
+from appmaster.common.vocabulary import STAGES, WAITING, TaskState
 from appmaster.model import verdicts
 from appmaster.page.view import JobView, TaskRow
 from appmaster.page.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
@@ -143,7 +143,7 @@ def role_counts(view: JobView) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
     for task in view.tasks:
         row = counts.setdefault(task.role, dict.fromkeys(STAGES, 0))
-        for stage in STAGES_REACHED[task.state]:
+        for stage in task.stages:
             row[stage] += 1
     return counts
 
