@@ -175,3 +175,15 @@ def test_the_plan_names_the_data_entries_that_share_a_name() -> None:
     first, second = DataEntry("hdfs:///a", "x", False), DataEntry("hdfs:///b", "x", True)
     with pytest.raises(SpecError, match="hdfs:///b#x: the name 'x' is hdfs:///a#x's too"):
         plan(data=(first, DataEntry("hdfs:///c", "y", False), second))
+
+
+@pytest.mark.parametrize(("name", "instances"), [("chiefworker", 2), ("evaluator", 2),
+                                                 ("tensorboard", 3)])
+def test_the_plan_has_one_chief_and_at_most_one_evaluator_and_tensorboard(
+        name: str, instances: int) -> None:
+    """As the job files say (jobplan.instances_misfit), naming the key."""
+    one = role(name, instances=instances, priority=2 if name == "chiefworker" else 9)
+    given = {"roles": (role("ps", priority=1, instances=1), one, role())} if name == "chiefworker" \
+        else {name: one}
+    with pytest.raises(SpecError, match=re.escape(f"{name}: {settings.INSTANCES.key} {instances}")):
+        plan(**given)

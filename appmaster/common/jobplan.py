@@ -78,6 +78,24 @@ def stall_timeout_misfit(role: str, setting: settings.Setting, timeout_s: float,
                   f"or a shorter {settings.PROGRESS_INTERVAL.key}", f"{timeout_s:g}")
 
 
+# The roles a job has at most one of, with why
+_AT_MOST_ONE = {Role.TENSORBOARD: "at most 1 TensorBoard per job",
+                Role.EVALUATOR: "at most 1 evaluator per job: it evaluates every checkpoint "
+                                "the chief saves, one after the other"}
+
+
+def instances_misfit(role: str, instances: int) -> Misfit | None:
+    """A role a job has one of (the chief) or at most one of (the TensorBoard, the
+    evaluator) given more, or the chief none."""
+    if role == Role.CHIEFWORKER and instances != 1:
+        return Misfit(role, settings.INSTANCES, "there must be exactly 1 chief worker",
+                      'set it to "1"; add more containers to "worker" instead.', str(instances))
+    if role in _AT_MOST_ONE and instances > 1:
+        return Misfit(role, settings.INSTANCES, _AT_MOST_ONE[role],
+                      'set it to "1" (or "0" for none).', str(instances))
+    return None
+
+
 def repeated_names(entries: Sequence[DataEntry]) -> list[tuple[DataEntry, DataEntry]]:
     """Each data entry whose name an earlier one has, with that earlier one: each is seen in
     the data dir under its own name."""
@@ -277,6 +295,10 @@ class JobPlan:
                             "each with tasks")
         if [r.priority for r in self.roles] != sorted(r.priority for r in self.roles):
             raise SpecError("roles come in priority order")
+        for role in self.components:
+            if misfit := instances_misfit(role.name, role.instances):
+                raise SpecError(f"{role.name}: {misfit.setting.key} {misfit.value}: "
+                                f"{misfit.message}")
         for name, role in ((Role.TENSORBOARD, self.tensorboard), (Role.EVALUATOR, self.evaluator)):
             if role is not None and (role.name != name or role.instances < 1):
                 raise SpecError(f"the {name} beside the tasks is a {name} with a container")

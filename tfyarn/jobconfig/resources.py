@@ -8,7 +8,7 @@ from typing import Any
 
 from appmaster.common import frameworks
 from appmaster.common.frameworks.base import processes_misfit
-from appmaster.common.jobplan import RolePlan, stall_timeout_misfit
+from appmaster.common.jobplan import RolePlan, instances_misfit, stall_timeout_misfit
 from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
@@ -228,24 +228,9 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     """Checks every setting of a task component; None when any is wrong."""
     priority = _priority(s, priorities)
     instances = s.whole(INSTANCES.key, 1)
-    if s.name == "chiefworker" and instances not in (None, 1):
-        value, where = s.find(INSTANCES.key) or (None, "")  # the default is 1, so it was written
-        s.c.add(
-            where,
-            "there must be exactly 1 chief worker",
-            'set it to "1"; add more containers to "worker" instead.',
-            value=value,
-        )
-        instances = None
-    if s.name == Role.TENSORBOARD and instances not in (None, 0, 1):
-        value, where = s.find(INSTANCES.key) or (None, "")
-        s.c.add(where, "at most 1 TensorBoard per job", 'set it to "1" (or "0" for none).',
-                value=value)
-        instances = None
-    if s.name == Role.EVALUATOR and instances not in (None, 0, 1):
-        value, where = s.find(INSTANCES.key) or (None, "")
-        s.c.add(where, "at most 1 evaluator per job: it evaluates every checkpoint the chief "
-                "saves, one after the other", 'set it to "1" (or "0" for none).', value=value)
+    if instances is not None and (misfit := instances_misfit(s.name, instances)):
+        value, where = s.find(INSTANCES.key) or (None, "")  # the default is 1: it was written
+        s.c.add(where, misfit.message, misfit.fix, value=value)
         instances = None
     memory = s.whole(MEMORY.key, BUILT_IN[MEMORY.key])
     vcores = s.whole(VCORES.key, BUILT_IN[VCORES.key])
