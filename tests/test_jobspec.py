@@ -187,3 +187,12 @@ def test_the_plan_has_one_chief_and_at_most_one_evaluator_and_tensorboard(
         else {name: one}
     with pytest.raises(SpecError, match=re.escape(f"{name}: {settings.INSTANCES.key} {instances}")):
         plan(**given)
+
+
+@pytest.mark.parametrize("name", ["ps", "chiefworker", "tensorboard"])
+def test_the_plan_ignores_the_failures_of_workers_and_the_evaluator_alone(name: str) -> None:
+    """As the job files say (jobplan.failure_policy_misfit), naming the key."""
+    with pytest.raises(SpecError, match=re.escape(
+            f"{name}: {settings.FAILURE_POLICY.key} ignore: a {name} cannot be ignored")):
+        role(name, failure_policy="ignore")
+    assert role("evaluator", failure_policy="ignore").failure_policy is FailurePolicy.IGNORE

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from appmaster.common import frameworks, settings
 from appmaster.common.cluster_spec import ClusterSpec
@@ -76,6 +76,19 @@ def stall_timeout_misfit(role: str, setting: settings.Setting, timeout_s: float,
                   f"below twice {settings.PROGRESS_INTERVAL.key} ({interval_s:g} s): "
                   f"{STALLED_BETWEEN_REPORTS}", f'give at least "{2 * interval_s:g}" seconds, '
                   f"or a shorter {settings.PROGRESS_INTERVAL.key}", f"{timeout_s:g}")
+
+
+def failure_policy_misfit(role: str, policy: str) -> Misfit | None:
+    """A role the job cannot go on without, its failures to be ignored."""
+    if policy != FailurePolicy.IGNORE or role in (Role.WORKER, Role.EVALUATOR):
+        return None
+    return Misfit(role, settings.FAILURE_POLICY,
+                  f"a {role} cannot be ignored: the job cannot go on without it",
+                  'use "restart" or "fatal"; "ignore" is for workers and the evaluator.', policy)
+
+
+def _refuse(misfit: Misfit) -> NoReturn:
+    raise SpecError(f"{misfit.role}: {misfit.setting.key} {misfit.value}: {misfit.message}")
 
 
 # The roles a job has at most one of, with why
@@ -183,6 +196,8 @@ class RolePlan:
         if self.name not in set(Role):
             raise SpecError(f"{self.name!r} is no role: one of {', '.join(Role)}")
         check_declared(self, ROLE_SETTINGS, f"{self.name}: ")
+        if misfit := failure_policy_misfit(self.name, self.failure_policy):
+            _refuse(misfit)
         if misfit := processes_misfit(self.name, self.processes, self.gpus):
             raise SpecError(f"{self.name}: {misfit.message}")
         object.__setattr__(self, "name", Role(self.name))
@@ -297,8 +312,7 @@ class JobPlan:
             raise SpecError("roles come in priority order")
         for role in self.components:
             if misfit := instances_misfit(role.name, role.instances):
-                raise SpecError(f"{role.name}: {misfit.setting.key} {misfit.value}: "
-                                f"{misfit.message}")
+                _refuse(misfit)
         for name, role in ((Role.TENSORBOARD, self.tensorboard), (Role.EVALUATOR, self.evaluator)):
             if role is not None and (role.name != name or role.instances < 1):
                 raise SpecError(f"the {name} beside the tasks is a {name} with a container")

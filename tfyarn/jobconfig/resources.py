@@ -8,7 +8,12 @@ from typing import Any
 
 from appmaster.common import frameworks
 from appmaster.common.frameworks.base import processes_misfit
-from appmaster.common.jobplan import RolePlan, instances_misfit, stall_timeout_misfit
+from appmaster.common.jobplan import (
+    RolePlan,
+    failure_policy_misfit,
+    instances_misfit,
+    stall_timeout_misfit,
+)
 from appmaster.common.settings import (
     APPMASTER_SCOPE,
     COMPONENT_SCOPE,
@@ -36,7 +41,7 @@ from appmaster.common.settings import (
     setting,
     settings,
 )
-from appmaster.common.vocabulary import FailurePolicy, Role
+from appmaster.common.vocabulary import FailurePolicy
 from tfyarn.jobconfig import appvalues, memory, sliderkeys
 from tfyarn.jobconfig.documents import (
     Checker,
@@ -238,11 +243,9 @@ def _component(s: _Settings, priorities: dict[int, str]) -> RolePlan | None:
     processes = _processes(s, gpus)
     threshold = s.whole(FAILURE_THRESHOLD.key, BUILT_IN[FAILURE_THRESHOLD.key])
     policy = s.choice(FAILURE_POLICY)
-    if policy == FailurePolicy.IGNORE and s.name not in (Role.WORKER, Role.EVALUATOR):
+    if policy is not None and (misfit := failure_policy_misfit(s.name, policy)):
         value, where = s.find(FAILURE_POLICY.key) or (None, "")
-        s.c.add(where, f"a {s.name} cannot be ignored: the job cannot go on without it",
-                'use "restart" or "fatal"; "ignore" is for workers and the evaluator.',
-                value=value)
+        s.c.add(where, misfit.message, misfit.fix, value=value)
         policy = None
     label, label_ok = _label(s)
     placement = sliderkeys.placement_policy(s.c, s.find(PLACEMENT_POLICY.key))
