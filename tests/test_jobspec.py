@@ -157,7 +157,7 @@ def test_every_numeric_plan_field_is_bounded_by_a_declaration(spec: type) -> Non
 
 
 def test_the_plan_refuses_a_stall_timeout_within_two_progress_reports() -> None:
-    """The job files' rule (jobplan.stall_timeout_misfit), the job's timeout and each role's."""
+    """The job files' rule (jobrules.stall_timeout_misfit), the job's timeout and each role's."""
     below = f"below twice {settings.PROGRESS_INTERVAL.key} (5 s)"
     with pytest.raises(SpecError, match=re.escape(f"{settings.STALL_TIMEOUT.key} 9 s is {below}")):
         plan(stall_timeout_s=9.0)
@@ -181,7 +181,7 @@ def test_the_plan_names_the_data_entries_that_share_a_name() -> None:
                                                  ("tensorboard", 3)])
 def test_the_plan_has_one_chief_and_at_most_one_evaluator_and_tensorboard(
         name: str, instances: int) -> None:
-    """As the job files say (jobplan.instances_misfit), naming the key."""
+    """As the job files say (jobrules.instances_misfit), naming the key."""
     one = role(name, instances=instances, priority=2 if name == "chiefworker" else 9)
     given = {"roles": (role("ps", priority=1, instances=1), one, role())} if name == "chiefworker" \
         else {name: one}
@@ -191,7 +191,7 @@ def test_the_plan_has_one_chief_and_at_most_one_evaluator_and_tensorboard(
 
 @pytest.mark.parametrize("name", ["ps", "chiefworker", "tensorboard"])
 def test_the_plan_ignores_the_failures_of_workers_and_the_evaluator_alone(name: str) -> None:
-    """As the job files say (jobplan.failure_policy_misfit), naming the key."""
+    """As the job files say (jobrules.failure_policy_misfit), naming the key."""
     with pytest.raises(SpecError, match=re.escape(
             f"{name}: {settings.FAILURE_POLICY.key} ignore: a {name} cannot be ignored")):
         role(name, failure_policy="ignore")

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NoReturn
@@ -16,6 +14,14 @@ from typing import Any, NoReturn
 from appmaster.common import frameworks, settings
 from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.frameworks.base import Misfit, processes_misfit
+from appmaster.common.jobrules import (
+    failure_policy_misfit,
+    instances_misfit,
+    is_plain_name,
+    is_work_dir_flag,
+    repeated_names,
+    stall_timeout_misfit,
+)
 from appmaster.common.storage import is_remote
 from appmaster.common.vocabulary import (
     TF_ROLES,
@@ -41,80 +47,13 @@ LOCAL_WORK_DIR = "work"
 
 
 
-_FLAG = re.compile(r"--[A-Za-z0-9_-]+")
-
-
-def is_work_dir_flag(flag: str) -> bool:
-    """A flag a script can read its work dir from (two dashes, then letters, digits, _ or
-    -), or "" for none."""
-    return not flag or bool(_FLAG.fullmatch(flag))
-
-
-def is_plain_name(name: str) -> bool:
-    """A name a data entry can have in the task's data dir: no "/", not starting with "."
-    (no ".", "..", or hidden file)."""
-    return bool(name) and "/" not in name and not name.startswith(".")
-
-
 class SpecError(ValueError):
     """A spec that breaks its own rules: raised where it is built (the job files' checks say
     the same to users first, with the file and the fix)."""
 
 
-# Why a stall timeout spans two progress reports at least: a stall is seen only from the
-# agents' reports, and a step just after one read is seen an interval late.
-STALLED_BETWEEN_REPORTS = "a task would be judged stalled between two of its progress reports"
-
-
-def stall_timeout_misfit(role: str, setting: settings.Setting, timeout_s: float,
-                         interval_s: float) -> Misfit | None:
-    """A stall timeout (the job's, ``role`` "", or a role's own) below twice the progress
-    interval. Its fix ends where the caller says where the interval is written."""
-    if timeout_s >= 2 * interval_s:
-        return None
-    return Misfit(role, setting,
-                  f"below twice {settings.PROGRESS_INTERVAL.key} ({interval_s:g} s): "
-                  f"{STALLED_BETWEEN_REPORTS}", f'give at least "{2 * interval_s:g}" seconds, '
-                  f"or a shorter {settings.PROGRESS_INTERVAL.key}", f"{timeout_s:g}")
-
-
-def failure_policy_misfit(role: str, policy: str) -> Misfit | None:
-    """A role the job cannot go on without, its failures to be ignored."""
-    if policy != FailurePolicy.IGNORE or role in (Role.WORKER, Role.EVALUATOR):
-        return None
-    return Misfit(role, settings.FAILURE_POLICY,
-                  f"a {role} cannot be ignored: the job cannot go on without it",
-                  'use "restart" or "fatal"; "ignore" is for workers and the evaluator.', policy)
-
-
 def _refuse(misfit: Misfit) -> NoReturn:
     raise SpecError(f"{misfit.role}: {misfit.setting.key} {misfit.value}: {misfit.message}")
-
-
-# The roles a job has at most one of, with why
-_AT_MOST_ONE = {Role.TENSORBOARD: "at most 1 TensorBoard per job",
-                Role.EVALUATOR: "at most 1 evaluator per job: it evaluates every checkpoint "
-                                "the chief saves, one after the other"}
-
-
-def instances_misfit(role: str, instances: int) -> Misfit | None:
-    """A role a job has one of (the chief) or at most one of (the TensorBoard, the
-    evaluator) given more, or the chief none."""
-    if role == Role.CHIEFWORKER and instances != 1:
-        return Misfit(role, settings.INSTANCES, "there must be exactly 1 chief worker",
-                      'set it to "1"; add more containers to "worker" instead.', str(instances))
-    if role in _AT_MOST_ONE and instances > 1:
-        return Misfit(role, settings.INSTANCES, _AT_MOST_ONE[role],
-                      'set it to "1" (or "0" for none).', str(instances))
-    return None
-
-
-def repeated_names(entries: Sequence[DataEntry]) -> list[tuple[DataEntry, DataEntry]]:
-    """Each data entry whose name an earlier one has, with that earlier one: each is seen in
-    the data dir under its own name."""
-    first: dict[str, DataEntry] = {}
-    return [(entry, first[entry.name]) for entry in entries
-            if first.setdefault(entry.name, entry) is not entry]
 
 
 # The kinds of value a declaration checks by itself (settings.Setting.refusal).

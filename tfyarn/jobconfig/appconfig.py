@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from appmaster.common import frameworks
-from appmaster.common.jobplan import (
+from appmaster.common.jobrules import (
     STALLED_BETWEEN_REPORTS,
     is_work_dir_flag,
     stall_timeout_misfit,

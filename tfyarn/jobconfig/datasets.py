@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from appmaster.common.jobplan import is_plain_name, repeated_names
+from appmaster.common.jobrules import is_plain_name, repeated_names
 from appmaster.common.storage import REMOTE_SCHEMES
 from tfyarn.jobconfig.documents import Checker, kind_of
 from tfyarn.jobconfig.envvalues import ARCHIVE_SUFFIXES

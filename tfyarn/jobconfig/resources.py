@@ -8,8 +8,8 @@ from typing import Any
 
 from appmaster.common import frameworks
 from appmaster.common.frameworks.base import processes_misfit
-from appmaster.common.jobplan import (
-    RolePlan,
+from appmaster.common.jobplan import RolePlan
+from appmaster.common.jobrules import (
     failure_policy_misfit,
     instances_misfit,
     stall_timeout_misfit,
@@ -349,7 +349,7 @@ def _label(s: _Settings) -> tuple[str | None, bool]:
 def check_stall_timeouts(c: Checker, components: Sequence[RolePlan],
                          progress_interval_s: float | None) -> None:
     """A component's own stall timeout spans two progress reports at least, as the job's
-    must (appconfig.py): jobplan.stall_timeout_misfit."""
+    must (appconfig.py): jobrules.stall_timeout_misfit."""
     if progress_interval_s is None:
         return
     for role in components:
