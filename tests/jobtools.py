@@ -460,6 +460,27 @@ GANG_HOLD_S = 10  # site.global.allocation.hold: short, for tests and benchmarks
 GANG_SLEEP_S = 8  # each gang job's "training"
 
 
+def partial_holds(spans: list[dict], gang: int, given_back: str) -> list[tuple[float, float]]:
+    """Each stretch in which a job held part of its gang, from a history's spans: (the last
+    container's coming, the next event), where the next event is another container, a give-back
+    or the end of the record. The rule bounds these: none longer than the hold (plus slack).
+    The record ends at the gang's first whole hold (the job ran; what follows is its end)."""
+    events = sorted([(s["started"], 1) for s in spans if s["started"] is not None]
+                    + [(s["ended"], -1) for s in spans if s["started"] is not None
+                       and s["ended"] is not None and s["outcome"] == given_back])
+    held, last_came, stretches = 0, None, []
+    for at, change in events:
+        if 0 < held < gang and last_came is not None and (last_came, at) not in stretches:
+            stretches.append((last_came, at))  # once: a give-back ends each container at once
+        held += change
+        last_came = at if change > 0 else last_came
+        if held >= gang:
+            return stretches
+    if 0 < held < gang and last_came is not None:
+        stretches.append((last_came, float("inf")))  # held part of it to the record's end
+    return stretches
+
+
 def gang_job(tmp_path: Path, name: str, queue: str, priority: int | None = None,
              sleep_s: float = GANG_SLEEP_S) -> tuple[Path, Path]:
     """A light gang job in ``tmp_path/name``: a chief and two workers of GANG_TASK_MB in the

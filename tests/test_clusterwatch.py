@@ -1,6 +1,7 @@
 """What a waiting AppMaster reads of the cluster (appmaster/master/clusterwatch.py): the RM's
 nodes and the job's queue, from the web address its node's yarn-site.xml names, over a
-server answering as the local cluster's RM did (tests/test_preflight_rm.json)."""
+server answering as the local cluster's RM did (tests/test_preflight_rm.json); and the
+client's own reading of the queue from the same answers, before the AppMaster runs."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from appmaster.master.clusterwatch import ClusterWatch
+from tfyarn.cli.jobs import LiveProgress
+from tfyarn.watch.queuestanding import standing_line
 
 RECORDING = json.loads(Path(__file__).with_name("test_preflight_rm.json").read_text())
 APP = {"id": "application_1_0003", "queue": "default", "state": "RUNNING", "priority": 0,
@@ -75,3 +79,19 @@ def test_without_an_rm_to_ask_the_job_waits_without_and_says_so_once(
         assert watch.facts() is None
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 1 and "cannot be asked from here" in said[0]
+
+
+def test_submit_wait_shows_the_queue_while_the_appmaster_waits_for_its_container(
+        rm: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before the AppMaster runs, the client asks the RM where the job stands itself."""
+    conf_dir, _ = rm
+    monkeypatch.delenv("YARN_CONF_DIR", raising=False)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf_dir))
+    standing = standing_line(APP["id"])
+    assert standing is not None and standing.startswith("Queue root.default (fifo): ")
+    assert "1 application(s) ahead of this one" in standing
+    LiveProgress(APP["id"], tty=False)(SimpleNamespace(id=APP["id"], state="ACCEPTED",
+                                                       tracking_url=""))
+    assert capsys.readouterr().out.endswith(
+        f"{APP['id']} ACCEPTED | waiting for its AppMaster's container | {standing}\n")

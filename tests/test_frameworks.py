@@ -169,8 +169,7 @@ def test_torchrun_s_environment_for_each_rank() -> None:
         "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_MAX_RESTARTS": "3",
         "TORCHELASTIC_RUN_ID": "application_1_0001", "TORCHELASTIC_USE_AGENT_STORE": "False",
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "TORCH_NCCL_ENABLE_MONITORING": "1",
-        "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "600", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-        "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}
+        "TORCH_NCCL_DUMP_ON_TIMEOUT": "1", "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000"}
     chief = frameworks_of("pytorch").process_environment(SPEC, "chiefworker", 0, generation=0,
                                         max_restarts=0, run_id="a", environ={})
     assert (chief["RANK"], chief["GROUP_RANK"]) == ("0", "0")
@@ -179,11 +178,11 @@ def test_torchrun_s_environment_for_each_rank() -> None:
 def test_nccl_s_watchdog_is_set_unless_the_job_sets_it_its_dumps_in_the_log_dir() -> None:
     env = frameworks_of("pytorch").process_environment(
         SPEC, "worker", 1, generation=0, max_restarts=0, run_id="a",
-        environ={"LOG_DIRS": "/logs/c1,/logs2/c1", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "60",
+        environ={"LOG_DIRS": "/logs/c1,/logs2/c1", "TORCH_NCCL_ENABLE_MONITORING": "0",
                  "TORCH_NCCL_TRACE_BUFFER_SIZE": "0"})
     assert env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == "/logs/c1/nccl_trace_rank_"
-    assert (env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"], env["TORCH_NCCL_TRACE_BUFFER_SIZE"],
-            env["TORCH_NCCL_DUMP_ON_TIMEOUT"]) == ("60", "0", "1")
+    assert (env["TORCH_NCCL_ENABLE_MONITORING"], env["TORCH_NCCL_TRACE_BUFFER_SIZE"],
+            env["TORCH_NCCL_DUMP_ON_TIMEOUT"]) == ("0", "0", "1")
 
 
 def test_several_processes_per_container_count_as_torchrun_counts_them() -> None:
@@ -403,55 +402,92 @@ def test_a_jax_process_runs_the_stacks_and_the_jax_sitecustomize_then_the_envs_o
 
 # ---- a PyTorch or JAX job in its own words ----
 
-TENSORFLOW_WORDS = re.compile(r"TensorFlow|Cluster spec|\bps\b|checkpoint|TF_CONFIG", re.I)
+TENSORFLOW_WORDS = re.compile(
+    r"TensorFlow|Cluster spec|\bps\b|checkpoint|TF_CONFIG|\bchief\b|global step", re.I)
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "jax"])
 def test_status_the_page_and_flex_of_a_group_speak_its_framework(framework: str) -> None:
-    """What a user reads of a running PyTorch or JAX job (status's lines, the job page, the
-    flex refusals) holds no TensorFlow word: ranks, rank 0, the process group, snapshots."""
+    """What a user reads of a running PyTorch or JAX job (status's lines, `submit --wait`'s
+    progress line, the job page, the flex refusals, a preemption notice, the success
+    diagnostics) holds no TensorFlow word: ranks, rank 0, the process group, snapshots."""
     from appmaster.model.jobflex import flex_refusal
     from appmaster.page.jobpage import render_page
     from appmaster.page.view import JobView, cluster_words
     from tfyarn.watch import jobview
 
-    workers = RolePlan("worker", 3, 1, 1024, 1, failure_threshold=1)
+    workers = RolePlan("worker", 3, 1, 1024, 1, failure_threshold=1, processes=2)
     job_plan = JobPlan("job", "t.py", "python3", "hdfs:///w", (workers,), framework=framework)
     cluster = Cluster(job_plan)
     cluster.everyone_running()
     rank_0 = cluster.container("worker", 0)
     cluster.job.on_status(rank_0, mirror={"interval_s": 10.0, "last_sync": 1.0, "files_up": 2,
                                           "remote": "hdfs:///w"})
+    cluster.job.on_status(rank_0, progress={"step": 120, "steps_per_s": 4.0, "updated": 1.0},
+                          now=cluster.now)
+    cluster.job.on_preempt_notice(cluster.container("worker", 2), cluster.now)
     view = JobView.of(cluster.job, "application_1_0001", "hdfs:///w", cluster.now)
     title, line = cluster_words(view.to_dict())
     status = "\n".join([jobview.format_status(view), f"{title}: {line}",
-                        *jobview.storage_lines(view, 2.0)])
-    assert "rank 0's first (where the group meets)" in status and "3 container(s)" in status
+                        *jobview.storage_lines(view, 2.0), *jobview.progress_lines(view, 2.0),
+                        *view.restarts])
+    assert "rank 0's first (where the group meets)" in status, status
+    assert "Process group: 6 ranks (3 containers x 2 processes)" in status, status
+    assert "Training: step 120" in status and "rank 0 may save a snapshot first" in status
+    live = jobview.live_line(view, "epoch 3 loss 0.25")
+    assert live.endswith(" | rank 0: epoch 3 loss 0.25"), live
     page = render_page(view.to_dict())
     refusals = [flex_refusal(job_plan, JobState.RUNNING, role, count) for role, count in
                 [("ps", 1), ("chiefworker", 2), ("evaluator", 1), ("worker", 0)]]
     assert "flex takes worker" in refusals[0] and "process group" in refusals[3]
-    for text in (status, page, *refusals):
+    cluster.exit("worker", 0, 0)
+    assert cluster.end is not None
+    diagnostics = cluster.end.diagnostics
+    assert diagnostics.startswith("Rank 0 finished successfully."), diagnostics
+    for text in (status, live, page, *refusals, diagnostics):
         assert not TENSORFLOW_WORDS.search(re.sub(r"flex takes worker|no role 'ps'", "", text)
-                                           ), TENSORFLOW_WORDS.search(text)
+                                           ), text
 
 
-@pytest.mark.parametrize("example", ["pytorch_ddp", "jax_data_parallel"])
-def test_the_dry_run_of_a_group_speaks_its_framework(example: str) -> None:
-    """The dry run of a PyTorch or JAX example's own job files holds no TensorFlow word but
-    in setting keys (site.global.checkpoint.mirror.interval is every framework's)."""
-    from appmaster.common.settings import SETTINGS
-    from tfyarn.jobconfig import Defaults, load_job
+def example_dry_run(example: str, *overrides: tuple[str, str]) -> str:
+    """The dry run of an example's own job files, with ``--set KEY=VALUE`` ``overrides``."""
+    from tfyarn.jobconfig import Defaults, Override, load_job
     from tfyarn.submission.plan import AppSpecExtras, build_plan, format_plan, plan_document
 
     files = Path(__file__).resolve().parent.parent / "examples" / example
     job = load_job(str(files / "resources.json"), str(files / "appConfig.json"),
-                   defaults=Defaults())
-    text = format_plan(plan_document(job, build_plan(job), AppSpecExtras()))
+                   defaults=Defaults(), overrides=[Override(key, value, f"--set {key}")
+                                                   for key, value in overrides])
+    return format_plan(plan_document(job, build_plan(job), AppSpecExtras()))
+
+
+@pytest.mark.parametrize(("example", "ranks"), [("pytorch_ddp", "3 ranks (3 containers x 1 "
+                                                 "process)"),
+                                                ("jax_data_parallel", "2 ranks (2 containers "
+                                                 "x 1 process)")])
+def test_the_dry_run_of_a_group_speaks_its_framework(example: str, ranks: str) -> None:
+    """The dry run of a PyTorch or JAX example's own job files holds no TensorFlow word but
+    in setting keys (site.global.checkpoint.mirror.interval is every framework's), and says
+    the group's world size."""
+    from appmaster.common.settings import SETTINGS
+
+    text = example_dry_run(example)
     assert "  rank 0: worker 0" in text and "when rank 0 exits 0" in text, text
+    assert f"  framework: {frameworks_of(example.split('_')[0]).word}, {ranks}\n" in text, text
     keys = re.compile("|".join(re.escape(s.key) for s in SETTINGS))
     assert not TENSORFLOW_WORDS.search(keys.sub("", text)), TENSORFLOW_WORDS.search(
         keys.sub("", text))
+
+
+def test_the_dry_run_of_several_processes_per_container_counts_ranks_and_shares_gpus() -> None:
+    """2 containers of 4 GPUs, 2 processes each: 4 ranks, each process told 2 of its
+    container's GPUs."""
+    text = example_dry_run("pytorch_ddp", ("worker.yarn.component.instances", "2"),
+                           ("worker.yarn.gpus", "4"),
+                           ("worker.yarn.processes.per.container", "2"))
+    assert "  framework: pytorch, 4 ranks (2 containers x 2 processes)\n" in text, text
+    assert ("  GPUs: 4 yarn.io/gpu per task (8 in all) on <default partition>; each of its 2 "
+            "processes (ranks) gets its own 2 in CUDA_VISIBLE_DEVICES") in text, text
 
 
 def test_logs_all_leaves_out_yarns_directory_listings_unless_asked() -> None:

@@ -4,18 +4,21 @@ Cluster). tests/test_page_yarn.py shows the same on a real job in Chromium."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
 from pathlib import Path
 
-from test_job import Cluster, evaluator_plan, plan, start_evaluator
+from test_job import Cluster, evaluator_plan, nodes, plan, start_evaluator
 
+from appmaster.common.clusterview import QueueStanding, Resources
 from appmaster.model import history as history_module
 from appmaster.model.history import MAX_POINTS, Curve, History, Mark, chosen_tags
 from appmaster.page.jobpage import TIMELINE_ROWS, render_page, render_parts
 from appmaster.page.report import HTML_FILE, JSON_FILE, ReportWriter, render_report
-from appmaster.page.view import JobView
+from appmaster.page.view import JobView, queue_line
+from tfyarn.cli.jobs import LiveProgress
 
 
 def progress(step: int, loss: float) -> dict:
@@ -232,3 +235,24 @@ def test_the_evaluators_metrics_are_drawn_against_the_checkpoint_step() -> None:
     assert history["evaluation_tags"] == ["eval/loss", "eval/accuracy"]
     curves = render_parts(view_of(cluster))["regions"]["curves"]
     assert 'id="chart-eval-1"' in curves and "checkpoint step" in curves
+
+
+def test_the_wait_for_the_queue_is_on_the_page_the_report_and_the_wait_line() -> None:
+    """What `submit --wait`, the page and the report say while a job waits: one of four
+    containers given, and the queue as the AppMaster asked the RM."""
+    cluster = Cluster(plan())
+    standing = QueueStanding("root.default", "fifo", Resources(16384, 4), Resources(16384, 16),
+                             Resources(16384, 16), ahead=1, others=1, accepted=0)
+    cluster.apply(cluster.job.on_cluster(nodes(("nm1:1", "RUNNING", "", 16384)), standing,
+                                         cluster.now))
+    cluster.start("ps", 0)
+    cluster.tick(30)
+    view = view_of(cluster)
+    wait = queue_line(view["queue"])
+    assert wait.startswith("Waiting for the queue for 30 s: 1 of 4 containers given")
+    assert wait.endswith(f". {standing.line()}")
+    for page in (render_page(view), render_report(view)):
+        assert f'<p class="queue">{html.escape(wait)}</p>' in page
+    # the AppMaster's own word on the queue: `submit --wait` asks the RM nothing more
+    assert LiveProgress(view["app_id"], tty=False).queue_text(view["app_id"],
+                                                              view["queue"]) == wait

@@ -35,6 +35,7 @@ from appmaster.model.job import (
 from appmaster.model.jobqueue import NODES_GONE_S
 from appmaster.model.verdicts import judge, killed_by_signal
 from appmaster.page.view import JobView, queue_line
+from tfyarn.watch.jobview import format_progress
 
 
 def plan(ps: int = 1, chief: int = 1, workers: int = 2, threshold: int = 1,
@@ -487,6 +488,25 @@ def test_deadlines_name_what_is_missing() -> None:
         "Tasks did not register within 60 s (site.global.registration.timeout): 3 of 4 missing.",
         "  chiefworker 0: container chiefworker_0 (c) started on nm1:8042 but its agent never "
         "exported an address"]
+
+
+def test_tasks_stopped_at_the_end_count_only_as_far_as_they_got() -> None:
+    """A job that ended while tasks were still asked for, starting or registered: its last
+    progress line counts each as far as it got, not as running."""
+    cluster = Cluster(plan(allocation_timeout_s=20.0))
+    for key in (("ps", 0), ("chiefworker", 0)):
+        cluster.start(*key)
+        cluster.export(*key)
+    cluster.run("ps", 0)
+    cluster.tick(21)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    assert cluster.end and cluster.end.status == JobState.FAILED
+    cluster.job.ended(cluster.end.status, cluster.now)
+    assert {task.state for task in cluster.job.tasks.values()} == {TaskState.STOPPED}
+    view = JobView.from_dict(json.loads(json.dumps(
+        JobView.of(cluster.job, "app", None, cluster.now).to_dict())))
+    assert format_progress(view).startswith(
+        "FAILED gen 0: ps 1/1/1/1/0  chiefworker 1/1/1/0/0  worker 2/0/0/0/0")
 
 
 def test_a_replacement_yarn_never_gives_waits_for_the_queue_up_to_the_allocation_timeout(

@@ -66,7 +66,8 @@ def test_role_counts_are_cumulative_stages() -> None:
 def test_tasks_stopped_at_the_end_are_counted_and_shown() -> None:
     """The master marks tasks it ended itself "stopped": every reader knows the state."""
     view = typed({**VIEW, "state": "SUCCEEDED", "tasks": [
-        task("ps", 0, "stopped", "h:1"), task("chiefworker", 0, "finished", "h:2")]})
+        {**task("ps", 0, "stopped", "h:1"), "stopped_in": "running"},
+        task("chiefworker", 0, "finished", "h:2")]})
     assert role_counts(view)["ps"] == {"requested": 1, "allocated": 1, "registered": 1,
                                        "running": 1, "finished": 0}
     assert format_table(view).splitlines()[1].split()[:3] == ["ps", "0", "stopped"]

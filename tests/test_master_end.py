@@ -12,7 +12,7 @@ import pytest
 from appmaster.common import registry
 from appmaster.common.vocabulary import JobState
 from appmaster.model.job import EndJob, Kill
-from appmaster.model.jobactions import CHIEF_STOP_GRACE_S
+from appmaster.model.jobactions import CHIEF_STOP_GRACE_S, Stop
 from bench.simulated_am import SimulatedSkein, job_plan
 
 skein = pytest.importorskip("skein")
@@ -99,3 +99,21 @@ def test_a_task_that_does_not_stop_within_its_grace_is_killed() -> None:
     master.on_deadline(time.monotonic() + CHIEF_STOP_GRACE_S + 1)
     assert chief in master.app.killed and not master.stopping.containers
     assert master.store.get(registry.settled_key(1)) is not None
+
+
+def test_the_jobs_end_awaits_the_last_copy_of_a_chief_already_asked_to_stop(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A stalled chief, stopped as its stall ends the job: the end awaits its agent's exit
+    (its work dir copied up) as it awaits a running chief's, up to the timeout."""
+    from appmaster.master.rendezvous import Store
+    from appmaster.master.stopping import Stopping
+
+    stopping = Stopping(Store(), kill=lambda container: None)
+    stopping.stop(Stop("chief_1", CHIEF_STOP_GRACE_S, chief=True), 0.0)
+    stopping.wind_down([], None, timeout_s=0.3)
+    assert "the chief did not end within 0 s" in caplog.text
+    caplog.clear()
+    exited = registry.AgentStatus(registry.AgentState.EXITED, exit_code=143)
+    stopping.store.put(registry.status_key("chief_1"), exited.to_json().encode())
+    stopping.wind_down([], None, timeout_s=30)
+    assert "did not end" not in caplog.text

@@ -19,7 +19,14 @@ from jobtools import wait_for_hdfs
 
 from appmaster.agent.mirror import WorkDirMirror, listed_checkpoints, missing_shards
 from appmaster.common import jobpointer
-from appmaster.common.storage import TEMPORARY_MARK, RemoteDir, StorageError, bounded, plain_reason
+from appmaster.common.storage import (
+    TEMPORARY_MARK,
+    RemoteDir,
+    StorageError,
+    bounded,
+    plain_reason,
+    remove_unfinished_copies,
+)
 from tfyarn.localyarn import daemons, hdfs
 from tfyarn.localyarn.provision import find_java_home
 
@@ -217,3 +224,17 @@ def test_a_failed_close_leaves_nothing_that_waits_for_the_namenode(yarn_cluster,
     assert dropped_s < 2, f"dropping a failed upload took {dropped_s:.1f} s"
     remote.write_bytes("after", b"back")  # the same client goes on once HDFS is back
     assert remote.read_bytes("after") == b"back"
+
+
+def test_the_jobs_end_removes_copies_cut_short_and_nothing_else(remote: RemoteDir) -> None:
+    """What a chief killed mid-copy leaves (a file under its temporary name) is gone after the
+    job's end; finished files stay."""
+    remote.write_bytes("checkpoints/model.ckpt-100.index", b"whole")
+    cut_short = remote.client.create(
+        remote.path(f"checkpoints/.model.ckpt-200.index{TEMPORARY_MARK}0a1b2c3d"))
+    cut_short.write(b"half")
+    cut_short.close()
+    assert remove_unfinished_copies(remote.url) == 1
+    assert list(remote.list_files()) == ["checkpoints/model.ckpt-100.index"]
+    assert remote.read_bytes("checkpoints/model.ckpt-100.index") == b"whole"
+    assert remove_unfinished_copies(remote.url) == 0

@@ -4,7 +4,7 @@ submit uses (tfyarn/hadoop/amjar.py)."""
 
 from __future__ import annotations
 
-import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -75,8 +75,19 @@ def test_a_package_without_the_patched_jar_submits_with_skeins_and_says_why(
     assert not amjar.chosen().patched and amjar.OFF_ENV in amjar.chosen().describe()
 
 
-def test_the_jar_is_named_by_skeins_release_the_patch_and_the_hadoop_api() -> None:
+def test_the_jar_is_named_by_skeins_release_the_patch_the_recipe_and_the_hadoop_api(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A changed patch or build (the classes, the import rule, javac's options, skein's
+    checksums: all in tfyarn/amjarbuild.py) names another jar, so a cached one of the old
+    makings is never taken; the name is made of texts alone, the same on every machine."""
     name = amjar.jar_name()
-    assert name.startswith(f"skein-{amjar.SKEIN_VERSION}-tfyarn-")
-    assert name.endswith(f"-hadoop-{amjar.HADOOP_API}.jar")
-    assert hashlib.sha256(amjar.patch_text().encode()).hexdigest()[:12] in name
+    assert re.fullmatch(rf"skein-{amjar.SKEIN_VERSION}-tfyarn-[0-9a-f]{{12}}-hadoop-"
+                        rf"{amjar.HADOOP_API}\.jar", name), name
+    assert amjar.recipe_text() == Path(amjarbuild.__file__).read_text()
+    recipe, patch = amjar.recipe_text(), amjar.patch_text()
+    monkeypatch.setattr(amjar, "recipe_text", lambda: recipe.replace('"8"', '"11"'))
+    assert amjar.jar_name() != name
+    monkeypatch.setattr(amjar, "recipe_text", lambda: recipe)
+    assert amjar.jar_name() == name
+    monkeypatch.setattr(amjar, "patch_text", lambda: patch + "\n")
+    assert amjar.jar_name() != name

@@ -4,6 +4,8 @@ the agent's death leaves none behind. No YARN: it is the agent's own code."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -12,8 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+from test_rendezvous import stop_now
 
+from appmaster.agent import steps
 from appmaster.agent.processgroup import ProcessGroup, redacting_copy
+from appmaster.common import agentlink, registry
+from appmaster.common.agentlink import AgentLink
+from appmaster.master import rendezvous
 
 REPO = Path(__file__).resolve().parents[1]
 # Each process says its local rank, then acts by it: FAIL_RANK exits 3, the others sleep.
@@ -127,3 +134,60 @@ def test_tensorboards_output_reaches_its_log_without_the_secret(tmp_path: Path) 
     redacting_copy(child.stdout, tmp_path / "out", secret).join(30)
     child.wait()
     assert (tmp_path / "out").read_text() == "serving at http://h:1/<secret>/\nsecond line\n"
+
+
+# A rank whose data loader runs in processes of its own: a forked worker (PyTorch's
+# DataLoader default on Linux), a worker that is a fresh interpreter, and a program that is
+# not Python (no handler: the signal's default would end it).
+RANK_WITH_WORKERS = (
+    "import multiprocessing, subprocess, sys, time\n"
+    "def a_forked_loader_worker():\n    time.sleep(60)\n"
+    "forked = multiprocessing.get_context('fork').Process(target=a_forked_loader_worker)\n"
+    "forked.start()\n"
+    "fresh = subprocess.Popen([sys.executable, '-c', 'import time\\n'\n"
+    "                         'def a_fresh_loader_worker():\\n    time.sleep(60)\\n'\n"
+    "                         'print(flush=True)\\na_fresh_loader_worker()'],\n"
+    "                        stdout=subprocess.PIPE)\n"
+    "fresh.stdout.readline()  # its interpreter is up, its handler set\n"
+    "other = subprocess.Popen(['sleep', '60'])\n"
+    "print(forked.pid, fresh.pid, other.pid, flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_the_watchdogs_stack_request_reaches_the_ranks_own_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every Python process under the task writes its stacks into the task's log; a process
+    that did not ask for the signal is spared it."""
+    store = rendezvous.Store(on_put=lambda key, value: None)
+    token = agentlink.new_token()
+    server = rendezvous.serve(store, token, host="127.0.0.1", advertised="127.0.0.1")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # where the agent keeps its processes' step files
+    env = {**os.environ, **steps.process_environment(0, dict(os.environ))}
+    group = ProcessGroup([sys.executable, "-c", RANK_WITH_WORKERS], [env], "worker-0", tmp_path)
+    workers: list[int] = []
+    try:
+        stdout, stderr = tmp_path / "worker-0.stdout", tmp_path / "worker-0.stderr"
+        deadline = time.monotonic() + 30
+        while not stdout.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = [int(pid) for pid in stdout.read_text().split()]
+        steps.follow_stack_requests(AgentLink(server.url, token), "worker 0", 0, group.children)
+        store.put(registry.STACKS_KEY, json.dumps({"generation": 0, "why": "stalled"}).encode())
+        while (("a_forked_loader_worker" not in stderr.read_text()
+                or "a_fresh_loader_worker" not in stderr.read_text())
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        written = stderr.read_text()
+        assert "a_forked_loader_worker" in written and "a_fresh_loader_worker" in written
+        assert written.count("Current thread") == 3  # the rank and its two workers
+        assert all(alive(pid) for pid in [*workers, group.children[0].pid])
+    finally:
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        group.stop()
+        group.wait()
+        stop_now(server)

@@ -5,8 +5,10 @@ a process writing its stacks on the agent's signal."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +23,10 @@ from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.vocabulary import Framework, JobState, TaskState
 from appmaster.model import stall
 from appmaster.model.job import DumpStacks
+from appmaster.model.jobactions import CHIEF_STOP_GRACE_S, STOP_GRACE_S, Stop
 from appmaster.model.jobstall import STACKS_GRACE_S
+from appmaster.page.jobpage import render_page
+from appmaster.page.report import render_report
 from appmaster.page.view import JobView
 from tests.test_job import Cluster, plan
 from tfyarn.watch.jobview import format_status, progress_lines
@@ -103,6 +108,21 @@ def test_a_job_without_a_step_is_never_judged_and_says_it_has_no_signal() -> Non
     assert all(task.state == TaskState.RUNNING for task in cluster.job.tasks.values())
 
 
+def judged_stall(cluster: Cluster, steps: int, last: dict[tuple[str, int], int]) -> list:
+    """The chief and workers 0 and 1 run and report steps 1 to ``steps`` - 1, then ``last``
+    (those that went on); the watchdog fires, and judges its stacks' grace later: the
+    actions of its judgement."""
+    cluster.everyone_running()
+    for step in range(1, steps):
+        report(cluster, dict.fromkeys([("chiefworker", 0), ("worker", 0), ("worker", 1)], step))
+        cluster.tick(1.0)
+    report(cluster, last)
+    cluster.tick(TIMEOUT + 0.5)
+    cluster.apply(cluster.job.on_tick(cluster.now))
+    cluster.tick(STACKS_GRACE_S)
+    return cluster.apply(cluster.job.on_tick(cluster.now))
+
+
 def test_a_stalled_rank_gets_every_stack_then_its_group_restarts_counted_as_stalled() -> None:
     cluster = Cluster(group_plan())
     cluster.everyone_running()
@@ -136,6 +156,23 @@ def test_a_stalled_rank_gets_every_stack_then_its_group_restarts_counted_as_stal
     view = JobView.of(cluster.job, "app", None, cluster.now)
     assert "worker 1 at step 29" in view.watchdog and "generation 0" in view.watchdog
     assert view.verdicts == {"stalled": 1}
+
+
+def test_a_stalled_rank_0_is_stopped_so_that_its_work_dir_goes_up_before_the_restart(
+        ) -> None:
+    """Rank 0 stalled, hung in a collective: asked to stop as a healthy chief is (its agent
+    SIGTERMs, then SIGKILLs its processes after their grace, then copies its work dir to
+    HDFS in full) rather than killed, so the next generation restores what it saved; the
+    other ranks are stopped too. Killed at the latest at its grace's end."""
+    cluster = Cluster(group_plan())
+    # rank 0 hung at 29
+    actions = judged_stall(cluster, 30, {("worker", 0): 30, ("worker", 1): 30})
+    assert cluster.job.tasks[("chiefworker", 0)].verdicts == {"stalled": 1}
+    assert [a for a in actions if isinstance(a, Stop)] == [
+        Stop("chiefworker_0", CHIEF_STOP_GRACE_S, chief=True),
+        Stop("worker_0", STOP_GRACE_S), Stop("worker_1", STOP_GRACE_S)]
+    assert cluster.job.restarts == ["chiefworker 0 stalled at step 29: cluster restarted as "
+                                    "generation 1"]
 
 
 def test_the_rank_behind_is_named_though_its_last_step_was_heard_after_the_others() -> None:
@@ -195,16 +232,8 @@ def test_a_stalled_worker_without_a_ps_restarts_the_cluster_at_once() -> None:
     """MultiWorkerMirrored (no ps): the others wait in the all-reduce the stalled worker
     never joins. Replaced alone, they would stall in turn and the chief be blamed too."""
     cluster = Cluster(plan(ps=0, workers=2, threshold=1, stall_timeout_s=TIMEOUT))
-    cluster.everyone_running()
-    ranks = [("chiefworker", 0), ("worker", 0), ("worker", 1)]
-    for step in range(1, 5):
-        report(cluster, dict.fromkeys(ranks, step))
-        cluster.tick(1.0)
-    report(cluster, {("chiefworker", 0): 5, ("worker", 0): 5})  # worker 1 stopped at 4
-    cluster.tick(TIMEOUT + 0.5)
-    cluster.apply(cluster.job.on_tick(cluster.now))
-    cluster.tick(STACKS_GRACE_S)
-    cluster.apply(cluster.job.on_tick(cluster.now))
+    # worker 1 stopped at 4
+    judged_stall(cluster, 5, {("chiefworker", 0): 5, ("worker", 0): 5})
     assert sorted(cluster.killed) == ["chiefworker_0", "worker_0", "worker_1"]
     assert cluster.job.generation == 1 and cluster.job.failures == {"worker": 1}
     assert cluster.job.restarts == ["worker 1 stalled at step 4: cluster restarted as "
@@ -238,19 +267,48 @@ def test_summaries_count_until_the_processes_report_steps_of_their_own() -> None
     assert chief.steps.step == 7 and not chief.steps_from_summaries
 
 
-def test_a_straggler_is_flagged_with_its_node_in_status() -> None:
+WORKERS = [("worker", 0), ("worker", 1), ("worker", 2)]
+
+
+def straggling() -> Cluster:
+    """A parameter-server job whose worker 2 steps at a fifth of the others' rate."""
     cluster = Cluster(plan(workers=3, stall_timeout_s=TIMEOUT))
     cluster.everyone_running()
-    workers = [("worker", 0), ("worker", 1), ("worker", 2)]
     for second in range(30):
-        report(cluster, {workers[0]: 10 * second, workers[1]: 9 * second,
-                         workers[2]: 2 * second})
+        report(cluster, {WORKERS[0]: 10 * second, WORKERS[1]: 9 * second,
+                         WORKERS[2]: 2 * second})
         cluster.tick(1.0)
+    return cluster
+
+
+def test_a_straggler_is_flagged_with_its_node_in_status() -> None:
+    cluster = straggling()
     view = JobView.of(cluster.job, "app", None, cluster.now)
     assert [t.name for t in view.tasks if t.straggler] == ["worker 2"]
     status = format_status(JobView.from_dict(json.loads(json.dumps(view.to_dict()))))
     line = next(line for line in status.splitlines() if line.split()[:2] == ["worker", "2"])
     assert "straggler on nm1" in line and "STEPS/S" in status
+
+
+def test_the_page_and_the_report_flag_the_straggler_and_say_the_watchdogs_word() -> None:
+    cluster = straggling()
+    second = 30
+    while not any(isinstance(action, DumpStacks) for action in cluster.apply(
+            cluster.job.on_tick(cluster.now))):  # worker 2 now stands still at step 58
+        report(cluster, {WORKERS[0]: 10 * second, WORKERS[1]: 9 * second})
+        cluster.tick(1.0)
+        second += 1
+    view = JobView.of(cluster.job, "app", None, cluster.now).to_dict()
+    assert view["watchdog"].startswith("last fired in generation 0: stalled (no step for ")
+    assert view["watchdog"].endswith("worker 2 at step 58; every process's stacks are in its "
+                                     "stderr log")
+    for page in (render_page(view), render_report(view)):
+        assert f"<dt>watchdog</dt><dd>{html.escape(view['watchdog'])}</dd>" in page
+        rows = dict(re.findall(r'data-task="(worker-\d)">(.*?)</tr>', page))
+        assert '"col-straggler extra">yes<' in rows["worker-2"] and ">nm1:8042<" in rows[
+            "worker-2"]
+        assert '"col-straggler extra">no<' in rows["worker-0"] + rows["worker-1"]
+        assert '"col-straggler extra">yes<' not in rows["worker-0"] + rows["worker-1"]
 
 
 # ------------------------------------------------------------------ the settings

@@ -12,7 +12,8 @@ Needs a JDK 17 (javac) and Maven where it runs, never where tfyarn is used:
   own (tfyarn/localyarn/provision.py: the same directory, shared with a cluster of that
   release), and written over skein's classes in a copy of skein's jar.
 The jar is kept in ~/.cache/tfyarn/amjar/ under its name (amjar.jar_name(): skein's release,
-the patch's digest, the Hadoop API), so a second build only copies it.
+a digest of the patch and of this module's source, the Hadoop API), so a second build only
+copies it, and a changed recipe builds anew.
 
 TFYARN_AM_BUILD=skip builds none (a unit-test-only env without a JDK): such a tfyarn submits
 with skein's stock AppMaster and refuses jobs that need the patched one.

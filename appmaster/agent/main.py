@@ -378,7 +378,7 @@ def _run_script(link: AgentLink, container: str, plan: JobPlan, generation: int,
 
 
 def _stop_when_asked(link: AgentLink, container: str, name: str, group: ProcessGroup) -> None:
-    """tfyarn ends this healthy task (a group restart, a flex, the job's end): its processes
+    """tfyarn ends this task (a group restart, a flex, a stall, the job's end): its processes
     get SIGTERM and their grace, then the agent goes on as after any end of its script (the
     chief's work dir goes up in full) instead of dying with YARN's kill mid-copy."""
     def wait() -> None:

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -66,6 +66,52 @@ def die_with_agent(command: list[str], env: dict) -> tuple[list[str], dict]:
     """The command wrapped so that no task process outlives a killed agent."""
     return [sys.executable, "-S", "-c", DIE_WITH_PARENT, *command], {
         **env, "TFYARN_AGENT_PID": str(os.getpid())}
+
+
+def process_tree(roots: Iterable[int]) -> list[int]:
+    """``roots`` and every live process under them (their children, theirs...), from
+    /proc: a rank's own processes too, such as its data loader's workers."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:  # pid (comm) state ppid ...
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # it ended in between
+        children.setdefault(parent, []).append(int(entry))
+    tree, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
+def handles(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (its SigCgt mask in /proc)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except (OSError, ValueError):
+        pass  # it ended in between
+    return False
+
+
+def signal_handlers(roots: Iterable[int], signum: int) -> int:
+    """Send ``signum`` to each process of the trees under ``roots`` that handles it; how many
+    got it. One without a handler is spared: the signal's default would end it (a shell
+    that started the script, a program that is not Python)."""
+    sent = 0
+    for pid in process_tree(roots):
+        if handles(pid, signum):
+            with contextlib.suppress(ProcessLookupError):  # ended in between
+                os.kill(pid, signum)
+                sent += 1
+    return sent
 
 
 def log_name(name: str, local_rank: int) -> str:

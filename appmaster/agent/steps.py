@@ -6,16 +6,17 @@
   them under ``steps/<container>`` on the master's rendezvous; the master stamps the change
   with its clock and judges stalls and stragglers (appmaster/model/stall.py).
 - **Stacks**: when the stall watchdog fires, the master writes ``stacks/request``; each
-  agent waits for it and sends :data:`STACKS_SIGNAL` to its processes, on which each writes
-  every thread's Python stack into its stderr log (stackdump/sitecustomize.py, which this
-  agent puts first on their PYTHONPATH) and goes on.
+  agent waits for it and sends :data:`STACKS_SIGNAL` to its processes and every process
+  under them that handles it (a data loader's workers: a forked one inherits the handler, a
+  fresh interpreter sets its own), on which each writes every thread's Python stack into its
+  stderr log (stackdump/sitecustomize.py, which this agent puts first on their PYTHONPATH)
+  and goes on.
 
 Only the standard library: it runs in every task container.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from appmaster.agent.processgroup import signal_handlers
 from appmaster.common import registry
 from appmaster.common.agentlink import AgentLink
 
@@ -98,8 +100,8 @@ def report_to(link: AgentLink, container: str) -> Callable[[dict], None]:
 def follow_stack_requests(link: AgentLink, name: str, generation: int,
                           processes: Sequence[subprocess.Popen]) -> None:
     """In a thread of its own: on each request of the master for this task's generation,
-    the processes write their stacks (those still running). An earlier generation's request
-    is not this one's."""
+    every process still running under ``processes`` writes its stacks, theirs included (a
+    data loader's workers). An earlier generation's request is not this one's."""
     def wait() -> None:
         version = 0
         while True:
@@ -114,11 +116,9 @@ def follow_stack_requests(link: AgentLink, name: str, generation: int,
                 continue
             if request.get("generation") != generation:
                 continue
-            log.warning("%s: writing every process's stacks to its stderr: %s", name,
-                        request.get("why", ""))
-            for process in processes:
-                if process.returncode is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        process.send_signal(STACKS_SIGNAL)
+            sent = signal_handlers([p.pid for p in processes if p.returncode is None],
+                                   STACKS_SIGNAL)
+            log.warning("%s: %d process(es) write their stacks to their stderr: %s", name,
+                        sent, request.get("why", ""))
 
     threading.Thread(target=wait, daemon=True, name="stacks").start()

@@ -13,6 +13,7 @@ renamed into place, so nobody ever sees half a file under its real name.
 from __future__ import annotations
 
 import io
+import logging
 import os
 import queue
 import threading
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 from urllib.parse import urlsplit
+
+log = logging.getLogger("tfyarn.storage")
 
 REMOTE_SCHEMES = ("hdfs", "viewfs")  # what hdfs-native speaks
 TEMPORARY_MARK = "._tfyarn_tmp_"  # in the name of a file still being written
@@ -270,3 +273,19 @@ class RemoteDir:
     def _temporary(target: str) -> str:
         head, name = os.path.split(target)
         return f"{head}/.{name}{TEMPORARY_MARK}{uuid.uuid4().hex[:8]}"
+
+
+def remove_unfinished_copies(work_dir: str) -> int:
+    """Delete the copies in a job's work dir on HDFS that a writer's kill cut short (never
+    finished, never to be read); how many, 0 where HDFS could not say (logged). A local work
+    dir has none: nothing is copied there."""
+    if not is_remote(work_dir):
+        return 0
+    try:
+        removed = bounded(RemoteDir(work_dir).remove_temporaries, what=f"HDFS ({work_dir})")
+    except StorageError as exc:
+        log.warning("could not look for unfinished copies in %s: %s", work_dir, exc)
+        return 0
+    if removed:
+        log.info("removed %d unfinished copies from %s", removed, work_dir)
+    return removed

@@ -98,7 +98,9 @@ class TaskState(Word):
 WAITING = (TaskState.REQUESTED, TaskState.REPLACING, TaskState.LOST, TaskState.PREEMPTED,
            TaskState.STALLED)
 
-# How far each state got along the way, for the per-role counts the CLI prints.
+# How far each state got along the way, for the per-role counts the CLI prints. A STOPPED
+# task got as far as the state it was stopped in (the view's row says which): on its own,
+# the state says only that it was asked for.
 STAGES = ("requested", "allocated", "registered", "running", "finished")
 STAGES_REACHED = {
     **dict.fromkeys(WAITING, STAGES[:1]), TaskState.QUEUED: STAGES[:1],
@@ -106,7 +108,7 @@ STAGES_REACHED = {
     TaskState.STARTED: STAGES[:2],
     TaskState.REGISTERED: STAGES[:3], TaskState.RUNNING: STAGES[:4],
     TaskState.KILLED: STAGES[:1], TaskState.FAILING: STAGES[:1],
-    TaskState.FINISHED: STAGES, TaskState.FAILED: STAGES[:1], TaskState.STOPPED: STAGES[:4],
+    TaskState.FINISHED: STAGES, TaskState.FAILED: STAGES[:1], TaskState.STOPPED: STAGES[:1],
 }
 
 

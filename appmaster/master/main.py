@@ -25,6 +25,7 @@ from appmaster.common import agentlink, hdfstokens, registry
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.registry import APPMASTER_BUILD_ENV, AgentState, AgentStatus
 from appmaster.common.settings import NODE_FAILURE_THRESHOLD
+from appmaster.common.storage import remove_unfinished_copies
 from appmaster.common.vocabulary import JobState, Role, TaskState
 from appmaster.master import attempts, clusterwatch, rendezvous
 from appmaster.master.stopping import Stopping
@@ -333,12 +334,13 @@ class Master:
 
     def wind_down(self, timeout_s: float) -> None:
         """The job ends: every task still running is asked to stop, the chief's last copy
-        to HDFS awaited (Stopping.wind_down)."""
+        to HDFS awaited (Stopping.wind_down), and copies cut short removed."""
         with self.lock:
             running = {c: t for c, t in self.job.by_container.items()
                        if t.state == TaskState.RUNNING}
         chief = next((c for c, t in running.items() if t.key == self.plan.chief), None)
         self.stopping.wind_down(list(running), chief, timeout_s)
+        remove_unfinished_copies(self.work_dir)  # not left for a next chief: there is none
 
     def request(self, asks: list[Request]) -> None:
         """Containers for these tasks: those skein asked for at start-up are adopted; the

@@ -1,4 +1,4 @@
-"""Healthy tasks that tfyarn ends (a group restart, a flex, the job's end), asked to stop
+"""Tasks that tfyarn ends (a group restart, a flex, a stall, the job's end), asked to stop
 rather than killed: each agent stops its script (SIGTERM, then SIGKILL after a grace), the
 chief's copies its work dir to HDFS, then it exits (appmaster/agent/main.py). A container
 still there at its deadline is killed. The newest generation's tasks restore only once no
@@ -64,9 +64,12 @@ class Stopping:
     def wind_down(self, running: list[str], chief: str | None, timeout_s: float) -> None:
         """The job ends: the ``running`` tasks' containers are asked to stop, and the
         ``chief``'s last copy to HDFS awaited (its agent's word that it exited), up to
-        ``timeout_s``."""
+        ``timeout_s``; or, without a running chief, that of a chief already asked to stop
+        (a stalled one, whose stall ended the job)."""
         for container in running:
             self.store.put(registry.stop_key(container), b"1")
+        chief = chief or next((c for c, (_, is_chief) in self.containers.items() if is_chief),
+                              None)
         if chief is None:
             return
         deadline = time.monotonic() + timeout_s

@@ -51,7 +51,7 @@ from appmaster.model.jobcore import JobCore
 from appmaster.model.jobdeadlines import REASK_S, Deadlines
 from appmaster.model.jobfailures import FAILURE_SETTLE_S, VERDICT_WAIT_S, FailureRules
 from appmaster.model.jobflex import flex, flex_refusal
-from appmaster.model.jobmessages import restored_line
+from appmaster.model.jobmessages import preempted_line, restored_line
 from appmaster.model.jobqueue import QueueRules
 from appmaster.model.jobstall import Watchdog
 from appmaster.model.jobtasks import NOT_RUNNING_YET, Key, Task, TaskIndex, TaskTable
@@ -212,8 +212,7 @@ class Job:
         task = self.task_of(container)
         if task is None:
             return []
-        self.core.note(now, Mark.PREEMPTED, f"{task.name} (attempt {task.attempt}) told by "
-                       "YARN it will be preempted: the chief may save a checkpoint first")
+        self.core.note(now, Mark.PREEMPTED, preempted_line(task, self.core.words))
         chief = self.tasks.get(self.plan.chief)  # worker 0 (rank 0) without a chiefworker
         told = [container]
         if chief is not None and chief.container and chief.container != container:

@@ -37,10 +37,11 @@ CHIEF_STOP_GRACE_S = 150.0
 
 @dataclass(frozen=True)
 class Stop:
-    """End a healthy task's container the gentle way: its agent stops the script (SIGTERM,
-    then SIGKILL after a grace), the chief's copies its work dir to HDFS in full, then it
-    exits; killed if it has not ended ``grace_s`` later. A stopped chief's copy is awaited
-    before the next generation restores (registry.settled_key)."""
+    """End a running task's container (a healthy or a stalled one) the gentle way: its
+    agent stops the script (SIGTERM, then SIGKILL after a grace), the chief's copies its
+    work dir to HDFS in full, then it exits; killed if it has not ended ``grace_s`` later.
+    A stopped chief's copy is awaited before the next generation restores
+    (registry.settled_key)."""
 
     container: str
     grace_s: float = STOP_GRACE_S

@@ -13,7 +13,9 @@ import logging
 import random
 from collections.abc import Callable
 
+from appmaster.common import frameworks
 from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.frameworks.base import Words
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.settings import ALLOCATION_HOLD
 from appmaster.common.vocabulary import JobState, TaskState
@@ -85,6 +87,12 @@ class JobCore:
         self.restarts.append(line)
         self.history.mark(now, kind, line)
 
+    @property
+    def words(self) -> Words:
+        """How the job's framework speaks of it (the chief, its checkpoints)."""
+        return frameworks.of(self.plan.framework).words
+
     def success(self, evaluation: str = "") -> str:
         """The diagnostics of a job that succeeded."""
-        return success_message(self.clock, self.am_attempt, self.restarts, evaluation)
+        return success_message(self.words, self.clock, self.am_attempt, self.restarts,
+                               evaluation)

@@ -154,10 +154,13 @@ class FailureRules:
 
     def stalled(self, task: Task, still_s: float, now: float) -> EndJob | None:
         """The stall watchdog judged ``task`` stalled (its processes wrote their stacks):
-        like a failure, counted against its role's threshold; its container is ended."""
+        like a failure, counted against its role's threshold; its container is ended as a
+        healthy task's is (the chief's work dir goes up in full, its hung processes killed
+        after their grace)."""
         step = task.steps.step if task.steps else None
+        ending = self.ending(task)
         self.core.drop(task.container, now, str(Verdict.STALLED))
-        self.core.actions.append(Kill(task.container))
+        self.core.actions.append(ending)
         task.exit_code = None
         reason = (f"{task.name} (attempt {task.attempt}) stalled: its training step stood at "
                   f"{step} for {still_s:.0f} s (stall timeout "

@@ -30,7 +30,7 @@ def flex_refusal(plan: JobPlan, state: JobState, role: str, count: int) -> str |
     traits = frameworks.of(plan.framework)
     cluster, flexible = traits.words.cluster, traits.flex_roles
     if role == Role.CHIEFWORKER:
-        return (f"the chief worker is one task, {traits.words.chief}: there is exactly 1; "
+        return (f"the {Role.CHIEFWORKER} is one task, {traits.words.chief}: there is exactly 1; "
                 "flex the workers instead")
     if role in (Role.EVALUATOR, Role.TENSORBOARD):
         return (f"the {role} runs beside the {cluster}, 0 or 1 as resources.json gives it; "

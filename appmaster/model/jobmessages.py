@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from appmaster.common.frameworks.base import Words
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.settings import FAILURE_THRESHOLD, MEMORY, REGISTRATION_TIMEOUT
 from appmaster.common.vocabulary import FailurePolicy, TaskState
@@ -67,9 +68,9 @@ def over_threshold_message(plan: JobPlan, task: Task, failures: int, reason: str
             f"The job is stopped.\n{reason}")
 
 
-def success_message(clock: PhaseClock, am_attempt: int, restarts: list[str],
+def success_message(words: Words, clock: PhaseClock, am_attempt: int, restarts: list[str],
                     evaluation: str = "") -> str:
-    text = f"The chief finished successfully. {clock.summary()}."
+    text = f"{words.chief_first} finished successfully. {clock.summary()}."
     if evaluation:
         text += f" {evaluation}"
     if am_attempt > 1:
@@ -78,6 +79,12 @@ def success_message(clock: PhaseClock, am_attempt: int, restarts: list[str],
     if restarts:
         text += f" Restarts ({len(restarts)}): " + "; ".join(restarts) + "."
     return text
+
+
+def preempted_line(task: Task, words: Words) -> str:
+    """YARN's notice that it will preempt ``task``'s container."""
+    return (f"{task.name} (attempt {task.attempt}) told by YARN it will be preempted: "
+            f"{words.chief} may save a {words.checkpoint} first")
 
 
 def restored_line(mirror: dict) -> str:

@@ -124,6 +124,8 @@ class Task:
     # the master's clock counts: a host's own clock never matters).
     beat: bytes | None = None
     heard_at: float | None = None
+    # STOPPED: the state the job's end found it in, so it counts as far as it got
+    stopped_in: TaskState | None = None
     # What the index groups tasks by: changed only by TaskTable, read through the properties.
     _state: TaskState = field(default=TaskState.REQUESTED, init=False)
     _address: str | None = field(default=None, init=False)  # where its TF server listens
@@ -268,6 +270,8 @@ class TaskTable:
             raise IllegalMove(f"{task.name} to {state}: a due time is for {S.KILLED} and "
                               f"{S.FAILING} alone, and they need one")
         self.index.discard(task)
+        if state == S.STOPPED:
+            task.stopped_in = task.state
         task._state, task._due = state, due
         if not isinstance(address, _Keep):
             task._address = address

@@ -288,7 +288,8 @@ def curves_html(view: dict) -> str:
         return charts.line_chart(title, [charts.Series(title, points)], x_range, marks,
                                  chart_id=chart_id)
 
-    drawn = [over_time("global step", "chart-step", lambda p: p[1]),
+    step = frameworks.of(view.get("framework") or "tensorflow").words.step
+    drawn = [over_time(step, "chart-step", lambda p: p[1]),
              over_time("steps/s", "chart-rate", lambda p: p[2])]
     drawn += [over_time(tag, f"chart-tag-{i}", lambda p, tag=tag: p[3].get(tag))
               for i, tag in enumerate(history.get("training_tags", []))]

@@ -14,8 +14,9 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 
 from appmaster.common import frameworks
+from appmaster.common.frameworks.base import GROUP_ROLES, world_size_text
 from appmaster.common.settings import ALLOCATION_HOLD, STALL_TIMEOUT
-from appmaster.common.vocabulary import Role, TaskState
+from appmaster.common.vocabulary import STAGES_REACHED, Role, TaskState
 from appmaster.model import stall, verdicts
 from appmaster.model.job import Job, Task
 
@@ -52,7 +53,7 @@ STATE_MEANINGS: dict[TaskState, str] = {
     TaskState.FINISHED: "its script exited 0",
     TaskState.FAILED: "it failed past its role's failure threshold, or was dropped (failure "
                       "policy ignore): the job starts it no more",
-    TaskState.STOPPED: "still running when the job ended: tfyarn stopped it",
+    TaskState.STOPPED: "still on its way or running when the job ended: tfyarn stopped it",
 }
 assert set(STATE_MEANINGS) == set(TaskState)
 
@@ -83,10 +84,16 @@ class TaskRow:
     step: int | None = None
     steps_per_s: float | None = None
     straggler: bool = False
+    stopped_in: TaskState | None = None  # stopped: the state the job's end found it in
 
     @property
     def name(self) -> str:
         return f"{self.role} {self.index}"
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """How far along the way it got; a stopped task, as far as it was when stopped."""
+        return STAGES_REACHED[self.stopped_in or self.state]
 
     @classmethod
     def of(cls, task: Task, silent_s: float | None = None, processes: int = 1,
@@ -98,7 +105,7 @@ class TaskRow:
                    task.mirror, task.gpus, silent_s, task.progress,
                    verdicts.counts(task.verdicts), processes if processes > 1 else None,
                    task.steps.step if task.steps else None,
-                   None if rate is None else round(rate, 3), straggler)
+                   None if rate is None else round(rate, 3), straggler, task.stopped_in)
 
     def to_dict(self) -> dict:
         # Field by field, not dataclasses.asdict: its deep copy of every value was most of
@@ -111,6 +118,7 @@ class TaskRow:
         known = {f.name for f in fields(cls)}
         row = cls(**{key: value for key, value in data.items() if key in known})
         row.role, row.state = Role(row.role), TaskState(row.state)
+        row.stopped_in = TaskState(row.stopped_in) if row.stopped_in else None
         return row
 
 
@@ -218,8 +226,11 @@ def cluster_words(view: dict) -> tuple[str, str]:
     if not spec:
         return "Process group", ""
     addresses = [*spec.get(Role.CHIEFWORKER, []), *spec.get(Role.WORKER, [])]
-    return "Process group", (f"{len(addresses)} container(s) in rank order, rank 0's first "
-                             f"(where the group meets): {', '.join(addresses)}")
+    processes = max((task.get("processes") or 1 for task in view.get("tasks", [])
+                     if task.get("role") in GROUP_ROLES), default=1)
+    return "Process group", (f"{world_size_text(len(addresses), processes)}, its containers "
+                             "in rank order, rank 0's first (where the group meets): "
+                             f"{', '.join(addresses)}")
 
 
 def size_of(count: float) -> str:

@@ -220,10 +220,7 @@ class LiveProgress:
         line = f"{self.app_id} {state}"
         view = jobview.live_view(report.tracking_url) if state == "RUNNING" else None
         if view:
-            line = jobview.format_progress(view)
-            chief = jobview.chief_progress(view)
-            if chief:
-                line += f" | chief: {chief}"
+            line = jobview.live_line(view, jobview.chief_progress(view))
         if (view and view.queue) or state == "ACCEPTED":
             line += " | " + self.queue_text(report.id, view.queue if view else None)
         if self.tty:

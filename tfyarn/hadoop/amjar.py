@@ -32,20 +32,44 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 SKEIN_VERSION = "0.8.2"
 # The oldest Hadoop release tfyarn supports: compiled against its API, the jar uses no field
-# or method that 3.3 lacks (one built against 3.5.0 dies on 3.3.6 with NoSuchFieldError).
+# or method that 3.3 lacks (one built against 3.5.0 dies on 3.3.6 with NoSuchFieldError);
+# pre-flight refuses a cluster of an older line (runs_on).
 HADOOP_API = "3.3.6"
 PATCH = "skein-am.patch"
+RECIPE = "amjarbuild.py"  # in the tfyarn package: the build, part of the jar's name
 BUNDLED_DIR = Path(__file__).resolve().parent / "am"  # the package's, made by its build
 OFF_ENV = "TFYARN_STOCK_SKEIN_AM"  # set: skein's own AppMaster (to compare)
 REBUILD_FIX = ("install tfyarn from a wheel built with a JDK and Maven (`pip wheel .` runs "
                "`python -m tfyarn.amjarbuild`, which puts the jar in the package), or, in a "
                "checkout, run `python -m tfyarn.amjarbuild` once")
+
+
+def release(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a version such as 3.4.3, 3.3.6-SNAPSHOT or a vendor's
+    3.1.1.7.1.7.1000-141; a version that names no numbers counts as the newest (a build of
+    trunk, say)."""
+    match = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if match is None:
+        return (99, 0, 0)
+    major, minor, patch = match.groups()
+    return (int(major), int(minor), int(patch or 0))
+
+
+def oldest_line() -> str:
+    """The oldest release line tfyarn supports, "3.3": HADOOP_API's."""
+    return ".".join(map(str, release(HADOOP_API)[:2]))
+
+
+def runs_on(version: str) -> bool:
+    """Whether the jar runs on a cluster of Hadoop ``version``: HADOOP_API's line or later."""
+    return release(version)[:2] >= release(HADOOP_API)[:2]
 
 
 def skein_jar() -> Path:
@@ -59,10 +83,18 @@ def patch_text() -> str:
     return resources.files("tfyarn.hadoop").joinpath(PATCH).read_text()
 
 
+def recipe_text() -> str:
+    """The build's own source (tfyarn/amjarbuild.py: what it fetches and checks, how it
+    patches, compiles and packs), read as text: it is a floor above, never imported here."""
+    return resources.files("tfyarn").joinpath(RECIPE).read_text()
+
+
 def jar_name() -> str:
-    """Named by what it is made of: skein's release, the patch, the Hadoop API it was
-    compiled against; a jar of other makings is never taken for it."""
-    digest = hashlib.sha256(patch_text().encode()).hexdigest()[:12]
+    """Named by what it is made of: skein's release, the patch and the build's recipe (one
+    digest of their texts, the same on every machine), the Hadoop API it was compiled
+    against; a jar of other makings is never taken for it."""
+    made_of = "\0".join((patch_text(), recipe_text()))
+    digest = hashlib.sha256(made_of.encode()).hexdigest()[:12]
     return f"skein-{SKEIN_VERSION}-tfyarn-{digest}-hadoop-{HADOOP_API}.jar"
 
 

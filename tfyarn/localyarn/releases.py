@@ -11,10 +11,10 @@ difference is one function here, named for what differs, saying which release do
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from tfyarn.errors import TfyarnError
+from tfyarn.hadoop.amjar import release
 
 DEFAULT = "3.5.0"  # 3.3.6 and 3.4.3 pass the tests too (docs/benchmarks.md, section 15)
 # Ports of a cluster of another release shift by its line's window (beside the default
@@ -32,16 +32,6 @@ class ReleaseMismatch(TfyarnError, RuntimeError):
 def asked() -> str:
     """The release TFYARN_HADOOP_VERSION names, or the default."""
     return os.environ.get("TFYARN_HADOOP_VERSION") or DEFAULT
-
-
-def release(version: str) -> tuple[int, int, int]:
-    """(major, minor, patch) of a version such as 3.4.3 or 3.3.6-SNAPSHOT; a version that
-    names no numbers counts as the newest (a build of trunk, say)."""
-    match = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
-    if match is None:
-        return (99, 0, 0)
-    major, minor, patch = match.groups()
-    return (int(major), int(minor), int(patch or 0))
 
 
 def gpu_discovery_wants_directory(version: str) -> bool:

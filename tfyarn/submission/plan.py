@@ -13,6 +13,7 @@ from typing import Any
 
 from appmaster.common import frameworks
 from appmaster.common.cluster_spec import ClusterSpec
+from appmaster.common.frameworks.base import GROUP_ROLES, world_size_text
 from appmaster.common.jobplan import JobPlan, RolePlan
 from appmaster.common.pageguard import FLAG_FILE
 from appmaster.common.settings import (
@@ -297,24 +298,36 @@ def format_plan(document: dict) -> str:
     return "\n".join(lines)
 
 
-def processes_line(roles: list[Read]) -> str:
-    processes = max((role["processes"] for role in roles), default=1)  # the same in each
-    return (f"{processes} processes (ranks) in each container" if processes > 1 else
-            "one process in each container")
+def processes_line(document: Read, roles: list[Read]) -> str:
+    """A group's ranks in all (containers x processes); a TensorFlow task is one process."""
+    if not frameworks.of(document["framework"]).ranks:
+        return "one process in each container"
+    group = [role for role in roles if role["name"] in GROUP_ROLES]
+    processes = max((role["processes"] for role in group), default=1)  # the same in each
+    return world_size_text(sum(role["instances"] for role in group), processes)
+
+
+def gpus_told(role: Read) -> str:
+    """How a task's processes are told their GPUs: each its own share of the container's."""
+    if role["processes"] > 1:
+        return (f"each of its {role['processes']} processes (ranks) gets its own "
+                f"{role['gpus'] // role['processes']} in CUDA_VISIBLE_DEVICES")
+    return "each task's script gets its own in CUDA_VISIBLE_DEVICES"
 
 
 def format_lines(document: Read, roles: list[Read]) -> list[str]:
-    chief = frameworks.of(document["framework"]).words.chief  # "the chief", "rank 0"
+    words = frameworks.of(document["framework"]).words
+    chief = words.chief  # "the chief", "rank 0"
     lines = [
         f"Application {document['name']!r} in queue {document['queue']!r}, tags "
         f"{', '.join(document['tags'])}",
         f"  scripts:  {document['scripts_dir']} (entry {document['entry']}, "
         f"python {document['python']})",
-        f"  framework: {document['framework']}, " + processes_line(roles),
+        f"  framework: {document['framework']}, " + processes_line(document, roles),
         f"  work dir: {document['work_dir']}"
         + (f" ({CHECKPOINT_PREFIX.key})" if document["checkpoint_prefix"] else ""),
         "  each task's work dir: " + task_work_dir_line(document),
-        f"  {chief.removeprefix('the ')}: {document['chief']}"
+        f"  {words.chief_label}: {document['chief']}"
         + (" (no chiefworker component)" if document["chief"] == "worker 0" else ""),
         f"  AppMaster: {document['am_memory_mb']} MB, {document['am_vcores']} vcore(s), "
         f"node label {document['am_label'] or '<default partition>'}, up to "
@@ -364,8 +377,8 @@ def format_lines(document: Read, roles: list[Read]) -> list[str]:
         if role["gpus"]:
             lines.append(
                 f"  GPUs: {role['gpus']} yarn.io/gpu per task ({role['gpus'] * role['instances']}"
-                f" in all) on {'node label ' + label if role['label'] else label}; each "
-                "task's script gets its own in CUDA_VISIBLE_DEVICES")
+                f" in all) on {'node label ' + label if role['label'] else label}; "
+                + gpus_told(role))
         previous = -1
         for index, command, task in zip(role["tasks_shown"], role["commands"],
                                         role["tf_config_task"], strict=True):

@@ -4,10 +4,11 @@ YARN accepts a request for a label no node has, or for more memory than any cont
 get, and fails the application seconds later with a Java stack trace; a job bigger than its
 queue waits forever. Everything needed to know this in advance is in two answers of the
 ResourceManager's REST API: the scheduler (queues, their state, labels, limits and use) and
-the nodes (labels, state, size, free room). The checks here are pure functions of those
-answers; `run_preflight` fetches them (rmrest.py) and never blocks a submission when the RM
-cannot be asked (no REST address, no answer, no Kerberos ticket for its web UI): it says why
-the check was skipped.
+the nodes (labels, state, size, free room); a cluster older than tfyarn supports is refused
+from a third, the RM's release. The checks here are pure functions of those answers;
+`run_preflight` fetches them (rmrest.py) and never blocks a submission when the RM cannot be
+asked (no REST address, no answer, no Kerberos ticket for its web UI): it says why the check
+was skipped.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from appmaster.common.settings import (
     settings,
 )
 from tfyarn.errors import NOTHING_SUBMITTED, TfyarnError
-from tfyarn.hadoop import hadoopconf, rmrest
+from tfyarn.hadoop import amjar, hadoopconf, rmrest
 from tfyarn.jobconfig import APPMASTER, JobConfig, Problem, describe_problems
 from tfyarn.jobconfig.defaults import where_set
 from tfyarn.submission.plan import AppSpecExtras
@@ -410,6 +411,27 @@ def needs_acl_answer(view: ClusterView, queue: Queue | None) -> bool:
     return True
 
 
+class UnsupportedHadoop(TfyarnError):
+    """The cluster runs a Hadoop release older than tfyarn supports (nothing was submitted)."""
+
+    def __init__(self, rm_url: str, version: str) -> None:
+        oldest = amjar.oldest_line()
+        super().__init__(
+            f"the cluster ({rm_url}) runs Hadoop {version}; tfyarn supports Hadoop {oldest} "
+            f"and later: its AppMaster is built against Hadoop {amjar.HADOOP_API}'s API",
+            f"submit to a cluster of Hadoop {oldest} or later (ask its administrators to "
+            "upgrade this one).")
+        self.rm_url = rm_url
+
+
+def hadoop_version(client: rmrest.RestReports) -> str | None:
+    """The Hadoop release the RM runs (/ws/v1/cluster/info); None where it does not say."""
+    try:
+        return str(client.get("info")["clusterInfo"]["hadoopVersion"])
+    except (rmrest.RestError, requests.RequestException, ValueError, KeyError, TypeError):
+        return None
+
+
 def _cluster_max_priority(client: rmrest.RestReports) -> int | None:
     """yarn.cluster.max-application-priority as the RM has it (YARN's default, 0, where its
     configuration does not set it); None where it cannot be read."""
@@ -423,8 +445,9 @@ def _cluster_max_priority(client: rmrest.RestReports) -> int | None:
 def run_preflight(containers: list[ContainerAsk], queue_name: str,
                   queue_source: tuple[str, str],
                   priority: PriorityAsk | None = None) -> Preflight:
-    """Ask the RM (one or two REST calls; two more where a queue ACL may apply, one where
-    the job asks for a priority) and check."""
+    """Ask the RM (three REST calls; two more where a queue ACL may apply, one where the job
+    asks for a priority) and check; UnsupportedHadoop for a cluster older than tfyarn
+    supports."""
     conf = hadoopconf.client_configuration()
     urls = rmrest.web_urls(conf)
     if not urls:
@@ -434,7 +457,13 @@ def run_preflight(containers: list[ContainerAsk], queue_name: str,
     for url in urls:
         client = rmrest.RestReports(url)
         try:
-            view = cluster_view(client.get("scheduler"), client.get("nodes"))
+            scheduler = client.get("scheduler")  # a standby's redirect: the next address
+            # Before the answers are read: an older release's may not read as 3.3's, and
+            # tfyarn's AppMaster would die at its start there without a word.
+            version = hadoop_version(client)
+            if version is not None and not amjar.runs_on(version):
+                raise UnsupportedHadoop(url, version)
+            view = cluster_view(scheduler, client.get("nodes"))
         except (rmrest.RestError, requests.RequestException, ValueError) as exc:
             failures[url] = exc
             continue

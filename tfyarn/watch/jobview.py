@@ -19,7 +19,7 @@ import requests
 
 from appmaster.common import frameworks, gpus
 from appmaster.common.settings import FAILURE_THRESHOLD
-from appmaster.common.vocabulary import STAGES, STAGES_REACHED, WAITING, TaskState
+from appmaster.common.vocabulary import STAGES, WAITING, TaskState
 from appmaster.model import verdicts
 from appmaster.page.view import JobView, TaskRow
 from appmaster.page.webpage import FINAL_VIEW_MARKER, PAGE_ROUTE
@@ -143,7 +143,7 @@ def role_counts(view: JobView) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
     for task in view.tasks:
         row = counts.setdefault(task.role, dict.fromkeys(STAGES, 0))
-        for stage in STAGES_REACHED[task.state]:
+        for stage in task.stages:
             row[stage] += 1
     return counts
 
@@ -156,6 +156,15 @@ def format_progress(view: JobView) -> str:
             + "  (requested/allocated/registered/running/finished)")
     step = (view.progress or {}).get("step")
     return line if step is None else f"{line} step {step}{_pace(view.progress)}"
+
+
+def live_line(view: JobView, chief_output: str | None) -> str:
+    """`submit --wait`'s line of a running job: its progress, and the chief's (rank 0's) last
+    line of output."""
+    line = format_progress(view)
+    if chief_output:
+        line += f" | {frameworks.of(view.framework).words.chief_label}: {chief_output}"
+    return line
 
 
 def _pace(figures: dict) -> str:
@@ -177,7 +186,8 @@ def progress_lines(view: JobView, now: float) -> list[str]:
         return lines
     if figures.get("step") is not None:
         age = (f", {now - figures['updated']:.0f} s ago" if figures.get("updated") else "")
-        lines.append(f"Training: global step {figures['step']}{_pace(figures)}{age}"
+        step = frameworks.of(view.framework).words.step
+        lines.append(f"Training: {step} {figures['step']}{_pace(figures)}{age}"
                      + (f": {_scalars(figures['scalars'])}" if figures.get("scalars") else ""))
     evaluation = figures.get("evaluation") or {}
     if evaluation.get("scalars"):

@@ -45,6 +45,17 @@ class Words:
     checkpoint: str  # "checkpoint", "snapshot"
     task: str  # what one task of the group is: "task", "rank"
     chief: str  # "the chief", "rank 0"
+    step: str  # what training counts its steps by: "global step", "step"
+
+    @property
+    def chief_label(self) -> str:
+        """The chief's word as a label: "chief", "rank 0"."""
+        return self.chief.removeprefix("the ")
+
+    @property
+    def chief_first(self) -> str:
+        """The chief's word at a sentence's start: "The chief", "Rank 0"."""
+        return self.chief[:1].upper() + self.chief[1:]
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,13 @@ class Misfit:
     message: str
     fix: str
     value: str
+
+
+def world_size_text(containers: int, processes: int) -> str:
+    """A group's ranks in all: "4 ranks (2 containers x 2 processes)"."""
+    ranks = containers * processes
+    return (f"{ranks} rank{'s' * (ranks != 1)} ({containers} container"
+            f"{'s' * (containers != 1)} x {processes} process{'es' * (processes != 1)})")
 
 
 def processes_misfit(role: str, processes: int, gpus: int) -> Misfit | None:

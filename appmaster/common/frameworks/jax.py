@@ -46,5 +46,6 @@ def jax_environment(spec: ClusterSpec, role: str, index: int, *, generation: int
 
 JAX = FrameworkTraits(
     word=Framework.JAX, title="JAX", package="jax", ranks=True,
-    words=Words(cluster="process group", checkpoint="snapshot", task="rank", chief="rank 0"),
+    words=Words(cluster="process group", checkpoint="snapshot", task="rank", chief="rank 0",
+                step="step"),
     flex_roles=(Role.WORKER,), environment=jax_environment)

@@ -46,12 +46,11 @@ def nccl_watchdog(environ: Mapping[str, str]) -> dict[str, str]:
     """PyTorch's NCCL watchdog, for a hung collective to end in minutes and say what it
     waited on, each unless the job's environment sets it (docs/guide/stalls.md): a timed-out
     collective tears the process down (torchrun's 1), a stuck watchdog thread is killed
-    after its heartbeat timeout, and its flight recorder's last collectives are dumped into
+    after PyTorch's heartbeat timeout, and its flight recorder's last collectives are dumped into
     the container's log dir (`yarn logs` collects them), one file per rank."""
     logs = environ.get("LOG_DIRS", "").split(",")[0]
     defaults = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1", "TORCH_NCCL_ENABLE_MONITORING": "1",
-                "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "600", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
-                "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
+                "TORCH_NCCL_DUMP_ON_TIMEOUT": "1", "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
                 **({"TORCH_NCCL_DEBUG_INFO_TEMP_FILE": f"{logs}/nccl_trace_rank_"}
                    if logs else {})}
     return {name: environ.get(name, value) for name, value in defaults.items()}
@@ -59,5 +58,6 @@ def nccl_watchdog(environ: Mapping[str, str]) -> dict[str, str]:
 
 PYTORCH = FrameworkTraits(
     word=Framework.PYTORCH, title="PyTorch", package="torch", ranks=True,
-    words=Words(cluster="process group", checkpoint="snapshot", task="rank", chief="rank 0"),
+    words=Words(cluster="process group", checkpoint="snapshot", task="rank", chief="rank 0",
+                step="step"),
     flex_roles=(Role.WORKER,), environment=torchrun_environment)

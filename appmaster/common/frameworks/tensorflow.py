@@ -8,6 +8,6 @@ from appmaster.common.vocabulary import Framework, Role
 TENSORFLOW = FrameworkTraits(
     word=Framework.TENSORFLOW, title="TensorFlow", package=None, ranks=False,
     words=Words(cluster="TensorFlow cluster", checkpoint="checkpoint", task="task",
-                chief="the chief"),
+                chief="the chief", step="global step"),
     flex_roles=(Role.PS, Role.WORKER), steps_also_from="the chief's TensorFlow summaries",
     work_dir_flag="--work_dir")
