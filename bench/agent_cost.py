@@ -12,9 +12,17 @@ NodeManager are needed for N = 64: bench/private_cluster.py's kind). While the j
   no CPU, so this is the agent's cost up to its export plus a spawn;
 - skein's Java AppMaster and master.py: peak RSS (VmHWM), RSS at the end, CPU seconds, and
   the CPU per registry event (the master hears ~6 per task: started, export, registered,
-  running, exited, container end).
+  running, exited, container end);
+- what each task container runs beside its script while the script runs (issue 56): YARN's
+  launch shells and the agent, per process RSS, private memory and PSS, at the reading where
+  they held the most RSS (YARN's memory check adds their RSS to the script's).
+
+--floor runs floor (b) after each tfyarn job (bench/floors.py: the same light containers as a
+plain skein application, skein's own launch of the script with nothing beside it but the
+shells) and reads its containers the same way, side by side in the same conditions.
 
     python -m bench.agent_cost --n 64 --runs 3 [--out bench/results/issue14/agents.json]
+    python -m bench.agent_cost --n 4 --runs 2 --floor --out bench/results/issue56/beside.json
 """
 
 from __future__ import annotations
@@ -26,34 +34,29 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from bench.common import LIGHT_APPS, REPO, log, write_job_files
+from bench import floors
+from bench.cluster import Cluster, kill_app, wait_for_room
+from bench.common import FINAL_STATES, LIGHT_APPS, REPO, G, log, write_job_files
 from bench.processes import proc_private_pss, proc_usage
-from tfyarn.localyarn.cluster import client_environment, rest
-from tfyarn.localyarn.layout import Layout
-from tfyarn.localyarn.proctable import scan_processes
+from bench.rendezvous import light_resources, needs, sleep_for
+from tfyarn.localyarn.proctable import Proc, scan_processes
 
 Usage = tuple[float, int, int]  # proc_usage's (CPU s, peak RSS kB, RSS kB)
 EVENTS_PER_TASK = 6
 SAMPLE_S = 0.1
-G = "site.global."
+SCRIPT = "light_task.py"
 
 
-def light_job(run_dir: Path, n: int, sleep_s: float) -> tuple[Path, Path]:
-    """resources.json/appConfig.json of N light tasks: N/2-1 ps and the chief in the default
-    partition, N/2 workers in `gpu`, 128 MB and 1 vcore each."""
-    workers = max(1, n // 2)
-    counts = {"ps": n - 1 - workers, "chiefworker": 1, "worker": workers}
-    res = json.loads((REPO / "resources.json").read_text())
-    for role, count in counts.items():
-        res["components"][role].update({"yarn.component.instances": str(count),
-                                        "yarn.memory": "128", "yarn.vcores": "1"})
+def light_job(run_dir: Path, n: int) -> tuple[Path, Path]:
+    """resources.json/appConfig.json of N light tasks (bench/rendezvous.py's layout)."""
     app = {"global": {G + "user.scripts.dir": str(LIGHT_APPS),
-                      G + "user.scripts.entry": "light_task.py",
-                      G + "user.scripts.args": ["--sleep", str(sleep_s)],
+                      G + "user.scripts.entry": SCRIPT,
+                      G + "user.scripts.args": ["--sleep", str(sleep_for(n))],
                       G + "app.name": f"tfyarn-bench-agents-{n}"}}
-    return write_job_files(run_dir, res, app)
+    return write_job_files(run_dir, light_resources(n), app)
 
 
 def children(pid: int) -> list[int]:
@@ -77,8 +80,8 @@ class JobSampler:
         self.am_peak_rss: dict[str, int] = {}
         self.am_peak_private: dict[str, int] = {}
 
-    def poll(self) -> None:
-        for p in scan_processes():
+    def poll(self, procs: list[Proc]) -> None:
+        for p in procs:
             if self.app_id not in p.cwd and not any(self.app_id in a for a in p.argv):
                 continue
             if "appmaster.agent.main" in p.argv and p.pid not in self.agents:
@@ -104,25 +107,102 @@ class JobSampler:
                 self.am_peak_private[name] = max(self.am_peak_private.get(name, 0), private)
 
 
-def run_once(layout: Layout, n: int, run_dir: Path, timeout_s: float = 600) -> dict:
-    env = {**os.environ, **client_environment(layout)}
-    res_path, app_path = light_job(run_dir, n, sleep_s=5.0 + n / 4)
+def process_name(p: Proc) -> str:
+    if "appmaster.agent.main" in p.argv:
+        return "agent"
+    return "launch shell" if p.argv[0].endswith("bash") else Path(p.argv[0]).name
+
+
+def is_script(p: Proc) -> bool:
+    return len(p.argv) > 1 and p.argv[1].endswith(SCRIPT)
+
+
+class BesideScript:
+    """Each task container's processes beside its script (the light script starts none),
+    while the script runs: per container, the reading where they held the most RSS."""
+
+    def __init__(self, app_id: str) -> None:
+        self.app_id = app_id
+        self.peak_rss: dict[tuple[int, int], int] = {}  # (attempt, container) -> kB
+        self.peak: dict[tuple[int, int], dict] = {}  # -> the processes at that reading
+        self.running = 0  # scripts running at the last reading
+
+    def poll(self, procs: list[Proc]) -> None:
+        containers: dict[tuple[int, int], list[Proc]] = {}
+        for p in procs:
+            if self.app_id in p.cwd and p.container_number is not None:
+                containers.setdefault((p.am_attempt or 0, p.container_number), []).append(p)
+        self.running = 0
+        for key, members in containers.items():
+            script = next((p for p in members if is_script(p)), None)
+            script_usage = proc_usage(script.pid) if script else None
+            if script_usage is None:
+                continue
+            self.running += 1
+            readings = []
+            for p in members:
+                usage, memory = proc_usage(p.pid), proc_private_pss(p.pid)
+                if p is not script and usage and memory:
+                    readings.append((process_name(p), usage[2], *memory))
+            rss = sum(r[1] for r in readings)
+            if rss >= self.peak_rss.get(key, 0):
+                self.peak_rss[key] = rss
+                self.peak[key] = {"script_rss_mb": round(script_usage[2] / 1024, 1),
+                                  "processes": [[name, *(round(kb / 1024, 1) for kb in kbs)]
+                                                for name, *kbs in readings]}
+
+    def started(self) -> int:
+        return len(self.peak)
+
+
+def follow(samplers: list[JobSampler | BesideScript], done: Callable[[], bool],
+           timeout_s: float) -> None:
+    """Read /proc every SAMPLE_S until done() (or timeout_s)."""
     t0 = time.time()
+    while time.time() - t0 < timeout_s and not done():
+        procs = scan_processes()
+        for sampler in samplers:
+            sampler.poll(procs)
+        time.sleep(SAMPLE_S)
+
+
+def run_floor(cluster: Cluster, n: int, run_dir: Path, timeout_s: float = 600) -> dict:
+    """Floor (b)'s light application: each container's processes beside its script until
+    the chief and workers end (its ps would run on), then it is killed."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    desc = floors.light_floor_spec(light_resources(n), sleep_for(n))
+    app_id, _, _ = floors.submit_floor(cluster, desc, run_dir / "skein-spec.json")
+    beside = BesideScript(app_id)
+    try:
+        follow([beside], lambda: beside.started() >= n and beside.running < n,
+               timeout_s)
+    finally:
+        kill_app(cluster, app_id)
+    return {"kind": "skein", "n": n, "app_id": app_id, "load": os.getloadavg()[0],
+            "scripts_seen": beside.started(), "beside": list(beside.peak.values())}
+
+
+def run_once(cluster: Cluster, n: int, run_dir: Path, timeout_s: float = 600) -> dict:
+    env = {**os.environ, **cluster.env}
+    res_path, app_path = light_job(run_dir, n)
     out = subprocess.run([sys.executable, "-m", "tfyarn.cli.main", "submit", "--resources",
                           str(res_path), "--app-config", str(app_path), "--detach", "--json"],
-                         capture_output=True, text=True, env=env, cwd=run_dir, check=True)
+                         capture_output=True, text=True, env=env, cwd=run_dir)
+    if out.returncode != 0:
+        raise RuntimeError(f"tfyarn submit failed:\n{out.stdout}\n{out.stderr[-2000:]}")
     app_id = json.loads(out.stdout.strip().splitlines()[-1])["application_id"]
-    sampler, state = JobSampler(app_id), "NEW"
-    while time.time() - t0 < timeout_s:
-        sampler.poll()
+    sampler, beside, state = JobSampler(app_id), BesideScript(app_id), ["NEW"]
+
+    def ended() -> bool:
         if time.time() % 1 < SAMPLE_S:  # YARN's state once a second
-            state = rest(layout, f"apps/{app_id}")["app"]["state"]
-            if state in ("FINISHED", "FAILED", "KILLED"):
-                break
-        time.sleep(SAMPLE_S)
+            state[0] = cluster.app(app_id)["state"]
+        return state[0] in FINAL_STATES
+
+    follow([sampler, beside], ended, timeout_s)
     agents = list(sampler.agents.values())
-    result = {"n": n, "app_id": app_id, "state": state, "load": os.getloadavg()[0],
-              "agents_seen": len(agents),
+    result = {"kind": "tfyarn", "n": n, "app_id": app_id, "state": state[0],
+              "load": os.getloadavg()[0], "agents_seen": len(agents),
+              "beside": list(beside.peak.values()),
               "agent_cpu_s": [round(cpu, 3) for cpu, _, _ in agents],
               "agent_rss_mb": [round(rss / 1024, 1) for _, _, rss in agents],
               "agent_peak_rss_mb": [round(hwm / 1024, 1) for _, hwm, _ in agents],
@@ -163,25 +243,61 @@ def summary(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def beside_summary(runs: list[dict]) -> str:
+    """Per container (medians): the launch shells, the agent and all of them beside the script,
+    RSS / private / PSS MB each."""
+    def part(containers: list[dict], names: tuple[str, ...]) -> str:
+        sums = [[sum(p[i] for p in c["processes"] if p[0] in names) for i in (1, 2, 3)]
+                for c in containers]
+        if not any(any(s) for s in sums):
+            return "-"
+        return " / ".join(f"{statistics.median(s[i] for s in sums):.1f}" for i in range(3))
+
+    lines = ["| launch | N | runs | containers | launch shells | agent | all beside the script | "
+             "the script's RSS MB | load |", "|" + "---|" * 9]
+    for kind, name in (("skein", "skein's own (floor (b))"), ("tfyarn", "tfyarn")):
+        for n in sorted({r["n"] for r in runs if r.get("kind") == kind}):
+            rs = [r for r in runs if r.get("kind") == kind and r["n"] == n and r.get("beside")]
+            if not rs:
+                continue
+            containers = [c for r in rs for c in r["beside"]]
+            every = tuple({p[0] for c in containers for p in c["processes"]})
+            script_rss = statistics.median(c["script_rss_mb"] for c in containers)
+            lines.append(f"| {name} | {n} | {len(rs)} | {len(containers)} | "
+                         f"{part(containers, ('launch shell',))} | {part(containers, ('agent',))} "
+                         f"| {part(containers, every)} | {script_rss:.1f} | "
+                         f"{min(r['load'] for r in rs):.1f}–{max(r['load'] for r in rs):.1f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", default="64")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--label", default="current", help="names the variant in the output")
     parser.add_argument("--out", type=Path, default=REPO / "bench/results/issue14/agents.json")
+    parser.add_argument("--floor", action="store_true",
+                        help="floor (b) after each tfyarn job, its containers read the same way")
     opts = parser.parse_args(argv)
-    layout = Layout(Path(os.environ["TFYARN_CLUSTER_DIR"]))
+    cluster = Cluster.default()
     data = json.loads(opts.out.read_text()) if opts.out.exists() else {"runs": []}
     for rep in range(opts.runs):
         for n in (int(x) for x in opts.n.split(",")):
-            log(f"N={n} run {rep + 1}/{opts.runs} ({opts.label})")
-            run = {"label": opts.label, **run_once(layout, n, Path(f"/tmp/tfyarn-bench-agents/"
-                                                                   f"{n}-{rep}"))}
-            log(json.dumps({k: v for k, v in run.items() if not isinstance(v, list)}))
-            data["runs"].append(run)
-            opts.out.parent.mkdir(parents=True, exist_ok=True)
-            opts.out.write_text(json.dumps(data, indent=1))
-    print(summary([r for r in data["runs"] if r["label"] == opts.label]))
+            kinds: dict[str, Callable[[Cluster, int, Path], dict]] = {"tfyarn": run_once}
+            if opts.floor:
+                kinds["skein"] = run_floor
+            for kind, run_kind in kinds.items():
+                conditions = wait_for_room(cluster, needs(n), 600)
+                log(f"N={n} run {rep + 1}/{opts.runs} {kind} ({opts.label}; {conditions})")
+                run = {"label": opts.label, **run_kind(
+                    cluster, n, Path(f"/tmp/tfyarn-bench-agents/{n}-{rep}-{kind}"))}
+                log(json.dumps({k: v for k, v in run.items() if not isinstance(v, list)}))
+                data["runs"].append(run)
+                opts.out.parent.mkdir(parents=True, exist_ok=True)
+                opts.out.write_text(json.dumps(data, indent=1))
+    runs = [r for r in data["runs"] if r["label"] == opts.label]
+    print(summary([r for r in runs if r.get("kind", "tfyarn") == "tfyarn"]))
+    print(beside_summary(runs))
     return 0
 
 
