@@ -24,7 +24,7 @@ from appmaster.common.cluster_spec import ClusterSpec
 from appmaster.common.frameworks import of as frameworks_of
 from appmaster.common.frameworks.jax import JAX_STARTUP_DIR
 from appmaster.common.jobplan import JobPlan, RolePlan, SpecError
-from appmaster.common.settings import FRAMEWORK, PROCESSES
+from appmaster.common.settings import FRAMEWORK, INSTANCES, PROCESSES
 from appmaster.common.vocabulary import Framework, JobState
 from appmaster.model.jobmessages import restored_line
 from tfyarn.submission import frameworks
@@ -80,8 +80,8 @@ def test_a_ps_or_evaluator_in_a_pytorch_job_is_refused_with_the_fix(job_dir: Pat
 def test_the_spec_refuses_what_the_files_refuse() -> None:
     ps = RolePlan("ps", 1, 1, 1024, 1)
     worker = RolePlan("worker", 2, 2, 1024, 1)
-    with pytest.raises(SpecError, match='ps: a ps has no place in a job whose "site.global.'
-                       'framework" is "jax"'):
+    with pytest.raises(SpecError, match=re.escape(
+            f'ps: {INSTANCES.key} 1: a ps has no place in a job whose "{FRAMEWORK.key}" is "jax"')):
         JobPlan("job", "t.py", "python3", "/w", (ps, worker), framework="jax")
     with pytest.raises(SpecError, match=re.escape(f"{FRAMEWORK.key} (framework) must be one of")):
         JobPlan("job", "t.py", "python3", "/w", (worker,), framework="mxnet")
@@ -138,7 +138,8 @@ def test_the_spec_refuses_processes_the_files_refuse() -> None:
                                                   "a whole number from 1 to 64, not 0")):
         RolePlan("worker", 2, 2, 1024, 1, processes=0)
     two = RolePlan("worker", 2, 2, 1024, 1, processes=2)
-    with pytest.raises(SpecError, match="worker: TensorFlow runs one process per task"):
+    with pytest.raises(SpecError, match=re.escape(
+            f"worker: {PROCESSES.key} 2: TensorFlow runs one process per task")):
         JobPlan("job", "t.py", "python3", "/w", (two,))
     with pytest.raises(SpecError, match="every container of the group runs as many"):
         JobPlan("job", "t.py", "python3", "/w", (RolePlan("chiefworker", 1, 1, 1024, 1), two),

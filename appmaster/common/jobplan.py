@@ -53,6 +53,7 @@ class SpecError(ValueError):
 
 
 def _refuse(misfit: Misfit) -> NoReturn:
+    """The rule's SpecError: its role, the key through its declaration, the value, why."""
     raise SpecError(f"{misfit.role}: {misfit.setting.key} {misfit.value}: {misfit.message}")
 
 
@@ -138,7 +139,7 @@ class RolePlan:
         if misfit := failure_policy_misfit(self.name, self.failure_policy):
             _refuse(misfit)
         if misfit := processes_misfit(self.name, self.processes, self.gpus):
-            raise SpecError(f"{self.name}: {misfit.message}")
+            _refuse(misfit)
         object.__setattr__(self, "name", Role(self.name))
         object.__setattr__(self, "failure_policy", FailurePolicy(self.failure_policy))
 
@@ -269,7 +270,7 @@ class JobPlan:
             raise SpecError("the failure window is >= 0 seconds")
         object.__setattr__(self, "framework", Framework(self.framework))
         if misfits := frameworks.of(self.framework).misfits(self.components):
-            raise SpecError(f"{misfits[0].role}: {misfits[0].message}")
+            _refuse(misfits[0])
 
     def _check_stall_timeouts(self) -> None:
         """The job's stall timeout and each role's own span two progress reports at least."""
