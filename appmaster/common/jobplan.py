@@ -95,7 +95,8 @@ class DataEntry:
 
     def __post_init__(self) -> None:
         if not self.url or not is_plain_name(self.name):
-            raise SpecError(f"data entry {self.url!r}#{self.name!r}: a URL and a plain name")
+            raise SpecError(f"{settings.DATA.key} {self.url!r}#{self.name!r}: a URL and a plain "
+                            "name")
 
     def __str__(self) -> str:
         return f"{self.url}#{self.name}"
@@ -261,10 +262,12 @@ class JobPlan:
                 {r.priority for r in everyone}) < len(everyone):
             raise SpecError("each role once, each with a priority of its own")
         if not is_work_dir_flag(self.work_dir_flag):
-            raise SpecError(f"work dir flag {self.work_dir_flag!r}: --name, or \"\" for none")
+            raise SpecError(f"{settings.WORK_DIR_FLAG.key} {self.work_dir_flag!r}: --name, or "
+                            '"" for none')
         if repeated := repeated_names(self.data):
             entry, earlier = repeated[0]
-            raise SpecError(f"data entry {entry}: the name {entry.name!r} is {earlier}'s too")
+            raise SpecError(f"{settings.DATA.key} {entry}: the name {entry.name!r} is "
+                            f"{earlier}'s too")
         self._check_stall_timeouts()
         if not self.failure_window_seconds >= 0:  # three keys' sum (settings.FAILURE_WINDOW)
             raise SpecError("the failure window is >= 0 seconds")
