@@ -548,6 +548,21 @@ def test_a_later_appmaster_attempt_counts_the_earlier_starts() -> None:
     cluster.everyone_running()
     cluster.exit("chiefworker", 0, 0)
     assert cluster.end and "AppMaster attempt 2" in cluster.end.diagnostics
+    assert "restoring what the work dir held" in cluster.end.diagnostics  # its chief unheard
+
+
+@pytest.mark.parametrize("mirror, said", [
+    ({"restore_done": True, "restored": "model.ckpt-300", "restored_written": "12:03:10"},
+     "the chief restored model.ckpt-300 of 12:03:10 (step 300)."),
+    ({"restore_done": True}, "the chief restored nothing: the job starts over."),
+])
+def test_a_later_appmaster_attempt_says_what_its_chief_restored(mirror: dict, said: str) -> None:
+    cluster = Cluster(plan(), am_attempt=2)
+    cluster.everyone_running()
+    cluster.job.on_status(cluster.container("chiefworker", 0), mirror=mirror)
+    cluster.exit("chiefworker", 0, 0)
+    assert cluster.end and said in cluster.end.diagnostics, cluster.end.diagnostics
+    assert "from the checkpoint" not in cluster.end.diagnostics
 
 
 def test_tensorboard_is_shown_and_its_end_ends_nothing() -> None:

@@ -324,6 +324,7 @@ class Job:
         """The chief of a restarted generation restored its work dir: the restart's line
         says from what (restored_line), once, so no restart claims a checkpoint it lacked."""
         generation = self.core.generation
+        self.core.note_attempt_restore(mirror)
         if not mirror.get("restore_done") or self.core.restore_told >= generation:
             return
         self.core.restore_told = generation

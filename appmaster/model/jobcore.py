@@ -21,7 +21,7 @@ from appmaster.common.settings import ALLOCATION_HOLD
 from appmaster.common.vocabulary import JobState, TaskState
 from appmaster.model.history import History
 from appmaster.model.jobactions import Action, Request
-from appmaster.model.jobmessages import success_message
+from appmaster.model.jobmessages import restored_line, success_message
 from appmaster.model.jobtasks import Task, TaskTable
 from appmaster.model.phases import PhaseClock
 from appmaster.model.queuewait import QueueWait
@@ -49,6 +49,7 @@ class JobCore:
         self.pending_heard: tuple[float, int] | None = None
         self.restarts: list[str] = []  # one line per restart, for diagnostics and status
         self.restore_told = 0  # the last generation whose restore its restart line tells
+        self.attempt_restore: str | None = None  # what a later AM attempt's chief restored
         self.actions: list[Action] = []  # decided for the event at hand
 
     def request(self, task: Task, now: float, why: TaskState | None = None,
@@ -92,7 +93,12 @@ class JobCore:
         """How the job's framework speaks of it (the chief, its checkpoints)."""
         return frameworks.of(self.plan.framework).words
 
+    def note_attempt_restore(self, mirror: dict) -> None:
+        """What a later AppMaster attempt's first chief restored, for the success message."""
+        if mirror.get("restore_done") and self.am_attempt > 1 and self.attempt_restore is None:
+            self.attempt_restore = restored_line(mirror)
+
     def success(self, evaluation: str = "") -> str:
         """The diagnostics of a job that succeeded."""
         return success_message(self.words, self.clock, self.am_attempt, self.restarts,
-                               evaluation)
+                               evaluation, self.attempt_restore)

@@ -69,13 +69,16 @@ def over_threshold_message(plan: JobPlan, task: Task, failures: int, reason: str
 
 
 def success_message(words: Words, clock: PhaseClock, am_attempt: int, restarts: list[str],
-                    evaluation: str = "") -> str:
+                    evaluation: str = "", attempt_restore: str | None = None) -> str:
+    """``attempt_restore``: what a later AppMaster attempt's first chief restored (None: not
+    heard), so that the message claims no checkpoint it lacked."""
     text = f"{words.chief_first} finished successfully. {clock.summary()}."
     if evaluation:
         text += f" {evaluation}"
     if am_attempt > 1:
         text += (f" AppMaster attempt {am_attempt}: the earlier attempt was lost and "
-                 "every task started again from the checkpoint.")
+                 f"every task started again, {words.chief} "
+                 f"{attempt_restore or 'restoring what the work dir held'}.")
     if restarts:
         text += f" Restarts ({len(restarts)}): " + "; ".join(restarts) + "."
     return text
