@@ -249,6 +249,28 @@ def test_the_env_to_ship_needs_the_framework_the_job_names(
     frameworks.check_shipped_env(entry, tmp_path, [site], Path("/venvs/ok"), framework)
 
 
+def test_a_framework_declared_in_its_seam_alone_is_checked_in_the_env_to_ship(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A framework's module (its traits) is all the shipped env's check needs of it: its
+    package's own distribution, its title, pip's hint."""
+    from dataclasses import replace
+
+    from appmaster.common import frameworks as seam
+    from appmaster.common.frameworks.pytorch import PYTORCH
+
+    monkeypatch.setitem(seam.KNOWN, "horovod", replace(PYTORCH, title="Horovod",
+                                                        package="horovod"))
+    entry, site = tmp_path / "train.py", tmp_path / "site-packages"
+    entry.write_text("import horovod.torch as hvd\n")
+    dist_info(site, "skein")
+    with pytest.raises(JobEnvironmentError) as refused:
+        frameworks.check_shipped_env(entry, tmp_path, [site], Path("/venvs/thin"), "horovod")
+    assert "needs Horovod (site.global.framework is \"horovod\")" in str(refused.value)
+    assert "pip install horovod in this env" in str(refused.value)
+    dist_info(site, "horovod")
+    frameworks.check_shipped_env(entry, tmp_path, [site], Path("/venvs/ok"), "horovod")
+
+
 # ---- the failure rule: a group without a rank cannot go on ----
 
 def group_plan(threshold: int = 1) -> JobPlan:

@@ -19,23 +19,38 @@ from appmaster.common import frameworks
 from appmaster.common.settings import FRAMEWORK, PYTHON
 from tfyarn.submission.environments import JobEnvironmentError
 
-# A framework's import name -> the distributions that install it, normalized (PEP 503).
-PROVIDERS: dict[str, frozenset[str]] = {
-    "tensorflow": frozenset({
-        "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel",
-        "tensorflow-macos", "tensorflow-rocm", "tensorflow-aarch64", "tensorflow-cpu-aws",
-        "intel-tensorflow", "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu"}),
-}
-PROVIDERS["keras"] = PROVIDERS["tensorflow"] | {"keras", "tf-keras"}
-PROVIDERS["torch"] = frozenset({"torch"})
-PROVIDERS["jax"] = frozenset({"jax"})
-NAMES = {"tensorflow": "TensorFlow", "keras": "Keras", "torch": "PyTorch", "jax": "JAX"}
-# How each is installed in the env to ship (the hint)
+# What scripts import besides the frameworks' own packages (frameworks.KNOWN: torch, jax),
+# and what differs from a package's defaults (its own distribution, "pip install <it>"):
+# the distributions that install it (normalized, PEP 503), its name, how it is installed.
+TENSORFLOWS = frozenset({
+    "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-intel", "tensorflow-macos",
+    "tensorflow-rocm", "tensorflow-aarch64", "tensorflow-cpu-aws", "intel-tensorflow",
+    "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu"})
+PROVIDERS = {"tensorflow": TENSORFLOWS, "keras": TENSORFLOWS | {"keras", "tf-keras"}}
+NAMES = {"tensorflow": "TensorFlow", "keras": "Keras"}
 INSTALL = {"tensorflow": "install tfyarn's [tf] extra in this env "
                          "(pip install \"<tfyarn's wheel>[tf]\")",
-           "keras": "pip install keras in this env", "torch": "pip install torch in this env",
+           "keras": "pip install keras in this env",
            "jax": "pip install \"jax[cpu]\" (or jax[cuda12] on GPU nodes) in this env"}
 MAX_MODULES = 200  # local modules followed from the entry script: a bound, not a limit met
+
+
+def packages() -> set[str]:
+    """The import names whose absence is checked: TensorFlow's, Keras's, each framework's."""
+    return set(PROVIDERS) | {t.package for t in frameworks.KNOWN.values() if t.package}
+
+
+def providers(package: str) -> frozenset[str]:
+    return PROVIDERS.get(package, frozenset({normalized(package)}))
+
+
+def title(package: str) -> str:
+    return NAMES.get(package) or next(
+        (t.title for t in frameworks.KNOWN.values() if t.package == package), package)
+
+
+def install_hint(package: str) -> str:
+    return INSTALL.get(package, f"pip install {package} in this env")
 
 
 def named_package(framework: str) -> str | None:
@@ -68,7 +83,7 @@ def frameworks_needed(entry: Path, scripts_dir: Path) -> dict[str, Path]:
     dir, with the first file seen importing it."""
     needed: dict[str, Path] = {}
     seen: set[Path] = set()
-    todo = [entry]
+    todo, watched = [entry], packages()
     while todo and len(seen) < MAX_MODULES:
         path = todo.pop(0)
         if path in seen:
@@ -79,7 +94,7 @@ def frameworks_needed(entry: Path, scripts_dir: Path) -> dict[str, Path]:
         except OSError:
             continue
         for name in sorted(names):
-            if name in PROVIDERS:
+            if name in watched:
                 needed.setdefault(name, path)
             for local in (scripts_dir / f"{name}.py", scripts_dir / name / "__init__.py"):
                 if local.is_file():
@@ -111,7 +126,7 @@ def missing(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
     if not needed:
         return []
     have = installed(site_dirs)
-    return [Missing(name, path) for name, path in needed.items() if not have & PROVIDERS[name]]
+    return [Missing(name, path) for name, path in needed.items() if not have & providers(name)]
 
 
 def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
@@ -122,12 +137,12 @@ def check_shipped_env(entry: Path, scripts_dir: Path, site_dirs: Iterable[Path],
     gaps = missing(entry, scripts_dir, site_dirs, framework)
     if not gaps:
         return
-    what = " and ".join(NAMES[gap.package] for gap in gaps)
+    what = " and ".join(title(gap.package) for gap in gaps)
     files = ", ".join(sorted({
         f'{FRAMEWORK.key} is "{framework}"' if gap.package == named_package(framework)
         else f"{gap.script} imports {gap.package}"
         for gap in gaps}))
-    install = "; ".join(dict.fromkeys(INSTALL[gap.package] for gap in gaps))
+    install = "; ".join(dict.fromkeys(install_hint(gap.package) for gap in gaps))
     raise JobEnvironmentError(
         f"the job's script needs {what} ({files}), but the Python env tfyarn would ship to "
         f"the containers, this interpreter's ({prefix}), has no {what} installed.",
