@@ -96,6 +96,23 @@ def test_a_host_left_out_stays_open_to_yarn_for_a_strict_task_and_nothing_relaxe
         "nodes=h2\nrelax=false")
 
 
+def test_a_job_that_ran_on_one_host_steers_a_replacement_to_the_partitions_other_nodes() -> None:
+    """Every task ran on h1 (YARN packs a small job), a worker's failures left h1 out and a
+    STRICT ps keeps YARN's blacklist from saying so: the request names the partition's other
+    running nodes as the RM listed them; without that list, it cannot avoid h1."""
+    job = with_worker(plan(), node_failure_threshold=1)
+    job = replace(job, roles=tuple(replace(r, placement_policy=1) if r.name == "ps" else r
+                                   for r in job.roles))
+    placement = Placement(job)
+    for key in (("ps", 0), ("worker", 0), ("worker", 1)):
+        placement.ran(key, "h1")
+    assert placement.failed(("worker", 1), "worker_1", "h1")
+    assert placement.blacklist() == ""  # h1 stays open to the STRICT ps
+    assert placement.for_request("worker", [("worker", 1)]) == ""  # no other host known
+    placement.heard_nodes({"h1", "h2", "h3"})
+    assert placement.for_request("worker", [("worker", 1)]) == "nodes=h2,h3\nrelax=false"
+
+
 def test_without_a_threshold_no_host_is_left_out() -> None:
     placement = Placement(plan())
     for n in range(5):

@@ -16,10 +16,12 @@ import logging
 import os
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from appmaster.common.clusterview import (
     ACTIVE,
+    DEFAULT_PARTITION,
     ClusterView,
     QueueStanding,
     cluster_view,
@@ -52,8 +54,10 @@ class ClusterWatch:
     RM that does not answer at all costs its timeout, on the master's event loop), and says
     why once in the log."""
 
-    def __init__(self, app_id: str, conf_dir: str | None = None) -> None:
+    def __init__(self, app_id: str, conf_dir: str | None = None,
+                 on_nodes: Callable[[set[str]], None] | None = None) -> None:
         self.app_id = app_id
+        self.on_nodes = on_nodes  # told the default partition's running hosts at each answer
         self.bases = rm_web_bases(conf_dir or os.environ.get("HADOOP_CONF_DIR"))
         self.said_why = False
         self.quiet_until = 0.0
@@ -65,6 +69,9 @@ class ClusterWatch:
         for base in self.bases:
             try:
                 nodes = cluster_view({}, self._get(base, "nodes"))
+                if self.on_nodes is not None:
+                    self.on_nodes({n.id.rsplit(":", 1)[0]
+                                   for n in nodes.active_nodes(DEFAULT_PARTITION)})
                 app = self._get(base, f"apps/{self.app_id}")["app"]
                 standing = queue_standing(self.app_id, app, self._get(base, "scheduler"),
                                           self._get(base, f"apps?states={ACTIVE}"))

@@ -77,7 +77,8 @@ class Master:
         self.first_end: EndJob | None = None  # the start's, if it ended the job
         self.placement = Placement(plan)  # where a role's next containers are asked for
         self.placed: dict[str, str] = {}  # the placement last written, by role
-        self.cluster = clusterwatch.ClusterWatch(app.id)  # asked while tasks wait
+        # asked while tasks wait (and once at the start: its nodes steer replacements)
+        self.cluster = clusterwatch.ClusterWatch(app.id, on_nodes=self.placement.heard_nodes)
         self.cluster_asked_at = -CLUSTER_EVERY_S
         self.stopping = Stopping(self.store, app.kill_container)  # healthy tasks ended
 
@@ -103,6 +104,7 @@ class Master:
         self.serve_rendezvous()
         with self.lock:
             self.first_end = self.start(time.monotonic())
+        threading.Thread(target=self.cluster.facts, name="nodes", daemon=True).start()
 
     def run(self) -> EndJob:
         """Events until one ends the job: how it ended (the job's :class:`EndJob`)."""
@@ -273,8 +275,7 @@ class Master:
 
     def relax(self, escalated: dict[tuple[str, int], float], now: float) -> EndJob | None:
         """Requests for named hosts past yarn.placement.escalate.seconds: those YARN has
-        not met (given but still localizing is met) are withdrawn and asked for on any
-        host."""
+        not met (given but still localizing is met) are withdrawn and asked for anywhere."""
         self.note_allocated()
         lines = {}
         for key, waited in escalated.items():
@@ -344,10 +345,9 @@ class Master:
 
     def request(self, asks: list[Request]) -> None:
         """Containers for these tasks: those skein asked for at start-up are adopted; the
-        rest are asked for a role at a time, in one call (skein's scale). Asked one call per
-        container, YARN, allocating while the asks still came in, gave containers beyond
-        them, which skein released with the asks they stood for (issue 28, 3 runs in 6 at
-        64 and 200 tasks): those tasks then waited REASK_S for their request again."""
+        rest are asked for a role at a time, in one call (skein's scale): asked one at a time,
+        YARN gave containers beyond them while they came in, which skein released with the
+        asks they stood for, and those tasks waited REASK_S for their request again."""
         new: dict[str, list[Task]] = {}
         for ask in asks:
             self.stopping.asked(ask.generation)

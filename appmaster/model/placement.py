@@ -11,7 +11,8 @@ containers failed, and writes what it returns.
 - A task whose container failed on a host, or any task while a host the job just lost a
   task on may still look alive to YARN: the hosts of its partition that ran
   the job's containers (YARN's cache holds the job's env layers there) but not that one, as
-  above.
+  above; where the job ran on that host alone, the partition's other running nodes (as the
+  ResourceManager lists them, where the AppMaster can ask it).
 - STRICT (1): a task asked for again goes back to the host it ran on, and nowhere else.
 - A task that gave its container back while the job waited for the queue: any host.
 - ANYWHERE (2): no placement history.
@@ -44,6 +45,9 @@ class Placement:
         # every host that ran a container of the job's unlabelled roles: a replacement is
         # steered only there (a labelled role's host, of another partition, cannot hold it)
         self.hosts: set[str] = set()
+        # the default partition's running nodes, as the RM last said (empty: it was not
+        # asked): where a replacement is steered when every host of the job's is left out
+        self.partition_hosts: set[str] = set()
         self.failures: Counter[tuple[str, str]] = Counter()  # (role, host) -> failed
         self.counted: set[str] = set()  # containers whose failure was counted
         self.blacklisted: set[str] = set()
@@ -63,6 +67,10 @@ class Placement:
             self.strict_host[key] = host
         self.left.pop(key, None)
         self.settled(key)
+
+    def heard_nodes(self, hosts: Iterable[str]) -> None:
+        """The default partition's running nodes, from the ResourceManager."""
+        self.partition_hosts = set(hosts)
 
     def given_back(self, key: Key) -> None:
         """The task gave its container back while the job waited for the queue, on its way
@@ -122,7 +130,7 @@ class Placement:
             return f"nodes={','.join(sorted(last))}\nrelax=false"
         left = {self.left[key] for key in keys if key in self.left} | set(lost)
         # where they ran, unless they failed there; else where the job ran (the env's cache)
-        preferred = (last - left) or (self.hosts - left)
+        preferred = (last - left) or (self.hosts - left) or (self.partition_hosts - left)
         preferred -= self.blacklisted
         if not preferred:
             return ""
