@@ -415,24 +415,24 @@ def test_skipped_where_no_ticket_opens_a_kerberos_rm(tmp_path: Path,
     assert "no ticket for HTTP@127.0.0.1 could be had from" in outcome.skipped_reason
 
 
-def cluster_info(hadoop: str) -> dict[str, Any]:
-    """/ws/v1/cluster/info's answer as an RM writes it, less its ids, build dates and
-    state store."""
-    return {"clusterInfo": {"state": "STARTED", "haState": "ACTIVE", "hadoopVersion": hadoop,
-                            "resourceManagerVersion": hadoop}}
-
-
-def rm_answers(doc: dict[str, Any], hadoop: str = "3.5.0") -> dict[str, str]:
-    answers = {f"/ws/v1/cluster/{name}": json.dumps(doc[name]) for name in ("scheduler", "nodes")}
-    return {**answers, "/ws/v1/cluster/info": json.dumps(cluster_info(hadoop))}
+def rm_answers(doc: dict[str, Any], hadoop: str | None = "3.5.0") -> dict[str, str]:
+    """The recording's scheduler and nodes, every NodeManager of release ``hadoop`` (None: the
+    nodes do not say)."""
+    nodes = json.loads(json.dumps(doc["nodes"]))
+    for node in nodes["nodes"]["node"]:
+        node.pop("version", None)
+        if hadoop is not None:
+            node["version"] = hadoop
+    return {"/ws/v1/cluster/scheduler": json.dumps(doc["scheduler"]),
+            "/ws/v1/cluster/nodes": json.dumps(nodes)}
 
 
 def test_asks_the_rm_over_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Against a server answering with the recording: three requests, and a verdict."""
+    """Against a server answering with the recording: two requests, and a verdict."""
     with fake_rm(tmp_path, monkeypatch, rm_answers(recorded())) as paths:
         outcome = run_preflight(job(tmp_path, components={"worker": {"yarn.memory": "20000"}}),
                                 "default", QUEUE_KEY)
-    assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/info", "/ws/v1/cluster/nodes"]
+    assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/nodes"]
     assert outcome.checked and len(outcome.problems) == 1
     assert outcome.to_json()["problems"] == [str(outcome.problems[0])]
 
@@ -446,7 +446,7 @@ def test_a_cluster_older_than_hadoop_3_3_is_refused(tmp_path: Path,
     with (fake_rm(tmp_path, monkeypatch, rm_answers(recorded(), hadoop)) as paths,
           pytest.raises(UnsupportedHadoop) as refused):
         run_preflight(job(tmp_path), "default", QUEUE_KEY)
-    assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/info"]
+    assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/nodes"]
     assert str(refused.value) == (
         f"the cluster ({refused.value.rm_url}) runs Hadoop {hadoop}; tfyarn supports Hadoop "
         "3.3 and later: its AppMaster is built against Hadoop 3.3.6's API. "
@@ -464,8 +464,7 @@ def test_hadoop_3_3_and_later_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_an_rm_that_does_not_say_its_release_is_checked_as_before(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    answers = {**rm_answers(recorded()), "/ws/v1/cluster/info": '{"clusterInfo": {}}'}
-    with fake_rm(tmp_path, monkeypatch, answers):
+    with fake_rm(tmp_path, monkeypatch, rm_answers(recorded(), None)):
         outcome = run_preflight(job(tmp_path), "default", QUEUE_KEY)
     assert outcome.checked and outcome.problems == []
 
@@ -490,7 +489,7 @@ def test_asks_the_rm_where_an_acl_may_forbid(tmp_path: Path, monkeypatch: pytest
                    ACCESS.format(allowed=str(allowed).lower(), user="bob")}
     with fake_rm(tmp_path, monkeypatch, answers) as paths:
         outcome = run_preflight(job(tmp_path), "default", QUEUE_KEY)
-    assert paths[3:] == ["/conf", "/ws/v1/cluster/queues/root.default/access"]
+    assert paths[2:] == ["/conf", "/ws/v1/cluster/queues/root.default/access"]
     assert outcome.checked
     assert [p.message for p in outcome.problems] == ([] if allowed else [
         "user bob may not submit to queue root.default (its SUBMIT_APP and ADMINISTER_QUEUE "
@@ -530,7 +529,7 @@ def test_asks_the_rm_its_highest_priority_only_for_a_job_that_asks_one(
     with fake_rm(tmp_path, monkeypatch, answers) as paths:
         outcome = run_preflight(job(tmp_path), "default", QUEUE_KEY,
                                 PriorityAsk(12, PRIORITY_KEY))
-    assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/info", "/ws/v1/cluster/nodes",
+    assert paths == ["/ws/v1/cluster/scheduler", "/ws/v1/cluster/nodes",
                      "/conf"]
     assert [p.message for p in outcome.problems] == [
         "the cluster's application priorities go from 0 to 10 "

@@ -4,8 +4,8 @@ YARN accepts a request for a label no node has, or for more memory than any cont
 get, and fails the application seconds later with a Java stack trace; a job bigger than its
 queue waits forever. Everything needed to know this in advance is in two answers of the
 ResourceManager's REST API: the scheduler (queues, their state, labels, limits and use) and
-the nodes (labels, state, size, free room); a cluster older than tfyarn supports is refused
-from a third, the RM's release. The checks here are pure functions of those answers;
+the nodes (labels, state, size, free room, release: a cluster older than tfyarn supports is
+refused). The checks here are pure functions of those answers;
 `run_preflight` fetches them (rmrest.py) and never blocks a submission when the RM cannot be
 asked (no REST address, no answer, no Kerberos ticket for its web UI): it says why the check
 was skipped.
@@ -424,12 +424,12 @@ class UnsupportedHadoop(TfyarnError):
         self.rm_url = rm_url
 
 
-def hadoop_version(client: rmrest.RestReports) -> str | None:
-    """The Hadoop release the RM runs (/ws/v1/cluster/info); None where it does not say."""
-    try:
-        return str(client.get("info")["clusterInfo"]["hadoopVersion"])
-    except (rmrest.RestError, requests.RequestException, ValueError, KeyError, TypeError):
-        return None
+def oldest_node_release(nodes: dict) -> str | None:
+    """The oldest Hadoop release among the NodeManagers (the nodes answer's ``version``: where
+    the AppMaster runs); None where no node says."""
+    versions = [str(n["version"]) for n in ((nodes.get("nodes") or {}).get("node") or [])
+                if isinstance(n, dict) and n.get("version")]
+    return min(versions, key=amjar.release, default=None)
 
 
 def _cluster_max_priority(client: rmrest.RestReports) -> int | None:
@@ -445,7 +445,7 @@ def _cluster_max_priority(client: rmrest.RestReports) -> int | None:
 def run_preflight(containers: list[ContainerAsk], queue_name: str,
                   queue_source: tuple[str, str],
                   priority: PriorityAsk | None = None) -> Preflight:
-    """Ask the RM (three REST calls; two more where a queue ACL may apply, one where the job
+    """Ask the RM (two REST calls; two more where a queue ACL may apply, one where the job
     asks for a priority) and check; UnsupportedHadoop for a cluster older than tfyarn
     supports."""
     conf = hadoopconf.client_configuration()
@@ -457,13 +457,13 @@ def run_preflight(containers: list[ContainerAsk], queue_name: str,
     for url in urls:
         client = rmrest.RestReports(url)
         try:
-            scheduler = client.get("scheduler")  # a standby's redirect: the next address
+            scheduler, nodes = client.get("scheduler"), client.get("nodes")
             # Before the answers are read: an older release's may not read as 3.3's, and
             # tfyarn's AppMaster would die at its start there without a word.
-            version = hadoop_version(client)
+            version = oldest_node_release(nodes)
             if version is not None and not amjar.runs_on(version):
                 raise UnsupportedHadoop(url, version)
-            view = cluster_view(scheduler, client.get("nodes"))
+            view = cluster_view(scheduler, nodes)
         except (rmrest.RestError, requests.RequestException, ValueError) as exc:
             failures[url] = exc
             continue
