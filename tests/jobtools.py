@@ -460,14 +460,14 @@ GANG_HOLD_S = 10  # site.global.allocation.hold: short, for tests and benchmarks
 GANG_SLEEP_S = 8  # each gang job's "training"
 
 
-def partial_holds(spans: list[dict], gang: int, given_back: str) -> list[tuple[float, float]]:
+def partial_holds(spans: list[dict], gang: int) -> list[tuple[float, float]]:
     """Each stretch in which a job held part of its gang, from a history's spans: (the last
     container's coming, the next event), where the next event is another container, a give-back
     or the end of the record. The rule bounds these: none longer than the hold (plus slack).
     The record ends at the gang's first whole hold (the job ran; what follows is its end)."""
     events = sorted([(s["started"], 1) for s in spans if s["started"] is not None]
                     + [(s["ended"], -1) for s in spans if s["started"] is not None
-                       and s["ended"] is not None and s["outcome"] == given_back])
+                       and s["ended"] is not None])  # given back, or lost in any other way
     held, last_came, stretches = 0, None, []
     for at, change in events:
         if 0 < held < gang and last_came is not None and (last_came, at) not in stretches:

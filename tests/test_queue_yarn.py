@@ -53,7 +53,7 @@ def assert_held_no_longer_than_the_hold(app_id: str, history: dict) -> int:
     past it, given back or not, fails. The rounds, for the log."""
     spans = history["spans"]
     gang = len({s["task"] for s in spans})
-    for came, next_event in partial_holds(spans, gang, GIVEN_BACK):
+    for came, next_event in partial_holds(spans, gang):
         assert next_event - came <= GANG_HOLD_S + 5, (
             f"{app_id} held part of its gang from {came:.1f} to {next_event:.1f} with none coming")
     return len([m for m in history["marks"] if m[1] == "queue"])
