@@ -60,15 +60,15 @@ def rm(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
 
 def test_the_nodes_and_the_queue_as_the_rm_says(rm: tuple[Path, list[str]]) -> None:
     conf_dir, asked = rm
-    heard: list[set[str]] = []
-    facts = ClusterWatch(APP["id"], str(conf_dir), on_nodes=heard.append).facts()
+    facts = ClusterWatch(APP["id"], str(conf_dir)).facts()
     assert facts is not None and facts.standing is not None
     assert {n.label for n in facts.nodes.nodes} == {"", "gpu"}
     assert (facts.standing.path, facts.standing.ahead) == ("root.default", 1)
     assert len(asked) == 4
-    # the placement is told the default partition's running hosts (no port; not the gpu
-    # node, which here shares the host of the other: both localhost)
-    assert heard == [{"localhost"}] and len(facts.nodes.active_nodes("")) == 1
+    # where a replacement may be steered: the default partition's running hosts, no port
+    # (the gpu node, not among them, here shares the other's host: both localhost)
+    assert ClusterWatch(APP["id"], str(conf_dir)).partition_hosts() == {"localhost"}
+    assert asked[-1] == "/ws/v1/cluster/nodes" and len(asked) == 5  # the nodes alone
 
 
 def test_without_an_rm_to_ask_the_job_waits_without_and_says_so_once(

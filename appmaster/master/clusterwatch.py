@@ -16,7 +16,6 @@ import logging
 import os
 import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from appmaster.common.clusterview import (
@@ -54,13 +53,22 @@ class ClusterWatch:
     RM that does not answer at all costs its timeout, on the master's event loop), and says
     why once in the log."""
 
-    def __init__(self, app_id: str, conf_dir: str | None = None,
-                 on_nodes: Callable[[set[str]], None] | None = None) -> None:
+    def __init__(self, app_id: str, conf_dir: str | None = None) -> None:
         self.app_id = app_id
-        self.on_nodes = on_nodes  # told the default partition's running hosts at each answer
         self.bases = rm_web_bases(conf_dir or os.environ.get("HADOOP_CONF_DIR"))
         self.said_why = False
         self.quiet_until = 0.0
+
+    def partition_hosts(self) -> set[str] | None:
+        """The default partition's running hosts, from the first RM that answers its nodes
+        (None: none did; the job goes on without)."""
+        for base in self.bases:
+            try:
+                nodes = cluster_view({}, self._get(base, "nodes"))
+            except (OSError, ValueError, KeyError):
+                continue
+            return {n.id.rsplit(":", 1)[0] for n in nodes.active_nodes(DEFAULT_PARTITION)}
+        return None
 
     def facts(self) -> ClusterFacts | None:
         if time.monotonic() < self.quiet_until:
@@ -69,9 +77,6 @@ class ClusterWatch:
         for base in self.bases:
             try:
                 nodes = cluster_view({}, self._get(base, "nodes"))
-                if self.on_nodes is not None:
-                    self.on_nodes({n.id.rsplit(":", 1)[0]
-                                   for n in nodes.active_nodes(DEFAULT_PARTITION)})
                 app = self._get(base, f"apps/{self.app_id}")["app"]
                 standing = queue_standing(self.app_id, app, self._get(base, "scheduler"),
                                           self._get(base, f"apps?states={ACTIVE}"))

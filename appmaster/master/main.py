@@ -77,8 +77,7 @@ class Master:
         self.first_end: EndJob | None = None  # the start's, if it ended the job
         self.placement = Placement(plan)  # where a role's next containers are asked for
         self.placed: dict[str, str] = {}  # the placement last written, by role
-        # asked while tasks wait (and once at the start: its nodes steer replacements)
-        self.cluster = clusterwatch.ClusterWatch(app.id, on_nodes=self.placement.heard_nodes)
+        self.cluster = clusterwatch.ClusterWatch(app.id)  # asked while tasks wait
         self.cluster_asked_at = -CLUSTER_EVERY_S
         self.stopping = Stopping(self.store, app.kill_container)  # healthy tasks ended
 
@@ -104,7 +103,8 @@ class Master:
         self.serve_rendezvous()
         with self.lock:
             self.first_end = self.start(time.monotonic())
-        threading.Thread(target=self.cluster.facts, name="nodes", daemon=True).start()
+        threading.Thread(target=lambda: self.placement.heard_nodes(  # where to steer to
+            self.cluster.partition_hosts()), name="nodes", daemon=True).start()
 
     def run(self) -> EndJob:
         """Events until one ends the job: how it ended (the job's :class:`EndJob`)."""
@@ -340,8 +340,8 @@ class Master:
             running = {c: t for c, t in self.job.by_container.items()
                        if t.state == TaskState.RUNNING}
         chief = next((c for c, t in running.items() if t.key == self.plan.chief), None)
-        self.stopping.wind_down(list(running), chief, timeout_s)
-        remove_unfinished_copies(self.work_dir)  # not left for a next chief: there is none
+        if self.stopping.wind_down(list(running), chief, timeout_s):  # no copy under way
+            remove_unfinished_copies(self.work_dir)  # not left for a next chief: there is none
 
     def request(self, asks: list[Request]) -> None:
         """Containers for these tasks: those skein asked for at start-up are adopted; the

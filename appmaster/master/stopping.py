@@ -61,21 +61,22 @@ class Stopping:
         self.settled_generation = self.asked_generation
         self.store.put(registry.settled_key(self.settled_generation), b"1")
 
-    def wind_down(self, running: list[str], chief: str | None, timeout_s: float) -> None:
+    def wind_down(self, running: list[str], chief: str | None, timeout_s: float) -> bool:
         """The job ends: the ``running`` tasks' containers are asked to stop, and the
         ``chief``'s last copy to HDFS awaited (its agent's word that it exited), up to
         ``timeout_s``; or, without a running chief, that of a chief already asked to stop
-        (a stalled one, whose stall ended the job)."""
+        (a stalled one, whose stall ended the job). Whether no chief is copying any more."""
         for container in running:
             self.store.put(registry.stop_key(container), b"1")
         chief = chief or next((c for c, (_, is_chief) in self.containers.items() if is_chief),
                               None)
         if chief is None:
-            return
+            return True
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             found = self.store.get(registry.status_key(chief))
             if found and AgentStatus.from_json(found[0]).state == AgentState.EXITED:
-                return
+                return True
             time.sleep(0.2)
         log.warning("the chief did not end within %.0f s of the job's end", timeout_s)
+        return False

@@ -68,9 +68,11 @@ class Placement:
         self.left.pop(key, None)
         self.settled(key)
 
-    def heard_nodes(self, hosts: Iterable[str]) -> None:
-        """The default partition's running nodes, from the ResourceManager."""
-        self.partition_hosts = set(hosts)
+    def heard_nodes(self, hosts: set[str] | None) -> None:
+        """The default partition's running nodes, from the ResourceManager (None: it did not
+        answer). From another thread: one rebinding, read whole, needs no lock."""
+        if hosts is not None:
+            self.partition_hosts = hosts
 
     def given_back(self, key: Key) -> None:
         """The task gave its container back while the job waited for the queue, on its way
@@ -130,8 +132,8 @@ class Placement:
             return f"nodes={','.join(sorted(last))}\nrelax=false"
         left = {self.left[key] for key in keys if key in self.left} | set(lost)
         # where they ran, unless they failed there; else where the job ran (the env's cache)
-        preferred = (last - left) or (self.hosts - left) or (self.partition_hosts - left)
-        preferred -= self.blacklisted
+        out = left | self.blacklisted
+        preferred = (last - out) or (self.hosts - out) or (self.partition_hosts - out)
         if not preferred:
             return ""
         if self.relaxes() and any(self.due(key, now) for key in keys):
