@@ -37,8 +37,10 @@ for minor in "${supported[@]}"; do
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   stamp=$venv/.tfyarn-installed-unit
   if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    # The interpreter's own pip (23.0 or newer) installs an editable pyproject; modules are
-    # compiled as the tests import them rather than all at install.
+    # An editable pyproject needs pip 21.3 or newer: a venv's own is upgraded only where older
+    # (a distribution's python3.10 may bring 21 or 22). Modules are compiled as the tests
+    # import them rather than all at install.
+    "$venv/bin/python" -m pip install -q "pip>=21.3"
     "$venv/bin/python" -m pip install -q --no-compile -e ".[unit]"
     touch "$stamp"
   fi
