@@ -69,6 +69,11 @@ ZERO = Resources()
 
 # ---- the cluster, from the RM's answers ----
 
+def host_of(node_id: str) -> str:
+    """A NodeManager's host, from its id (host:port)."""
+    return node_id.rsplit(":", 1)[0]
+
+
 @dataclass(frozen=True)
 class Node:
     id: str
@@ -81,6 +86,10 @@ class Node:
     @property
     def active(self) -> bool:
         return self.state == "RUNNING"
+
+    @property
+    def host(self) -> str:
+        return host_of(self.id)
 
     @property
     def standing(self) -> str:

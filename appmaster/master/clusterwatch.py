@@ -67,7 +67,7 @@ class ClusterWatch:
                 nodes = cluster_view({}, self._get(base, "nodes"))
             except (OSError, ValueError, KeyError):
                 continue
-            return {n.id.rsplit(":", 1)[0] for n in nodes.active_nodes(DEFAULT_PARTITION)}
+            return {n.host for n in nodes.active_nodes(DEFAULT_PARTITION)}
         return None
 
     def facts(self) -> ClusterFacts | None:

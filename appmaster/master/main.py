@@ -21,11 +21,11 @@ from pathlib import Path
 
 import skein
 
-from appmaster.common import agentlink, hdfstokens, registry
+from appmaster.common import agentlink, hdfstokens, registry, storage
+from appmaster.common.clusterview import host_of
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.registry import APPMASTER_BUILD_ENV, AgentState, AgentStatus
 from appmaster.common.settings import NODE_FAILURE_THRESHOLD
-from appmaster.common.storage import remove_unfinished_copies
 from appmaster.common.vocabulary import JobState, Role, TaskState
 from appmaster.master import attempts, clusterwatch, rendezvous
 from appmaster.master.stopping import Stopping
@@ -103,8 +103,8 @@ class Master:
         self.serve_rendezvous()
         with self.lock:
             self.first_end = self.start(time.monotonic())
-        threading.Thread(target=lambda: self.placement.heard_nodes(  # where to steer to
-            self.cluster.partition_hosts()), name="nodes", daemon=True).start()
+        threading.Thread(target=lambda: self.placement.heard_nodes(self.cluster.partition_hosts()),
+                         daemon=True).start()  # the nodes a replacement may be steered to
 
     def run(self) -> EndJob:
         """Events until one ends the job: how it ended (the job's :class:`EndJob`)."""
@@ -192,7 +192,7 @@ class Master:
             self.job.on_status(container, gpus=status.gpus)
         if status.state == AgentState.STARTED:
             if (task := self.job.task_of(container)) and status.node:
-                self.placement.ran(task.key, status.node.rsplit(":", 1)[0])
+                self.placement.ran(task.key, host_of(status.node))
             return self.perform(self.job.on_started(
                 container, now, node=status.node, yarn_container_id=status.yarn_container_id,
                 user=status.user))
@@ -341,7 +341,7 @@ class Master:
                        if t.state == TaskState.RUNNING}
         chief = next((c for c, t in running.items() if t.key == self.plan.chief), None)
         if self.stopping.wind_down(list(running), chief, timeout_s):  # no copy under way
-            remove_unfinished_copies(self.work_dir)  # not left for a next chief: there is none
+            storage.remove_unfinished_copies(self.work_dir)  # no next chief will
 
     def request(self, asks: list[Request]) -> None:
         """Containers for these tasks: those skein asked for at start-up are adopted; the

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from appmaster.common import registry
 from appmaster.common.cluster_spec import ClusterSpec
-from appmaster.common.clusterview import ClusterView, QueueStanding
+from appmaster.common.clusterview import ClusterView, QueueStanding, host_of
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import WAITING, JobState, Role, SuccessPolicy, TaskState
 from appmaster.model.history import History, Mark
@@ -401,7 +401,7 @@ class Job:
         YARN places it there again, it stays: its agent reached the master from there, and
         YARN found no other room (a partition of one node, a full cluster). Sent back until
         three timeouts had passed, such a task waited that long, 90 s by default (issue 37)."""
-        host = (node or "").rsplit(":", 1)[0]
+        host = host_of(node or "")
         if host not in self.recently_lost(now):
             return False
         if host in task.sent_back_from:

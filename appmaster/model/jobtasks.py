@@ -39,6 +39,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from appmaster.common.clusterview import host_of
 from appmaster.common.jobplan import JobPlan
 from appmaster.common.vocabulary import WAITING, Role, TaskState
 from appmaster.model.stall import StepTrack
@@ -154,7 +155,7 @@ class Task:
 
     @property
     def host(self) -> str:
-        return (self.node or "?").rsplit(":", 1)[0]
+        return host_of(self.node or "?")
 
 
 class IllegalMove(ValueError):
