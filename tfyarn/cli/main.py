@@ -2,33 +2,51 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import click
 
 from tfyarn.cli import exitcodes
-from tfyarn.cli.cluster import cluster_group
-from tfyarn.cli.config import config_command
-from tfyarn.cli.envs import env_group
-from tfyarn.cli.flex import flex_command
-from tfyarn.cli.jobs import submit_command, wait_command
-from tfyarn.cli.monitor import (
-    kill_command,
-    list_command,
-    logs_command,
-    report_command,
-    status_command,
-)
 from tfyarn.cli.options import CONTEXT_SETTINGS, GlobalOptions, global_options
-from tfyarn.cli.tensorboard import tensorboard_command
 from tfyarn.errors import TfyarnError
 
 ARGS = "tfyarn.args"  # the command line, as the group got it
 
+# Each command's module is imported when the command runs (or help lists it): a command
+# started by a script's loop (`tfyarn status` every few seconds) pays for its own imports
+# only, not for every other command's (about 0.4 s of CPU each time).
+COMMANDS = {
+    "cluster": ("tfyarn.cli.cluster", "cluster_group"),
+    "submit": ("tfyarn.cli.jobs", "submit_command"),
+    "wait": ("tfyarn.cli.jobs", "wait_command"),
+    "status": ("tfyarn.cli.monitor", "status_command"),
+    "kill": ("tfyarn.cli.monitor", "kill_command"),
+    "flex": ("tfyarn.cli.flex", "flex_command"),
+    "list": ("tfyarn.cli.monitor", "list_command"),
+    "logs": ("tfyarn.cli.monitor", "logs_command"),
+    "report": ("tfyarn.cli.monitor", "report_command"),
+    "config": ("tfyarn.cli.config", "config_command"),
+    "tensorboard": ("tfyarn.cli.tensorboard", "tensorboard_command"),
+    "env": ("tfyarn.cli.envs", "env_group"),
+}
+
 
 class TfyarnGroup(click.Group):
     """The one place where tfyarn's errors become click's `Error: ...` (exit 1): every
-    command, and the group's own options, run inside this invoke."""
+    command, and the group's own options, run inside this invoke. Its commands are
+    COMMANDS', imported when first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name]
+        command = getattr(importlib.import_module(module), attribute)
+        assert command.name == name, (name, command.name)
+        return command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta[ARGS] = list(args)  # click empties ctx.args before the command runs
@@ -69,19 +87,6 @@ def main(ctx: click.Context, principal: str | None, keytab: str | None, verbose:
     # builds the driver's settings once (tfyarn/cli/options.py, driver_options).
     ctx.obj = GlobalOptions(principal, keytab, verbose)
 
-
-main.add_command(cluster_group)
-main.add_command(submit_command)
-main.add_command(wait_command)
-main.add_command(status_command)
-main.add_command(kill_command)
-main.add_command(flex_command)
-main.add_command(list_command)
-main.add_command(logs_command)
-main.add_command(report_command)
-main.add_command(config_command)
-main.add_command(tensorboard_command)
-main.add_command(env_group)
 
 if __name__ == "__main__":
     main()
