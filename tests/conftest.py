@@ -40,6 +40,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             unmarked.append(f"{item.nodeid} (uses {', '.join(sorted(used & YARN_ONLY_FIXTURES))})")
         if used & CLUSTER_FIXTURES and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=YARN_TEST_RERUNS, reruns_delay=5))
+    # The lanes take the ungrouped tests in collection order: the long ones go first, so that
+    # no lane ends the run alone on one while the other has nothing left.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
     if unmarked:
         raise pytest.UsageError(
             "these tests start the local cluster or a browser but are not marked yarn "

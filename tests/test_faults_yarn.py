@@ -383,6 +383,7 @@ def assert_failed(job: Job, app: dict) -> None:
 # ---------------------------------------------------------------- tests
 
 
+@pytest.mark.long
 def test_killed_worker_is_replaced(yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
     """kill -9 worker 1's script: a new container for the same task index, the job goes on."""
     job = submit(*make_job(tmp_path, args=TRAIN_ARGS, thresholds={"worker": 1}))
@@ -450,6 +451,7 @@ def assert_replacement_trained(job: Job, stdout_name: str) -> None:
 # The chief's variant (about 55 s) runs on demand (TFYARN_LONG=1): a killed chief restarting
 # the cluster from the checkpoint on HDFS is proven in every run by test_slider_yarn.py's
 # test_killed_worker_0_restarts_from_the_hdfs_checkpoint and by the TF2 examples' chief kill.
+@pytest.mark.long
 @pytest.mark.parametrize("victim_task, role, threshold_role", [
     (("ps", 0), "ps 0", "ps"),
     pytest.param(("worker", 0), "chiefworker 0", "chiefworker", marks=pytest.mark.skipif(
@@ -514,6 +516,7 @@ TF2_STEPS = 300
 
 # tf2_mwms's variant (about 50 s) runs on demand (TFYARN_LONG=1): a MultiWorkerMirrored
 # cluster restarted from HDFS is what test_keras_yarn's keras_mwms-kill-worker goes through.
+@pytest.mark.long
 @pytest.mark.parametrize("example", ["tf2_ps", pytest.param("tf2_mwms", marks=pytest.mark.skipif(
     not os.environ.get("TFYARN_LONG"), reason="tf2_mwms's variant: TFYARN_LONG=1 runs it"))])
 def test_tf2_example_resumes_from_hdfs_after_its_chief_is_killed(
@@ -752,6 +755,7 @@ AM_KILL_STEPS = 400
 AM_KILL_ARGS = ["--train_steps", str(AM_KILL_STEPS), "--step_sleep", "0.1"]
 
 
+@pytest.mark.long
 def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, submit,
                                                 tmp_path: Path) -> None:
     """kill -9 the AppMaster's driver: YARN starts attempt 2, which reruns the job from the

@@ -49,6 +49,7 @@ def trained_on(job, generation: int, workers: int) -> int:
     return job.wait_for_checkpoint(at_start + 50)
 
 
+@pytest.mark.long
 def test_flex_workers_two_three_two_trains_on_from_the_checkpoint(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:  # noqa: F811
     job = submit(*make_job(tmp_path, args=["--train_steps", str(STEPS), "--step_sleep", "0.1"],

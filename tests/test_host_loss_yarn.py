@@ -96,6 +96,7 @@ def components(ps: str, chief: str, worker: str, memory: str) -> dict[str, dict[
 # the very path a lost chief's does (a generation restart from the checkpoint on HDFS) and
 # 2.5 minutes: it runs on demand (TFYARN_LONG=1), the chief's, which also loses the
 # chief's local work dir, in every run.
+@pytest.mark.long
 @pytest.mark.parametrize("victim", ["chiefworker", pytest.param("ps", marks=pytest.mark.skipif(
     not os.environ.get("TFYARN_LONG"), reason="the ps's variant: TFYARN_LONG=1 runs it"))])
 def test_losing_a_tasks_host(yarn_cluster, skein_client, tmp_path: Path, victim: str) -> None:

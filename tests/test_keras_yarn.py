@@ -125,6 +125,7 @@ def test_keras_ps_goes_on_after_a_worker_kill(
 # ParameterServerStrategy example resuming from HDFS after a restart:
 # test_tf2_example_resumes_from_hdfs_after_its_chief_is_killed[tf2_ps]; Keras `fit` resuming
 # from the state tfyarn restored: keras_mwms's variant here.
+@pytest.mark.long
 @pytest.mark.parametrize("example, victim", [
     pytest.param("keras_ps", ("ps", 0), marks=pytest.mark.skipif(
         not os.environ.get("TFYARN_LONG"), reason="keras_ps's variant: TFYARN_LONG=1 runs it")),

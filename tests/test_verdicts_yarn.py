@@ -116,6 +116,7 @@ def default_partition_used(yarn_cluster, queue: str) -> int:
     raise AssertionError(f"no queue {queue} in the scheduler's view")
 
 
+@pytest.mark.long
 def test_a_job_past_its_queues_share_gets_a_preemption_notice_saves_and_trains_on(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
     resources, app_config = make_job(
