@@ -89,7 +89,8 @@ def link_site_packages(ours: Path, theirs: Path, leave_out: tuple[str, ...]) -> 
 
 
 # What a container checks on a bare node: none of the client's Python or checkout, a system
-# Python without TensorFlow, and the shipped env importing what jobs need.
+# Python without TensorFlow, and the shipped env importing tfyarn's own needs and holding
+# TensorFlow (found, not imported: 6 CPU-s a node, and the first job on it imports it).
 BARE_NODE_CHECK = """set -eu
 test ! -e {client_python} || {{ echo "the client's {client_python} is on this node"; exit 1; }}
 for path in {absent}; do
@@ -98,7 +99,9 @@ done
 if {system_python} -c 'import tensorflow' 2>/dev/null; then
   echo "the system Python has TensorFlow"; exit 1
 fi
-./pyenv/bin/python -c 'import sys, tensorflow, skein, hdfs_native; print("env ok", sys.prefix)'
+./pyenv/bin/python -c 'import sys, importlib.util, skein, hdfs_native
+assert importlib.util.find_spec("tensorflow"), "no tensorflow in the env"
+print("env ok", sys.prefix)'
 """
 
 # A file in each place a real node does not share with the client (made here if missing).

@@ -74,12 +74,13 @@ WORKER_MB = 6144  # 3 workers: 18 GB, past the 14.4 GB the default queue is guar
 URGENT_MB = 4096  # 4 of them: 16 GB, past the urgent queue's 14.4 GB share
 # Long enough for the urgent job to come and take its share (preemption's monitor looks
 # every second and kills after 10 s: the local cluster's capacity-scheduler settings), with
-# training left after it: about 70 s of training with 4 workers at 0.1 s a step, where the
-# notice comes some 15 s after the first checkpoint and the kill 10 s later.
-TRAIN_STEPS = 2500
+# training left after it: about 70 s of training with 4 workers at 0.3 s a step, where the
+# notice comes some 15 s after the first checkpoint and the kill 10 s later. Slow steps: each
+# costs the job's processes ~20 ms of CPU, which the suite's other lane is short of.
+TRAIN_STEPS = 850
 URGENT_HOLD_S = 25  # past the kill's wait: the urgent job's own ends do not make room first
 CHIEF_OUT = "chiefworker-0.stdout"
-TRAIN_ARGS = ["--train_steps", str(TRAIN_STEPS), "--step_sleep", "0.1"]
+TRAIN_ARGS = ["--train_steps", str(TRAIN_STEPS), "--step_sleep", "0.3"]
 
 
 def urgent_application(containers: int, seconds: float) -> skein.ApplicationSpec:
