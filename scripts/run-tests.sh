@@ -6,6 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --for tests  # also the browser, kinit, the test tools
+# Compiled modules are kept, as on a user's machine: with PYTHONDONTWRITEBYTECODE (set on
+# some CI images) every tfyarn command and pytest process compiled tfyarn and the tests
+# anew (0.3 CPU-s a command), and __pycache__ files a user's env has went untested.
+unset PYTHONDONTWRITEBYTECODE
 .venv/bin/ruff check .
 workers=${TFYARN_TEST_WORKERS:-2}
 if [ "$workers" -gt 1 ]; then

@@ -5,6 +5,7 @@
 # pyenv's newest 3.X. None found: nothing to do, exit 0. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+unset PYTHONDONTWRITEBYTECODE  # compiled as they are imported (below), as scripts/run-tests.sh
 
 supported=(3.10 3.11 3.12 3.13)  # pyproject.toml's requires-python and classifiers
 own=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)

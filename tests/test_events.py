@@ -9,10 +9,15 @@ import pytest
 
 from appmaster.agent.tfevents import EventFile, Progress
 
-tf = pytest.importorskip("tensorflow")
+
+@pytest.fixture
+def tf():
+    """TensorFlow, imported by the lane that runs these tests, not by every one that
+    collects them (6 CPU-s each)."""
+    return pytest.importorskip("tensorflow")
 
 
-def write_tf2_scalars(folder: Path, values: dict[int, dict[str, float]]) -> None:
+def write_tf2_scalars(tf, folder: Path, values: dict[int, dict[str, float]]) -> None:
     writer = tf.summary.create_file_writer(str(folder))
     with writer.as_default():
         for step, scalars in values.items():
@@ -22,10 +27,10 @@ def write_tf2_scalars(folder: Path, values: dict[int, dict[str, float]]) -> None
     writer.close()
 
 
-def test_tf2_and_tf1_summaries_read_back(tmp_path: Path) -> None:
-    write_tf2_scalars(tmp_path / "train", {0: {"loss": 2.0}, 10: {"loss": 1.0},
+def test_tf2_and_tf1_summaries_read_back(tf, tmp_path: Path) -> None:
+    write_tf2_scalars(tf, tmp_path / "train", {0: {"loss": 2.0}, 10: {"loss": 1.0},
                                            20: {"loss": 0.5}})
-    write_tf2_scalars(tmp_path / "eval", {20: {"accuracy": 0.75}})
+    write_tf2_scalars(tf, tmp_path / "eval", {20: {"accuracy": 0.75}})
     graph = tf.Graph()
     with graph.as_default():  # what MonitoredTrainingSession's hooks write: simple_value
         writer = tf.compat.v1.summary.FileWriter(str(tmp_path / "v1"))
@@ -43,8 +48,8 @@ def test_tf2_and_tf1_summaries_read_back(tmp_path: Path) -> None:
     assert not progress.scan()  # nothing new
 
 
-def test_a_growing_file_is_read_once_and_a_half_written_record_waits(tmp_path: Path) -> None:
-    write_tf2_scalars(tmp_path, {1: {"loss": 3.0}, 2: {"loss": 2.0}})
+def test_a_growing_file_is_read_once_and_a_half_written_record_waits(tf, tmp_path: Path) -> None:
+    write_tf2_scalars(tf, tmp_path, {1: {"loss": 3.0}, 2: {"loss": 2.0}})
     (path,) = tmp_path.glob("events.out.tfevents.*")
     whole = path.read_bytes()
     partial = tmp_path / "copy.tfevents"
@@ -58,7 +63,7 @@ def test_a_growing_file_is_read_once_and_a_half_written_record_waits(tmp_path: P
     assert reader.new_events() == []
 
 
-def test_the_pace_comes_from_steps_and_wall_times(tmp_path: Path) -> None:
+def test_the_pace_comes_from_steps_and_wall_times(tf, tmp_path: Path) -> None:
     progress = Progress(tmp_path)
     from appmaster.agent.tfevents import Event
 

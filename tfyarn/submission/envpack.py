@@ -267,9 +267,18 @@ def walk(path: Path, arcname: str, skip: frozenset[str] = frozenset(),
                 f"{relative}/{d}") not in build_only)
         for name in sorted(files):
             file = Path(root) / name
-            if file in dropped or (editable and name.endswith(_NEVER[1])):
+            if file in dropped or (editable and name.endswith(_NEVER[1])) or \
+                    _compiled_copy_of(file, dropped):
                 continue
             yield file, os.path.normpath(f"{arcname}/{relative}/{name}")
+
+
+def _compiled_copy_of(file: Path, dropped: frozenset[Path]) -> bool:
+    """A left-out module's compiled copy (an editable finder's
+    ``__pycache__/__editable___x_finder.cpython-312.pyc``), which Python writes beside it on
+    its first import: it goes where its module goes."""
+    return (file.parent.name == "__pycache__" and file.suffix == ".pyc" and bool(dropped)
+            and file.parent.parent / f"{file.name.split('.', 1)[0]}.py" in dropped)
 
 
 def python_members(source: EnvSource) -> Iterator[tuple[Path, str]]:
