@@ -196,3 +196,11 @@ def test_the_plan_ignores_the_failures_of_workers_and_the_evaluator_alone(name: 
             f"{name}: {settings.FAILURE_POLICY.key} ignore: a {name} cannot be ignored")):
         role(name, failure_policy="ignore")
     assert role("evaluator", failure_policy="ignore").failure_policy is FailurePolicy.IGNORE
+
+
+def test_the_plan_gives_each_component_a_priority_of_its_own() -> None:
+    """As the job files say (jobrules.priority_misfit), naming the key and both components."""
+    with pytest.raises(SpecError, match=re.escape(
+            f"evaluator: {settings.PRIORITY.key} 3: worker and evaluator both have priority 3")):
+        plan(evaluator=role("evaluator", instances=1, priority=3))
+    assert plan(evaluator=role("evaluator", instances=1, priority=4)).evaluator

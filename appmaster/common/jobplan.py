@@ -19,6 +19,7 @@ from appmaster.common.jobrules import (
     instances_misfit,
     is_plain_name,
     is_work_dir_flag,
+    priority_misfit,
     repeated_names,
     stall_timeout_misfit,
 )
@@ -258,9 +259,12 @@ class JobPlan:
             if role is not None and (role.name != name or role.instances < 1):
                 raise SpecError(f"the {name} beside the tasks is a {name} with a container")
         everyone = [*self.roles, *self.side_roles]
-        if len({r.name for r in everyone}) < len(everyone) or len(
-                {r.priority for r in everyone}) < len(everyone):
-            raise SpecError("each role once, each with a priority of its own")
+        if len({r.name for r in everyone}) < len(everyone):
+            raise SpecError("each role once")
+        priorities: dict[int, str] = {}
+        for role in everyone:
+            if misfit := priority_misfit(role.name, role.priority, priorities):
+                _refuse(misfit)
         if not is_work_dir_flag(self.work_dir_flag):
             raise SpecError(f"{settings.WORK_DIR_FLAG.key} {self.work_dir_flag!r}: --name, or "
                             '"" for none')

@@ -57,6 +57,17 @@ def failure_policy_misfit(role: str, policy: str) -> Misfit | None:
                   'use "restart" or "fatal"; "ignore" is for workers and the evaluator.', policy)
 
 
+def priority_misfit(role: str, priority: int, taken: dict[int, str]) -> Misfit | None:
+    """A component given a priority another already has: YARN tells a job's container
+    requests apart by their priority. ``taken``: the priorities seen so far, by component;
+    ``role``'s is added when it is free."""
+    other = taken.setdefault(priority, role)
+    if other == role:
+        return None
+    return Misfit(role, settings.PRIORITY, f"{other} and {role} both have priority {priority}",
+                  "give each component its own priority.", str(priority))
+
+
 # The roles a job has at most one of, with why
 _AT_MOST_ONE = {Role.TENSORBOARD: "at most 1 TensorBoard per job",
                 Role.EVALUATOR: "at most 1 evaluator per job: it evaluates every checkpoint "

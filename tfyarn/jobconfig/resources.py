@@ -12,6 +12,7 @@ from appmaster.common.jobplan import RolePlan
 from appmaster.common.jobrules import (
     failure_policy_misfit,
     instances_misfit,
+    priority_misfit,
     stall_timeout_misfit,
 )
 from appmaster.common.settings import (
@@ -301,15 +302,8 @@ def _priority(s: _Settings, priorities: dict[int, str]) -> int | None:
     priority = _whole(s.c, where, value, PRIORITY.key)
     if priority is None:
         return None
-    # YARN tells containers' requests apart by priority, so two components cannot share one.
-    other = priorities.setdefault(priority, s.name)
-    if other != s.name:
-        s.c.add(
-            where,
-            f"{other} and {s.name} both have priority {priority}",
-            "give each component its own priority.",
-            value=value,
-        )
+    if misfit := priority_misfit(s.name, priority, priorities):
+        s.c.add(where, misfit.message, misfit.fix, value=value)
         return None
     return priority
 
