@@ -159,11 +159,11 @@ def test_every_numeric_plan_field_is_bounded_by_a_declaration(spec: type) -> Non
 def test_the_plan_refuses_a_stall_timeout_within_two_progress_reports() -> None:
     """The job files' rule (jobrules.stall_timeout_misfit), the job's timeout and each role's."""
     below = f"below twice {settings.PROGRESS_INTERVAL.key} (5 s)"
-    with pytest.raises(SpecError, match=re.escape(f"{settings.STALL_TIMEOUT.key} 9 s is {below}")):
+    with pytest.raises(SpecError, match=re.escape(f"{settings.STALL_TIMEOUT.key} 9: {below}")):
         plan(stall_timeout_s=9.0)
     ps = role("ps", priority=1, instances=1)
     with pytest.raises(SpecError, match=re.escape(
-            f"worker: {settings.STALL_TIMEOUT_ROLE.key} 2 s is {below}")):
+            f"worker: {settings.STALL_TIMEOUT_ROLE.key} 2: {below}")):
         plan(roles=(ps, role(stall_timeout_s=2.0)))
     with pytest.raises(SpecError, match=f"evaluator: {re.escape(settings.STALL_TIMEOUT_ROLE.key)}"):
         plan(evaluator=role("evaluator", instances=1, priority=4, stall_timeout_s=9.0))

@@ -54,8 +54,10 @@ class SpecError(ValueError):
 
 
 def _refuse(misfit: Misfit) -> NoReturn:
-    """The rule's SpecError: its role, the key through its declaration, the value, why."""
-    raise SpecError(f"{misfit.role}: {misfit.setting.key} {misfit.value}: {misfit.message}")
+    """The rule's SpecError: its role (none for the job's own), the key through its
+    declaration, the value, why."""
+    where = f"{misfit.role}: " if misfit.role else ""
+    raise SpecError(f"{where}{misfit.setting.key} {misfit.value}: {misfit.message}")
 
 
 # The kinds of value a declaration checks by itself (settings.Setting.refusal).
@@ -285,8 +287,7 @@ class JobPlan:
                for role in self.components if role.stall_timeout_s is not None]
         for role, declared, timeout in [("", settings.STALL_TIMEOUT, self.stall_timeout_s), *own]:
             if misfit := stall_timeout_misfit(role, declared, timeout, self.progress_interval_s):
-                where = f"{role}: " if role else ""
-                raise SpecError(f"{where}{declared.key} {misfit.value} s is {misfit.message}")
+                _refuse(misfit)
 
     @property
     def processes_per_container(self) -> int:
