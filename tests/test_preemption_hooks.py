@@ -63,11 +63,15 @@ def test_a_package_without_the_patched_jar_submits_with_skeins_and_says_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(amjar.OFF_ENV, raising=False)
     monkeypatch.setattr(amjar, "BUNDLED_DIR", tmp_path)
-    (tmp_path / "skein-0.8.2-tfyarn-000000000000-hadoop-3.5.0.jar").write_bytes(b"")  # another
     stock = amjar.chosen()
     assert (stock.path, stock.patched) == (amjar.skein_jar(), False)
     assert stock.describe() == ("skein's stock AppMaster (this tfyarn was built without it: no "
                                 f"{amjar.jar_name()} in {tmp_path})")
+    older = "skein-0.8.2-tfyarn-000000000000-hadoop-3.3.6.jar"  # of an edited patch or recipe
+    (tmp_path / older).write_bytes(b"")
+    assert amjar.chosen().describe() == (
+        f"skein's stock AppMaster ({tmp_path} holds {older}, built from another patch or build "
+        f"recipe than this tfyarn's, which names {amjar.jar_name()})")
     (tmp_path / amjar.jar_name()).write_bytes(b"PK")
     assert amjar.chosen() == amjar.AppMasterJar(tmp_path / amjar.jar_name(), True)
     assert amjar.chosen().describe() == f"tfyarn's patched skein AppMaster ({amjar.jar_name()})"

@@ -120,9 +120,12 @@ def chosen() -> AppMasterJar:
     bundled = BUNDLED_DIR / jar_name()
     if bundled.is_file():
         return AppMasterJar(bundled, True)
-    return AppMasterJar(skein_jar(), False,
-                        f"this tfyarn was built without it: no {bundled.name} in {BUNDLED_DIR}",
-                        REBUILD_FIX)
+    # A checkout's jar of other makings: its patch or recipe was edited since it was built.
+    older = sorted(p.name for p in BUNDLED_DIR.glob(f"skein-{SKEIN_VERSION}-tfyarn-*.jar"))
+    why = (f"{BUNDLED_DIR} holds {', '.join(older)}, built from another patch or build "
+           f"recipe than this tfyarn's, which names {bundled.name}" if older else
+           f"this tfyarn was built without it: no {bundled.name} in {BUNDLED_DIR}")
+    return AppMasterJar(skein_jar(), False, why, REBUILD_FIX)
 
 
 def use_patched_jar() -> Path:
