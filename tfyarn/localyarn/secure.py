@@ -41,8 +41,14 @@ SERVICE_HOST = "localhost"
 SERVICES = ("hdfs", "yarn", "HTTP")
 # Seconds: a token must be renewed within RENEW_S and dies at MAX_LIFETIME_S whatever happens
 # (Hadoop's defaults: a day and a week). Minutes here, so a test's job outlives its tokens.
-TOKEN_RENEW_S = int(os.environ.get("TFYARN_SECURE_TOKEN_RENEW_S", "60"))
-TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "90"))
+# A job without a keytab has its submit's tokens alone, and hdfs-native offers none within
+# 60 s of its end; the ResourceManager, asked to renew a token this close to its end, gets
+# the application a new one for its new containers rather than renew the old (renewed once,
+# at submit): so a job's running tasks can open HDFS connections for the shorter of RENEW_S
+# and MAX_LIFETIME_S - 60 after submit. Two minutes: a job started on a loaded machine has
+# its tasks up in one (with 90 s it was 30 s, and a seed job under load lost HDFS).
+TOKEN_RENEW_S = int(os.environ.get("TFYARN_SECURE_TOKEN_RENEW_S", "120"))
+TOKEN_MAX_LIFETIME_S = int(os.environ.get("TFYARN_SECURE_TOKEN_MAX_LIFETIME_S", "180"))
 # On HA, 15 minutes: hdfs-native offers no token within 60 s of its end, so with 90 s a task's
 # own HDFS calls would stop 30 s in, and a job going through failovers lives minutes.
 HA_TOKEN_MAX_LIFETIME_S = 900
