@@ -101,6 +101,12 @@ def prepare_job(tmp_path: Path, *, scripts_dir: Path = EXAMPLES, args: list[str]
     return res_path, app_path
 
 
+# The seed job's resources with one worker, for a test of a mechanism a second worker does
+# not add to: a TensorFlow process fewer to start (6 CPU-s of imports) and to step, in every
+# generation of the job.
+ONE_WORKER = {"worker": {"yarn.component.instances": "1"}}
+
+
 def prepare_light_job(tmp_path: Path, args: list[str],
                       settings: dict[str, Any] | None = None,
                       components: dict[str, dict[str, str]] | None = None) -> tuple[Path, Path]:
@@ -482,15 +488,18 @@ def partial_holds(spans: list[dict], gang: int) -> list[tuple[float, float]]:
 
 
 def gang_job(tmp_path: Path, name: str, queue: str, priority: int | None = None,
-             sleep_s: float = GANG_SLEEP_S) -> tuple[Path, Path]:
+             sleep_s: float = GANG_SLEEP_S,
+             release: ReleaseFile | None = None) -> tuple[Path, Path]:
     """A light gang job in ``tmp_path/name``: a chief and two workers of GANG_TASK_MB in the
-    default partition, no ps, "training" ``sleep_s``."""
+    default partition, no ps, "training" ``sleep_s`` (with ``release``: until it exists)."""
     settings: dict = {"queue": queue, "allocation.hold": str(GANG_HOLD_S), "app.name": name}
     if priority is not None:
         settings["application.priority"] = priority
     (tmp_path / name).mkdir(parents=True)
+    args = ["--sleep", "600", "--release_file", release.url] if release else \
+        ["--sleep", str(sleep_s)]
     return prepare_light_job(
-        tmp_path / name, ["--sleep", str(sleep_s)], settings=settings,
+        tmp_path / name, args, settings=settings,
         components={"ps": {"yarn.component.instances": "0"},
                     "chiefworker": {"yarn.memory": str(GANG_TASK_MB)},
                     "worker": {"yarn.memory": str(GANG_TASK_MB),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from jobtools import (
+    ONE_WORKER,
     prepare_job,
     run_tfyarn,
     status_json,
@@ -36,7 +37,8 @@ def status_view(yarn_cluster, app_id: str) -> dict:
 
 
 def test_the_evaluator_evaluates_the_last_checkpoint(yarn_cluster, tmp_path: Path) -> None:
-    resources, app_config = prepare_job(tmp_path, components={"evaluator": EVALUATOR})
+    resources, app_config = prepare_job(tmp_path, components={"evaluator": EVALUATOR,
+                                                              **ONE_WORKER})
     run = submit_and_wait(yarn_cluster, tmp_path, resources, app_config)
     print(run.output)
     assert run.returncode == 0 and f"{run.app_id} SUCCEEDED" in run.output, run.output
@@ -65,7 +67,8 @@ def test_the_evaluator_evaluates_the_last_checkpoint(yarn_cluster, tmp_path: Pat
 def test_killing_the_evaluator_does_not_fail_the_job(yarn_cluster, tmp_path: Path) -> None:
     """Its failure policy is the default (threshold 0): it is dropped and training goes on.
     Meanwhile `tfyarn status` shows the global step moving."""
-    resources, app_config = prepare_job(tmp_path, components={"evaluator": EVALUATOR},
+    resources, app_config = prepare_job(tmp_path, components={"evaluator": EVALUATOR,
+                                                              **ONE_WORKER},
                                         # ~60 s of training: the kill must come before
                                         # its end (after it, the evaluator's failure is
                                         # the last checkpoint's, a different rule)

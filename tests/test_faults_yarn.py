@@ -31,6 +31,7 @@ import pytest
 from conftest import wait_for_final_state
 from jobtools import (
     EXAMPLES,
+    ONE_WORKER,
     REPO,
     TFYARN,
     JobFiles,
@@ -317,7 +318,7 @@ def make_job(tmp_path: Path, *, args: list[str], thresholds: dict[str, int] | No
              components: dict[str, dict[str, str]] | None = None,
              **options: Any) -> tuple[Path, Path]:
     """The seed job's files in tmp_path, with failure thresholds set per role."""
-    components = dict(components or {})
+    components = {role: dict(values) for role, values in (components or {}).items()}
     for role, threshold in (thresholds or {}).items():
         components.setdefault(role, {})["yarn.container.failure.threshold"] = str(threshold)
     return prepare_job(tmp_path, args=args, components=components, **options)
@@ -462,7 +463,7 @@ def test_killed_ps_or_chief_restarts_from_checkpoint(
         role: str, threshold_role: str) -> None:
     """kill -9 the ps (or the chief): every task restarts as generation 1 from the checkpoint."""
     job = submit(*make_job(tmp_path, args=["--train_steps", "400", "--step_sleep", "0.1"],
-                           thresholds={threshold_role: 1}))
+                           thresholds={threshold_role: 1}, components=ONE_WORKER))
     step_at_kill = job.wait_for_checkpoint()
     victim = job.task(*victim_task)
     killed_at = job.kill9(victim)
@@ -475,7 +476,7 @@ def test_killed_ps_or_chief_restarts_from_checkpoint(
           f"in {time.monotonic() - killed_at:.1f} s")
     # The new container works in a fresh local dir: what it resumes from came from HDFS.
     assert job.flags(*victim_task, attempt=1)["flags"]["work_dir"] != old_dir
-    job.print_am_recovery_lines(expected=4)
+    job.print_am_recovery_lines(expected=3)
 
     app = job.final()
     assert_succeeded(job, app)
@@ -489,7 +490,7 @@ def test_killed_ps_or_chief_restarts_from_checkpoint(
     restarts = restarts_of(app["diagnostics"])
     assert len(restarts) == 1, restarts
     assert restarts[0].startswith(f"{role} failed: cluster restarted as generation 1"), restarts
-    for name, index in (("ps", 0), ("worker", 0), ("worker", 1), ("worker", 2)):
+    for name, index in (("ps", 0), ("worker", 0), ("worker", 1)):
         record = job.flags(name, index, attempt=1)  # every task restarted
         assert record and record["tfyarn_attempt"] == 1, (name, index, record)
     assert_restored_from_hdfs(job, "chiefworker-0.stdout", step_at_kill)
@@ -550,7 +551,8 @@ def test_tf2_example_resumes_from_hdfs_after_its_chief_is_killed(
 def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client, submit,
                                                      tmp_path: Path) -> None:
     """Threshold 0 for workers: the first killed worker fails the job, and says why."""
-    job = submit(*make_job(tmp_path, args=TRAIN_ARGS, thresholds={"worker": 0}))
+    job = submit(*make_job(tmp_path, args=TRAIN_ARGS, thresholds={"worker": 0},
+                           components=ONE_WORKER))
     job.wait_for_checkpoint()
     killed_wall = time.time()
     killed_at = job.kill9(job.task("worker", 1))  # worker role index 0
@@ -760,14 +762,14 @@ def test_killed_appmaster_next_attempt_finishes(yarn_cluster, skein_client, subm
                                                 tmp_path: Path) -> None:
     """kill -9 the AppMaster's driver: YARN starts attempt 2, which reruns the job from the
     checkpoint; no task of attempt 1 survives, never two processes for one task."""
-    job = submit(*make_job(tmp_path, args=AM_KILL_ARGS, settings={
+    job = submit(*make_job(tmp_path, args=AM_KILL_ARGS, components=ONE_WORKER, settings={
         "am.max.attempts": "2", "checkpoint.mirror.interval": "2"}))
     step_at_kill = job.wait_for_checkpoint()
     masters = master_processes(job.app_id)
     assert len(masters) == 1, [p.short() for p in masters]
     assert masters[0].am_attempt == 1, masters[0].short()
     first_tasks = task_processes(job.app_id)
-    assert len(first_tasks) == 4, [p.short() for p in first_tasks]
+    assert len(first_tasks) == 3, [p.short() for p in first_tasks]
     first_pids = {p.pid for p in first_tasks}
     chief_pid = job.flags("worker", 0)["pid"]
     killed_wall = time.time()
@@ -851,9 +853,9 @@ print("global_step", int(reader.get_tensor("global_step")))
 def test_tfyarn_kill_ends_every_process_and_keeps_the_checkpoint(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:
     """`tfyarn kill` mid-job: KILLED, no process left, the checkpoints readable."""
-    job = submit(*make_job(tmp_path, args=TRAIN_ARGS))
+    job = submit(*make_job(tmp_path, args=TRAIN_ARGS, components=ONE_WORKER))
     job.wait_for_checkpoint()
-    assert len(task_processes(job.app_id)) == 4
+    assert len(task_processes(job.app_id)) == 3
     # `tfyarn kill` in the background while the process table and YARN's state are watched.
     started = time.monotonic()
     kill = subprocess.Popen([*TFYARN, "kill", job.app_id],

@@ -22,7 +22,15 @@ import time
 from pathlib import Path
 
 import pytest
-from jobtools import GANG_HOLD_S, gang_job, partial_holds, status_json, submit_together, wait_for
+from jobtools import (
+    GANG_HOLD_S,
+    ReleaseFile,
+    gang_job,
+    partial_holds,
+    status_json,
+    submit_together,
+    wait_for,
+)
 
 from tfyarn.localyarn import sleepjob
 
@@ -49,12 +57,13 @@ def final_reports(yarn_cluster, app_ids: list[str]) -> dict[str, dict]:
 
 def assert_held_no_longer_than_the_hold(app_id: str, history: dict) -> int:
     """While the job held part of its gang, a container came or it gave all back within the
-    hold (a few seconds' slack: the master's tick and its poll of YARN); a partial hold kept
-    past it, given back or not, fails. The rounds, for the log."""
+    hold (10 s of slack: the master's tick, its poll of YARN and skein's release, 6 s late on
+    a machine at load 13); a partial hold kept past it, given back or not, fails. The
+    rounds, for the log."""
     spans = history["spans"]
     gang = len({s["task"] for s in spans})
     for came, next_event in partial_holds(spans, gang):
-        assert next_event - came <= GANG_HOLD_S + 5, (
+        assert next_event - came <= GANG_HOLD_S + 10, (
             f"{app_id} held part of its gang from {came:.1f} to {next_event:.1f} with none coming")
     return len([m for m in history["marks"] if m[1] == "queue"])
 
@@ -139,10 +148,13 @@ def test_a_job_queued_behind_another_tenants_work_starts_when_it_ends(
 def test_a_higher_priority_job_is_given_its_containers_first(
         yarn_cluster, skein_client, tmp_path: Path) -> None:
     """Three jobs queued behind a running one in queue fifo: the youngest, of priority 5,
-    runs before the two older ones of the queue's default priority 0."""
+    runs before the two older ones of the queue's default priority 0. The running one ends
+    once all three AppMasters are asking (on a loaded machine an AppMaster's start can
+    outlast any fixed run of the first job)."""
     started = time.monotonic()
-    (first,) = submit_together([gang_job(tmp_path, "first", "fifo",
-                                                       sleep_s=30)], skein_client)
+    release = ReleaseFile.fresh(yarn_cluster.layout)
+    (first,) = submit_together([gang_job(tmp_path, "first", "fifo", release=release)],
+                               skein_client)
     wait_for("the first job running", lambda: rest(yarn_cluster, f"apps/{first}")["app"][
         "runningContainers"] >= 4, 180)
     low = submit_together([gang_job(tmp_path, f"low-{i}", "fifo")
@@ -150,6 +162,11 @@ def test_a_higher_priority_job_is_given_its_containers_first(
     (high,) = submit_together([gang_job(tmp_path, "high", "fifo", priority=5)],
                               skein_client)
     assert rest(yarn_cluster, f"apps/{high}")["app"]["priority"] == 5
+    try:
+        wait_for("the queued jobs' AppMasters asking", lambda: all(
+            queue_as_the_appmaster_asked(yarn_cluster, a) for a in (*low, high)), 180)
+    finally:
+        release.touch()
     apps = final_reports(yarn_cluster, [first, *low, high])
     assert all(a["finalStatus"] == "SUCCEEDED" for a in apps.values()), apps
     trained = {}

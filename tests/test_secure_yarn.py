@@ -28,6 +28,7 @@ import requests
 from barenodes import venv_without
 from conftest import LocalCluster, chromium, open_page, task_rows
 from jobtools import (
+    ONE_WORKER,
     SUBMIT_TIMEOUT_S,
     TFYARN,
     app_report,
@@ -126,7 +127,8 @@ def test_a_client_without_tickets_is_refused(secure_cluster: LocalCluster,
 
 def test_seed_job_succeeds_with_checkpoints_on_hdfs(secure_cluster: LocalCluster,
                                                     tmp_path: Path) -> None:
-    res, app = prepare_job(tmp_path, args=["--train_steps", "100"])
+    # one worker: what Kerberos asks of a job is the same for each of its tasks
+    res, app = prepare_job(tmp_path, args=["--train_steps", "100"], components=ONE_WORKER)
     done = submit_and_wait(secure_cluster, tmp_path, res, app)
     assert done.returncode == 0 and f"{done.app_id} SUCCEEDED" in done.output, done.output
     work_dir = f"/user/{secure.cluster_user()}/tfyarn/jobs/{done.app_id}"
@@ -148,11 +150,12 @@ def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
     agents restore the checkpoint from HDFS with the tokens the AppMaster got from the keytab.
     The job ends SUCCEEDED, its last checkpoint written to HDFS long after the old tokens died."""
     layout, user = secure_cluster.layout, secure.cluster_user()
-    # three workers, 0.3 s a step each: training outlasts the tokens by 20 s at least, in a
-    # third of the steps (and of their CPU) that 0.1 s a step would take
-    steps = (secure.TOKEN_MAX_LIFETIME_S + 20) * 10
+    # the chief and one worker, 0.3 s a step each: training outlasts the tokens by 20 s at
+    # least, in a third of the steps (and of their CPU) that 0.1 s a step would take
+    steps = int((secure.TOKEN_MAX_LIFETIME_S + 20) * 2 / 0.3)
     res, app = prepare_job(tmp_path, args=["--train_steps", str(steps), "--step_sleep", "0.3"],
-                           components={"chiefworker": {"yarn.container.failure.threshold": "1"}})
+                           components={"chiefworker": {"yarn.container.failure.threshold": "1"},
+                                       **ONE_WORKER})
     no_tickets = without_tickets(secure_cluster, tmp_path)
     submitted = run_tfyarn(secure_cluster, "--principal", secure.principal(user), "--keytab",
                            str(secure.keytab(layout, user)), "submit", "--resources", str(res),
