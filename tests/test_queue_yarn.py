@@ -68,7 +68,6 @@ def assert_held_no_longer_than_the_hold(app_id: str, history: dict) -> int:
     return len([m for m in history["marks"] if m[1] == "queue"])
 
 
-@pytest.mark.long
 def test_gang_jobs_queued_behind_each_other_all_succeed_under_fifo_and_fair_ordering(
         yarn_cluster, skein_client, tmp_path: Path) -> None:
     started = time.monotonic()
@@ -109,7 +108,6 @@ def queue_as_the_appmaster_asked(yarn_cluster, app_id: str) -> dict | None:
     return waits if waits.get("cluster") else None
 
 
-@pytest.mark.long
 def test_a_job_queued_behind_another_tenants_work_starts_when_it_ends(
         yarn_cluster, skein_client, tmp_path: Path) -> None:
     """Hadoop's MapReduce sleep job holds 6 GB of queue fifo's 16: a tfyarn job that needs
@@ -144,7 +142,6 @@ def test_a_job_queued_behind_another_tenants_work_starts_when_it_ends(
     print(f"\n[{time.monotonic() - started:.0f} s]")
 
 
-@pytest.mark.long
 def test_a_higher_priority_job_is_given_its_containers_first(
         yarn_cluster, skein_client, tmp_path: Path) -> None:
     """Three jobs queued behind a running one in queue fifo: the youngest, of priority 5,
