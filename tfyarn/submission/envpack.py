@@ -277,7 +277,8 @@ def _compiled_copy_of(file: Path, dropped: frozenset[Path]) -> bool:
     """A left-out module's compiled copy (an editable finder's
     ``__pycache__/__editable___x_finder.cpython-312.pyc``), which Python writes beside it on
     its first import: it goes where its module goes."""
-    return (file.parent.name == "__pycache__" and file.suffix == ".pyc" and bool(dropped)
+    # Cheapest tests first: walk() asks this of every file of the environment.
+    return (bool(dropped) and file.name.endswith(".pyc") and file.parent.name == "__pycache__"
             and file.parent.parent / f"{file.name.split('.', 1)[0]}.py" in dropped)
 
 
