@@ -42,6 +42,7 @@ from jobtools import (
     status_json,
     yarn_logs,
 )
+from test_jobs_yarn import TF2_PS_TASKS, assert_tf2_records, flags_records
 
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.proctable import CONTAINER_ID, Proc, scan_processes
@@ -525,9 +526,9 @@ def test_tf2_example_resumes_from_hdfs_after_its_chief_is_killed(
     """TF2 ParameterServerStrategy / MultiWorkerMirroredStrategy: kill -9 the chief; the new
     generation, on fresh local dirs, resumes from the checkpoint mirrored to HDFS."""
     files = EXAMPLES / example
+    args = ["--train_steps", str(TF2_STEPS), "--save_every", "50", "--step_sleep", "0.05"]
     job = submit(*make_job(
-        tmp_path, args=["--train_steps", str(TF2_STEPS), "--save_every", "50",
-                        "--step_sleep", "0.05"],
+        tmp_path, args=args,
         thresholds={"chiefworker": 1}, settings={"checkpoint.mirror.interval": "2"},
         resources=files / "resources.json", app_config=files / "appConfig.json"))
     step_at_kill = job.wait_for_checkpoint()
@@ -545,15 +546,20 @@ def test_tf2_example_resumes_from_hdfs_after_its_chief_is_killed(
     assert result["first_global_step"] >= step_at_kill > 0, result
     assert result["global_step"] >= TF2_STEPS, result
     assert_restored_from_hdfs(job, "chiefworker-0.stdout", step_at_kill)
+    if example == "tf2_ps":  # what its tasks were given, as test_jobs_yarn checks the others'
+        assert_tf2_records(job.files, TF2_PS_TASKS, args)
+        spec = flags_records(job.files)["chief_0"]["tf_config"]["cluster"]
+        assert set(spec) == {"chief", "worker", "ps"}, spec
     job.assert_no_process_left()
 
 
 def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client, submit,
                                                      tmp_path: Path) -> None:
-    """Threshold 0 for workers: the first killed worker fails the job, and says why."""
-    job = submit(*make_job(tmp_path, args=TRAIN_ARGS, thresholds={"worker": 0},
-                           components=ONE_WORKER))
-    job.wait_for_checkpoint()
+    """Threshold 0 for workers: the first killed worker fails the job, and says why. The
+    AppMaster's rule is the same whatever the script: its tasks are light_task.py's."""
+    job = submit(*light_policy_job(tmp_path, ["--sleep", "120"],
+                                   {"yarn.container.failure.threshold": "0"}))
+    job.task("worker", 0)  # the chief's script runs: the job is under way
     killed_wall = time.time()
     killed_at = job.kill9(job.task("worker", 1))  # worker role index 0
 
@@ -570,7 +576,8 @@ def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client,
     assert "yarn.container.failure.threshold of 0" in diagnostics, diagnostics
     assert "worker 0 (attempt 0) failed" in diagnostics, diagnostics
     assert "exit code 137" in diagnostics, diagnostics
-    assert job.flags("worker", 1, attempt=1) is None, "the worker was replaced"
+    worker = final_tasks(yarn_cluster, job.app_id)[("worker", 0)]
+    assert worker["restarts"] == 0, f"the worker was replaced: {worker}"
 
     status = run_tfyarn(yarn_cluster, "status", job.app_id)
     assert status.returncode == 0, status.stderr

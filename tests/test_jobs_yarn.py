@@ -69,9 +69,12 @@ def gpu_node(yarn_cluster) -> str:
 
 
 def flags_records(files: JobFiles) -> dict[str, dict[str, Any]]:
-    """Each task's record, from its own container's local work dir; with the dir it got."""
+    """Each task's first record, from its own container's local work dir; with the dir it got
+    (a restarted task's own, <name>.attempt<N>.json, are left out)."""
     records = {}
     for path in files.glob("flags/*.json"):
+        if ".attempt" in path.name:
+            continue
         records[path.stem] = read_json(path)
         records[path.stem]["own_work_dir"] = str(path.parent.parent)
     return records
@@ -329,13 +332,16 @@ def assert_tf2_records(files: JobFiles, tasks: dict[str, tuple[str, int]],
         ], name
 
 
+# ParameterServerStrategy's example (tf2_ps) gets the same checks in the job whose chief
+# test_faults_yarn kills: a job of its own would only repeat them.
+TF2_PS_TASKS = {"ps_0": ("ps", 0), "chief_0": ("chiefworker", 0), "worker_0": ("worker", 0)}
+
+
 @pytest.mark.parametrize(("example", "tasks", "cluster"), [
-    ("tf2_ps", {"ps_0": ("ps", 0), "chief_0": ("chiefworker", 0), "worker_0": ("worker", 0)},
-     {"chief", "worker", "ps"}),
     # MultiWorkerMirroredStrategy: no ps, since its component has 0 instances.
     ("tf2_mwms", {"chief_0": ("chiefworker", 0), "worker_0": ("worker", 0)},
      {"chief", "worker"}),
-], ids=["parameter_server_strategy", "multi_worker_mirrored_strategy"])
+], ids=["multi_worker_mirrored_strategy"])
 def test_tf2_example(yarn_cluster, tmp_path: Path, example: str,
                      tasks: dict[str, tuple[str, int]], cluster: set[str]) -> None:
     files = EXAMPLES / example
