@@ -19,6 +19,7 @@ import pytest
 from jobtools import (
     ONE_WORKER,
     prepare_job,
+    prepare_light_job,
     run_tfyarn,
     status_json,
     submit_and_wait,
@@ -66,13 +67,13 @@ def test_the_evaluator_evaluates_the_last_checkpoint(yarn_cluster, tmp_path: Pat
 
 def test_killing_the_evaluator_does_not_fail_the_job(yarn_cluster, tmp_path: Path) -> None:
     """Its failure policy is the default (threshold 0): it is dropped and training goes on.
-    Meanwhile `tfyarn status` shows the global step moving."""
-    resources, app_config = prepare_job(tmp_path, components={"evaluator": EVALUATOR,
-                                                              **ONE_WORKER},
-                                        # ~60 s of training: the kill must come before
-                                        # its end (after it, the evaluator's failure is
-                                        # the last checkpoint's, a different rule)
-                                        args=["--train_steps", "1200", "--step_sleep", "0.05"])
+    Meanwhile `tfyarn status` shows the global step moving. The AppMaster's rule, whatever
+    the script: light_task.py's chief writes summaries (its global step) every second for
+    60 s (the kill must come before the end: after it, the evaluator's failure is the last
+    checkpoint's, a different rule)."""
+    resources, app_config = prepare_light_job(
+        tmp_path, ["--sleep", "60", "--summaries"],
+        components={"evaluator": {**EVALUATOR, "yarn.memory": "256"}, **ONE_WORKER})
     detach = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources),
                         "--app-config", str(app_config), "--detach", "--json", timeout_s=180)
     assert detach.returncode == 0, detach.stdout + detach.stderr
@@ -96,7 +97,7 @@ def watch_and_kill_the_evaluator(yarn_cluster, app_id: str) -> None:
     scripts = []
     while not scripts and time.monotonic() < deadline:
         scripts = [p for p in task_processes(app_id, "--job_name=evaluator")
-                   if any(arg.endswith("mnist1.py") for arg in p.argv)]
+                   if any(arg.endswith("light_task.py") for arg in p.argv)]
         time.sleep(1)
     assert scripts, "the evaluator's script never ran"
     os.kill(scripts[0].pid, signal.SIGKILL)
