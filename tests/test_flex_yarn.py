@@ -1,4 +1,4 @@
-"""`tfyarn flex` on a running job on the local YARN: workers 2 -> 3 -> 2, each a new generation
+"""`tfyarn flex` on a running job on the local YARN: workers 1 -> 2 -> 1, each a new generation
 that trains on from the newest checkpoint; a flex the job refuses (the chief worker), and one
 the cluster could never hold."""
 
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from jobtools import run_tfyarn, yarn_logs
+from jobtools import ONE_WORKER, run_tfyarn, yarn_logs
 from test_faults_yarn import (
     make_job,
     submit,  # noqa: F401  (the fixture)
@@ -50,10 +50,10 @@ def trained_on(job, generation: int, workers: int) -> int:
 
 
 @pytest.mark.long
-def test_flex_workers_two_three_two_trains_on_from_the_checkpoint(
+def test_flex_workers_one_two_one_trains_on_from_the_checkpoint(
         yarn_cluster, skein_client, submit, tmp_path: Path) -> None:  # noqa: F811
     job = submit(*make_job(tmp_path, args=["--train_steps", str(STEPS), "--step_sleep", "0.1"],
-                           settings={"checkpoint.mirror.interval": "2"}))
+                           settings={"checkpoint.mirror.interval": "2"}, components=ONE_WORKER))
     before_up = job.wait_for_checkpoint()
     refused = run_tfyarn(yarn_cluster, "flex", job.app_id, "chiefworker=2")
     assert refused.returncode == 1 and "exactly 1" in refused.stderr, refused.stderr
@@ -62,14 +62,14 @@ def test_flex_workers_two_three_two_trains_on_from_the_checkpoint(
         "it would wait forever" in too_many.stderr), too_many.stderr
 
     started = time.monotonic()
-    said = flex(job, "worker=3")
-    assert "worker flexed from 2 to 3: cluster restarted as generation 1" in said, said
-    wait_until("generation 1's third worker", lambda: job.flags("worker", 3, attempt=1),
-               FLEX_TIMEOUT_S, fail_fast=job.ended_early)
-    before_down = trained_on(job, 1, workers=3)
     said = flex(job, "worker=2")
-    assert "worker flexed from 3 to 2: cluster restarted as generation 2" in said, said
-    last = trained_on(job, 2, workers=2)
+    assert "worker flexed from 1 to 2: cluster restarted as generation 1" in said, said
+    wait_until("generation 1's second worker", lambda: job.flags("worker", 2, attempt=1),
+               FLEX_TIMEOUT_S, fail_fast=job.ended_early)
+    before_down = trained_on(job, 1, workers=2)
+    said = flex(job, "worker=1")
+    assert "worker flexed from 2 to 1: cluster restarted as generation 2" in said, said
+    last = trained_on(job, 2, workers=1)
     print(f"[{job.app_id}] flexed up at step {before_up}, down at step {before_down}, "
           f"generation 2 trained to {last}: {time.monotonic() - started:.1f} s")
 
