@@ -150,10 +150,10 @@ def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
     agents restore the checkpoint from HDFS with the tokens the AppMaster got from the keytab.
     The job ends SUCCEEDED, its last checkpoint written to HDFS long after the old tokens died."""
     layout, user = secure_cluster.layout, secure.cluster_user()
-    # the chief and one worker, 0.3 s a step each: training outlasts the tokens by 20 s at
-    # least, in a third of the steps (and of their CPU) that 0.1 s a step would take
-    steps = int((secure.TOKEN_MAX_LIFETIME_S + 20) * 2 / 0.3)
-    res, app = prepare_job(tmp_path, args=["--train_steps", str(steps), "--step_sleep", "0.3"],
+    # the chief and one worker, 0.6 s a step each: training outlasts the tokens by 20 s at
+    # least, in a sixth of the steps (and of their CPU) that 0.1 s a step would take
+    steps = int((secure.TOKEN_MAX_LIFETIME_S + 20) * 2 / 0.6)
+    res, app = prepare_job(tmp_path, args=["--train_steps", str(steps), "--step_sleep", "0.6"],
                            components={"chiefworker": {"yarn.container.failure.threshold": "1"},
                                        **ONE_WORKER})
     no_tickets = without_tickets(secure_cluster, tmp_path)
