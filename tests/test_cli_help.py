@@ -9,11 +9,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from tfyarn.cli.main import COMMANDS as TABLE
 from tfyarn.cli.main import main
 
 COMMANDS = [[], ["submit"], ["wait"], ["status"], ["list"], ["logs"], ["kill"], ["report"],
-            ["config"], ["tensorboard"], ["cluster"], ["cluster", "up"], ["cluster", "down"],
-            ["cluster", "status"], ["cluster", "env"]]
+            ["flex"], ["config"], ["tensorboard"], ["env"], ["cluster"], ["cluster", "up"],
+            ["cluster", "down"], ["cluster", "status"], ["cluster", "env"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "tfyarn")
@@ -31,6 +32,16 @@ def test_every_command_has_help(command: list[str]) -> None:
     for param in group.params:  # and every option explains itself
         if isinstance(param, click.Option):
             assert param.help, f"{' '.join(command)} {param.opts[0]} has no help text"
+
+
+def test_each_command_in_the_table_is_named_as_its_key() -> None:
+    """The lazy group's table (name -> module, attribute) finds the command of that name:
+    `tfyarn --help` lists the keys, and a command answers to its own name."""
+    group = main
+    for name in TABLE:
+        command = group.get_command(click.Context(group), name)
+        assert command is not None and command.name == name, (name, command)
+    assert {c[0] for c in COMMANDS if c} == set(TABLE), "a command without a help test"
 
 
 def test_the_module_runs_as_the_command() -> None:
