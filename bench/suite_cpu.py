@@ -133,6 +133,15 @@ def report(timeline: Path, log: Path, top: int) -> None:
     print("\nby module:")
     for name, cpu in files.most_common(top):
         print(f"{cpu:8.1f} CPU-s  {name}")
+    # the whole run's CPU by kind of process, every lane's and no lane's (the set-up, the
+    # other Pythons): what the benchmarks' tables of a run give
+    processes: collections.Counter[str] = collections.Counter()
+    for key, cpu in samples[-1].items():
+        if ":" in key:
+            processes[key.split(":", 1)[1]] += cpu
+    print("\nby kind of process:")
+    for name, cpu in processes.most_common(top):
+        print(f"{cpu:8.1f} CPU-s  {name}")
 
 
 def main(argv: list[str]) -> int:

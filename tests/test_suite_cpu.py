@@ -14,7 +14,8 @@ def test_a_test_is_charged_its_lanes_cpu_since_the_lanes_previous_result(
     timeline.write_text("\n".join(json.dumps(sample) for sample in [
         {"t": 100.0, "gw0": 0.0, "gw0:python": 0.0, "gw1": 0.0},
         {"t": 110.0, "gw0": 30.0, "gw0:python": 25.0, "gw1": 4.0},
-        {"t": 120.0, "gw0": 35.0, "gw0:python": 25.0, "gw1": 50.0, "-": 7.0},
+        {"t": 120.0, "gw0": 35.0, "gw0:python": 25.0, "gw1": 50.0, "gw1:python": 3.0,
+         "gw1:NodeManager": 47.0, "-": 7.0, "-:python": 7.0},
     ]) + "\n")
     log = tmp_path / "suite.log"
     log.write_text("100 tests/test_a.py::test_one \n"  # a start line: no lane, no result
@@ -30,6 +31,8 @@ def test_a_test_is_charged_its_lanes_cpu_since_the_lanes_previous_result(
     assert "[python 25]" in lines[2]
     assert lines[3].split()[:2] == ["5.0", "CPU-s"] and "test_two" in lines[3]
     assert "   50.0 CPU-s  tests/test_b.py" in out and "   35.0 CPU-s  tests/test_a.py" in out
+    by_kind = out.split("by kind of process:\n")[1].splitlines()
+    assert by_kind == ["    47.0 CPU-s  NodeManager", "    35.0 CPU-s  python"], by_kind
 
 
 def test_processes_are_named_by_what_they_run() -> None:
