@@ -9,15 +9,14 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from tfyarn.cli.main import COMMANDS as TABLE
-from tfyarn.cli.main import main
+from tfyarn.cli.main import COMMANDS, main
 
-COMMANDS = [[], ["submit"], ["wait"], ["status"], ["list"], ["logs"], ["kill"], ["report"],
+HELP_CASES = [[], ["submit"], ["wait"], ["status"], ["list"], ["logs"], ["kill"], ["report"],
             ["flex"], ["config"], ["tensorboard"], ["env"], ["cluster"], ["cluster", "up"],
             ["cluster", "down"], ["cluster", "status"], ["cluster", "env"]]
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "tfyarn")
+@pytest.mark.parametrize("command", HELP_CASES, ids=lambda c: " ".join(c) or "tfyarn")
 def test_every_command_has_help(command: list[str]) -> None:
     # In this process: a Python started per command cost 0.3 s each (one test below does).
     result = CliRunner().invoke(main, [*command, "--help"])
@@ -38,10 +37,10 @@ def test_each_command_in_the_table_is_named_as_its_key() -> None:
     """The lazy group's table (name -> module, attribute) finds the command of that name:
     `tfyarn --help` lists the keys, and a command answers to its own name."""
     group = main
-    for name in TABLE:
+    for name in COMMANDS:
         command = group.get_command(click.Context(group), name)
         assert command is not None and command.name == name, (name, command)
-    assert {c[0] for c in COMMANDS if c} == set(TABLE), "a command without a help test"
+    assert {c[0] for c in HELP_CASES if c} == set(COMMANDS), "a command without a help test"
 
 
 def test_the_module_runs_as_the_command() -> None:

@@ -559,9 +559,9 @@ def test_worker_failure_over_threshold_fails_the_job(yarn_cluster, skein_client,
     AppMaster's rule is the same whatever the script: its tasks are light_task.py's."""
     job = submit(*light_policy_job(tmp_path, ["--sleep", "120"],
                                    {"yarn.container.failure.threshold": "0"}))
-    job.task("worker", 0)  # the chief's script runs: the job is under way
+    victim = job.task("worker", 1)  # worker role index 0, once its script runs
     killed_wall = time.time()
-    killed_at = job.kill9(job.task("worker", 1))  # worker role index 0
+    killed_at = job.kill9(victim)
 
     app = job.final(timeout_s=120)
     decided = job.am_event(r"ending the application: FAILED", attempt=1)

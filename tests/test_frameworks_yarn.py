@@ -202,7 +202,8 @@ STALL_SETTINGS = {"stall.timeout": "20", "progress.interval": "2"}
 STALL_TIMEOUT_S, PROGRESS_INTERVAL_S = 20, 2
 
 
-THREE_WORKERS = frozenset({("worker", 0), ("worker", 1), ("worker", 2)})
+TWO_WORKERS = frozenset({("worker", 0), ("worker", 1)})
+THREE_WORKERS = TWO_WORKERS | {("worker", 2)}
 
 
 def assert_stall_recovered(yarn_cluster, job: Job, step: int, stacked_in: str,
@@ -247,16 +248,15 @@ def test_keras_on_jax_a_stalled_process_is_found_its_stacks_logged_and_the_group
     """examples/keras_jax.py, two containers of one process, each reporting its step
     (tfyarn.progress.report_step) as a batch begins. Process 1 sleeps after step 45 in
     generation 0 (its first epoch's weights on HDFS), process 0 waits for it in step 46's
-    collective: the stall watchdog (20 s,
-    reports every 2 s) finds worker 1 behind, every process writes its stacks, the group
-    restarts from the weights on HDFS and the job SUCCEEDS."""
+    collective: the stall watchdog (20 s, reports every 2 s) finds worker 1 behind, every
+    process writes its stacks, the group restarts from the weights on HDFS and the job
+    SUCCEEDS."""
     job = submit_framework(*example_job(
         tmp_path, "keras_jax", ["--epochs", "6", "--step_sleep", "0.05",
                                 "--stall_at", "45", "--stall_process", "1"],
         settings={"checkpoint.mirror.interval": "2", **STALL_SETTINGS},
         components={"worker": {"yarn.component.instances": "2"}}))
-    assert_stall_recovered(yarn_cluster, job, 45, "on_train_batch_end",
-                           ranks=frozenset({("worker", 0), ("worker", 1)}))
+    assert_stall_recovered(yarn_cluster, job, 45, "on_train_batch_end", ranks=TWO_WORKERS)
     result = job.result()
     assert result["processes"] == 2 and 0 < result["first_epoch"] < 6, result  # resumed
 
