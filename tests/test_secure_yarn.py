@@ -142,61 +142,6 @@ def test_seed_job_succeeds_with_checkpoints_on_hdfs(secure_cluster: LocalCluster
     assert f"Auth successful for {user} (auth:TOKEN)" in namenode_log
 
 
-def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
-                                                 tmp_path: Path) -> None:
-    """The job's tokens die TOKEN_MAX_LIFETIME_S after submit (checked: a new connection with
-    them is refused). Then its chief is killed: the whole TensorFlow cluster restarts in new
-    containers, which YARN localizes with the tokens its ResourceManager got anew, and whose
-    agents restore the checkpoint from HDFS with the tokens the AppMaster got from the keytab.
-    The job ends SUCCEEDED, its last checkpoint written to HDFS long after the old tokens died."""
-    layout, user = secure_cluster.layout, secure.cluster_user()
-    # the chief and one worker, 0.6 s a step each: training outlasts the tokens by 20 s at
-    # least, in a sixth of the steps (and of their CPU) that 0.1 s a step would take
-    steps = int((secure.TOKEN_MAX_LIFETIME_S + 20) * 2 / 0.6)
-    res, app = prepare_job(tmp_path, args=["--train_steps", str(steps), "--step_sleep", "0.6"],
-                           components={"chiefworker": {"yarn.container.failure.threshold": "1"},
-                                       **ONE_WORKER})
-    no_tickets = without_tickets(secure_cluster, tmp_path)
-    submitted = run_tfyarn(secure_cluster, "--principal", secure.principal(user), "--keytab",
-                           str(secure.keytab(layout, user)), "submit", "--resources", str(res),
-                           "--app-config", str(app), "--detach", "--json", timeout_s=180,
-                           env=no_tickets)
-    tokens_die_at = time.monotonic() + int(site_value(
-        str(layout.conf_dir), "hdfs-site.xml", "dfs.namenode.delegation.token.max-lifetime")) / 1000
-    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
-    app_id = json.loads(submitted.stdout)["application_id"]
-    try:
-        original = tmp_path / "original_tokens"  # what YARN gave the job's containers
-        first = wait_for("a container's tokens", lambda: container_tokens(layout, app_id), 180)
-        original.write_bytes(first[0].read_bytes())
-        time.sleep(max(0.0, tokens_die_at + 10 - time.monotonic()))
-        assert app_state(secure_cluster, app_id) == "RUNNING"
-        refused = run({**no_tickets, "HADOOP_TOKEN_FILE_LOCATION": str(original)}, sys.executable,
-                      "-c", f"from hdfs_native import Client; Client('{layout.default_fs}')"
-                      ".get_file_info('/')")
-        assert refused.returncode != 0, "the job's own tokens still open connections"
-        chief = wait_for("the chief's script", lambda: next(
-            (p for p in task_processes(app_id, "mnist1.py")
-             if {"--job_name=worker", "--task_index=0"} <= set(p.argv)), None), 180)
-        os.kill(chief.pid, signal.SIGKILL)
-        wait_for("the job's end", lambda: app_state(secure_cluster, app_id) in FINAL, 600)
-    finally:
-        run_tfyarn(secure_cluster, "kill", app_id)
-    report = app_report(secure_cluster, app_id)
-    assert report["finalStatus"] == "SUCCEEDED", report["diagnostics"]
-    assert "chiefworker 0 failed: cluster restarted as generation 1" in report["diagnostics"]
-    listing = hdfs_listing(secure_cluster, f"/user/{user}/tfyarn/jobs/{app_id}/checkpoints")
-    written = [int(step) for step in re.findall(r"model\.ckpt-(\d+)\.index", listing)]
-    assert written and max(written) >= steps, listing  # workers may step past the last
-    logs = {p: p.read_text(errors="replace")
-            for p in layout.state_dir.glob(f"nm*/containers/{app_id}/*/*") if p.is_file()}
-    master = "".join(t for p, t in logs.items() if p.name == "application.driver.log")
-    assert len(re.findall(r"new HDFS tokens obtained", master)) >= 2, master[-3000:]
-    restored = [t for t in logs.values() if "using new HDFS tokens" in t
-                and re.search(r"restored checkpoints/model\.ckpt-[1-9]\d* from hdfs://", t)]
-    assert restored, "no restarted task restored the checkpoint with the AppMaster's tokens"
-
-
 def container_tokens(layout: Layout, app_id: str) -> list[Path]:
     """The token files YARN wrote into the app's containers (under the NodeManagers' dirs)."""
     return sorted(layout.state_dir.glob(f"nm*/local/usercache/{secure.cluster_user()}/appcache/"
@@ -531,3 +476,58 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
+
+
+def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
+                                                 tmp_path: Path) -> None:
+    """The job's tokens die TOKEN_MAX_LIFETIME_S after submit (checked: a new connection with
+    them is refused). Then its chief is killed: the whole TensorFlow cluster restarts in new
+    containers, which YARN localizes with the tokens its ResourceManager got anew, and whose
+    agents restore the checkpoint from HDFS with the tokens the AppMaster got from the keytab.
+    The job ends SUCCEEDED, its last checkpoint written to HDFS long after the old tokens died."""
+    layout, user = secure_cluster.layout, secure.cluster_user()
+    # the chief and one worker, 0.6 s a step each: training outlasts the tokens by 20 s at
+    # least, in a sixth of the steps (and of their CPU) that 0.1 s a step would take
+    steps = int((secure.TOKEN_MAX_LIFETIME_S + 20) * 2 / 0.6)
+    res, app = prepare_job(tmp_path, args=["--train_steps", str(steps), "--step_sleep", "0.6"],
+                           components={"chiefworker": {"yarn.container.failure.threshold": "1"},
+                                       **ONE_WORKER})
+    no_tickets = without_tickets(secure_cluster, tmp_path)
+    submitted = run_tfyarn(secure_cluster, "--principal", secure.principal(user), "--keytab",
+                           str(secure.keytab(layout, user)), "submit", "--resources", str(res),
+                           "--app-config", str(app), "--detach", "--json", timeout_s=180,
+                           env=no_tickets)
+    tokens_die_at = time.monotonic() + int(site_value(
+        str(layout.conf_dir), "hdfs-site.xml", "dfs.namenode.delegation.token.max-lifetime")) / 1000
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    app_id = json.loads(submitted.stdout)["application_id"]
+    try:
+        original = tmp_path / "original_tokens"  # what YARN gave the job's containers
+        first = wait_for("a container's tokens", lambda: container_tokens(layout, app_id), 180)
+        original.write_bytes(first[0].read_bytes())
+        time.sleep(max(0.0, tokens_die_at + 10 - time.monotonic()))
+        assert app_state(secure_cluster, app_id) == "RUNNING"
+        refused = run({**no_tickets, "HADOOP_TOKEN_FILE_LOCATION": str(original)}, sys.executable,
+                      "-c", f"from hdfs_native import Client; Client('{layout.default_fs}')"
+                      ".get_file_info('/')")
+        assert refused.returncode != 0, "the job's own tokens still open connections"
+        chief = wait_for("the chief's script", lambda: next(
+            (p for p in task_processes(app_id, "mnist1.py")
+             if {"--job_name=worker", "--task_index=0"} <= set(p.argv)), None), 180)
+        os.kill(chief.pid, signal.SIGKILL)
+        wait_for("the job's end", lambda: app_state(secure_cluster, app_id) in FINAL, 600)
+    finally:
+        run_tfyarn(secure_cluster, "kill", app_id)
+    report = app_report(secure_cluster, app_id)
+    assert report["finalStatus"] == "SUCCEEDED", report["diagnostics"]
+    assert "chiefworker 0 failed: cluster restarted as generation 1" in report["diagnostics"]
+    listing = hdfs_listing(secure_cluster, f"/user/{user}/tfyarn/jobs/{app_id}/checkpoints")
+    written = [int(step) for step in re.findall(r"model\.ckpt-(\d+)\.index", listing)]
+    assert written and max(written) >= steps, listing  # workers may step past the last
+    logs = {p: p.read_text(errors="replace")
+            for p in layout.state_dir.glob(f"nm*/containers/{app_id}/*/*") if p.is_file()}
+    master = "".join(t for p, t in logs.items() if p.name == "application.driver.log")
+    assert len(re.findall(r"new HDFS tokens obtained", master)) >= 2, master[-3000:]
+    restored = [t for t in logs.values() if "using new HDFS tokens" in t
+                and re.search(r"restored checkpoints/model\.ckpt-[1-9]\d* from hdfs://", t)]
+    assert restored, "no restarted task restored the checkpoint with the AppMaster's tokens"
