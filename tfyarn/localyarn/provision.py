@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -9,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from tfyarn.errors import TfyarnError
-from tfyarn.localyarn.layout import Layout
+from tfyarn.localyarn.layout import Layout, cache_root
 
 
 class ClusterError(TfyarnError, RuntimeError):
@@ -103,13 +104,25 @@ def ensure_jars(home: Path, artifacts: tuple[str, ...], version: str, what: str,
     pom_text = _pom(version, artifacts, pom_id)
     if marker.is_file() and marker.read_text() == pom_text:
         return lib
+    home.mkdir(parents=True, exist_ok=True)
+    # One Maven at a time: two clusters started at once on a fresh machine (two lanes, two
+    # terminals) would run two into one directory and one local repository, and one of them
+    # fails. The second waits, then finds the first's marker.
+    with open(cache_root() / "maven.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (marker.is_file() and marker.read_text() == pom_text):
+            _fetch(home, lib, pom_text, what, echo)
+            marker.write_text(pom_text)
+    return lib
+
+
+def _fetch(home: Path, lib: Path, pom_text: str, what: str, echo=print) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ClusterError(
             f"Maven (mvn) is not on PATH; it fetches the {what} jars from Maven Central. "
             "Fix: install it (Debian: apt-get install maven)."
         )
-    home.mkdir(parents=True, exist_ok=True)
     pom = home / "pom.xml"
     pom.write_text(pom_text)
     # Jars are only ever added (a cluster may be running from this directory): an earlier,
@@ -128,8 +141,6 @@ def ensure_jars(home: Path, artifacts: tuple[str, ...], version: str, what: str,
             "Fix: check that Maven Central is reachable (proxy settings in ~/.m2/settings.xml) "
             "and that the version exists."
         )
-    marker.write_text(pom_text)
-    return lib
 
 
 def _pom(version: str, artifacts: tuple[str, ...], pom_id: str) -> str:
