@@ -18,8 +18,11 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
@@ -478,13 +481,25 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
-                                                 tmp_path: Path) -> None:
-    """The job's tokens die TOKEN_MAX_LIFETIME_S after submit (checked: a new connection with
-    them is refused). Then its chief is killed: the whole TensorFlow cluster restarts in new
-    containers, which YARN localizes with the tokens its ResourceManager got anew, and whose
-    agents restore the checkpoint from HDFS with the tokens the AppMaster got from the keytab.
-    The job ends SUCCEEDED, its last checkpoint written to HDFS long after the old tokens died."""
+@dataclass(frozen=True)
+class KeytabJob:
+    """A job submitted with a keytab, whose chief a timer thread kills once the tokens of
+    its submit died (kill_the_chief_once_its_tokens_died)."""
+
+    secure_cluster: LocalCluster
+    app_id: str
+    steps: int  # the training's last step
+    chief_killed: Future[None]  # the timer's end: its failed checks are raised by .result()
+    timer: ThreadPoolExecutor
+    ended: threading.Event
+
+    def end(self) -> None:
+        self.ended.set()  # the timer stops waiting, if it still does
+        run_tfyarn(self.secure_cluster, "kill", self.app_id)
+        self.timer.shutdown()
+
+
+def start_keytab_job(secure_cluster: LocalCluster, tmp_path: Path) -> KeytabJob:
     layout, user = secure_cluster.layout, secure.cluster_user()
     # the chief and one worker, 0.6 s a step each: training outlasts the tokens by 20 s at
     # least, in a sixth of the steps (and of their CPU) that 0.1 s a step would take
@@ -501,29 +516,73 @@ def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
         str(layout.conf_dir), "hdfs-site.xml", "dfs.namenode.delegation.token.max-lifetime")) / 1000
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     app_id = json.loads(submitted.stdout)["application_id"]
+    timer, ended = ThreadPoolExecutor(1), threading.Event()
+    killed = timer.submit(kill_the_chief_once_its_tokens_died, secure_cluster, app_id,
+                          tokens_die_at, no_tickets, tmp_path / "original_tokens", ended)
+    return KeytabJob(secure_cluster, app_id, steps, killed, timer, ended)
+
+
+def kill_the_chief_once_its_tokens_died(secure_cluster: LocalCluster, app_id: str,
+                                        tokens_die_at: float, no_tickets: dict[str, str],
+                                        original: Path, ended: threading.Event) -> None:
+    """Keeps the tokens YARN gave the job's first containers in ``original``; ten seconds
+    after they died (checked: a new connection with them is refused), with the job still
+    running, kills its chief. Returns early where ``ended`` is set first."""
+    layout = secure_cluster.layout
+    first = wait_for("a container's tokens", lambda: container_tokens(layout, app_id), 180)
+    original.write_bytes(first[0].read_bytes())
+    if ended.wait(max(0.0, tokens_die_at + 10 - time.monotonic())):
+        return
+    assert app_state(secure_cluster, app_id) == "RUNNING"
+    refused = run({**no_tickets, "HADOOP_TOKEN_FILE_LOCATION": str(original)}, sys.executable,
+                  "-c", f"from hdfs_native import Client; Client('{layout.default_fs}')"
+                  ".get_file_info('/')")
+    assert refused.returncode != 0, "the job's own tokens still open connections"
+    chief = wait_for("the chief's script", lambda: next(
+        (p for p in task_processes(app_id, "mnist1.py")
+         if {"--job_name=worker", "--task_index=0"} <= set(p.argv)), None), 180)
+    os.kill(chief.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def early_keytab_job(secure_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory,
+                     request: pytest.FixtureRequest) -> Iterator[list[KeytabJob]]:
+    """The job of test_a_job_with_a_keytab_outlives_its_tokens (this module's last test),
+    submitted as the module starts, where that test is to run: its tokens take
+    TOKEN_MAX_LIFETIME_S to die, which the module's other tests spend on jobs of their own
+    rather than the lane on a sleep. The test takes it from the list; a rerun starts its own."""
+    jobs = [start_keytab_job(secure_cluster, tmp_path_factory.mktemp("keytab-job"))
+            for item in request.session.items
+            if item.name == test_a_job_with_a_keytab_outlives_its_tokens.__name__][:1]
     try:
-        original = tmp_path / "original_tokens"  # what YARN gave the job's containers
-        first = wait_for("a container's tokens", lambda: container_tokens(layout, app_id), 180)
-        original.write_bytes(first[0].read_bytes())
-        time.sleep(max(0.0, tokens_die_at + 10 - time.monotonic()))
-        assert app_state(secure_cluster, app_id) == "RUNNING"
-        refused = run({**no_tickets, "HADOOP_TOKEN_FILE_LOCATION": str(original)}, sys.executable,
-                      "-c", f"from hdfs_native import Client; Client('{layout.default_fs}')"
-                      ".get_file_info('/')")
-        assert refused.returncode != 0, "the job's own tokens still open connections"
-        chief = wait_for("the chief's script", lambda: next(
-            (p for p in task_processes(app_id, "mnist1.py")
-             if {"--job_name=worker", "--task_index=0"} <= set(p.argv)), None), 180)
-        os.kill(chief.pid, signal.SIGKILL)
+        yield jobs
+    finally:
+        for job in jobs:  # not taken
+            job.end()
+
+
+def test_a_job_with_a_keytab_outlives_its_tokens(secure_cluster: LocalCluster,
+                                                 early_keytab_job: list[KeytabJob],
+                                                 tmp_path: Path) -> None:
+    """The job's tokens die TOKEN_MAX_LIFETIME_S after submit (checked: a new connection with
+    them is refused). Then its chief is killed: the whole TensorFlow cluster restarts in new
+    containers, which YARN localizes with the tokens its ResourceManager got anew, and whose
+    agents restore the checkpoint from HDFS with the tokens the AppMaster got from the keytab.
+    The job ends SUCCEEDED, its last checkpoint written to HDFS long after the old tokens died."""
+    job = early_keytab_job.pop() if early_keytab_job else start_keytab_job(secure_cluster,
+                                                                            tmp_path)
+    layout, user, app_id = secure_cluster.layout, secure.cluster_user(), job.app_id
+    try:
+        job.chief_killed.result(timeout=600)
         wait_for("the job's end", lambda: app_state(secure_cluster, app_id) in FINAL, 600)
     finally:
-        run_tfyarn(secure_cluster, "kill", app_id)
+        job.end()
     report = app_report(secure_cluster, app_id)
     assert report["finalStatus"] == "SUCCEEDED", report["diagnostics"]
     assert "chiefworker 0 failed: cluster restarted as generation 1" in report["diagnostics"]
     listing = hdfs_listing(secure_cluster, f"/user/{user}/tfyarn/jobs/{app_id}/checkpoints")
     written = [int(step) for step in re.findall(r"model\.ckpt-(\d+)\.index", listing)]
-    assert written and max(written) >= steps, listing  # workers may step past the last
+    assert written and max(written) >= job.steps, listing  # workers may step past
     logs = {p: p.read_text(errors="replace")
             for p in layout.state_dir.glob(f"nm*/containers/{app_id}/*/*") if p.is_file()}
     master = "".join(t for p, t in logs.items() if p.name == "application.driver.log")
