@@ -69,10 +69,10 @@ def test_killing_the_evaluator_does_not_fail_the_job(yarn_cluster, tmp_path: Pat
     """Its failure policy is the default (threshold 0): it is dropped and training goes on.
     Meanwhile `tfyarn status` shows the global step moving. The AppMaster's rule, whatever
     the script: light_task.py's chief writes summaries (its global step) every second for
-    60 s (the kill must come before the end: after it, the evaluator's failure is the last
+    40 s (the kill must come before the end: after it, the evaluator's failure is the last
     checkpoint's, a different rule)."""
     resources, app_config = prepare_light_job(
-        tmp_path, ["--sleep", "60", "--summaries"],
+        tmp_path, ["--sleep", "40", "--summaries"],
         components={"evaluator": {**EVALUATOR, "yarn.memory": "256"}, **ONE_WORKER})
     detach = run_tfyarn(yarn_cluster, "submit", "--resources", str(resources),
                         "--app-config", str(app_config), "--detach", "--json", timeout_s=180)
