@@ -105,7 +105,7 @@ def yarn_cluster() -> Iterator[LocalCluster]:
     layout = Layout(default_state_dir())
     started = not cluster.is_running(layout)
     if started:
-        cluster.up(layout)
+        cluster.up(layout, probe=False)  # the env shipped next runs a job on every node
     drivers = layout.state_dir / "drivers"
     env = {**cluster.client_environment(layout), keptdriver.IDLE_ENV: str(KEPT_DRIVER_IDLE_S),
            keptdriver.DIR_ENV: str(drivers)}

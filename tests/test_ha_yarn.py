@@ -43,7 +43,7 @@ def ha_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluste
     layout = Layout(tmp_path_factory.mktemp("ha-cluster"), port_offset=HA_PORT_OFFSET,
                     nodes=2, ha=True)
     try:
-        cluster.up(layout)
+        cluster.up(layout, probe=False)  # its test's job follows at once
         env = {**cluster.client_environment(layout), "TFYARN_CLUSTER_DIR": str(layout.state_dir),
                "TFYARN_CLUSTER_PORT_OFFSET": str(HA_PORT_OFFSET)}
         with client_environ(env):

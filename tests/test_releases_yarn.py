@@ -52,7 +52,7 @@ def release_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
                     port_offset=releases.port_window(version))
     started_here = not cluster.is_running(layout)
     if started_here:
-        cluster.up(layout)
+        cluster.up(layout, probe=False)  # its test's job follows at once
     try:
         env = cluster.client_environment(layout)
         with client_environ(env):

@@ -39,7 +39,7 @@ def secure_ha_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loca
                     port_offset=SECURE_HA_PORT_OFFSET, nodes=2, ha=True)
     try:
         started = time.monotonic()
-        cluster.up(layout, kerberos=True)
+        cluster.up(layout, kerberos=True, probe=False)  # its test's job follows at once
         print(f"\nsecure HA cluster up in {time.monotonic() - started:.1f} s")
         defaults = layout.state_dir / "tests-defaults.yaml"
         defaults.write_text(f"site.global.python: {venv_without(layout, 'python-tf', ())}\n")

@@ -396,7 +396,7 @@ def soak_cluster(request: pytest.FixtureRequest,
         return
     layout = Layout(tmp_path_factory.mktemp("ha-soak"), port_offset=HA_PORT_OFFSET, ha=True)
     try:
-        cluster.up(layout)
+        cluster.up(layout, probe=False)  # the soak's job follows at once
         env = {**cluster.client_environment(layout), "TFYARN_CLUSTER_DIR": str(layout.state_dir),
                "TFYARN_CLUSTER_PORT_OFFSET": str(HA_PORT_OFFSET)}
         with client_environ(env):
