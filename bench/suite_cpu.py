@@ -10,9 +10,10 @@
 worker named by PYTEST_XDIST_WORKER in its environment, or else its parent's lane, so a
 lane's daemons, the containers under its NodeManagers and the commands its tests run all
 count for the lane; it writes each lane's cumulative CPU-s (in all and by kind of process)
-as one JSON line a sample. A lane runs one test at a time, so `report` charges a test its
-lane's CPU between the test's result line in the log and the lane's previous one, fixture
-set-up included. Processes shorter than a sample are missed.
+as one JSON line a sample. A process already running when sampling starts (the machine's
+own services among them) counts only its CPU from then on. A lane runs one test at a time,
+so `report` charges a test its lane's CPU between the test's result line in the log and the
+lane's previous one, fixture set-up included. Processes shorter than a sample are missed.
 """
 
 from __future__ import annotations
@@ -63,8 +64,10 @@ def environ_lane(pid: str) -> str | None:
 
 
 def sample(timeline: Path) -> None:
-    seen: dict[tuple[str, str], list] = {}  # (pid, start time) -> [lane, kind, ticks]
+    # (pid, start time) -> [lane, kind, ticks, its ticks when first seen by the first sweep]
+    seen: dict[tuple[str, str], list] = {}
     lane_of: dict[str, str] = {}
+    first_sweep = True
     with timeline.open("w") as out:
         while True:
             began = time.time()
@@ -87,12 +90,13 @@ def sample(timeline: Path) -> None:
                     if not cmdline:
                         continue  # a kernel thread
                     lane_of[pid] = environ_lane(pid) or lane_of.get(parent, NO_LANE)
-                    seen[key] = [lane_of[pid], kind(cmdline), 0]
+                    seen[key] = [lane_of[pid], kind(cmdline), 0, ticks if first_sweep else 0]
                 seen[key][2] = ticks
+            first_sweep = False
             totals: collections.Counter[str] = collections.Counter()
-            for lane, sort, ticks in seen.values():
-                totals[lane] += ticks / HZ
-                totals[f"{lane}:{sort}"] += ticks / HZ
+            for lane, sort, ticks, before in seen.values():
+                totals[lane] += (ticks - before) / HZ
+                totals[f"{lane}:{sort}"] += (ticks - before) / HZ
             out.write(json.dumps({"t": round(began, 1),
                                   **{k: round(v, 1) for k, v in totals.items()}}) + "\n")
             out.flush()

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from bench import suite_cpu
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_a_test_is_charged_its_lanes_cpu_since_the_lanes_previous_result(
@@ -42,3 +48,62 @@ def test_processes_are_named_by_what_they_run() -> None:
     assert suite_cpu.kind("/v/bin/python\0-m\0appmaster.agent") == "agent"
     assert suite_cpu.kind("/v/bin/python\0-m\0tfyarn.cli.main\0status") == "cli"
     assert suite_cpu.kind("/usr/bin/tar\0-x") == "tar"
+
+
+# Burns a CPU-second, says so, waits for ``go``, burns another, says so, then sleeps.
+BURNER = """import os, sys, time
+def burn():
+    start = time.process_time()
+    while time.process_time() - start < 1.0:
+        pass
+burn(); open(sys.argv[1] + "/burnt-1", "w").close()
+while not os.path.exists(sys.argv[1] + "/go"):
+    time.sleep(0.05)
+burn(); open(sys.argv[1] + "/burnt-2", "w").close()
+time.sleep(60)
+"""
+
+
+def test_a_process_running_before_the_sampler_counts_its_cpu_from_then_on(
+        tmp_path: Path) -> None:
+    """The sampler sees a process that burnt a CPU-second before it started and burns one
+    more after: it is charged the second alone (whole, it was the machine's own services'
+    lives in the figures)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}  # no lane
+    # bash's exec -a names the process "burner": a kind of its own in the samples
+    burner = subprocess.Popen(["bash", "-c", 'exec -a burner "$0" -c "$1" "$2"',
+                               sys.executable, BURNER, str(tmp_path)], env=env)
+    timeline = tmp_path / "lanes.jsonl"
+    try:
+        wait_for_file(tmp_path / "burnt-1")
+        sampler = subprocess.Popen([sys.executable, "-m", "bench.suite_cpu", "sample",
+                                    str(timeline)], env=env, cwd=REPO)
+        try:
+            wait_for_samples(timeline, 2)  # the first sweep took its baseline
+            (tmp_path / "go").touch()
+            wait_for_file(tmp_path / "burnt-2")
+            taken = len(timeline.read_text().splitlines())
+            wait_for_samples(timeline, taken + 2)
+        finally:
+            sampler.terminate()
+            sampler.wait(timeout=30)
+    finally:
+        burner.kill()
+        burner.wait(timeout=30)
+    last = json.loads(timeline.read_text().splitlines()[-1])
+    charged = sum(cpu for key, cpu in last.items() if key.endswith(":burner"))
+    assert 0.8 <= charged <= 1.5, last
+
+
+def wait_for_file(path: Path, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"no {path} after {timeout_s} s"
+        time.sleep(0.05)
+
+
+def wait_for_samples(timeline: Path, count: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not (timeline.exists() and len(timeline.read_text().splitlines()) >= count):
+        assert time.monotonic() < deadline, f"fewer than {count} samples after {timeout_s} s"
+        time.sleep(0.1)
