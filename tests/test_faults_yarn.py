@@ -42,7 +42,7 @@ from jobtools import (
     status_json,
     yarn_logs,
 )
-from test_jobs_yarn import TF2_PS_TASKS, assert_tf2_records, flags_records
+from taskrecords import assert_tf2_records, flags_records
 
 from tfyarn.localyarn import cluster
 from tfyarn.localyarn.proctable import CONTAINER_ID, Proc, scan_processes
@@ -518,6 +518,11 @@ TF2_STEPS = 300
 
 # tf2_mwms's variant (about 50 s) runs on demand (TFYARN_LONG=1): a MultiWorkerMirrored
 # cluster restarted from HDFS is what test_keras_yarn's keras_mwms-kill-worker goes through.
+# ParameterServerStrategy's example (tf2_ps) gets its checks of every task's TF_CONFIG and
+# flags here, in the job whose chief this kills: a job of its own would only repeat them.
+TF2_PS_TASKS = {"ps_0": ("ps", 0), "chief_0": ("chiefworker", 0), "worker_0": ("worker", 0)}
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("example", ["tf2_ps", pytest.param("tf2_mwms", marks=pytest.mark.skipif(
     not os.environ.get("TFYARN_LONG"), reason="tf2_mwms's variant: TFYARN_LONG=1 runs it"))])
