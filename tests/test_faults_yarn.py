@@ -516,13 +516,13 @@ def assert_restored_from_hdfs(job: Job, stdout_name: str, min_step: int,
 TF2_STEPS = 300
 
 
-# tf2_mwms's variant (about 50 s) runs on demand (TFYARN_LONG=1): a MultiWorkerMirrored
-# cluster restarted from HDFS is what test_keras_yarn's keras_mwms-kill-worker goes through.
 # ParameterServerStrategy's example (tf2_ps) gets its checks of every task's TF_CONFIG and
 # flags here, in the job whose chief this kills: a job of its own would only repeat them.
 TF2_PS_TASKS = {"ps_0": ("ps", 0), "chief_0": ("chiefworker", 0), "worker_0": ("worker", 0)}
 
 
+# tf2_mwms's variant (about 50 s) runs on demand (TFYARN_LONG=1): a MultiWorkerMirrored
+# cluster restarted from HDFS is what test_keras_yarn's keras_mwms-kill-worker goes through.
 @pytest.mark.long
 @pytest.mark.parametrize("example", ["tf2_ps", pytest.param("tf2_mwms", marks=pytest.mark.skipif(
     not os.environ.get("TFYARN_LONG"), reason="tf2_mwms's variant: TFYARN_LONG=1 runs it"))])

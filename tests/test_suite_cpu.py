@@ -6,12 +6,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from bench import suite_cpu
+from jobtools import REPO, wait_for
 
-REPO = Path(__file__).resolve().parent.parent
+from bench import suite_cpu
 
 
 def test_a_test_is_charged_its_lanes_cpu_since_the_lanes_previous_result(
@@ -75,15 +74,16 @@ def test_a_process_running_before_the_sampler_counts_its_cpu_from_then_on(
                                sys.executable, BURNER, str(tmp_path)], env=env)
     timeline = tmp_path / "lanes.jsonl"
     try:
-        wait_for_file(tmp_path / "burnt-1")
+        wait_for("the first burn", (tmp_path / "burnt-1").exists, 60)
         sampler = subprocess.Popen([sys.executable, "-m", "bench.suite_cpu", "sample",
                                     str(timeline)], env=env, cwd=REPO)
         try:
-            wait_for_samples(timeline, 2)  # the first sweep took its baseline
+            # the first sweep took each process's CPU so far
+            wait_for("two samples", lambda: samples(timeline) >= 2, 60)
             (tmp_path / "go").touch()
-            wait_for_file(tmp_path / "burnt-2")
-            taken = len(timeline.read_text().splitlines())
-            wait_for_samples(timeline, taken + 2)
+            wait_for("the second burn", (tmp_path / "burnt-2").exists, 60)
+            taken = samples(timeline)
+            wait_for("two samples after it", lambda: samples(timeline) >= taken + 2, 60)
         finally:
             sampler.terminate()
             sampler.wait(timeout=30)
@@ -95,15 +95,5 @@ def test_a_process_running_before_the_sampler_counts_its_cpu_from_then_on(
     assert 0.8 <= charged <= 1.5, last
 
 
-def wait_for_file(path: Path, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert time.monotonic() < deadline, f"no {path} after {timeout_s} s"
-        time.sleep(0.05)
-
-
-def wait_for_samples(timeline: Path, count: int, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not (timeline.exists() and len(timeline.read_text().splitlines()) >= count):
-        assert time.monotonic() < deadline, f"fewer than {count} samples after {timeout_s} s"
-        time.sleep(0.1)
+def samples(timeline: Path) -> int:
+    return len(timeline.read_text().splitlines()) if timeline.exists() else 0

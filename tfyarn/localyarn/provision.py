@@ -102,15 +102,20 @@ def ensure_jars(home: Path, artifacts: tuple[str, ...], version: str, what: str,
     # The marker holds the pom that was resolved: a changed artifact list resolves again.
     lib, marker = home / "lib", home / ".complete"
     pom_text = _pom(version, artifacts, pom_id)
-    if marker.is_file() and marker.read_text() == pom_text:
+
+    def resolved() -> bool:
+        return marker.is_file() and marker.read_text() == pom_text
+
+    if resolved():
         return lib
     home.mkdir(parents=True, exist_ok=True)
+    cache_root().mkdir(parents=True, exist_ok=True)
     # One Maven at a time: two clusters started at once on a fresh machine (two lanes, two
     # terminals) would run two into one directory and one local repository, and one of them
     # fails. The second waits, then finds the first's marker.
     with open(cache_root() / "maven.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (marker.is_file() and marker.read_text() == pom_text):
+        if not resolved():
             _fetch(home, lib, pom_text, what, echo)
             marker.write_text(pom_text)
     return lib
